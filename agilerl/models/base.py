@@ -1,0 +1,372 @@
+"""Hand-written base classes of the generated spec models.
+
+datamodel-code-generator is told (``base-class`` / ``base-class-map`` in
+``pyproject.toml``) to derive every generated model from one of these, which is how
+behaviour reaches classes that are generated from ``schemas/``. Rules of this module:
+it declares no pydantic fields (the schema is the only place fields are defined) and
+never imports the generated package (that would be circular).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from enum import Enum
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from agilerl.models.rules import RULES_KEYWORD, check_rules
+
+ALGORITHM_KEYWORD = "x-agilerl-algorithm"
+
+
+def _integral_floats_to_int(value: Any) -> Any:
+    """JSON Schema counts 8.0 as an integer; pydantic strict mode does not. Agree with
+    the schema by handing pydantic the integer (float fields still accept ints)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral_floats_to_int(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _integral_floats_to_int(item) for key, item in value.items()}
+    return value
+
+
+def _schema_extra(cls: type[BaseModel], key: str) -> list[Any]:
+    """Values of schema extension ``key`` along the MRO, most basic class first.
+
+    The generator copies ``x-agilerl-*`` keywords into ``model_config.json_schema_extra``;
+    pydantic's config merge lets a subclass's dict replace its parent's, so walking
+    the MRO is what makes a rule declared on a shared fragment apply to every spec
+    built from it (as ``allOf`` does for the JSON Schema validators).
+    """
+    found: list[Any] = []
+    for klass in reversed(cls.__mro__):
+        config = getattr(klass, "model_config", None) or {}
+        extra = config.get("json_schema_extra")
+        if isinstance(extra, Mapping) and key in extra and extra[key] not in found:
+            found.append(extra[key])
+    return found
+
+
+class SpecBase(BaseModel):
+    """Base of every generated spec: strict, schema-equivalent validation."""
+
+    # Strict: no "8" -> 8 or true -> 1 coercion, exactly like the JSON Schema.
+    model_config = ConfigDict(strict=True)
+
+    spec_rules: ClassVar[tuple[Mapping[str, Any], ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.spec_rules = tuple(rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _accept_integral_floats(cls, data: Any) -> Any:
+        return _integral_floats_to_int(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _check_spec_rules(self) -> Any:
+        violations = list(check_rules(list(self.spec_rules), lambda name: getattr(self, name, None)))
+        if violations:
+            raise ValidationError.from_exception_data(
+                type(self).__name__,
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError("cross_field", v.message),
+                        loc=(v.field,),
+                        input=v.value,
+                    )
+                    for v in violations
+                ],
+            )
+        return self
+
+
+class MlpSpecBase(SpecBase):
+    """Behaviour of ``MlpSpec``."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset_output_activation(self, handler: Any) -> Any:
+        # The seeds document that a None output_activation is left out of dumps; doing
+        # it in the serializer makes it hold when the MLP is nested in another spec too.
+        data = handler(self)
+        if isinstance(data, dict) and data.get("output_activation", ...) is None:
+            del data["output_activation"]
+        return data
+
+
+class AgentType(str, Enum):
+    """Kind of agent an algorithm trains; selects the environment and training loop."""
+
+    SingleAgent = "single_agent"
+    MultiAgent = "multi_agent"
+    LLMAgent = "llm_agent"
+    OfflineAgent = "offline_agent"
+    BanditAgent = "bandit_agent"
+
+
+class AlgorithmNotAvailableError(NotImplementedError):
+    """The spec exists but ``agilerl.algorithms`` has no implementation for it (yet)."""
+
+
+def resolve_algorithm_class(name: str) -> type:
+    """``agilerl.algorithms.<name>``, imported on first use (the torch world loads here)."""
+    try:
+        module = importlib.import_module("agilerl.algorithms")
+    except ModuleNotFoundError as err:
+        if err.name != "agilerl.algorithms":
+            raise
+        raise AlgorithmNotAvailableError(
+            f"Algorithm {name!r} has a spec but no implementation: the torch engine "
+            "(agilerl.algorithms) is not part of this installation yet."
+        ) from None
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise AlgorithmNotAvailableError(
+            f"Algorithm {name!r} has a spec but agilerl.algorithms defines no class {name!r}."
+        ) from None
+
+
+def require_runtime_args(spec: AlgorithmBase, **args: Any) -> None:
+    """Raise one ValueError naming every runtime argument that was not given."""
+    missing = [name for name, value in args.items() if value is None]
+    if missing:
+        raise ValueError(
+            f"{type(spec).__name__}.build_algorithm() is missing required "
+            f"argument(s): {', '.join(missing)}."
+        )
+
+
+class AlgorithmBase(SpecBase):
+    """Behaviour shared by every algorithm spec (``AlgorithmSpec`` and all below it)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    agent_type: ClassVar[AgentType | None] = None
+    off_policy: ClassVar[bool] = False
+    offline: ClassVar[bool] = False
+    bandit: ClassVar[bool] = False
+    # Attribute of agilerl.training holding this algorithm's training loop.
+    training_fn_name: ClassVar[str | None] = None
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        # Algorithm facts declared in the schema (x-agilerl-algorithm) become ClassVars.
+        for facts in _schema_extra(cls, ALGORITHM_KEYWORD):
+            if "agent_type" in facts:
+                cls.agent_type = AgentType(facts["agent_type"])
+            for key in ("off_policy", "offline", "bandit"):
+                if key in facts:
+                    setattr(cls, key, bool(facts[key]))
+            if "training_fn" in facts:
+                cls.training_fn_name = facts["training_fn"]
+
+    @property
+    def name(self) -> str:
+        """Return the name of the algorithm (the class name without ``Spec``)."""
+        return type(self).__name__.removesuffix("Spec")
+
+    @classmethod
+    def algo_class(cls) -> type:
+        """Lazily resolve the algorithm class: ``<Name>Spec`` -> ``agilerl.algorithms.<Name>``."""
+        return resolve_algorithm_class(cls.__name__.removesuffix("Spec"))
+
+    def build_algorithm(self, *args: Any, **kwargs: Any) -> Any:
+        """Build the algorithm instance using spec fields + runtime args.
+
+        Each algorithm family (single-agent, multi-agent, LLM) defines its own runtime
+        arguments; the bare base spec has none to build from.
+        """
+        raise NotImplementedError(
+            f"{type(self).__name__} is not an algorithm family spec; build from an "
+            "RLAlgorithmSpec, MultiAgentRLAlgorithmSpec or LLMAlgorithmSpec subclass."
+        )
+
+    @classmethod
+    def get_training_fn(cls) -> Any:
+        """Return the training function for this algorithm (lazily imported).
+
+        Raises:
+            NotImplementedError: If the spec names no training function.
+        """
+        if cls.training_fn_name is None:
+            raise NotImplementedError(f"{cls.__name__} does not define a training function.")
+        try:
+            module = importlib.import_module("agilerl.training")
+            return getattr(module, cls.training_fn_name)
+        except (ModuleNotFoundError, AttributeError):
+            raise AlgorithmNotAvailableError(
+                f"{cls.__name__} trains with agilerl.training.{cls.training_fn_name}, "
+                "which this installation does not provide yet."
+            ) from None
+
+    def algorithm_kwargs(self) -> dict[str, Any]:
+        """Spec fields as constructor keyword arguments.
+
+        Every field is forwarded, set or not, so the default a user reads in the schema
+        is the default the algorithm gets.
+        """
+        return {name: getattr(self, name) for name in type(self).model_fields}
+
+    def get_training_kwargs(
+        self, *, training: Any, env_spec: Any, memory: Any = None, n_step_memory: Any = None
+    ) -> dict[str, Any]:
+        """Return additional kwargs for the training loop.
+
+        Args:
+            training: Training specification.
+            env_spec: Environment specification.
+            memory: Replay buffer instance.
+            n_step_memory: N-step replay buffer for combined PER + n-step setups.
+        """
+        kwargs: dict[str, Any] = {
+            "env_name": env_spec.name,
+            "algo": self.name,
+            "eval_steps": training.eval_steps,
+            "eval_loop": training.eval_loop,
+            "target": training.target_score,
+            "checkpoint": training.checkpoint_steps,
+            "checkpoint_path": training.checkpoint_path,
+            "overwrite_checkpoints": training.overwrite_checkpoints,
+        }
+        if self.off_policy or self.offline or self.bandit:
+            kwargs["memory"] = memory
+        if self.off_policy:
+            kwargs["learning_delay"] = training.learning_delay
+            for key in ("eps_start", "eps_end", "eps_decay"):
+                if getattr(training, key, None) is not None:
+                    kwargs[key] = getattr(training, key)
+            if n_step_memory is not None:
+                kwargs["n_step_memory"] = n_step_memory
+        if self.bandit:
+            kwargs["episode_steps"] = training.episode_steps
+        if self.agent_type is AgentType.MultiAgent:
+            kwargs["sum_scores"] = training.sum_scores
+        return kwargs
+
+    def _instantiate(self, index: int, resume_from_checkpoint: str | None, **runtime: Any) -> Any:
+        algo = self.algo_class()(index=index, **runtime, **self.algorithm_kwargs())
+        if resume_from_checkpoint is not None:
+            algo.load_checkpoint(resume_from_checkpoint)
+            algo.index = index  # the population slot belongs to the caller, not the file
+        return algo
+
+
+class RLAlgorithmBase(AlgorithmBase):
+    """Behaviour of single-agent algorithm specs."""
+
+    agent_type: ClassVar[AgentType | None] = AgentType.SingleAgent
+
+    def build_algorithm(
+        self,
+        observation_space: Any = None,
+        action_space: Any = None,
+        index: int | None = None,
+        resume_from_checkpoint: str | None = None,
+        device: Any = "cpu",
+        accelerator: Any = None,
+    ) -> Any:
+        """Build a single-agent algorithm instance from spec fields.
+
+        Raises:
+            ValueError: If observation_space, action_space, or index is None.
+        """
+        require_runtime_args(
+            self, observation_space=observation_space, action_space=action_space, index=index
+        )
+        return self._instantiate(
+            index,
+            resume_from_checkpoint,
+            observation_space=observation_space,
+            action_space=action_space,
+            device=device,
+            accelerator=accelerator,
+        )
+
+
+class MultiAgentRLAlgorithmBase(AlgorithmBase):
+    """Behaviour of multi-agent algorithm specs."""
+
+    agent_type: ClassVar[AgentType | None] = AgentType.MultiAgent
+
+    def build_algorithm(
+        self,
+        observation_spaces: dict[str, Any] | None = None,
+        action_spaces: dict[str, Any] | None = None,
+        index: int | None = None,
+        resume_from_checkpoint: str | None = None,
+        device: Any = "cpu",
+        accelerator: Any = None,
+    ) -> Any:
+        """Build a multi-agent algorithm from spec fields.
+
+        Raises:
+            ValueError: If observation_spaces, action_spaces, or index is None.
+        """
+        require_runtime_args(
+            self, observation_spaces=observation_spaces, action_spaces=action_spaces, index=index
+        )
+        return self._instantiate(
+            index,
+            resume_from_checkpoint,
+            observation_spaces=observation_spaces,
+            action_spaces=action_spaces,
+            device=device,
+            accelerator=accelerator,
+        )
+
+
+class LLMAlgorithmBase(AlgorithmBase):
+    """Behaviour of LLM fine-tuning algorithm specs."""
+
+    agent_type: ClassVar[AgentType | None] = AgentType.LLMAgent
+    # Which LLM gym the algorithm needs ("reasoning", "preference" or "sft").
+    env_type: ClassVar[str | None] = None
+
+    def build_algorithm(
+        self,
+        tokenizer: Any = None,
+        index: int = 0,
+        resume_from_checkpoint: str | None = None,
+        accelerator: Any = None,
+        device: Any = "cpu",
+        actor_network: Any = None,
+    ) -> Any:
+        """Build an LLM algorithm instance from spec fields.
+
+        ``actor_network``, when given, is used instead of loading
+        ``pretrained_model_name_or_path``.
+
+        Raises:
+            ValueError: If tokenizer is None.
+        """
+        require_runtime_args(self, tokenizer=tokenizer)
+        return self._instantiate(
+            index,
+            resume_from_checkpoint,
+            tokenizer=tokenizer,
+            accelerator=accelerator,
+            device=device,
+            actor_network=actor_network,
+        )
+
+    def get_training_kwargs(
+        self, *, training: Any, env_spec: Any, memory: Any = None, n_step_memory: Any = None
+    ) -> dict[str, Any]:
+        """Return additional kwargs for the LLM training loop (replay buffers are unused)."""
+        kwargs: dict[str, Any] = {"evaluation_interval": training.evaluation_interval}
+        optional = {
+            "max_reward": getattr(env_spec, "max_reward", None),
+            "checkpoint_steps": training.checkpoint_steps,
+            "checkpoint_path": training.checkpoint_path,
+            "num_epochs": getattr(training, "num_epochs", None),
+        }
+        kwargs.update({key: value for key, value in optional.items() if value is not None})
+        return kwargs

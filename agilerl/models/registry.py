@@ -1,0 +1,85 @@
+"""The algorithm registry: algorithm names -> spec classes."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TypeVar
+
+from agilerl.models.base import AlgorithmBase
+
+SpecT = TypeVar("SpecT", bound=type[AlgorithmBase])
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryEntry:
+    """What the registry knows about one algorithm."""
+
+    spec_cls: type[AlgorithmBase]
+
+
+class AlgorithmRegistry:
+    """Central registry mapping algorithm names to their spec classes.
+
+    Populated at import time by :func:`register` applied to each concrete spec class.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, RegistryEntry] = {}
+
+    def add(self, name: str, spec_cls: type[AlgorithmBase]) -> None:
+        """Register ``spec_cls`` under ``name``; warns when it replaces an entry."""
+        if not (isinstance(spec_cls, type) and issubclass(spec_cls, AlgorithmBase)):
+            raise TypeError(f"Cannot register {spec_cls!r} as {name!r}: not an algorithm spec class.")
+        previous = self._entries.get(name)
+        if previous is not None and previous.spec_cls is not spec_cls:
+            warnings.warn(
+                f"Overriding existing registration of algorithm {name!r} "
+                f"({previous.spec_cls.__qualname__} -> {spec_cls.__qualname__}).",
+                UserWarning,
+                stacklevel=2,
+            )
+        self._entries[name] = RegistryEntry(spec_cls)
+
+    def get(self, name: str) -> RegistryEntry:
+        """Look up an entry by algorithm name (case-sensitive).
+
+        Raises:
+            KeyError: If ``name`` is not registered; the message lists the known names.
+        """
+        try:
+            return self._entries[name]
+        except KeyError:
+            known = ", ".join(sorted(self._entries)) or "(none)"
+            raise KeyError(f"Unknown algorithm {name!r}. Registered algorithms: {known}.") from None
+
+    def names(self) -> list[str]:
+        """Registered algorithm names, sorted."""
+        return sorted(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+ALGO_REGISTRY = AlgorithmRegistry()
+
+
+def register(name: str | None = None) -> Callable[[SpecT], SpecT]:
+    """Class decorator registering an algorithm spec in :data:`ALGO_REGISTRY`.
+
+    The name defaults to the class name without its ``Spec`` suffix
+    (``MyAlgoSpec`` -> ``"MyAlgo"``). The class is returned unchanged.
+    """
+
+    def decorator(spec_cls: SpecT) -> SpecT:
+        ALGO_REGISTRY.add(name or spec_cls.__name__.removesuffix("Spec"), spec_cls)
+        return spec_cls
+
+    return decorator

@@ -1,0 +1,34 @@
+# @generated from schemas/ by `nox -s codegen` (datamodel-code-generator). Never edit by hand.
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from agilerl.models.base import SpecBase
+from pydantic import ConfigDict, Field
+
+from . import lora_config_schema
+
+
+class FinetuningNetworkSpec(SpecBase):
+    """
+    Model specification for LLM finetuning networks.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    pretrained_model_name_or_path: Annotated[
+        str,
+        Field(
+            description='Local path (or hub id, resolved offline) of the pretrained model.',
+            min_length=1,
+        ),
+    ]
+    max_context_length: Annotated[
+        int, Field(description='Longest prompt plus completion, in tokens.', ge=1)
+    ]
+    lora_config: Annotated[
+        lora_config_schema.LoraConfigDict | None,
+        Field(description='LoRA adapter settings; null to train without adapters.'),
+    ] = None

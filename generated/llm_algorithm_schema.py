@@ -1,0 +1,129 @@
+# @generated from schemas/ by `nox -s codegen` (datamodel-code-generator). Never edit by hand.
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from agilerl.models.base import LLMAlgorithmBase, SpecBase
+from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
+
+PretrainedModelNameOrPath = TypeAliasType(
+    "PretrainedModelNameOrPath",
+    Annotated[
+        str,
+        Field(
+            description='Pretrained model to fine-tune; normally filled from the network section.',
+            min_length=1,
+        ),
+    ],
+)
+
+
+class LLMAlgorithmFields(LLMAlgorithmBase):
+    """
+    Fields shared by every LLM fine-tuning algorithm specification.
+    """
+
+    batch_size: Annotated[
+        int, Field(description='Number of samples per gradient update.', ge=1, title='BatchSize')
+    ] = 128
+    hp_config: Annotated[
+        Any,
+        Field(
+            description='Ranges of the hyperparameters that evolutionary HPO may mutate; null for none.',
+            title='HpConfig',
+        ),
+    ] = None
+    beta: Annotated[
+        float,
+        Field(description='KL penalty coefficient against the reference policy.', ge=0.0, le=1.0),
+    ] = 0.001
+    max_grad_norm: Annotated[
+        float, Field(description='Gradient-norm clipping threshold.', ge=0.0)
+    ] = 0.1
+    update_epochs: Annotated[
+        int, Field(description='Passes over each batch of experience.', ge=1)
+    ] = 1
+    reduce_memory_peak: Annotated[
+        bool, Field(description='Process the batch in smaller pieces to lower peak memory.')
+    ] = False
+    use_separate_reference_adapter: Annotated[
+        bool, Field(description='Keep the reference policy as a separate LoRA adapter.')
+    ] = False
+    calc_position_embeddings: Annotated[
+        bool, Field(description='Compute position ids from the attention mask.')
+    ] = True
+    gradient_checkpointing: Annotated[
+        bool, Field(description='Trade compute for memory with gradient checkpointing.')
+    ] = True
+    use_liger_loss: Annotated[bool, Field(description='Use the fused Liger kernel loss.')] = False
+    seed: Annotated[int, Field(description='Random seed.')] = 42
+    quantization: Annotated[
+        str | dict[str, Any] | None,
+        Field(
+            description='Quantisation: a preset name or keyword arguments of a bitsandbytes config; null for none.'
+        ),
+    ] = None
+    activation_offload: Annotated[bool, Field(description='Offload activations to CPU memory.')] = (
+        False
+    )
+    use_sequence_packing: Annotated[
+        bool, Field(description='Pack several sequences into one row.')
+    ] = False
+    lora_target_scope: Annotated[
+        str | None,
+        Field(
+            description='Sub-module that LoRA targets are restricted to; null for the whole model.',
+            title='NullableString',
+        ),
+    ] = None
+    fused_logprobs_chunk_rows: Annotated[
+        int | None,
+        Field(
+            description='Rows per chunk of the fused log-probability computation; null for no chunking.',
+            title='NullableInteger',
+        ),
+    ] = None
+    fused_loss_chunk_rows: Annotated[
+        int | None,
+        Field(
+            description='Rows per chunk of the fused loss computation; null for no chunking.',
+            title='NullableInteger',
+        ),
+    ] = None
+    vllm_importance_sampling_correction: Annotated[
+        bool, Field(description="Correct for the vLLM sampler's policy mismatch.")
+    ] = True
+    vllm_importance_sampling_cap: Annotated[
+        float, Field(description='Upper cap of the vLLM importance weights.', ge=0.0)
+    ] = 2.0
+    attn_implementation: Annotated[
+        str | None,
+        Field(
+            description="transformers attention implementation; null for the model's default.",
+            title='NullableString',
+        ),
+    ] = None
+    pretrained_model_name_or_path: Annotated[
+        PretrainedModelNameOrPath | None,
+        Field(
+            description='Pretrained model to fine-tune; normally filled from the network section.'
+        ),
+    ] = None
+    max_model_len: Annotated[
+        int, Field(description='Longest sequence the model handles, in tokens.', ge=1)
+    ] = 1024
+    lora_config: Annotated[
+        Any, Field(description='LoRA configuration passed to the algorithm; null for none.')
+    ] = None
+
+
+class LLMAlgorithmSpec(LLMAlgorithmFields):
+    """
+    Specification for LLM fine-tuning algorithms.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
