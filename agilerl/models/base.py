@@ -64,27 +64,38 @@ class SpecBase(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         cls.spec_rules = tuple(rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules)
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _accept_integral_floats(cls, data: Any) -> Any:
-        return _integral_floats_to_int(data) if isinstance(data, dict) else data
+    def _validate_like_the_schema(cls, data: Any, handler: Any) -> Any:
+        if not isinstance(data, dict):
+            return handler(data)  # an existing instance: validated when it was made
+        data = _integral_floats_to_int(data)
+        errors: list[InitErrorDetails] = []
+        result = None
+        try:
+            result = handler(data)
+        except ValidationError as error:
+            errors = [
+                InitErrorDetails(
+                    type=PydanticCustomError(item["type"], item["msg"]), loc=item["loc"], input=item["input"]
+                )
+                for item in error.errors(include_url=False)
+            ]
+        # Rules are checked on the raw document (absent fields take their defaults),
+        # like the JSON Schema keyword, so they are reported together with field errors
+        # instead of only once every field is valid.
+        fields = cls.model_fields
 
-    @model_validator(mode="after")
-    def _check_spec_rules(self) -> Any:
-        violations = list(check_rules(list(self.spec_rules), lambda name: getattr(self, name, None)))
-        if violations:
-            raise ValidationError.from_exception_data(
-                type(self).__name__,
-                [
-                    InitErrorDetails(
-                        type=PydanticCustomError("cross_field", v.message),
-                        loc=(v.field,),
-                        input=v.value,
-                    )
-                    for v in violations
-                ],
-            )
-        return self
+        def lookup(name: str) -> Any:
+            return data[name] if name in data else getattr(fields.get(name), "default", None)
+
+        errors += [
+            InitErrorDetails(type=PydanticCustomError("cross_field", v.message), loc=(v.field,), input=v.value)
+            for v in check_rules(list(cls.spec_rules), lookup)
+        ]
+        if errors:
+            raise ValidationError.from_exception_data(cls.__name__, errors)
+        return result
 
 
 class MlpSpecBase(SpecBase):

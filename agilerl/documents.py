@@ -1,0 +1,75 @@
+"""Reading YAML/JSON documents, keeping where every value came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agilerl.models.validation import Issue, SpecError
+
+
+class DocumentError(ValueError):
+    """A file that cannot be read as a YAML/JSON document."""
+
+
+def _plain(node: Any) -> Any:
+    """ruamel's position-carrying containers and scalars -> plain Python values."""
+    if isinstance(node, dict):
+        return {_plain(key): _plain(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_plain(item) for item in node]
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    return node
+
+
+def load_document(path: str | Path) -> tuple[Any, Any]:
+    """Load a YAML 1.2 (or JSON) file: ``(data, locate)``.
+
+    ``locate(path_tuple)`` returns the 1-based ``(line, column)`` of the value (or key)
+    at a document path, or of its closest existing parent.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    yaml = YAML(typ="rt")
+    try:
+        raw = yaml.load(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise DocumentError(f"{path}: cannot read: {err.strerror}") from None
+    except YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise DocumentError(f"{where}: not valid YAML: {getattr(err, 'problem', err)}") from None
+
+    def locate(doc_path: tuple[Any, ...]) -> tuple[int, int] | None:
+        node, position = raw, (1, 1)
+        for part in doc_path:
+            lc = getattr(node, "lc", None)
+            try:
+                if lc is not None:
+                    line, col = lc.key(part) if isinstance(node, dict) else lc.item(part)
+                    position = (line + 1, col + 1)
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                break
+        return position
+
+    return _plain(raw), locate
+
+
+def load_spec(spec_cls: Any, path: str | Path) -> Any:
+    """Load a spec file into ``spec_cls``; a :class:`SpecError` names file:line:column."""
+    from agilerl.models.validation import parse_spec
+
+    data, locate = load_document(path)
+    if not isinstance(data, dict):
+        issue = Issue((), data, f"expected a mapping of {spec_cls.__name__} fields", (1, 1))
+        raise SpecError(spec_cls.__name__, [issue], str(path))
+    return parse_spec(spec_cls, data, source=str(path), locate=locate)

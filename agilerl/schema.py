@@ -1,0 +1,134 @@
+"""The canonical JSON Schemas at run time, validated with the Python ``jsonschema`` library.
+
+This is the "any other tool" view of a document: the schema alone, with the
+``x-agilerl-rules`` keyword implemented as in :mod:`agilerl.models.rules`. The pydantic
+models must reach the same verdict on every document (tests hold them to it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError, validators
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_lookup
+
+SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
+
+
+def _rules_keyword(validator: Any, rules: Any, instance: Any, schema: dict) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for violation in check_rules(rules, schema_lookup(instance, schema)):
+        yield ValidationError(violation.message, path=[violation.field], instance=violation.value)
+
+
+#: Draft 2020-12 plus our one custom keyword.
+SpecValidator = validators.extend(Draft202012Validator, {RULES_KEYWORD: _rules_keyword})
+
+
+@cache
+def schema_documents() -> dict[str, dict]:
+    """Every packaged schema, keyed by file name (``mlp.schema.json``)."""
+    folder = resources.files("agilerl") / "schemas"
+    return {
+        entry.name: json.loads(entry.read_text(encoding="utf-8"))
+        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
+        if entry.name.endswith(".schema.json")
+    }
+
+
+def _without_dialect(doc: dict) -> dict:
+    # jsonschema picks the validator class from each resource's "$schema" when a $ref
+    # enters it, which would swap SpecValidator for the stock 2020-12 validator and
+    # silently drop the custom keyword. Our in-memory copies therefore omit "$schema"
+    # (every file declares 2020-12; the registry pins that dialect instead).
+    return {key: value for key, value in doc.items() if key != "$schema"}
+
+
+@cache
+def schema_registry() -> Registry:
+    """A registry resolving every schema by its ``$id`` (nothing is fetched)."""
+    return Registry().with_resources(
+        (doc["$id"], Resource.from_contents(_without_dialect(doc), default_specification=DRAFT202012))
+        for doc in schema_documents().values()
+    )
+
+
+@cache
+def schema_titles() -> dict[str, str]:
+    """Spec title (``MlpSpec``) -> schema file name, for the document-level schemas."""
+    return {doc["title"]: name for name, doc in schema_documents().items() if "title" in doc}
+
+
+def validator_for(spec: str) -> Any:
+    """A validator for the spec named by title (``"MlpSpec"``) or file name."""
+    name = schema_titles().get(spec, spec)
+    try:
+        schema = schema_documents()[name]
+    except KeyError:
+        known = ", ".join(sorted(schema_titles()))
+        raise KeyError(f"No schema for {spec!r}. Known specs: {known}.") from None
+    return SpecValidator(_without_dialect(schema), registry=schema_registry())
+
+
+def inline_schema(spec: str) -> dict:
+    """A self-contained copy of a spec's schema: every ``$ref`` inlined, and every
+    ``allOf`` of shared ``...Fields`` fragments merged into one closed object.
+
+    Same verdicts as the canonical schema; meant for tools that cannot follow ``$ref``
+    or do not implement ``unevaluatedProperties`` (hypothesis-jsonschema among them).
+    """
+    name = schema_titles().get(spec, spec)
+    root = schema_documents()[name]
+    resolver = schema_registry().resolver(base_uri=root["$id"])
+    return _inline(root, resolver)
+
+
+_DROPPED = {"$schema", "$id", "$defs"}
+
+
+def _inline(node: Any, resolver: Any) -> Any:
+    if isinstance(node, list):
+        return [_inline(item, resolver) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    if "$ref" in node:
+        resolved = resolver.lookup(node["$ref"])
+        out.update(_inline(resolved.contents, resolved.resolver))
+    for key, value in node.items():
+        if key in _DROPPED or key == "$ref":
+            continue
+        out[key] = _inline(value, resolver)
+    if out.get("unevaluatedProperties") is False and "allOf" in out:
+        _merge_fragments(out)
+    return out
+
+
+def _merge_fragments(schema: dict) -> None:
+    """Fold ``allOf`` object fragments into ``schema`` and close it with
+    ``additionalProperties: false`` (equivalent to ``unevaluatedProperties: false``)."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    rules: list[Any] = []
+    for fragment in schema.pop("allOf"):
+        properties.update(fragment.get("properties", {}))
+        required += fragment.get("required", [])
+        rules += fragment.get(RULES_KEYWORD, [])
+    properties.update(schema.get("properties", {}))
+    required += schema.get("required", [])
+    rules += schema.get(RULES_KEYWORD, [])
+    schema["properties"] = properties
+    if required:
+        schema["required"] = list(dict.fromkeys(required))
+    if rules:
+        schema[RULES_KEYWORD] = rules
+    del schema["unevaluatedProperties"]
+    schema["additionalProperties"] = False

@@ -1,0 +1,1 @@
+"""Developer tooling around the canonical schemas: lint, regenerate, drift-check."""

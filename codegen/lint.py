@@ -1,0 +1,202 @@
+"""Schema lint: what the generator and the meta-schema do not check.
+
+Run as ``python -m codegen.lint [schemas_dir]``; exits 1 listing every problem.
+Checks, per file under ``schemas/``:
+
+* valid against the draft 2020-12 meta-schema, declares that ``$schema``, an ``$id``
+  equal to its published URL, a ``title`` and a ``description``;
+* every object is closed (``additionalProperties: false``, or
+  ``unevaluatedProperties: false`` for specs built from ``allOf`` fragments); a shared
+  ``...Fields`` fragment may stay open only because every user closes it; an
+  explicitly open map (``additionalProperties: true`` and no ``properties``) is the one
+  deliberate exception;
+* every ``default`` validates against its own subschema (the generator copies
+  defaults without checking them);
+* titles are unique across all files (the generator silently renames duplicates);
+* discriminated unions have ``type: object``, require the tag, and every branch
+  declares the tag ``const``;
+* every ``x-agilerl-rules`` rule is well formed and names properties of its own
+  object that have a default or are required.
+
+Strict-mode compilation by ajv is the other half of the lint; the ``schemas`` nox
+session runs it (``node codegen/node/validate.mjs --compile-only``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from agilerl.models.rules import RULES_KEYWORD
+from agilerl.schema import SCHEMA_BASE_URI, SpecValidator
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+RULE_SCHEMA = {
+    "type": "array",
+    "items": {
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "field": {"type": "string"},
+                    "measure": {"enum": ["value", "length", "items"]},
+                    "atMost": {"type": "string"},
+                    "below": {"type": "string"},
+                    "within": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+                },
+                "required": ["field"],
+                "oneOf": [{"required": ["atMost"]}, {"required": ["below"]}, {"required": ["within"]}],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "properties": {"sameLength": {"type": "array", "items": {"type": "string"}, "minItems": 2}},
+                "required": ["sameLength"],
+                "additionalProperties": False,
+            },
+        ]
+    },
+}
+
+
+def _walk(node: Any, pointer: str = "#") -> Iterator[tuple[str, dict]]:
+    """Every subschema (dict) in a schema document, with its JSON pointer."""
+    if isinstance(node, dict):
+        yield pointer, node
+        for key, value in node.items():
+            if key in ("default", "examples", "const", "enum", RULES_KEYWORD, "x-agilerl-algorithm"):
+                continue  # data, not subschemas
+            yield from _walk(value, f"{pointer}/{key}")
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            yield from _walk(item, f"{pointer}/{index}")
+
+
+def _is_object_schema(node: dict) -> bool:
+    return node.get("type") == "object" or "properties" in node
+
+
+def _is_closed(node: dict) -> bool:
+    return node.get("additionalProperties") is False or node.get("unevaluatedProperties") is False
+
+
+def lint(folder: Path) -> list[str]:
+    docs = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.schema.json"))}
+    problems: list[str] = []
+    registry = Registry().with_resources(
+        (doc.get("$id", name), Resource.from_contents(doc, default_specification=DRAFT202012))
+        for name, doc in docs.items()
+    )
+    titles: dict[str, str] = {}
+    allof_targets: dict[str, list[bool]] = {}  # fragment ref -> closedness of each user
+
+    for name, doc in docs.items():
+        where = name
+        for error in Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(doc):
+            problems.append(f"{where}: not a valid 2020-12 schema: {error.message}")
+        if doc.get("$schema") != DIALECT:
+            problems.append(f"{where}: $schema must be {DIALECT}")
+        if doc.get("$id") != SCHEMA_BASE_URI + name:
+            problems.append(f"{where}: $id must be {SCHEMA_BASE_URI + name}")
+        for key in ("title", "description"):
+            if not doc.get(key):
+                problems.append(f"{where}: missing {key}")
+        resolver = registry.resolver(base_uri=doc.get("$id", name))
+
+        for pointer, node in _walk(doc):
+            at = f"{name}{pointer[1:]}"
+            if "title" in node and pointer.count("/properties/") == 0:
+                if node["title"] in titles:
+                    problems.append(f"{at}: title {node['title']!r} also used at {titles[node['title']]}")
+                titles.setdefault(node["title"], at)
+            for sub in node.get("allOf", []):
+                if "$ref" in sub:
+                    target = resolver.lookup(sub["$ref"])
+                    key = json.dumps(target.contents, sort_keys=True)
+                    allof_targets.setdefault(key, []).append(node.get("unevaluatedProperties") is False)
+            if "default" in node:
+                subschema = {k: v for k, v in node.items() if k != "default"}
+                validator = SpecValidator(subschema, registry=registry, _resolver=resolver)
+                for error in validator.iter_errors(node["default"]):
+                    problems.append(f"{at}: default {node['default']!r} violates its own schema: {error.message}")
+            if "discriminator" in node:
+                problems += _check_union(at, node, resolver)
+            if RULES_KEYWORD in node:
+                problems += _check_rules(at, node)
+
+        for pointer, node in _walk(doc):
+            if not _is_object_schema(node) or _is_closed(node) or "oneOf" in node or "anyOf" in node:
+                continue
+            if node.get("additionalProperties") is True and "properties" not in node:
+                continue  # an explicitly open map
+            key = json.dumps(node, sort_keys=True)
+            users = allof_targets.get(key)
+            if pointer.startswith("#/$defs/") and node.get("title", "").endswith("Fields"):
+                continue  # fragment; checked below once all users are known
+            if users is None:
+                problems.append(f"{name}{pointer[1:]}: object is not closed (additionalProperties: false)")
+
+    for name, doc in docs.items():
+        for pointer, node in _walk(doc):
+            if pointer.startswith("#/$defs/") and node.get("title", "").endswith("Fields"):
+                users = allof_targets.get(json.dumps(node, sort_keys=True), [])
+                if not users or not all(users):
+                    problems.append(
+                        f"{name}{pointer[1:]}: fragment must be used only through allOf by "
+                        "schemas that close it with unevaluatedProperties: false"
+                    )
+    return problems
+
+
+def _check_union(at: str, node: dict, resolver: Any) -> list[str]:
+    tag = node["discriminator"].get("propertyName")
+    problems = []
+    if node.get("type") != "object":
+        problems.append(f"{at}: a discriminated union needs type: object")
+    if tag not in node.get("required", []):
+        problems.append(f"{at}: a discriminated union must require its tag {tag!r}")
+    for index, branch in enumerate(node.get("oneOf", [])):
+        target = resolver.lookup(branch["$ref"]).contents if "$ref" in branch else branch
+        if "const" not in target.get("properties", {}).get(tag, {}):
+            problems.append(f"{at}/oneOf/{index}: branch must declare {tag!r} as a const")
+    return problems
+
+
+def _check_rules(at: str, node: dict) -> list[str]:
+    rules = node[RULES_KEYWORD]
+    errors = list(Draft202012Validator(RULE_SCHEMA).iter_errors(rules))
+    if errors:
+        return [f"{at}: malformed {RULES_KEYWORD}: {e.message}" for e in errors]
+    properties, required = node.get("properties", {}), set(node.get("required", []))
+    problems = []
+    for rule in rules:
+        names = rule.get("sameLength") or [rule["field"], *(rule.get("within") or [rule.get("atMost") or rule.get("below")])]
+        for field in names:
+            if field not in properties:
+                problems.append(f"{at}: rule {rule} names {field!r}, not a property of this object")
+            elif field not in required and "default" not in properties[field]:
+                problems.append(f"{at}: rule {rule} names {field!r}, which has no default and is optional")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    folder = Path(args[0] if args else "schemas")
+    problems = lint(folder)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    count = len(list(folder.glob("*.schema.json")))
+    print(f"schema lint: {count} files, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
