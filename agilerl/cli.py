@@ -41,7 +41,10 @@ def _validate(args: argparse.Namespace) -> int:
     classes = spec_classes()
     spec_cls = classes.get(args.spec)
     if spec_cls is None:
-        print(f"agilerl: unknown spec {args.spec!r}; known: {', '.join(sorted(classes))}", file=sys.stderr)
+        print(
+            f"agilerl: unknown spec {args.spec!r}; known: {', '.join(sorted(classes))}",
+            file=sys.stderr,
+        )
         return 2
     failed = False
     report: dict[str, Any] = {}

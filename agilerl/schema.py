@@ -22,7 +22,9 @@ from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_lookup
 SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
 
 
-def _rules_keyword(validator: Any, rules: Any, instance: Any, schema: dict) -> Iterator[ValidationError]:
+def _rules_keyword(
+    validator: Any, rules: Any, instance: Any, schema: dict
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
     for violation in check_rules(rules, schema_lookup(instance, schema)):
@@ -56,7 +58,10 @@ def _without_dialect(doc: dict) -> dict:
 def schema_registry() -> Registry:
     """A registry resolving every schema by its ``$id`` (nothing is fetched)."""
     return Registry().with_resources(
-        (doc["$id"], Resource.from_contents(_without_dialect(doc), default_specification=DRAFT202012))
+        (
+            doc["$id"],
+            Resource.from_contents(_without_dialect(doc), default_specification=DRAFT202012),
+        )
         for doc in schema_documents().values()
     )
 

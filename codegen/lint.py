@@ -50,15 +50,26 @@ RULE_SCHEMA = {
                     "measure": {"enum": ["value", "length", "items"]},
                     "atMost": {"type": "string"},
                     "below": {"type": "string"},
-                    "within": {"type": "array", "items": {"type": "string"}, "minItems": 2, "maxItems": 2},
+                    "within": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "minItems": 2,
+                        "maxItems": 2,
+                    },
                 },
                 "required": ["field"],
-                "oneOf": [{"required": ["atMost"]}, {"required": ["below"]}, {"required": ["within"]}],
+                "oneOf": [
+                    {"required": ["atMost"]},
+                    {"required": ["below"]},
+                    {"required": ["within"]},
+                ],
                 "additionalProperties": False,
             },
             {
                 "type": "object",
-                "properties": {"sameLength": {"type": "array", "items": {"type": "string"}, "minItems": 2}},
+                "properties": {
+                    "sameLength": {"type": "array", "items": {"type": "string"}, "minItems": 2}
+                },
                 "required": ["sameLength"],
                 "additionalProperties": False,
             },
@@ -72,7 +83,14 @@ def _walk(node: Any, pointer: str = "#") -> Iterator[tuple[str, dict]]:
     if isinstance(node, dict):
         yield pointer, node
         for key, value in node.items():
-            if key in ("default", "examples", "const", "enum", RULES_KEYWORD, "x-agilerl-algorithm"):
+            if key in (
+                "default",
+                "examples",
+                "const",
+                "enum",
+                RULES_KEYWORD,
+                "x-agilerl-algorithm",
+            ):
                 continue  # data, not subschemas
             yield from _walk(value, f"{pointer}/{key}")
     elif isinstance(node, list):
@@ -89,7 +107,10 @@ def _is_closed(node: dict) -> bool:
 
 
 def lint(folder: Path) -> list[str]:
-    docs = {path.name: json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.schema.json"))}
+    docs = {
+        path.name: json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted(folder.glob("*.schema.json"))
+    }
     problems: list[str] = []
     registry = Registry().with_resources(
         (doc.get("$id", name), Resource.from_contents(doc, default_specification=DRAFT202012))
@@ -115,25 +136,36 @@ def lint(folder: Path) -> list[str]:
             at = f"{name}{pointer[1:]}"
             if "title" in node and pointer.count("/properties/") == 0:
                 if node["title"] in titles:
-                    problems.append(f"{at}: title {node['title']!r} also used at {titles[node['title']]}")
+                    problems.append(
+                        f"{at}: title {node['title']!r} also used at {titles[node['title']]}"
+                    )
                 titles.setdefault(node["title"], at)
             for sub in node.get("allOf", []):
                 if "$ref" in sub:
                     target = resolver.lookup(sub["$ref"])
                     key = json.dumps(target.contents, sort_keys=True)
-                    allof_targets.setdefault(key, []).append(node.get("unevaluatedProperties") is False)
+                    allof_targets.setdefault(key, []).append(
+                        node.get("unevaluatedProperties") is False
+                    )
             if "default" in node:
                 subschema = {k: v for k, v in node.items() if k != "default"}
                 validator = SpecValidator(subschema, registry=registry, _resolver=resolver)
                 for error in validator.iter_errors(node["default"]):
-                    problems.append(f"{at}: default {node['default']!r} violates its own schema: {error.message}")
+                    problems.append(
+                        f"{at}: default {node['default']!r} violates its schema: {error.message}"
+                    )
             if "discriminator" in node:
                 problems += _check_union(at, node, resolver)
             if RULES_KEYWORD in node:
                 problems += _check_rules(at, node)
 
         for pointer, node in _walk(doc):
-            if not _is_object_schema(node) or _is_closed(node) or "oneOf" in node or "anyOf" in node:
+            if (
+                not _is_object_schema(node)
+                or _is_closed(node)
+                or "oneOf" in node
+                or "anyOf" in node
+            ):
                 continue
             if node.get("additionalProperties") is True and "properties" not in node:
                 continue  # an explicitly open map
@@ -142,7 +174,9 @@ def lint(folder: Path) -> list[str]:
             if pointer.startswith("#/$defs/") and node.get("title", "").endswith("Fields"):
                 continue  # fragment; checked below once all users are known
             if users is None:
-                problems.append(f"{name}{pointer[1:]}: object is not closed (additionalProperties: false)")
+                problems.append(
+                    f"{name}{pointer[1:]}: object is not closed (additionalProperties: false)"
+                )
 
     for name, doc in docs.items():
         for pointer, node in _walk(doc):
@@ -178,12 +212,17 @@ def _check_rules(at: str, node: dict) -> list[str]:
     properties, required = node.get("properties", {}), set(node.get("required", []))
     problems = []
     for rule in rules:
-        names = rule.get("sameLength") or [rule["field"], *(rule.get("within") or [rule.get("atMost") or rule.get("below")])]
+        names = rule.get("sameLength") or [
+            rule["field"],
+            *(rule.get("within") or [rule.get("atMost") or rule.get("below")]),
+        ]
         for field in names:
             if field not in properties:
                 problems.append(f"{at}: rule {rule} names {field!r}, not a property of this object")
             elif field not in required and "default" not in properties[field]:
-                problems.append(f"{at}: rule {rule} names {field!r}, which has no default and is optional")
+                problems.append(
+                    f"{at}: rule {rule} names {field!r}, which has no default and is optional"
+                )
     return problems
 
 

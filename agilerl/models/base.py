@@ -62,7 +62,9 @@ class SpecBase(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        cls.spec_rules = tuple(rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules)
+        cls.spec_rules = tuple(
+            rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules
+        )
 
     @model_validator(mode="wrap")
     @classmethod
@@ -77,7 +79,9 @@ class SpecBase(BaseModel):
         except ValidationError as error:
             errors = [
                 InitErrorDetails(
-                    type=PydanticCustomError(item["type"], item["msg"]), loc=item["loc"], input=item["input"]
+                    type=PydanticCustomError(item["type"], item["msg"]),
+                    loc=item["loc"],
+                    input=item["input"],
                 )
                 for item in error.errors(include_url=False)
             ]
@@ -90,7 +94,9 @@ class SpecBase(BaseModel):
             return data[name] if name in data else getattr(fields.get(name), "default", None)
 
         errors += [
-            InitErrorDetails(type=PydanticCustomError("cross_field", v.message), loc=(v.field,), input=v.value)
+            InitErrorDetails(
+                type=PydanticCustomError("cross_field", v.message), loc=(v.field,), input=v.value
+            )
             for v in check_rules(list(cls.spec_rules), lookup)
         ]
         if errors:

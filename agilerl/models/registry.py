@@ -31,7 +31,9 @@ class AlgorithmRegistry:
     def add(self, name: str, spec_cls: type[AlgorithmBase]) -> None:
         """Register ``spec_cls`` under ``name``; warns when it replaces an entry."""
         if not (isinstance(spec_cls, type) and issubclass(spec_cls, AlgorithmBase)):
-            raise TypeError(f"Cannot register {spec_cls!r} as {name!r}: not an algorithm spec class.")
+            raise TypeError(
+                f"Cannot register {spec_cls!r} as {name!r}: not an algorithm spec class."
+            )
         previous = self._entries.get(name)
         if previous is not None and previous.spec_cls is not spec_cls:
             warnings.warn(

@@ -40,7 +40,11 @@ class Issue:
     def format(self, source: str | None = None) -> str:
         where = ""
         if source is not None:
-            where = f"{source}:{self.position[0]}:{self.position[1]}: " if self.position else f"{source}: "
+            where = (
+                f"{source}:{self.position[0]}:{self.position[1]}: "
+                if self.position
+                else f"{source}: "
+            )
         found = "" if self.value is _MISSING else f" (found {self.value!r})"
         return f"{where}{self.dotted_path}: {self.message}{found}"
 
@@ -113,4 +117,6 @@ def parse_spec(
     try:
         return spec_cls.model_validate(data)
     except ValidationError as error:
-        raise SpecError(spec_cls.__name__, issues_from_validation_error(error, data, locate), source) from None
+        raise SpecError(
+            spec_cls.__name__, issues_from_validation_error(error, data, locate), source
+        ) from None

@@ -1,0 +1,93 @@
+"""Every developer task is a nox session: ``nox -l`` lists them, ``nox`` runs the checks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nox
+import tomllib
+
+nox.options.sessions = ["lint", "schemas", "codegen_check", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+ROOT = Path(__file__).parent
+NODE_DIR = "codegen/node"
+# pip must take the CPU build that lies on this machine's disk; if torch were left to
+# dependency resolution it could pull a multi-GB CUDA build instead.
+TORCH = "torch==2.13.0"
+HEAVY = ("torch", "gymnasium")
+
+
+def _project() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+
+def install_project(session: nox.Session, *, engine: bool) -> None:
+    """Install agilerl with its dev tools; the torch engine only when ``engine``."""
+    if engine:
+        session.install(TORCH)
+        session.install("-e", ".[dev]")
+        return
+    # Spec-only sessions skip the heavy engine dependencies (read from pyproject.toml,
+    # so the list is never written twice).
+    light = [dep for dep in _project()["dependencies"] if not dep.startswith(HEAVY)]
+    session.install(*light, *_project()["optional-dependencies"]["dev"])
+    session.install("--no-deps", "-e", ".")
+
+
+def install_node(session: nox.Session) -> None:
+    session.run("npm", "ci", "--prefix", NODE_DIR, "--no-audit", "--no-fund", external=True)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite, including the Node (ajv) cross-language checks."""
+    install_project(session, engine=True)
+    install_node(session)
+    session.run("pytest", *session.posargs, env={"AGILERL_REQUIRE_NODE": "1"})
+
+
+@nox.session
+def codegen(session: nox.Session) -> None:
+    """Regenerate generated/ from schemas/ (options live in pyproject.toml)."""
+    install_project(session, engine=False)
+    session.run("python", "-m", "codegen.lint")
+    session.run("datamodel-codegen")
+
+
+@nox.session
+def codegen_check(session: nox.Session) -> None:
+    """Fail when generated/ differs from what schemas/ generate (hand edits, stale files)."""
+    install_project(session, engine=False)
+    session.run("datamodel-codegen", "--check")
+
+
+@nox.session
+def schemas(session: nox.Session) -> None:
+    """Lint the schemas: our checks, the meta-schema, and ajv strict-mode compilation."""
+    install_project(session, engine=False)
+    install_node(session)
+    session.run("python", "-m", "codegen.lint")
+    session.run(
+        "check-jsonschema",
+        "--check-metaschema",
+        *map(str, sorted(ROOT.glob("schemas/*.schema.json"))),
+    )
+    session.run(
+        "node", f"{NODE_DIR}/validate.mjs", "--schemas", "schemas", "--compile-only", external=True
+    )
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff: lint and formatting (generated/ is excluded; it is the generator's)."""
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def example(session: nox.Session) -> None:
+    """The main job on the default example: validate a spec and print it in full."""
+    install_project(session, engine=False)
+    session.run("agilerl", "validate", "examples/q_network.yaml", "--spec", "QNetworkSpec")
