@@ -32,6 +32,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
+from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from agilerl.models.rules import RULES_KEYWORD
@@ -121,8 +122,10 @@ def lint(folder: Path) -> list[str]:
 
     for name, doc in docs.items():
         where = name
-        for error in Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(doc):
-            problems.append(f"{where}: not a valid 2020-12 schema: {error.message}")
+        meta_errors = list(Draft202012Validator(Draft202012Validator.META_SCHEMA).iter_errors(doc))
+        problems += [f"{where}: not a valid 2020-12 schema: {e.message}" for e in meta_errors]
+        if meta_errors:
+            continue  # the checks below assume a well-formed schema
         if doc.get("$schema") != DIALECT:
             problems.append(f"{where}: $schema must be {DIALECT}")
         if doc.get("$id") != SCHEMA_BASE_URI + name:
@@ -140,6 +143,12 @@ def lint(folder: Path) -> list[str]:
                         f"{at}: title {node['title']!r} also used at {titles[node['title']]}"
                     )
                 titles.setdefault(node["title"], at)
+            if "$ref" in node:
+                try:
+                    resolver.lookup(node["$ref"])
+                except Unresolvable:
+                    problems.append(f"{at}: $ref {node['$ref']!r} does not resolve")
+                    continue
             for sub in node.get("allOf", []):
                 if "$ref" in sub:
                     target = resolver.lookup(sub["$ref"])
@@ -150,7 +159,7 @@ def lint(folder: Path) -> list[str]:
             if "default" in node:
                 subschema = {k: v for k, v in node.items() if k != "default"}
                 validator = SpecValidator(subschema, registry=registry, _resolver=resolver)
-                for error in validator.iter_errors(node["default"]):
+                for error in _errors_or_none(validator, node["default"]):
                     problems.append(
                         f"{at}: default {node['default']!r} violates its schema: {error.message}"
                     )
@@ -190,6 +199,13 @@ def lint(folder: Path) -> list[str]:
     return problems
 
 
+def _errors_or_none(validator: Any, instance: Any) -> list[Any]:
+    try:
+        return list(validator.iter_errors(instance))
+    except Unresolvable:
+        return []  # the broken $ref itself is reported where it is written
+
+
 def _check_union(at: str, node: dict, resolver: Any) -> list[str]:
     tag = node["discriminator"].get("propertyName")
     problems = []
@@ -198,7 +214,10 @@ def _check_union(at: str, node: dict, resolver: Any) -> list[str]:
     if tag not in node.get("required", []):
         problems.append(f"{at}: a discriminated union must require its tag {tag!r}")
     for index, branch in enumerate(node.get("oneOf", [])):
-        target = resolver.lookup(branch["$ref"]).contents if "$ref" in branch else branch
+        try:
+            target = resolver.lookup(branch["$ref"]).contents if "$ref" in branch else branch
+        except Unresolvable:
+            continue  # reported where the $ref is written
         if "const" not in target.get("properties", {}).get(tag, {}):
             problems.append(f"{at}/oneOf/{index}: branch must declare {tag!r} as a const")
     return problems

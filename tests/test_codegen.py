@@ -1,0 +1,87 @@
+"""generated/ is exactly what schemas/ generate, and the schema lint catches what it claims."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codegen.lint import lint
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMAS = ROOT / "schemas"
+
+
+def test_generated_code_matches_schemas():
+    codegen = Path(sys.executable).with_name("datamodel-codegen")
+    result = subprocess.run([str(codegen), "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_generated_files_carry_the_do_not_edit_header():
+    for path in (ROOT / "generated").glob("*.py"):
+        assert path.read_text().startswith("# @generated from schemas/"), path.name
+
+
+def test_schemas_pass_the_lint():
+    assert lint(SCHEMAS) == []
+
+
+def _lint_with(tmp_path: Path, file: str, change) -> list[str]:
+    folder = tmp_path / "schemas"
+    shutil.copytree(SCHEMAS, folder)
+    doc = json.loads((folder / file).read_text())
+    change(doc)
+    (folder / file).write_text(json.dumps(doc))
+    return lint(folder)
+
+
+def _set(path: list, value):
+    def change(doc):
+        node = doc
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("file", "change", "expected"),
+    [
+        ("mlp.schema.json", _set(["additionalProperties"], True), "not closed"),
+        (
+            "mlp.schema.json",
+            _set(["properties", "min_mlp_nodes", "default"], 0),
+            "violates its schema",
+        ),
+        ("cnn.schema.json", _set(["title"], "MlpSpec"), "title 'MlpSpec' also used"),
+        ("mlp.schema.json", _set(["properties", "arch", "type"], 5), "not a valid 2020-12 schema"),
+        ("mlp.schema.json", _set(["$id"], "https://example.com/x.json"), "$id must be"),
+        (
+            "mlp.schema.json",
+            _set(["properties", "activation", "$ref"], "nowhere.json"),
+            "does not resolve",
+        ),
+        (
+            "network.schema.json",
+            _set(["$defs", "EncoderConfig", "required"], []),
+            "must require its tag",
+        ),
+        ("lstm.schema.json", _set(["properties", "arch"], {"type": "string"}), "as a const"),
+        ("mlp.schema.json", _set(["x-agilerl-rules", 0, "atMost"], "max_nodes"), "not a property"),
+        ("mlp.schema.json", _set(["x-agilerl-rules", 0, "atMost"], 5), "malformed"),
+        (
+            "q_network.schema.json",
+            _set(["unevaluatedProperties"], True),
+            "fragment must be used only",
+        ),
+    ],
+)
+def test_lint_catches(tmp_path, file, change, expected):
+    problems = _lint_with(tmp_path, file, change)
+    assert any(expected in problem for problem in problems), problems

@@ -1,0 +1,346 @@
+"""Behaviour that the hand-written layer adds to the generated specs."""
+
+from __future__ import annotations
+
+import sys
+import types
+import warnings
+from types import SimpleNamespace
+
+import pytest
+from pydantic import ValidationError
+
+from agilerl.models import (
+    ALGO_REGISTRY,
+    AgentType,
+    AlgorithmRegistry,
+    AlgorithmSpec,
+    DQNSpec,
+    LLMAlgorithmSpec,
+    MlpSpec,
+    MultiAgentRLAlgorithmSpec,
+    PPOSpec,
+    QNetworkSpec,
+    RegistryEntry,
+    RLAlgorithmSpec,
+    register,
+)
+from agilerl.models.algo import AlgorithmNotAvailableError
+from agilerl.models.validation import SpecError, parse_spec
+
+MLP = {"arch": "mlp", "hidden_size": [64]}
+
+
+# --- model_dump -------------------------------------------------------------------------
+
+
+def test_mlp_dump_drops_unset_output_activation():
+    assert "output_activation" not in MlpSpec(hidden_size=[64]).model_dump()
+    assert "output_activation" not in MlpSpec(hidden_size=[64]).model_dump(mode="json")
+
+
+def test_mlp_dump_keeps_a_set_output_activation():
+    dumped = MlpSpec(hidden_size=[64], output_activation="Tanh").model_dump()
+    assert dumped["output_activation"] == "Tanh"
+
+
+def test_nested_mlp_dump_drops_unset_output_activation_too():
+    spec = QNetworkSpec(encoder_config=MLP, head_config={"hidden_size": [32]})
+    dumped = spec.model_dump()
+    assert "output_activation" not in dumped["encoder_config"]
+    assert "output_activation" not in dumped["head_config"]
+
+
+def test_dump_round_trips_including_the_arch_tag():
+    spec = QNetworkSpec(
+        encoder_config={
+            "arch": "cnn",
+            "channel_size": [16],
+            "kernel_size": [3],
+            "stride_size": [1],
+        },
+        head_config={"hidden_size": [32], "output_activation": "Tanh"},
+    )
+    dumped = spec.model_dump(mode="json")
+    assert dumped["encoder_config"]["arch"] == "cnn"
+    assert QNetworkSpec.model_validate(dumped) == spec
+
+
+# --- strict, schema-equivalent validation ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("min_mlp_nodes", "8"), ("min_mlp_nodes", True), ("layer_norm", 1), ("min_mlp_nodes", 1.5)],
+)
+def test_no_coercion(field, value):
+    with pytest.raises(ValidationError) as info:
+        MlpSpec.model_validate({"hidden_size": [64], field: value})
+    assert info.value.errors()[0]["loc"] == (field,)
+
+
+def test_integral_float_counts_as_integer_like_json_schema():
+    spec = MlpSpec.model_validate({"hidden_size": [64.0], "min_mlp_nodes": 8.0})
+    assert spec.hidden_size == [64] and type(spec.min_mlp_nodes) is int
+
+
+def test_float_field_accepts_integers():
+    spec = RLAlgorithmSpec(gamma=1)
+    assert spec.gamma == 1.0 and isinstance(spec.gamma, float)
+
+
+def test_unknown_key_rejected_at_depth():
+    with pytest.raises(ValidationError) as info:
+        QNetworkSpec.model_validate({"encoder_config": {**MLP, "dropout": 0.1}, "head_config": MLP})
+    (error,) = info.value.errors()
+    assert error["type"] == "extra_forbidden" and error["loc"][-1] == "dropout"
+
+
+def test_rule_errors_reported_with_field_errors():
+    with pytest.raises(ValidationError) as info:
+        MlpSpec.model_validate({"hidden_size": [4], "activation": "relu"})
+    kinds = {(e["loc"], e["type"]) for e in info.value.errors()}
+    assert kinds == {(("activation",), "literal_error"), (("hidden_size",), "cross_field")}
+
+
+def test_rule_uses_defaults_of_absent_fields():
+    with pytest.raises(ValidationError, match=r"must be >= min_mlp_nodes \(8\), got 4"):
+        MlpSpec(hidden_size=[4])
+
+
+def test_min_equal_to_max_is_allowed():
+    spec = MlpSpec(hidden_size=[16, 16], min_hidden_layers=2, max_hidden_layers=2)
+    assert spec.min_hidden_layers == spec.max_hidden_layers
+
+
+def test_spec_error_names_the_document_path_without_union_tags():
+    doc = {
+        "encoder_config": {
+            "arch": "cnn",
+            "channel_size": [16],
+            "kernel_size": [3, 3],
+            "stride_size": [1],
+        },
+        "head_config": {"hidden_size": ["64"]},
+    }
+    with pytest.raises(SpecError) as info:
+        parse_spec(QNetworkSpec, doc)
+    paths = {issue.dotted_path: issue for issue in info.value.issues}
+    assert set(paths) == {"encoder_config.kernel_size", "head_config.hidden_size[0]"}
+    assert paths["encoder_config.kernel_size"].value == [3, 3]
+    assert "one entry per entry of channel_size" in paths["encoder_config.kernel_size"].message
+    assert paths["head_config.hidden_size[0]"].value == "64"
+    assert "head_config.hidden_size[0]: Input should be a valid integer (found '64')" in str(
+        info.value
+    )
+
+
+def test_missing_field_is_named():
+    with pytest.raises(SpecError, match=r"head_config: required field is missing"):
+        parse_spec(QNetworkSpec, {"encoder_config": MLP})
+
+
+# --- registry ---------------------------------------------------------------------------
+
+
+def test_dqn_and_ppo_are_registered():
+    assert ALGO_REGISTRY.get("DQN") == RegistryEntry(DQNSpec)
+    assert ALGO_REGISTRY.get("PPO").spec_cls is PPOSpec
+    assert {"DQN", "PPO"} <= set(ALGO_REGISTRY.names())
+
+
+def test_get_unknown_name_lists_registered():
+    with pytest.raises(KeyError) as info:
+        ALGO_REGISTRY.get("dqn")
+    message = info.value.args[0]
+    assert "'dqn'" in message and "DQN, PPO" in message
+
+
+def test_add_warns_when_overriding():
+    registry = AlgorithmRegistry()
+    registry.add("X", DQNSpec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        registry.add("X", DQNSpec)  # same class again: nothing to warn about
+    with pytest.warns(UserWarning, match="Overriding existing registration of algorithm 'X'"):
+        registry.add("X", PPOSpec)
+    assert registry.get("X").spec_cls is PPOSpec
+
+
+def test_add_rejects_non_specs():
+    with pytest.raises(TypeError, match="not an algorithm spec class"):
+        AlgorithmRegistry().add("X", dict)
+
+
+def test_register_decorator_on_a_user_spec():
+    @register()
+    class MyAlgoSpec(RLAlgorithmSpec):
+        my_rate: float = 0.5
+
+    try:
+        assert ALGO_REGISTRY.get("MyAlgo").spec_cls is MyAlgoSpec
+        spec = MyAlgoSpec(my_rate=0.1, gamma=0.9)
+        assert spec.name == "MyAlgo" and spec.agent_type is AgentType.SingleAgent
+        with pytest.raises(ValidationError):
+            MyAlgoSpec(unknown=1)  # user subclasses stay closed
+    finally:
+        ALGO_REGISTRY._entries.pop("MyAlgo")
+
+
+def test_register_with_explicit_name():
+    @register("Custom")
+    class OddSpec(AlgorithmSpec):
+        pass
+
+    try:
+        assert ALGO_REGISTRY.get("Custom").spec_cls is OddSpec
+    finally:
+        ALGO_REGISTRY._entries.pop("Custom")
+
+
+# --- algorithm facts, algo_class, training function --------------------------------------
+
+
+def test_facts_declared_in_the_schema():
+    assert DQNSpec.agent_type is AgentType.SingleAgent and DQNSpec.off_policy
+    assert not PPOSpec.off_policy
+    assert MultiAgentRLAlgorithmSpec.agent_type is AgentType.MultiAgent
+    assert LLMAlgorithmSpec.agent_type is AgentType.LLMAgent
+    assert PPOSpec().name == "PPO"
+
+
+def test_algo_class_without_implementation_is_a_clear_error():
+    with pytest.raises(AlgorithmNotAvailableError, match="'DQN' has a spec but"):
+        DQNSpec.algo_class()
+
+
+def test_base_get_training_fn_raises():
+    with pytest.raises(NotImplementedError):
+        AlgorithmSpec.get_training_fn()
+    with pytest.raises(NotImplementedError):
+        RLAlgorithmSpec.get_training_fn()
+
+
+def test_dqn_training_fn_is_resolved_lazily(fake_engine):
+    assert DQNSpec.get_training_fn() is fake_engine.training.train_off_policy
+    assert PPOSpec.get_training_fn() is fake_engine.training.train_on_policy
+
+
+def test_training_fn_missing_from_engine_is_a_clear_error():
+    with pytest.raises(AlgorithmNotAvailableError, match="agilerl.training.train_off_policy"):
+        DQNSpec.get_training_fn()
+
+
+# --- build_algorithm ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake_engine(monkeypatch):
+    """Stand-in ``agilerl.algorithms`` / ``agilerl.training`` recording constructor calls."""
+
+    class Recorder:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+            self.index = kwargs["index"]
+            self.loaded = None
+
+        def load_checkpoint(self, path):
+            self.loaded = path
+            self.index = 99  # a checkpoint carries the index of the run that saved it
+
+    algorithms = types.ModuleType("agilerl.algorithms")
+    algorithms.DQN = type("DQN", (Recorder,), {})
+    algorithms.PPO = type("PPO", (Recorder,), {})
+    algorithms.LLMAlgorithm = type("LLMAlgorithm", (Recorder,), {})
+    algorithms.MultiAgentRLAlgorithm = type("MultiAgentRLAlgorithm", (Recorder,), {})
+    training = types.ModuleType("agilerl.training")
+    training.train_off_policy = lambda: "off"
+    training.train_on_policy = lambda: "on"
+    monkeypatch.setitem(sys.modules, "agilerl.algorithms", algorithms)
+    monkeypatch.setitem(sys.modules, "agilerl.training", training)
+    return SimpleNamespace(algorithms=algorithms, training=training)
+
+
+def test_build_algorithm_names_every_missing_argument():
+    with pytest.raises(ValueError) as info:
+        DQNSpec().build_algorithm(action_space="A")
+    message = str(info.value)
+    assert "observation_space" in message and "index" in message and "action_space" not in message
+
+
+def test_multi_agent_build_names_missing_arguments():
+    with pytest.raises(ValueError, match="observation_spaces, action_spaces, index"):
+        MultiAgentRLAlgorithmSpec().build_algorithm()
+
+
+def test_llm_build_requires_tokenizer():
+    with pytest.raises(ValueError, match="tokenizer"):
+        LLMAlgorithmSpec().build_algorithm()
+
+
+def test_build_forwards_every_field_with_spec_defaults(fake_engine):
+    algo = DQNSpec(gamma=0.9).build_algorithm(observation_space="O", action_space="A", index=3)
+    assert isinstance(algo, fake_engine.algorithms.DQN)
+    assert algo.kwargs == {
+        "observation_space": "O",
+        "action_space": "A",
+        "index": 3,
+        "device": "cpu",
+        "accelerator": None,
+        "batch_size": 128,  # unset: the schema's default reaches the algorithm
+        "hp_config": None,
+        "learn_step": 5,
+        "gamma": 0.9,
+    }
+
+
+def test_resume_loads_checkpoint_and_keeps_caller_index(fake_engine):
+    algo = PPOSpec().build_algorithm("O", "A", index=2, resume_from_checkpoint="ckpt.pt")
+    assert algo.loaded == "ckpt.pt" and algo.index == 2
+
+
+def test_base_spec_cannot_build():
+    with pytest.raises(NotImplementedError):
+        AlgorithmSpec().build_algorithm()
+
+
+# --- get_training_kwargs -----------------------------------------------------------------
+
+TRAINING = SimpleNamespace(
+    eval_steps=None,
+    eval_loop=1,
+    target_score=200.0,
+    checkpoint_steps=None,
+    checkpoint_path=None,
+    overwrite_checkpoints=False,
+    learning_delay=100,
+    eps_start=1.0,
+    eps_end=0.1,
+    eps_decay=None,
+    evaluation_interval=10,
+    num_epochs=None,
+)
+ENV = SimpleNamespace(name="CartPole-v1")
+
+
+def test_off_policy_training_kwargs():
+    kwargs = DQNSpec().get_training_kwargs(training=TRAINING, env_spec=ENV, memory="M")
+    assert kwargs["memory"] == "M" and kwargs["learning_delay"] == 100
+    assert (
+        kwargs["eps_start"] == 1.0 and "eps_decay" not in kwargs and "n_step_memory" not in kwargs
+    )
+    assert (
+        kwargs["env_name"] == "CartPole-v1"
+        and kwargs["algo"] == "DQN"
+        and kwargs["target"] == 200.0
+    )
+
+
+def test_on_policy_training_kwargs_have_no_memory():
+    kwargs = PPOSpec().get_training_kwargs(training=TRAINING, env_spec=ENV, memory="M")
+    assert "memory" not in kwargs and "learning_delay" not in kwargs
+
+
+def test_llm_training_kwargs_skip_unset():
+    kwargs = LLMAlgorithmSpec().get_training_kwargs(training=TRAINING, env_spec=ENV)
+    assert kwargs == {"evaluation_interval": 10}
