@@ -52,7 +52,7 @@ class DocField:
     bounds: frozenset[tuple[str, Any]]
     literals: frozenset[Any] | None  # None: the annotation has no Literal
     nullable: bool
-    types: frozenset[str]
+    types: str  # normalised type text, see render_types()
 
     @property
     def id(self) -> str:
@@ -206,25 +206,29 @@ def _constraint_pairs(call: ast.expr, prefix: str) -> set[tuple[str, Any]]:
     return pairs
 
 
-def _walk_doc_annotation(node: ast.expr, facts: AnnotationFacts, prefix: str = "") -> str:
-    """Collect bounds/literals/nullability; return the normalised type text.
+def render_types(members: set[str] | frozenset[str]) -> str:
+    """A union's member names as one text; ``Any | X`` is ``Any``."""
+    return "Any" if "Any" in members else " | ".join(sorted(members))
+
+
+def _walk_doc_annotation(node: ast.expr, facts: AnnotationFacts, prefix: str = "") -> set[str]:
+    """Collect bounds/literals/nullability; return the union's normalised member names.
 
     Bounds on container items are collected with an ``item.`` prefix; literals and
     nullability only count for the value itself (``prefix == ""``).
     """
     members = _union_members(node)
     if len(members) > 1:
-        parts = {_walk_doc_annotation(m, facts, prefix) for m in members}
-        return _normalise_union(parts)
+        return set().union(*(_walk_doc_annotation(m, facts, prefix) for m in members))
     if isinstance(node, ast.Constant) and node.value is None:
         if not prefix:
             facts.nullable = True
-        return "None"
+        return {"None"}
     if isinstance(node, (ast.Name, ast.Attribute)):
         name = _dotted(node)
         if name == "Any" and not prefix:
             facts.nullable = True
-        return name
+        return {name}
     if isinstance(node, ast.Subscript):
         head = _dotted(node.value)
         args = _subscript_args(node)
@@ -234,37 +238,27 @@ def _walk_doc_annotation(node: ast.expr, facts: AnnotationFacts, prefix: str = "
                 facts.bounds |= _constraint_pairs(meta, prefix)
             return inner
         if head == "Literal":
-            values = [ast.literal_eval(a) for a in args]
             if not prefix:
-                facts.add_literals(values)
-            return "Literal"
+                facts.add_literals([ast.literal_eval(a) for a in args])
+            return {"Literal"}
         if head == "Optional":
             if not prefix:
                 facts.nullable = True
-            return _normalise_union({_walk_doc_annotation(args[0], facts, prefix), "None"})
+            return _walk_doc_annotation(args[0], facts, prefix) | {"None"}
         if head == "Union":
-            return _normalise_union({_walk_doc_annotation(a, facts, prefix) for a in args})
+            return set().union(*(_walk_doc_annotation(a, facts, prefix) for a in args))
         if head in CONTAINERS:
-            inner = ", ".join(_walk_doc_annotation(a, facts, "item.") for a in args)
-            return f"{head}[{inner}]"
+            inner = [render_types(_walk_doc_annotation(a, facts, "item.")) for a in args]
+            return {f"{head}[{', '.join(inner)}]"}
         raise SeedParseError(f"unknown generic in annotation: {ast.unparse(node)}")
     if isinstance(node, ast.Constant) and node.value is Ellipsis:
-        return "..."
+        return {"..."}
     raise SeedParseError(f"unknown annotation: {ast.unparse(node)}")
-
-
-def _normalise_union(parts: set[str]) -> str:
-    flat: set[str] = set()
-    for part in parts:
-        flat |= set(part.split(" | ")) if not part.endswith("]") or " | " not in part else {part}
-    if "Any" in flat:  # Any | X is Any
-        return "Any"
-    return " | ".join(sorted(flat))
 
 
 def annotation_facts(node: ast.expr) -> tuple[AnnotationFacts, str]:
     facts = AnnotationFacts()
-    text = _walk_doc_annotation(node, facts)
+    text = render_types(_walk_doc_annotation(node, facts))
     return facts, text
 
 
@@ -301,7 +295,7 @@ def _class_fields(owner: str, sig: str) -> list[DocField]:
                 bounds=frozenset(facts.bounds),
                 literals=None if facts.literals is None else frozenset(facts.literals),
                 nullable=facts.nullable,
-                types=frozenset(type_text.split(" | ")),
+                types=type_text,
             )
         )
     return fields
