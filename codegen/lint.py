@@ -13,6 +13,8 @@ Checks, per file under ``schemas/``:
 * every ``default`` validates against its own subschema (the generator copies
   defaults without checking them);
 * titles are unique across all files (the generator silently renames duplicates);
+* every ``required`` name is a declared property (of the object, its ``allOf``
+  fragments, or every branch of its union);
 * discriminated unions have ``type: object``, require the tag, and every branch
   declares the tag ``const``;
 * every ``x-agilerl-rules`` rule is well formed and names properties of its own
@@ -163,6 +165,8 @@ def lint(folder: Path) -> list[str]:
                     problems.append(
                         f"{at}: default {node['default']!r} violates its schema: {error.message}"
                     )
+            if "required" in node:
+                problems += _check_required(at, node, resolver)
             if "discriminator" in node:
                 problems += _check_union(at, node, resolver)
             if RULES_KEYWORD in node:
@@ -204,6 +208,36 @@ def _errors_or_none(validator: Any, instance: Any) -> list[Any]:
         return list(validator.iter_errors(instance))
     except Unresolvable:
         return []  # the broken $ref itself is reported where it is written
+
+
+def _declared(node: dict, resolver: Any) -> set[str] | None:
+    """Property names an object schema declares (its own and its allOf fragments'); for a
+    union, the names every branch declares. None when unknowable (a broken $ref)."""
+    try:
+        if "$ref" in node:
+            node = resolver.lookup(node["$ref"]).contents
+        names = set(node.get("properties", {}))
+        for fragment in node.get("allOf", []):
+            names |= _declared(fragment, resolver) or set()
+        branches = [_declared(branch, resolver) for branch in node.get("oneOf", [])]
+    except Unresolvable:
+        return None
+    if branches:
+        names |= set.intersection(*(b or set() for b in branches))
+    return names
+
+
+def _check_required(at: str, node: dict, resolver: Any) -> list[str]:
+    # ajv's strictRequired is off (it cannot see a union tag declared per branch), so
+    # this is where a `required` naming no declared property is caught.
+    declared = _declared(node, resolver)
+    if declared is None:
+        return []
+    return [
+        f"{at}: required {name!r} is not a declared property"
+        for name in node["required"]
+        if name not in declared
+    ]
 
 
 def _check_union(at: str, node: dict, resolver: Any) -> list[str]:

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from agilerl.models.base import SpecBase
+from agilerl.models.base import LoraConfigBase, SpecBase
 from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
+
+TargetModules = TypeAliasType(
+    "TargetModules",
+    Annotated[
+        set[str],
+        Field(
+            description='Module names (a list, or a set from Python), a pattern, or `all-linear`; these modules receive adapters.',
+            examples=[['q_proj', 'k_proj', 'v_proj', 'o_proj']],
+        ),
+    ],
+)
 
 
-class LoraConfigDict(SpecBase):
+class LoraConfigDict(LoraConfigBase):
     """
     Model specification for LLM LoRA configuration.
     """
@@ -19,9 +31,9 @@ class LoraConfigDict(SpecBase):
     lora_r: Annotated[int, Field(description='Rank of the LoRA update matrices.', ge=1)] = 16
     lora_alpha: Annotated[int, Field(description='LoRA scaling numerator.', ge=1)] = 32
     target_modules: Annotated[
-        list[str] | str,
+        list[str] | str | TargetModules,
         Field(
-            description='Module names (or a pattern, or `all-linear`) that receive adapters.',
+            description='Module names (a list, or a set from Python), a pattern, or `all-linear`; these modules receive adapters.',
             examples=[['q_proj', 'k_proj', 'v_proj', 'o_proj']],
         ),
     ] = 'all-linear'

@@ -72,6 +72,16 @@ def _set(path: list, value):
             _set(["$defs", "EncoderConfig", "required"], []),
             "must require its tag",
         ),
+        (
+            "mlp.schema.json",
+            _set(["required"], ["hidden_sizes"]),
+            "'hidden_sizes' is not a declared",
+        ),
+        (
+            "network.schema.json",
+            _set(["$defs", "EncoderConfig", "required"], ["arch", "x"]),
+            "'x' is not a",
+        ),
         ("lstm.schema.json", _set(["properties", "arch"], {"type": "string"}), "as a const"),
         ("mlp.schema.json", _set(["x-agilerl-rules", 0, "atMost"], "max_nodes"), "not a property"),
         ("mlp.schema.json", _set(["x-agilerl-rules", 0, "atMost"], 5), "malformed"),

@@ -12,10 +12,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core.core_schema import ErrorType
 
 from agilerl.models.rules import RULES_KEYWORD, check_rules
 
@@ -32,6 +33,22 @@ def _integral_floats_to_int(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _integral_floats_to_int(item) for key, item in value.items()}
     return value
+
+
+_BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
+
+
+def _reraisable(item: dict[str, Any]) -> InitErrorDetails:
+    """A reported error as raisable details, keeping its type and context intact."""
+    if item["type"] in _BUILTIN_ERROR_TYPES:
+        details = InitErrorDetails(type=item["type"], loc=item["loc"], input=item["input"])
+        if "ctx" in item:
+            details["ctx"] = item["ctx"]
+        return details
+    # Our own (cross_field) errors from nested specs: same type, same message.
+    return InitErrorDetails(
+        type=PydanticCustomError(item["type"], item["msg"]), loc=item["loc"], input=item["input"]
+    )
 
 
 def _schema_extra(cls: type[BaseModel], key: str) -> list[Any]:
@@ -77,14 +94,7 @@ class SpecBase(BaseModel):
         try:
             result = handler(data)
         except ValidationError as error:
-            errors = [
-                InitErrorDetails(
-                    type=PydanticCustomError(item["type"], item["msg"]),
-                    loc=item["loc"],
-                    input=item["input"],
-                )
-                for item in error.errors(include_url=False)
-            ]
+            errors = [_reraisable(item) for item in error.errors(include_url=False)]
         # Rules are checked on the raw document (absent fields take their defaults),
         # like the JSON Schema keyword, so they are reported together with field errors
         # instead of only once every field is valid.
@@ -114,6 +124,18 @@ class MlpSpecBase(SpecBase):
         data = handler(self)
         if isinstance(data, dict) and data.get("output_activation", ...) is None:
             del data["output_activation"]
+        return data
+
+
+class LoraConfigBase(SpecBase):
+    """Behaviour of ``LoraConfigDict``."""
+
+    @model_serializer(mode="wrap")
+    def _sorted_target_module_set(self, handler: Any) -> Any:
+        # A set has no order; dump it sorted so manifests written from it are stable.
+        data = handler(self)
+        if isinstance(self.target_modules, (set, frozenset)):
+            data["target_modules"] = sorted(self.target_modules)
         return data
 
 
@@ -195,7 +217,7 @@ class AlgorithmBase(SpecBase):
         """Lazily resolve the algorithm class: ``<Name>Spec`` -> ``agilerl.algorithms.<Name>``."""
         return resolve_algorithm_class(cls.__name__.removesuffix("Spec"))
 
-    def build_algorithm(self, *args: Any, **kwargs: Any) -> Any:
+    def build_algorithm(self) -> Any:
         """Build the algorithm instance using spec fields + runtime args.
 
         Each algorithm family (single-agent, multi-agent, LLM) defines its own runtime

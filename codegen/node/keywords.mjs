@@ -1,0 +1,91 @@
+// The non-standard keywords of schemas/, taught to an ajv instance.
+//
+// Strict mode rejects every keyword it does not know, so each one must be registered:
+// `x-agilerl-rules` validates (see rules.mjs), the others are annotations. Each is given
+// the type of value it takes, so a misspelt or misused one still fails the schema lint.
+
+import { MEASURES, RULES_KEYWORD, checkRules, schemaLookup } from "./rules.mjs";
+
+const NAME = { type: "string", minLength: 1 };
+
+/** The shape of an `x-agilerl-rules` value: ajv checks it when a schema is compiled. */
+const RULES_META_SCHEMA = {
+  type: "array",
+  items: {
+    oneOf: [
+      fieldRule("atMost", NAME),
+      fieldRule("below", NAME),
+      fieldRule("within", { type: "array", items: NAME, minItems: 2, maxItems: 2 }),
+      {
+        type: "object",
+        properties: { sameLength: { type: "array", items: NAME, minItems: 2 } },
+        required: ["sameLength"],
+        additionalProperties: false,
+      },
+    ],
+  },
+};
+
+function fieldRule(comparison, boundSchema) {
+  return {
+    type: "object",
+    properties: { field: NAME, measure: { enum: MEASURES }, [comparison]: boundSchema },
+    required: ["field", comparison],
+    additionalProperties: false,
+  };
+}
+
+/** Annotation-only keywords, with the JSON type of their value. */
+const ANNOTATIONS = {
+  // Algorithm facts read by the Python models (agent type, training loop, ...).
+  "x-agilerl-algorithm": "object",
+  // Editor keywords (VS Code's JSON language service).
+  markdownDescription: "string",
+  deprecationMessage: "string",
+  enumDescriptions: "array",
+  markdownEnumDescriptions: "array",
+  defaultSnippets: "array",
+  doNotSuggest: "boolean",
+};
+
+// JSON Pointer (RFC 6901) escaping of one reference token.
+function pointerToken(name) {
+  return String(name).replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
+/**
+ * ajv validate function of `x-agilerl-rules`. ajv calls it with the object instance
+ * (the keyword is declared for type "object" only) and reads the errors from
+ * `validateRules.errors`.
+ */
+function validateRules(rules, data, parentSchema, dataCxt) {
+  const errors = [];
+  for (const violation of checkRules(rules, schemaLookup(data, parentSchema))) {
+    errors.push({
+      // Set here because ajv would otherwise report every violation at the object;
+      // ajv keeps an instancePath a custom keyword provides and fills in schemaPath.
+      instancePath: `${dataCxt?.instancePath ?? ""}/${pointerToken(violation.field)}`,
+      keyword: RULES_KEYWORD,
+      message: violation.message,
+      params: { field: violation.field },
+    });
+  }
+  validateRules.errors = errors;
+  return errors.length === 0;
+}
+
+/** Register every AgileRL schema keyword on `ajv`; returns `ajv`. */
+export function addAgileRLKeywords(ajv) {
+  ajv.addKeyword({
+    keyword: RULES_KEYWORD,
+    type: "object",
+    schemaType: "array",
+    metaSchema: RULES_META_SCHEMA,
+    errors: true,
+    validate: validateRules,
+  });
+  for (const [keyword, schemaType] of Object.entries(ANNOTATIONS)) {
+    ajv.addKeyword({ keyword, schemaType });
+  }
+  return ajv;
+}

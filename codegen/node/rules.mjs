@@ -1,0 +1,113 @@
+// The `x-agilerl-rules` schema keyword: cross-field rules JSON Schema cannot express.
+//
+// A line-for-line port of agilerl/models/rules.py, whose module docstring is the
+// definition: keep the two in step (tests/test_cross_language.py holds them to the same
+// verdicts and error paths). In short, the keyword's value is a list of rules, each one of
+//
+//   {"field": F, "atMost": B}        every measure of F is <= the value of B
+//   {"field": F, "below": B}         every measure of F is <  the value of B
+//   {"field": F, "within": [L, H]}   L <= every measure of F <= H
+//   {"sameLength": [F1, F2, ...]}    the listed arrays all have the length of F1
+//
+// with an optional "measure" on the first three: "value" (default), "length" or "items".
+// An absent property takes its schema default; a rule whose operands are null, missing
+// or of the wrong type is skipped (the ordinary keywords report those).
+
+export const RULES_KEYWORD = "x-agilerl-rules";
+
+export const MEASURES = ["value", "length", "items"];
+
+// Python's rules exclude bool and NaN; JSON.parse never yields NaN, and JavaScript
+// booleans are not numbers, so typeof is the whole test here.
+function isNumber(value) {
+  return typeof value === "number" && !Number.isNaN(value);
+}
+
+/** The numbers a rule compares for `value`, or null when the rule does not apply. */
+function measures(value, measure) {
+  if (measure === "value") return isNumber(value) ? [value] : null;
+  if (!Array.isArray(value)) return null;
+  if (measure === "length") return [value.length];
+  return value.filter(isNumber);
+}
+
+const SUBJECT = {
+  value: (field) => field,
+  length: (field) => `length of ${field}`,
+  items: (field) => `every item of ${field}`,
+};
+
+const AT_MOST = { expected: "<=", holds: (x, bound) => x <= bound };
+const AT_LEAST = { expected: ">=", holds: (x, bound) => x >= bound };
+const BELOW = { expected: "<", holds: (x, bound) => x < bound };
+
+/** [boundName, comparison] pairs a field rule checks, in the Python order. */
+function comparisons(rule) {
+  if ("within" in rule) {
+    const [low, high] = rule.within;
+    return [
+      [low, AT_LEAST],
+      [high, AT_MOST],
+    ];
+  }
+  if ("atMost" in rule) return [[rule.atMost, AT_MOST]];
+  return [[rule.below, BELOW]];
+}
+
+/**
+ * Yield the violations of `rules` as {field, value, message}; `lookup(name)` gives a
+ * property's value and must already apply the schema default for absent properties.
+ */
+export function* checkRules(rules, lookup) {
+  for (const rule of rules) {
+    if ("sameLength" in rule) {
+      yield* checkSameLength(rule.sameLength, lookup);
+      continue;
+    }
+    const { field } = rule;
+    const measure = rule.measure ?? "value";
+    const value = lookup(field);
+    const found = measures(value, measure);
+    if (!found || found.length === 0) continue;
+    const subject = SUBJECT[measure](field);
+    for (const [boundName, { expected, holds }] of comparisons(rule)) {
+      const bound = lookup(boundName);
+      if (!isNumber(bound)) continue;
+      const bad = found.filter((x) => !holds(x, bound));
+      if (bad.length > 0) {
+        yield {
+          field,
+          value,
+          message: `${subject} must be ${expected} ${boundName} (${bound}), got ${bad[0]}`,
+        };
+      }
+    }
+  }
+}
+
+function* checkSameLength(fields, lookup) {
+  const [first, ...others] = fields;
+  const reference = lookup(first);
+  if (!Array.isArray(reference)) return;
+  for (const other of others) {
+    const value = lookup(other);
+    if (Array.isArray(value) && value.length !== reference.length) {
+      yield {
+        field: other,
+        value,
+        message:
+          `${other} must have one entry per entry of ${first} (${reference.length}), ` +
+          `got ${value.length}`,
+      };
+    }
+  }
+}
+
+/** A `lookup` over a JSON instance that falls back to the schema's defaults. */
+export function schemaLookup(instance, schema) {
+  const properties = schema.properties ?? {};
+  return (name) => {
+    if (Object.hasOwn(instance, name)) return instance[name];
+    return Object.hasOwn(properties, name) ? properties[name].default : undefined;
+  };
+}

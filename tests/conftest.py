@@ -1,0 +1,58 @@
+"""Shared pytest fixtures."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+# --- Node toolchain (tests marked `node`) --------------------------------------------
+
+NODE_PROJECT = REPO_ROOT / "codegen" / "node"
+#: Set to 1 (CI does) to make missing Node tooling a failure instead of a skip.
+REQUIRE_NODE_ENV = "AGILERL_REQUIRE_NODE"
+
+
+@dataclass(frozen=True)
+class NodeToolchain:
+    """The ``node`` executable and the npm project in ``codegen/node``."""
+
+    node: str
+    project: Path
+
+    def run(self, script: str, *args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+        """Run ``codegen/node/<script>`` from the repository root; never raises on exit status."""
+        return subprocess.run(
+            [self.node, str(self.project / script), *map(str, args)],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+
+
+@pytest.fixture(scope="session")
+def node_toolchain() -> NodeToolchain:
+    """Node and the installed npm packages of ``codegen/node``.
+
+    Skips the requesting test when either is missing, unless ``AGILERL_REQUIRE_NODE=1``,
+    in which case it fails: CI must never go green by skipping the ajv checks.
+    """
+    node = shutil.which("node")
+    if node is None:
+        problem = "node is not on PATH"
+    elif not (NODE_PROJECT / "node_modules").is_dir():
+        problem = "codegen/node/node_modules is missing (run `npm ci` in codegen/node)"
+    else:
+        return NodeToolchain(node=node, project=NODE_PROJECT)
+    if os.environ.get(REQUIRE_NODE_ENV) == "1":
+        pytest.fail(f"{problem}, and {REQUIRE_NODE_ENV}=1 requires the Node tests to run")
+    pytest.skip(f"{problem}; set {REQUIRE_NODE_ENV}=1 to make this a failure")
