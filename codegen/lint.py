@@ -42,43 +42,10 @@ from agilerl.schema import SCHEMA_BASE_URI, SpecValidator
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-RULE_SCHEMA = {
-    "type": "array",
-    "items": {
-        "oneOf": [
-            {
-                "type": "object",
-                "properties": {
-                    "field": {"type": "string"},
-                    "measure": {"enum": ["value", "length", "items"]},
-                    "atMost": {"type": "string"},
-                    "below": {"type": "string"},
-                    "within": {
-                        "type": "array",
-                        "items": {"type": "string"},
-                        "minItems": 2,
-                        "maxItems": 2,
-                    },
-                },
-                "required": ["field"],
-                "oneOf": [
-                    {"required": ["atMost"]},
-                    {"required": ["below"]},
-                    {"required": ["within"]},
-                ],
-                "additionalProperties": False,
-            },
-            {
-                "type": "object",
-                "properties": {
-                    "sameLength": {"type": "array", "items": {"type": "string"}, "minItems": 2}
-                },
-                "required": ["sameLength"],
-                "additionalProperties": False,
-            },
-        ]
-    },
-}
+# The keyword's own shape, shared with the ajv keyword definition (codegen/node/keywords.mjs).
+RULE_SCHEMA = json.loads(
+    (Path(__file__).with_name("rules.schema.json")).read_text(encoding="utf-8")
+)
 
 
 def _walk(node: Any, pointer: str = "#") -> Iterator[tuple[str, dict]]:
@@ -103,6 +70,13 @@ def _walk(node: Any, pointer: str = "#") -> Iterator[tuple[str, dict]]:
 
 def _is_object_schema(node: dict) -> bool:
     return node.get("type") == "object" or "properties" in node
+
+
+def _is_fragment(node: dict) -> bool:
+    """A shared, deliberately open ``...Fields`` fragment (closed by every spec using it)."""
+    return node.get("title", "").endswith("Fields") and "properties" in node or (
+        node.get("title", "").endswith("Fields") and "allOf" in node
+    )
 
 
 def _is_closed(node: dict) -> bool:
@@ -155,8 +129,9 @@ def lint(folder: Path) -> list[str]:
                 if "$ref" in sub:
                     target = resolver.lookup(sub["$ref"])
                     key = json.dumps(target.contents, sort_keys=True)
+                    # A fragment may build on another fragment; closing happens further up.
                     allof_targets.setdefault(key, []).append(
-                        node.get("unevaluatedProperties") is False
+                        node.get("unevaluatedProperties") is False or _is_fragment(node)
                     )
             if "default" in node:
                 subschema = {k: v for k, v in node.items() if k != "default"}
@@ -184,7 +159,7 @@ def lint(folder: Path) -> list[str]:
                 continue  # an explicitly open map
             key = json.dumps(node, sort_keys=True)
             users = allof_targets.get(key)
-            if pointer.startswith("#/$defs/") and node.get("title", "").endswith("Fields"):
+            if _is_fragment(node):
                 continue  # fragment; checked below once all users are known
             if users is None:
                 problems.append(
@@ -193,7 +168,7 @@ def lint(folder: Path) -> list[str]:
 
     for name, doc in docs.items():
         for pointer, node in _walk(doc):
-            if pointer.startswith("#/$defs/") and node.get("title", "").endswith("Fields"):
+            if _is_fragment(node):
                 users = allof_targets.get(json.dumps(node, sort_keys=True), [])
                 if not users or not all(users):
                     problems.append(
@@ -267,7 +242,10 @@ def _check_rules(at: str, node: dict) -> list[str]:
     for rule in rules:
         names = rule.get("sameLength") or [
             rule["field"],
-            *(rule.get("within") or [rule.get("atMost") or rule.get("below")]),
+            *(
+                rule.get("within")
+                or [rule.get("atMost") or rule.get("below") or rule["requiredIf"]]
+            ),
         ]
         for field in names:
             if field not in properties:

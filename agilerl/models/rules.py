@@ -12,6 +12,7 @@ The keyword's value is a list of rules; each rule is one of
 * ``{"field": F, "below": B}``    every measure of F is <  the value of B
 * ``{"field": F, "within": [L, H]}``  L <= every measure of F <= H
 * ``{"sameLength": [F1, F2, ...]}``  the listed arrays all have the length of F1
+* ``{"field": F, "requiredIf": G}``  F is not null when G is ``true``
 
 with an optional ``"measure"`` on the first three: ``"value"`` (default; F itself),
 ``"length"`` (the length of array F) or ``"items"`` (each item of array F).
@@ -76,6 +77,9 @@ def check_rules(
         if "sameLength" in rule:
             yield from _check_same_length(rule["sameLength"], lookup)
             continue
+        if "requiredIf" in rule:
+            yield from _check_required_if(rule["field"], rule["requiredIf"], lookup)
+            continue
         field, measure = rule["field"], rule.get("measure", "value")
         value = lookup(field)
         found = _measures(value, measure)
@@ -100,6 +104,13 @@ def check_rules(
                     value,
                     f"{subject} must be {expected} {bound_name} ({bound}), got {bad[0]}",
                 )
+
+
+def _check_required_if(
+    field: str, flag: str, lookup: Callable[[str], Any]
+) -> Iterator[RuleViolation]:
+    if lookup(flag) is True and lookup(field) is None:
+        yield RuleViolation(field, None, f"{field} is required when {flag} is true")
 
 
 def _check_same_length(fields: list[str], lookup: Callable[[str], Any]) -> Iterator[RuleViolation]:

@@ -4,36 +4,17 @@
 // `x-agilerl-rules` validates (see rules.mjs), the others are annotations. Each is given
 // the type of value it takes, so a misspelt or misused one still fails the schema lint.
 
-import { MEASURES, RULES_KEYWORD, checkRules, schemaLookup } from "./rules.mjs";
+import { readFileSync } from "node:fs";
 
-const NAME = { type: "string", minLength: 1 };
+import { RULES_KEYWORD, checkRules, schemaLookup } from "./rules.mjs";
 
-/** The shape of an `x-agilerl-rules` value: ajv checks it when a schema is compiled. */
-const RULES_META_SCHEMA = {
-  type: "array",
-  items: {
-    oneOf: [
-      fieldRule("atMost", NAME),
-      fieldRule("below", NAME),
-      fieldRule("within", { type: "array", items: NAME, minItems: 2, maxItems: 2 }),
-      {
-        type: "object",
-        properties: { sameLength: { type: "array", items: NAME, minItems: 2 } },
-        required: ["sameLength"],
-        additionalProperties: false,
-      },
-    ],
-  },
-};
-
-function fieldRule(comparison, boundSchema) {
-  return {
-    type: "object",
-    properties: { field: NAME, measure: { enum: MEASURES }, [comparison]: boundSchema },
-    required: ["field", comparison],
-    additionalProperties: false,
-  };
-}
+// The keyword's own shape (shared with the Python schema lint): ajv checks a value
+// against it when a schema is compiled.
+const RULES_META_SCHEMA = JSON.parse(
+  readFileSync(new URL("../rules.schema.json", import.meta.url), "utf8"),
+);
+delete RULES_META_SCHEMA.$schema; // validated as a plain subschema of the keyword
+delete RULES_META_SCHEMA.$id;
 
 /** Annotation-only keywords, with the JSON type of their value. */
 const ANNOTATIONS = {

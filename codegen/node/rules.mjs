@@ -8,14 +8,13 @@
 //   {"field": F, "below": B}         every measure of F is <  the value of B
 //   {"field": F, "within": [L, H]}   L <= every measure of F <= H
 //   {"sameLength": [F1, F2, ...]}    the listed arrays all have the length of F1
+//   {"field": F, "requiredIf": G}    F is not null when G is true
 //
 // with an optional "measure" on the first three: "value" (default), "length" or "items".
 // An absent property takes its schema default; a rule whose operands are null, missing
 // or of the wrong type is skipped (the ordinary keywords report those).
 
 export const RULES_KEYWORD = "x-agilerl-rules";
-
-export const MEASURES = ["value", "length", "items"];
 
 // Python's rules exclude bool and NaN; JSON.parse never yields NaN, and JavaScript
 // booleans are not numbers, so typeof is the whole test here.
@@ -64,6 +63,10 @@ export function* checkRules(rules, lookup) {
       yield* checkSameLength(rule.sameLength, lookup);
       continue;
     }
+    if ("requiredIf" in rule) {
+      yield* checkRequiredIf(rule.field, rule.requiredIf, lookup);
+      continue;
+    }
     const { field } = rule;
     const measure = rule.measure ?? "value";
     const value = lookup(field);
@@ -82,6 +85,13 @@ export function* checkRules(rules, lookup) {
         };
       }
     }
+  }
+}
+
+function* checkRequiredIf(field, flag, lookup) {
+  const value = lookup(field);
+  if (lookup(flag) === true && (value === null || value === undefined)) {
+    yield { field, value: null, message: `${field} is required when ${flag} is true` };
   }
 }
 
