@@ -74,9 +74,7 @@ def _is_object_schema(node: dict) -> bool:
 
 def _is_fragment(node: dict) -> bool:
     """A shared, deliberately open ``...Fields`` fragment (closed by every spec using it)."""
-    return node.get("title", "").endswith("Fields") and "properties" in node or (
-        node.get("title", "").endswith("Fields") and "allOf" in node
-    )
+    return node.get("title", "").endswith("Fields") and ("properties" in node or "allOf" in node)
 
 
 def _is_closed(node: dict) -> bool:
