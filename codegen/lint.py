@@ -72,6 +72,11 @@ def _is_object_schema(node: dict) -> bool:
     return node.get("type") == "object" or "properties" in node
 
 
+def _in_condition(pointer: str) -> bool:
+    """Inside an if/then/else/not: constraints on an object described elsewhere."""
+    return any(part in ("if", "then", "else", "not") for part in pointer.split("/"))
+
+
 def _is_fragment(node: dict) -> bool:
     """A shared, deliberately open ``...Fields`` fragment (closed by every spec using it)."""
     return node.get("title", "").endswith("Fields") and ("properties" in node or "allOf" in node)
@@ -111,6 +116,7 @@ def lint(folder: Path) -> list[str]:
 
         for pointer, node in _walk(doc):
             at = f"{name}{pointer[1:]}"
+            conditional = _in_condition(pointer)
             if "title" in node and pointer.count("/properties/") == 0:
                 if node["title"] in titles:
                     problems.append(
@@ -138,7 +144,7 @@ def lint(folder: Path) -> list[str]:
                     problems.append(
                         f"{at}: default {node['default']!r} violates its schema: {error.message}"
                     )
-            if "required" in node:
+            if "required" in node and not conditional:
                 problems += _check_required(at, node, resolver)
             if "discriminator" in node:
                 problems += _check_union(at, node, resolver)
@@ -146,6 +152,8 @@ def lint(folder: Path) -> list[str]:
                 problems += _check_rules(at, node)
 
         for pointer, node in _walk(doc):
+            if _in_condition(pointer):
+                continue  # if/then/else/not narrow a closed object; they need not close one
             if (
                 not _is_object_schema(node)
                 or _is_closed(node)

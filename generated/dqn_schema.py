@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict
+from typing import Annotated
+
+from pydantic import ConfigDict, Field
 
 from .rl_algorithm_schema import RLAlgorithmFields
 
 
-class DQNSpec(RLAlgorithmFields):
+class DQNFields(RLAlgorithmFields):
     """
-    Deep Q-Network. Algorithm-specific fields are added with the manifest specs.
+    Fields of the DQN specification (shared with the manifest).
+    """
+
+    tau: Annotated[
+        float,
+        Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
+    ] = 0.001
+    double: Annotated[
+        bool,
+        Field(
+            description='Use double Q-learning (the target network evaluates the greedy action).'
+        ),
+    ] = False
+    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
+    cudagraphs: Annotated[bool, Field(description='Capture the update step with CUDA graphs.')] = (
+        False
+    )
+
+
+class DQNSpec(DQNFields):
+    """
+    Deep Q-Network (DQN).
     """
 
     model_config = ConfigDict(
@@ -19,6 +42,8 @@ class DQNSpec(RLAlgorithmFields):
                 'agent_type': 'single_agent',
                 'off_policy': True,
                 'training_fn': 'train_off_policy',
+                'network_spec': 'QNetworkSpec',
+                'default_evo_steps': 10000,
             }
         },
     )

@@ -8,6 +8,91 @@ from agilerl.models.base import LLMAlgorithmBase, SpecBase
 from pydantic import ConfigDict, Field
 from typing_extensions import TypeAliasType
 
+
+class CosineLRScheduleConfig(SpecBase):
+    """
+    Cosine learning-rate schedule with linear warm-up.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    num_epochs: Annotated[int, Field(description='Epochs the schedule spans.', ge=1)] = 100
+    warmup_proportion: Annotated[
+        float, Field(description='Share of the schedule spent warming up linearly.', ge=0.0, le=1.0)
+    ] = 0.0
+
+
+MaxNumBatchedTokens = TypeAliasType(
+    "MaxNumBatchedTokens",
+    Annotated[
+        int, Field(description="Most tokens vLLM batches per step; null for vLLM's default.", ge=1)
+    ],
+)
+
+
+MaxLoraRank = TypeAliasType(
+    "MaxLoraRank",
+    Annotated[
+        int, Field(description="Largest LoRA rank vLLM serves; null for vLLM's default.", ge=1)
+    ],
+)
+
+
+class VLLMConfig(SpecBase):
+    """
+    vLLM engine configuration for generating completions.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    tensor_parallel_size: Annotated[
+        int, Field(description='GPUs each vLLM engine is split across.', ge=1)
+    ] = 1
+    gpu_memory_utilization: Annotated[
+        float, Field(description='Share of GPU memory vLLM may take.', gt=0.0, le=1.0)
+    ] = 0.3
+    max_num_seqs: Annotated[
+        int, Field(description='Most sequences vLLM generates at once.', ge=1)
+    ] = 8
+    enforce_eager: Annotated[
+        bool | None,
+        Field(description="Run vLLM eagerly, without CUDA graphs; null for vLLM's default."),
+    ] = None
+    sleep_mode: Annotated[
+        bool,
+        Field(description='Put the vLLM engine to sleep between generation phases to free memory.'),
+    ] = False
+    sleep_mode_level: Annotated[
+        int,
+        Field(description='vLLM sleep level: 1 offloads the weights, 2 discards them.', ge=1, le=2),
+    ] = 1
+    max_num_batched_tokens: Annotated[
+        MaxNumBatchedTokens | None,
+        Field(description="Most tokens vLLM batches per step; null for vLLM's default."),
+    ] = None
+    dtype: Annotated[
+        str | None, Field(description="vLLM model dtype; null for the model's own.")
+    ] = None
+    quantization: Annotated[
+        str | None, Field(description='vLLM quantisation method; null for none.')
+    ] = None
+    max_lora_rank: Annotated[
+        MaxLoraRank | None,
+        Field(description="Largest LoRA rank vLLM serves; null for vLLM's default."),
+    ] = None
+    lora_staging_dir: Annotated[
+        str | None,
+        Field(
+            description='Folder where LoRA weights are staged for vLLM; null for a temporary one.'
+        ),
+    ] = None
+    strip_multimodal_towers: Annotated[
+        bool, Field(description='Load only the language model of a multimodal checkpoint.')
+    ] = False
+
+
 PretrainedModelNameOrPath = TypeAliasType(
     "PretrainedModelNameOrPath",
     Annotated[

@@ -10,9 +10,9 @@ from pydantic import ConfigDict, Field
 from . import cnn_schema, lstm_schema, mlp_schema, multi_input_schema, simba_schema
 
 
-class NetworkFields(SpecBase):
+class NetworkCommonFields(SpecBase):
     """
-    Fields shared by every network specification. Not a document of its own: each network spec closes it.
+    Fields of a network specification other than its encoder: the latent layer, the MLP head and build options. Shared with the manifest's network section, where the encoder's arch may also be given at the top or inferred.
     """
 
     model_config = ConfigDict(
@@ -29,14 +29,6 @@ class NetworkFields(SpecBase):
     max_latent_dim: Annotated[
         int, Field(description='Largest latent_dim mutation may grow.', gt=1)
     ] = 128
-    encoder_config: Annotated[
-        mlp_schema.MlpSpec | cnn_schema.CnnSpec | lstm_schema.LstmSpec | multi_input_schema.MultiInputSpec | simba_schema.SimbaSpec,
-        Field(
-            description='Encoder specification, selected by its `arch` tag.',
-            discriminator='arch',
-            title='EncoderConfig',
-        ),
-    ]
     head_config: Annotated[
         mlp_schema.MlpSpec, Field(description='MLP head mapping the latent vector to the output.')
     ]
@@ -46,6 +38,21 @@ class NetworkFields(SpecBase):
     simba: Annotated[
         bool, Field(description='Use a SimBa encoder when the architecture is inferred.')
     ] = False
+
+
+class NetworkFields(NetworkCommonFields):
+    """
+    Fields shared by every network specification. Not a document of its own: each network spec closes it.
+    """
+
+    encoder_config: Annotated[
+        mlp_schema.MlpSpec | cnn_schema.CnnSpec | lstm_schema.LstmSpec | multi_input_schema.MultiInputSpec | simba_schema.SimbaSpec,
+        Field(
+            description='Encoder specification, selected by its `arch` tag.',
+            discriminator='arch',
+            title='EncoderConfig',
+        ),
+    ]
 
 
 class NetworkSpec(NetworkFields):

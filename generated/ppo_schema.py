@@ -2,14 +2,129 @@
 
 from __future__ import annotations
 
-from pydantic import ConfigDict
+from typing import Annotated, Literal
+
+from agilerl.models.base import SpecBase
+from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
 
 from .rl_algorithm_schema import RLAlgorithmFields
 
+TargetKl = TypeAliasType(
+    "TargetKl",
+    Annotated[
+        float,
+        Field(
+            description='Stop the update epochs early when the approximate KL divergence exceeds this; null for never.',
+            ge=0.0,
+        ),
+    ],
+)
 
-class PPOSpec(RLAlgorithmFields):
+
+class RolloutBufferConfig(SpecBase):
     """
-    Proximal Policy Optimisation. Algorithm-specific fields are added with the manifest specs.
+    Options of the rollout buffer.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    use_gae: Annotated[
+        bool, Field(description='Compute advantages with generalised advantage estimation.')
+    ] = True
+
+
+MaxSeqLen = TypeAliasType(
+    "MaxSeqLen",
+    Annotated[
+        int,
+        Field(
+            description='Longest sequence of backpropagation through time; null for whole episodes.',
+            ge=1,
+        ),
+    ],
+)
+
+
+class PPOFields(RLAlgorithmFields):
+    """
+    Fields of the PPO specification (shared with the manifest).
+    """
+
+    num_envs: Annotated[
+        int, Field(description='Number of parallel environments collecting rollouts.', ge=1)
+    ] = 1
+    learn_step: Annotated[
+        int,
+        Field(
+            description='Environment steps per rollout, between learning updates.',
+            ge=1,
+            title='LearnStep',
+        ),
+    ] = 2048
+    gae_lambda: Annotated[
+        float, Field(description='Lambda of generalised advantage estimation.', ge=0.0, le=1.0)
+    ] = 0.95
+    action_std_init: Annotated[
+        float,
+        Field(
+            description='Initial standard deviation of the action distribution (continuous actions).',
+            ge=0.0,
+        ),
+    ] = 0.6
+    clip_coef: Annotated[
+        float, Field(description='Clipping coefficient of the surrogate objective.', ge=0.0, le=1.0)
+    ] = 0.2
+    ent_coef: Annotated[float, Field(description='Entropy bonus coefficient.', ge=0.0, le=1.0)] = (
+        0.01
+    )
+    vf_coef: Annotated[
+        float, Field(description='Value-function loss coefficient.', ge=0.0, le=1.0)
+    ] = 0.5
+    max_grad_norm: Annotated[
+        float, Field(description='Gradient-norm clipping threshold.', ge=0.0)
+    ] = 0.5
+    target_kl: Annotated[
+        TargetKl | None,
+        Field(
+            description='Stop the update epochs early when the approximate KL divergence exceeds this; null for never.'
+        ),
+    ] = None
+    update_epochs: Annotated[int, Field(description='Passes over each rollout.', ge=1)] = 4
+    rollout_buffer_config: Annotated[
+        RolloutBufferConfig,
+        Field(
+            description='Options of the rollout buffer.',
+            title='RolloutBufferConfig',
+            validate_default=True,
+        ),
+    ] = {}
+    recurrent: Annotated[
+        bool,
+        Field(
+            description='Use a recurrent (LSTM) policy and train with backpropagation through time.'
+        ),
+    ] = False
+    max_seq_len: Annotated[
+        MaxSeqLen | None,
+        Field(
+            description='Longest sequence of backpropagation through time; null for whole episodes.'
+        ),
+    ] = 32
+    share_encoders: Annotated[
+        bool, Field(description='Share the observation encoder between actor and critic.')
+    ] = True
+    bptt_sequence_type: Annotated[
+        Literal['chunked', 'maximum', 'fifty_percent_overlap'],
+        Field(description='How rollouts are cut into sequences for backpropagation through time.'),
+    ] = 'chunked'
+    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
+
+
+class PPOSpec(PPOFields):
+    """
+    Proximal Policy Optimisation (PPO), optionally recurrent.
     """
 
     model_config = ConfigDict(
@@ -19,6 +134,8 @@ class PPOSpec(RLAlgorithmFields):
                 'agent_type': 'single_agent',
                 'off_policy': False,
                 'training_fn': 'train_on_policy',
+                'network_spec': 'StochasticActorSpec',
+                'default_evo_steps': 10000,
             }
         },
     )

@@ -38,7 +38,7 @@ def _integral_floats_to_int(value: Any) -> Any:
 _BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
 
 
-def _reraisable(item: dict[str, Any]) -> InitErrorDetails:
+def reraisable(item: dict[str, Any]) -> InitErrorDetails:
     """A reported error as raisable details, keeping its type and context intact."""
     if item["type"] in _BUILTIN_ERROR_TYPES:
         details = InitErrorDetails(type=item["type"], loc=item["loc"], input=item["input"])
@@ -68,6 +68,18 @@ def _schema_extra(cls: type[BaseModel], key: str) -> list[Any]:
     return found
 
 
+#: Every generated spec class by title, so hand-written code can reach a spec named in a
+#: schema (``"network_spec": "QNetworkSpec"``) without importing the generated package.
+SPEC_CLASSES: dict[str, type[BaseModel]] = {}
+
+
+def spec_class(title: str) -> type[BaseModel]:
+    """The generated spec class with this schema title."""
+    import agilerl.models  # noqa: F401  (imports, hence registers, every generated spec)
+
+    return SPEC_CLASSES[title]
+
+
 class SpecBase(BaseModel):
     """Base of every generated spec: strict, schema-equivalent validation."""
 
@@ -79,9 +91,19 @@ class SpecBase(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        if cls.__module__.startswith("agilerl._generated."):
+            SPEC_CLASSES[cls.__name__] = cls
         cls.spec_rules = tuple(
             rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules
         )
+
+    @classmethod
+    def prepare_document(
+        cls, data: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[InitErrorDetails]]:
+        """Hook for specs whose parts depend on each other: return the document to
+        validate and any errors found on the way. The plain spec has nothing to do."""
+        return data, []
 
     @model_validator(mode="wrap")
     @classmethod
@@ -89,12 +111,12 @@ class SpecBase(BaseModel):
         if not isinstance(data, dict):
             return handler(data)  # an existing instance: validated when it was made
         data = _integral_floats_to_int(data)
-        errors: list[InitErrorDetails] = []
+        data, errors = cls.prepare_document(data)
         result = None
         try:
             result = handler(data)
         except ValidationError as error:
-            errors = [_reraisable(item) for item in error.errors(include_url=False)]
+            errors += [reraisable(item) for item in error.errors(include_url=False)]
         # Rules are checked on the raw document (absent fields take their defaults),
         # like the JSON Schema keyword, so they are reported together with field errors
         # instead of only once every field is valid.
@@ -193,6 +215,10 @@ class AlgorithmBase(SpecBase):
     bandit: ClassVar[bool] = False
     # Attribute of agilerl.training holding this algorithm's training loop.
     training_fn_name: ClassVar[str | None] = None
+    # Title of the network spec the algorithm builds (e.g. "QNetworkSpec").
+    network_spec_name: ClassVar[str | None] = None
+    # Evolution steps used when the training spec leaves evo_steps unset.
+    default_evo_steps: ClassVar[int] = 10000
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -201,11 +227,19 @@ class AlgorithmBase(SpecBase):
         for facts in _schema_extra(cls, ALGORITHM_KEYWORD):
             if "agent_type" in facts:
                 cls.agent_type = AgentType(facts["agent_type"])
-            for key in ("off_policy", "offline", "bandit"):
-                if key in facts:
-                    setattr(cls, key, bool(facts[key]))
+            if "off_policy" in facts:
+                cls.off_policy = bool(facts["off_policy"])
             if "training_fn" in facts:
                 cls.training_fn_name = facts["training_fn"]
+            if "network_spec" in facts:
+                cls.network_spec_name = facts["network_spec"]
+            if "default_evo_steps" in facts:
+                cls.default_evo_steps = int(facts["default_evo_steps"])
+            if "env_type" in facts:  # LLM algorithms: the LLM gym they train in
+                cls.env_type = facts["env_type"]
+        # Offline and bandit algorithms are told apart by their agent type alone.
+        cls.offline = cls.agent_type is AgentType.OfflineAgent
+        cls.bandit = cls.agent_type is AgentType.BanditAgent
 
     @property
     def name(self) -> str:

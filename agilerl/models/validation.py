@@ -6,9 +6,10 @@ found there, what was expected and, for files, the line and column.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
 
@@ -90,23 +91,75 @@ def _document_path(loc: tuple[Any, ...], data: Any) -> tuple[tuple[Any, ...], An
     return tuple(path), node
 
 
-def _message(error: dict[str, Any]) -> str:
-    kind = error["type"]
-    if kind == "missing":
-        return "required field is missing"
-    if kind == "extra_forbidden":
-        return "unknown key (not allowed here)"
-    return error["msg"]
+#: Keys the reference implementation accepted under another name; the hint names ours.
+RENAMED_KEYS = {
+    "memory_size": "max_size",
+    "tournament_selection": "selection_strategy",
+    "population_size": "pop_size",
+    "metrics_interval": "evo_steps",
+}
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through unions, lists, dicts...)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    value = getattr(annotation, "__value__", None)  # a TypeAliasType
+    args = get_args(value if value is not None else annotation)
+    return [model for arg in args for model in _models_in(arg)]
+
+
+def known_keys(spec_cls: type[BaseModel], data: Any, path: tuple[Any, ...]) -> list[str]:
+    """Keys allowed in the object at ``path`` of a ``spec_cls`` document (best effort)."""
+    classes: list[type[BaseModel]] = [spec_cls]
+    node = data
+    for part in path:
+        if isinstance(part, int):
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+            continue
+        nxt: list[type[BaseModel]] = []
+        for cls in classes:
+            chosen = getattr(cls, "section_class", lambda *_: None)(part, data)
+            if chosen is not None:
+                nxt.append(chosen)
+            elif part in cls.model_fields:
+                nxt += _models_in(cls.model_fields[part].annotation)
+        node = node.get(part) if isinstance(node, dict) else None
+        tag = node.get("arch") if isinstance(node, dict) else None
+        tagged = [
+            c for c in nxt if "arch" in c.model_fields and c.model_fields["arch"].default == tag
+        ]
+        classes = tagged or nxt
+    return sorted({key for cls in classes for key in cls.model_fields})
+
+
+def _unknown_key_message(key: Any, known: list[str]) -> str:
+    if key in RENAMED_KEYS and RENAMED_KEYS[key] in known:
+        return f"unknown key (renamed: use {RENAMED_KEYS[key]!r})"
+    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+    return (
+        f"unknown key (did you mean {close[0]!r}?)" if close else "unknown key (not allowed here)"
+    )
 
 
 def issues_from_validation_error(
-    error: ValidationError, data: Any, locate: Locator | None = None
+    error: ValidationError,
+    data: Any,
+    locate: Locator | None = None,
+    spec_cls: type[BaseModel] | None = None,
 ) -> list[Issue]:
     """Every pydantic error as an :class:`Issue` with a document path."""
     issues = []
     for item in error.errors(include_url=False):
         path, value = _document_path(tuple(item["loc"]), data)
-        issues.append(Issue(path, value, _message(item), locate(path) if locate else None))
+        if item["type"] == "missing":
+            message = "required field is missing"
+        elif item["type"] == "extra_forbidden":
+            known = known_keys(spec_cls, data, path[:-1]) if spec_cls else []
+            message = _unknown_key_message(path[-1], known)
+        else:
+            message = item["msg"]
+        issues.append(Issue(path, value, message, locate(path) if locate else None))
     return issues
 
 
@@ -117,6 +170,5 @@ def parse_spec(
     try:
         return spec_cls.model_validate(data)
     except ValidationError as error:
-        raise SpecError(
-            spec_cls.__name__, issues_from_validation_error(error, data, locate), source
-        ) from None
+        issues = issues_from_validation_error(error, data, locate, spec_cls)
+        raise SpecError(spec_cls.__name__, issues, source) from None

@@ -1,0 +1,58 @@
+"""Training manifests: a whole run in one YAML (or JSON) document.
+
+The schema is ``schemas/manifest.schema.json``; the class is generated from it and its
+dependent sections are resolved by :class:`agilerl.models.manifest_base.ManifestBase`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+# The section specs must be registered before a manifest can resolve them.
+import agilerl.models.env  # noqa: F401
+import agilerl.models.hpo  # noqa: F401
+import agilerl.models.training  # noqa: F401
+from agilerl._generated.manifest_schema import NetworkSection, TrainingManifest
+from agilerl.models.validation import SpecError, parse_spec
+
+__all__ = ["NetworkSection", "TrainingManifest", "dump_manifest", "load_manifest", "parse_manifest"]
+
+
+def parse_manifest(data: Any, *, source: str | None = None, locate: Any = None) -> TrainingManifest:
+    """Validate a manifest document; a :class:`SpecError` lists every problem at once."""
+    if not isinstance(data, dict):
+        from agilerl.models.validation import Issue
+
+        issue = Issue(
+            (), data, "a manifest is a mapping with algorithm and environment sections", (1, 1)
+        )
+        raise SpecError("TrainingManifest", [issue], source)
+    return parse_spec(TrainingManifest, data, source=source, locate=locate)
+
+
+def load_manifest(path: str | Path) -> TrainingManifest:
+    """Load and validate a manifest file (YAML 1.2 dialect of :mod:`agilerl.documents`)."""
+    from agilerl.documents import load_document
+
+    data, locate = load_document(path)
+    return parse_manifest(data, source=str(path), locate=locate)
+
+
+def dump_manifest(manifest: TrainingManifest) -> dict[str, Any]:
+    """The manifest as a schema-valid document: ``name`` first in the algorithm section,
+    unset optional sections left out, so load -> dump -> load gives the same specs."""
+    data = manifest.model_dump(mode="json", exclude_unset=True, exclude={"algorithm"})
+    algorithm = manifest.algorithm
+    data["algorithm"] = {"name": algorithm.name, **algorithm.model_dump(mode="json")}
+    order = [
+        "version",
+        "algorithm",
+        "environment",
+        "network",
+        "training",
+        "mutation",
+        "replay_buffer",
+        "selection_strategy",
+    ]
+    return {key: data[key] for key in order if key in data}

@@ -1,0 +1,206 @@
+"""Behaviour of the generated ``TrainingManifest``: the sections that depend on others.
+
+Mirrors the manifest schema's ``oneOf`` on ``algorithm.name`` and its ``if``/``then``
+rules: the algorithm section is validated by the registered spec of its ``name``, the
+environment by the spec of the algorithm's agent type, the network by the algorithm's
+kind (with the encoder's ``arch`` given at the top, inside ``encoder_config``, or left
+to inference). Every error is reported at its place in the document, all at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from agilerl.models.base import AgentType, AlgorithmBase, SpecBase, reraisable, spec_class
+from agilerl.models.registry import ALGO_REGISTRY
+
+#: Environment spec (title) per agent type; LLM algorithms by their gym type.
+ENVIRONMENT_SPECS = {
+    AgentType.SingleAgent: "GymEnvSpec",
+    AgentType.OfflineAgent: "OfflineEnvSpec",
+    AgentType.BanditAgent: "BanditEnvSpec",
+    AgentType.MultiAgent: "PettingZooEnvSpec",
+}
+LLM_ENVIRONMENT_SPECS = {
+    "reasoning": "LLMReasoningEnvSpec",
+    "preference": "LLMPreferenceEnvSpec",
+    "sft": "LLMSftEnvSpec",
+}
+
+#: Encoder spec (title) per ``arch``, in the order of the schema's EncoderConfig union.
+ENCODER_SPECS = {
+    "mlp": "MlpSpec",
+    "cnn": "CnnSpec",
+    "lstm": "LstmSpec",
+    "multiinput": "MultiInputSpec",
+    "simba": "SimbaSpec",
+}
+
+
+def _error(
+    loc: tuple[Any, ...], value: Any, message: str, kind: str = "manifest"
+) -> InitErrorDetails:
+    return InitErrorDetails(type=PydanticCustomError(kind, message), loc=loc, input=value)
+
+
+def _validate(cls: type, data: Any, loc: tuple[Any, ...]) -> tuple[Any, list[InitErrorDetails]]:
+    """Validate ``data`` as ``cls``; errors come back located under ``loc``."""
+    try:
+        return cls.model_validate(data), []
+    except ValidationError as error:
+        errors = [reraisable(item) for item in error.errors(include_url=False)]
+        for item in errors:
+            item["loc"] = (*loc, *item["loc"])
+        return None, errors
+
+
+def environment_spec_for(algorithm_cls: type[AlgorithmBase]) -> type:
+    """The environment spec class an algorithm trains in."""
+    if algorithm_cls.agent_type is AgentType.LLMAgent:
+        return spec_class(LLM_ENVIRONMENT_SPECS[algorithm_cls.env_type])
+    return spec_class(ENVIRONMENT_SPECS[algorithm_cls.agent_type])
+
+
+def resolve_algorithm(raw: Any) -> tuple[AlgorithmBase | None, list[InitErrorDetails]]:
+    if not isinstance(raw, dict):
+        return None, []  # the generated field reports the type error
+    name = raw.get("name")
+    if name is None:
+        known = ", ".join(ALGO_REGISTRY.names())
+        return None, [
+            _error(
+                ("algorithm", "name"),
+                raw,
+                f"required: the algorithm's name, one of {known}",
+                "missing",
+            )
+        ]
+    if name not in ALGO_REGISTRY:
+        close = difflib.get_close_matches(str(name), ALGO_REGISTRY.names(), n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        known = ", ".join(ALGO_REGISTRY.names())
+        return None, [
+            _error(("algorithm", "name"), name, f"unknown algorithm{hint}; known: {known}")
+        ]
+    fields = {key: value for key, value in raw.items() if key != "name"}
+    return _validate(ALGO_REGISTRY.get(name).spec_cls, fields, ("algorithm",))
+
+
+def resolve_network(
+    algorithm_cls: type[AlgorithmBase], raw: Any
+) -> tuple[Any, list[InitErrorDetails]]:
+    if raw is None or not isinstance(raw, dict):
+        return raw, []  # the generated field reports a non-object
+    if algorithm_cls.agent_type is AgentType.LLMAgent:
+        return _validate(spec_class("FinetuningNetworkSpec"), raw, ("network",))
+    section, errors = _validate(spec_class("NetworkSection"), raw, ("network",))
+    if "squash_output" in raw and algorithm_cls.network_spec_name != "StochasticActorSpec":
+        errors.append(
+            _error(
+                ("network", "squash_output"),
+                raw["squash_output"],
+                f"unknown key: {algorithm_cls.__name__.removesuffix('Spec')} builds a "
+                f"{algorithm_cls.network_spec_name}; only stochastic actors squash outputs",
+                "extra_forbidden",
+            )
+        )
+    errors += _check_encoder(raw.get("arch"), raw.get("encoder_config"))
+    return section, errors
+
+
+def _check_encoder(arch: Any, encoder: Any) -> list[InitErrorDetails]:
+    """The encoder config against the encoder its ``arch`` (given or inferable) selects."""
+    if not isinstance(encoder, dict) or (arch is not None and arch not in ENCODER_SPECS):
+        return []  # a non-object encoder or an unknown top-level arch is already reported
+    loc = ("network", "encoder_config")
+    inner = encoder.get("arch")
+    if arch is not None and inner is not None and inner != arch:
+        return [_error((*loc, "arch"), inner, f"conflicts with network.arch {arch!r}")]
+    chosen = arch or inner
+    if chosen is not None:
+        if chosen not in ENCODER_SPECS:
+            known = ", ".join(repr(a) for a in ENCODER_SPECS)
+            return [_error((*loc, "arch"), chosen, f"unknown encoder architecture; known: {known}")]
+        return _validate(spec_class(ENCODER_SPECS[chosen]), {**encoder, "arch": chosen}, loc)[1]
+    # No arch anywhere: it is inferred from the observation space when the run is built,
+    # so the config must be a complete config of some encoder (the schema's anyOf).
+    attempts = {
+        a: _validate(spec_class(title), encoder, loc)[1] for a, title in ENCODER_SPECS.items()
+    }
+    if any(not errs for errs in attempts.values()):
+        return []
+    closest = min(attempts, key=lambda a: len(attempts[a]))
+    return [
+        _error(
+            loc,
+            encoder,
+            f"without an arch, encoder_config must be a complete config of some encoder; "
+            f"closest is {closest!r}, which reports: {attempts[closest][0]['loc'][-1]}: "
+            f"{_message(attempts[closest][0])}",
+        )
+    ]
+
+
+def _message(details: InitErrorDetails) -> str:
+    kind = details["type"]
+    return kind.message_template if isinstance(kind, PydanticCustomError) else str(kind)
+
+
+def _expect_object(
+    loc: tuple[Any, ...], value: Any, nullable: bool = False
+) -> list[InitErrorDetails]:
+    if isinstance(value, dict) or (nullable and value is None):
+        return []
+    expected = "an object or null" if nullable else "an object"
+    return [_error(loc, value, f"Input should be {expected}", "dict_type")]
+
+
+class ManifestBase(SpecBase):
+    """Behaviour of ``TrainingManifest``: resolves the sections that depend on others."""
+
+    @classmethod
+    def section_class(cls, key: str, document: Any) -> type | None:
+        """The spec class of a dependent section of ``document`` (for error hints)."""
+        algorithm = document.get("algorithm") if isinstance(document, dict) else None
+        name = algorithm.get("name") if isinstance(algorithm, dict) else None
+        if name not in ALGO_REGISTRY:
+            return None
+        algorithm_cls = ALGO_REGISTRY.get(name).spec_cls
+        if key == "algorithm":
+            return algorithm_cls
+        if key == "environment":
+            return environment_spec_for(algorithm_cls)
+        if key == "network":
+            llm = algorithm_cls.agent_type is AgentType.LLMAgent
+            return spec_class("FinetuningNetworkSpec" if llm else "NetworkSection")
+        return None
+
+    @classmethod
+    def prepare_document(
+        cls, data: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[InitErrorDetails]]:
+        data = dict(data)
+        errors: list[InitErrorDetails] = []
+        for key, nullable in (("algorithm", False), ("environment", False), ("network", True)):
+            if key in data:
+                errors += _expect_object((key,), data[key], nullable)
+        algorithm, algorithm_errors = resolve_algorithm(data.get("algorithm"))
+        errors += algorithm_errors
+        if algorithm is None:
+            return data, errors
+        data["algorithm"] = algorithm
+        algorithm_cls = type(algorithm)
+        if isinstance(data.get("environment"), dict):
+            env_cls = environment_spec_for(algorithm_cls)
+            env, env_errors = _validate(env_cls, data["environment"], ("environment",))
+            errors += env_errors
+            data["environment"] = env if env is not None else data["environment"]
+        network, network_errors = resolve_network(algorithm_cls, data.get("network"))
+        errors += network_errors
+        if network is not None and not network_errors:
+            data["network"] = network
+        return data, errors

@@ -1,0 +1,46 @@
+# @generated from schemas/ by `nox -s codegen` (datamodel-code-generator). Never edit by hand.
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import ConfigDict, Field
+
+from .rl_algorithm_schema import RLAlgorithmFields
+
+
+class CQNFields(RLAlgorithmFields):
+    """
+    Fields of the CQN specification (shared with the manifest).
+    """
+
+    tau: Annotated[
+        float,
+        Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
+    ] = 0.001
+    double: Annotated[
+        bool,
+        Field(
+            description='Use double Q-learning (the target network evaluates the greedy action).'
+        ),
+    ] = False
+    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
+
+
+class CQNSpec(CQNFields):
+    """
+    Conservative Q-Network (CQN), trained offline from a dataset.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+        json_schema_extra={
+            'x-agilerl-algorithm': {
+                'agent_type': 'offline_agent',
+                'off_policy': False,
+                'training_fn': 'train_offline',
+                'network_spec': 'QNetworkSpec',
+                'default_evo_steps': 5000,
+            }
+        },
+    )

@@ -1,0 +1,127 @@
+# @generated from schemas/ by `nox -s codegen` (datamodel-code-generator). Never edit by hand.
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from agilerl.models.base import SpecBase
+from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
+
+Entrypoint = TypeAliasType(
+    "Entrypoint",
+    Annotated[
+        str,
+        Field(
+            description='A callable as `module:callable` (a dotted module) or `path/file.py:callable` (a file, resolved from `path` or the working directory).',
+            examples=['my_envs.grid:make_grid_env', 'envs/grid.py:GridEnv'],
+            pattern='^[^:]+:[A-Za-z_][A-Za-z0-9_]*$',
+            title='Entrypoint',
+        ),
+    ],
+)
+
+
+WrapperTarget = TypeAliasType(
+    "WrapperTarget",
+    Annotated[
+        str,
+        Field(
+            description='A wrapper class or factory: a dotted import path (`gymnasium.wrappers.RecordEpisodeStatistics`) or an entry point (`module:Class`, `path/file.py:Class`).',
+            examples=['gymnasium.wrappers.RecordEpisodeStatistics', 'my_wrappers:ClipReward'],
+            pattern='^([^:]+:[A-Za-z_][A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+)$',
+            title='WrapperTarget',
+        ),
+    ],
+)
+
+
+class WrapperConfig(SpecBase):
+    """
+    A wrapper with keyword arguments.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    wrapper: Annotated[
+        str,
+        Field(
+            description='The wrapper class or factory.',
+            examples=['gymnasium.wrappers.RecordEpisodeStatistics', 'my_wrappers:ClipReward'],
+            pattern='^([^:]+:[A-Za-z_][A-Za-z0-9_]*|[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)+)$',
+            title='WrapperTarget',
+        ),
+    ]
+    kwargs: Annotated[
+        dict[str, Any],
+        Field(description='Keyword arguments the wrapper is called with (after the environment).'),
+    ] = {}
+
+
+Path = TypeAliasType(
+    "Path",
+    Annotated[
+        str,
+        Field(
+            description="Directory the entry point's module or file is resolved from; null for the working directory.",
+            min_length=1,
+        ),
+    ],
+)
+
+
+class GymEnvFields(SpecBase):
+    """
+    Fields of a Gymnasium environment specification. Not a document of its own: each environment spec closes it.
+    """
+
+    name: Annotated[
+        str,
+        Field(
+            description='A registered Gymnasium id (`CartPole-v1`), or a label for the environment when `entrypoint` is given.',
+            examples=['LunarLander-v3'],
+            min_length=1,
+        ),
+    ]
+    entrypoint: Annotated[
+        Entrypoint | None,
+        Field(
+            description='Callable building one environment (called with `config` as keyword arguments) instead of `gymnasium.make(name)`; null to use the registry.'
+        ),
+    ] = None
+    path: Annotated[
+        Path | None,
+        Field(
+            description="Directory the entry point's module or file is resolved from; null for the working directory."
+        ),
+    ] = None
+    num_envs: Annotated[
+        int, Field(description='Number of environments run in parallel (vectorised).', ge=1)
+    ] = 16
+    config: Annotated[
+        dict[str, Any] | None,
+        Field(
+            description='Keyword arguments for `gymnasium.make` or the entry point; null for none.'
+        ),
+    ] = None
+    wrappers: Annotated[
+        list[WrapperTarget | WrapperConfig] | None,
+        Field(description='Wrappers applied to each environment, innermost first; null for none.'),
+    ] = None
+    sync: Annotated[
+        bool,
+        Field(
+            description='Vectorise with SyncVectorEnv (one process) instead of AsyncVectorEnv (one process per environment).'
+        ),
+    ] = False
+
+
+class GymEnvSpec(GymEnvFields):
+    """
+    A vectorised Gymnasium environment: a registered id, or a custom environment built by an entry point. A pure description; building the environment happens elsewhere.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )

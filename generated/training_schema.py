@@ -1,0 +1,205 @@
+# @generated from schemas/ by `nox -s codegen` (datamodel-code-generator). Never edit by hand.
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from agilerl.models.base import SpecBase
+from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
+
+EvoSteps = TypeAliasType(
+    "EvoSteps",
+    Annotated[
+        int,
+        Field(
+            description="Steps between evolutions (evaluation, selection, mutation); null for the algorithm's default.",
+            ge=1,
+        ),
+    ],
+)
+
+
+EvalSteps = TypeAliasType(
+    "EvalSteps",
+    Annotated[
+        int,
+        Field(
+            description='Steps per evaluation episode; null to run each evaluation episode to its end.',
+            ge=1,
+        ),
+    ],
+)
+
+
+EpsStart = TypeAliasType(
+    "EpsStart",
+    Annotated[
+        float,
+        Field(
+            description="Initial epsilon of epsilon-greedy exploration (off-policy); null for the loop's default.",
+            ge=0.0,
+            le=1.0,
+        ),
+    ],
+)
+
+
+EpsEnd = TypeAliasType(
+    "EpsEnd",
+    Annotated[
+        float,
+        Field(
+            description="Final epsilon (off-policy); null for the loop's default.", ge=0.0, le=1.0
+        ),
+    ],
+)
+
+
+EpsDecay = TypeAliasType(
+    "EpsDecay",
+    Annotated[
+        float,
+        Field(
+            description="Multiplicative epsilon decay per episode (off-policy); null for the loop's default.",
+            gt=0.0,
+            le=1.0,
+        ),
+    ],
+)
+
+
+CheckpointSteps = TypeAliasType(
+    "CheckpointSteps",
+    Annotated[int, Field(description='Steps between checkpoints; null for no checkpoints.', ge=1)],
+)
+
+
+CheckpointPath = TypeAliasType(
+    "CheckpointPath",
+    Annotated[
+        str,
+        Field(
+            description="Where checkpoints are written; null for the loop's default.", min_length=1
+        ),
+    ],
+)
+
+
+NumEpochs = TypeAliasType(
+    "NumEpochs",
+    Annotated[
+        int,
+        Field(
+            description='Passes over the training dataset (LLM); null to train for max_steps.', ge=1
+        ),
+    ],
+)
+
+
+MaxWallSeconds = TypeAliasType(
+    "MaxWallSeconds",
+    Annotated[
+        float,
+        Field(
+            description='Stop after this much wall-clock time in seconds; null for no limit.',
+            gt=0.0,
+        ),
+    ],
+)
+
+
+class TrainingSpec(SpecBase):
+    """
+    How long and how a population is trained, evaluated and checkpointed. Fields a training loop does not use (e.g. eps_* for on-policy algorithms) are ignored by it.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+        json_schema_extra={
+            'x-agilerl-rules': [{'field': 'evo_steps', 'atMost': 'max_steps'}, {'field': 'eps_end', 'atMost': 'eps_start'}]
+        },
+    )
+    max_steps: Annotated[
+        int, Field(description='Total environment steps to train for (per agent).', ge=1)
+    ] = 1000000
+    evo_steps: Annotated[
+        EvoSteps | None,
+        Field(
+            description="Steps between evolutions (evaluation, selection, mutation); null for the algorithm's default."
+        ),
+    ] = None
+    pop_size: Annotated[int, Field(description='Number of agents in the population.', ge=1)] = 1
+    eval_steps: Annotated[
+        EvalSteps | None,
+        Field(
+            description='Steps per evaluation episode; null to run each evaluation episode to its end.'
+        ),
+    ] = None
+    eval_loop: Annotated[
+        int, Field(description='Evaluation episodes per agent and evolution.', ge=1)
+    ] = 1
+    target_score: Annotated[
+        float | None,
+        Field(
+            description="Stop once the population's mean evaluation score reaches this; null to train for max_steps."
+        ),
+    ] = None
+    learning_delay: Annotated[
+        int, Field(description='Steps collected before learning starts (off-policy).', ge=0)
+    ] = 0
+    eps_start: Annotated[
+        EpsStart | None,
+        Field(
+            description="Initial epsilon of epsilon-greedy exploration (off-policy); null for the loop's default."
+        ),
+    ] = None
+    eps_end: Annotated[
+        EpsEnd | None, Field(description="Final epsilon (off-policy); null for the loop's default.")
+    ] = None
+    eps_decay: Annotated[
+        EpsDecay | None,
+        Field(
+            description="Multiplicative epsilon decay per episode (off-policy); null for the loop's default."
+        ),
+    ] = None
+    checkpoint_steps: Annotated[
+        CheckpointSteps | None,
+        Field(description='Steps between checkpoints; null for no checkpoints.'),
+    ] = None
+    checkpoint_path: Annotated[
+        CheckpointPath | None,
+        Field(description="Where checkpoints are written; null for the loop's default."),
+    ] = None
+    overwrite_checkpoints: Annotated[
+        bool,
+        Field(
+            description='Overwrite the previous checkpoint instead of keeping one per checkpoint step.'
+        ),
+    ] = False
+    evaluation_interval: Annotated[
+        int, Field(description='Training iterations between evaluations (LLM).', ge=1)
+    ] = 10
+    num_epochs: Annotated[
+        NumEpochs | None,
+        Field(description='Passes over the training dataset (LLM); null to train for max_steps.'),
+    ] = None
+    max_wall_seconds: Annotated[
+        MaxWallSeconds | None,
+        Field(description='Stop after this much wall-clock time in seconds; null for no limit.'),
+    ] = None
+    episode_steps: Annotated[
+        int, Field(description='Steps per training episode (bandits).', ge=1)
+    ] = 500
+    sum_scores: Annotated[
+        bool,
+        Field(
+            description="Sum the agents' scores into one team score instead of scoring each agent (multi-agent)."
+        ),
+    ] = True
+    hpo: Annotated[
+        bool,
+        Field(
+            description='Evolve the population (tournament selection and mutation); false trains every agent without evolution.'
+        ),
+    ] = True
