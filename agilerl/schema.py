@@ -112,9 +112,19 @@ def _inline(node: Any, resolver: Any) -> Any:
         if key in _DROPPED or key == "$ref":
             continue
         out[key] = _inline(value, resolver)
-    if out.get("unevaluatedProperties") is False and "allOf" in out:
+    if out.get("unevaluatedProperties") is False and all(
+        map(_is_plain_fragment, out.get("allOf", [None]))
+    ):
         _merge_fragments(out)
     return out
+
+
+_CONDITIONAL = {"if", "then", "else", "not", "oneOf", "anyOf", "allOf", "dependentSchemas"}
+
+
+def _is_plain_fragment(fragment: Any) -> bool:
+    """An object fragment that is nothing but properties (safe to fold into its user)."""
+    return isinstance(fragment, dict) and not (_CONDITIONAL & fragment.keys())
 
 
 def _merge_fragments(schema: dict) -> None:
@@ -137,3 +147,58 @@ def _merge_fragments(schema: dict) -> None:
         schema[RULES_KEYWORD] = rules
     del schema["unevaluatedProperties"]
     schema["additionalProperties"] = False
+
+
+def bundle_schema(spec: str) -> dict:
+    """A spec's schema and every schema it references, as one self-contained document.
+
+    Each referenced file becomes ``$defs/<file name>`` and every ``$ref`` is rewritten to
+    point there, so the result means exactly what the canonical files mean, for tools
+    that cannot follow references across files.
+    """
+    root_name = schema_titles().get(spec, spec)
+    documents = schema_documents()
+    needed, pending = set(), [root_name]
+    while pending:
+        name = pending.pop()
+        if name not in needed:
+            needed.add(name)
+            pending += [ref.split("#")[0] for ref in _refs(documents[name]) if ref.split("#")[0]]
+    root = _rewrite(documents[root_name], root_name, root_name)
+    root["$defs"] = {
+        **root.get("$defs", {}),
+        **{
+            name: _rewrite(_without_id(documents[name]), name, root_name)
+            for name in sorted(needed - {root_name})
+        },
+    }
+    return root
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            yield node["$ref"]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _refs(item)
+
+
+def _without_id(doc: dict) -> dict:
+    return {key: value for key, value in doc.items() if key not in ("$id", "$schema")}
+
+
+def _rewrite(node: Any, file: str, root: str) -> Any:
+    """Rewrite the ``$ref``s of ``file`` to point into the bundle ``root``'s ``$defs``."""
+    if isinstance(node, list):
+        return [_rewrite(item, file, root) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _rewrite(value, file, root) for key, value in node.items()}
+    if isinstance(node.get("$ref"), str):
+        target, _, pointer = node["$ref"].partition("#")
+        target = target or file
+        out["$ref"] = f"#{pointer}" if target == root else f"#/$defs/{target}{pointer}"
+    return out

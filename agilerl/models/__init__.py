@@ -31,6 +31,28 @@ from agilerl.models.algorithms import (
     SFTSpec,
     TD3Spec,
 )
+from agilerl.models.env import (
+    BanditEnvSpec,
+    GymEnvSpec,
+    LLMPreferenceEnvSpec,
+    LLMReasoningEnvSpec,
+    LLMSftEnvSpec,
+    OfflineEnvSpec,
+    PettingZooEnvSpec,
+)
+from agilerl.models.hpo import (
+    MutationProbabilities,
+    MutationSpec,
+    RLHyperparameter,
+    TournamentSelectionSpec,
+)
+from agilerl.models.manifest import (
+    NetworkSection,
+    TrainingManifest,
+    dump_manifest,
+    load_manifest,
+    parse_manifest,
+)
 from agilerl.models.networks import (
     CnnSpec,
     ContinuousQNetworkSpec,
@@ -47,8 +69,29 @@ from agilerl.models.networks import (
     StochasticActorSpec,
     ValueNetworkSpec,
 )
+from agilerl.models.training import NStepBufferArgs, PerBufferArgs, ReplayBufferSpec, TrainingSpec
 
 __all__ = [
+    "BanditEnvSpec",
+    "GymEnvSpec",
+    "LLMPreferenceEnvSpec",
+    "LLMReasoningEnvSpec",
+    "LLMSftEnvSpec",
+    "OfflineEnvSpec",
+    "PettingZooEnvSpec",
+    "MutationProbabilities",
+    "MutationSpec",
+    "RLHyperparameter",
+    "TournamentSelectionSpec",
+    "NetworkSection",
+    "TrainingManifest",
+    "dump_manifest",
+    "load_manifest",
+    "parse_manifest",
+    "NStepBufferArgs",
+    "PerBufferArgs",
+    "ReplayBufferSpec",
+    "TrainingSpec",
     "ALGO_REGISTRY",
     "AgentType",
     "AlgorithmRegistry",

@@ -1,0 +1,111 @@
+"""Starter manifests (``agilerl init``): every algorithm field with its default, and
+small, valid choices for the other sections that the user then edits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic_core import PydanticUndefined
+
+from agilerl.models.base import AgentType, AlgorithmBase
+from agilerl.models.manifest_base import environment_spec_for
+
+#: A suitable environment per agent type (continuous actions get Pendulum).
+_ENVIRONMENTS: dict[str, dict[str, Any]] = {
+    "GymEnvSpec": {"name": "CartPole-v1", "num_envs": 8},
+    "OfflineEnvSpec": {"name": "CartPole-v1", "num_envs": 8, "dataset_path": "data/cartpole.h5"},
+    "BanditEnvSpec": {
+        "name": "IRIS",
+        "features": "data/features.csv",
+        "targets": "data/targets.csv",
+    },
+    "PettingZooEnvSpec": {"name": "pettingzoo.mpe.simple_speaker_listener_v4", "num_envs": 8},
+    "LLMReasoningEnvSpec": {
+        "dataset": "data/reasoning.jsonl",
+        "reward_file_path": "reward.py",
+        "reward_fn_name": "reward",
+        "prompt_template": {"system_0": "You are a helpful assistant.", "user_1": "{question}"},
+    },
+    "LLMPreferenceEnvSpec": {"dataset": "data/preferences.jsonl"},
+    "LLMSftEnvSpec": {"dataset": "data/sft.jsonl"},
+}
+
+
+def _algorithm_section(spec_cls: type[AlgorithmBase]) -> dict[str, Any]:
+    section: dict[str, Any] = {"name": spec_cls.__name__.removesuffix("Spec")}
+    for name, field in spec_cls.model_fields.items():
+        if field.default is PydanticUndefined:  # required: an example value from the schema
+            examples = (
+                (field.json_schema_extra or {}).get("examples")
+                if isinstance(field.json_schema_extra, dict)
+                else None
+            )
+            section[name] = (field.examples or examples or [8])[0]
+        elif field.default is not None:
+            section[name] = field.default
+    return section
+
+
+def _hyperparameter_ranges(section: dict[str, Any]) -> dict[str, Any]:
+    ranges = {}
+    for name, value in section.items():
+        if name.startswith("lr") and isinstance(value, float) and value > 0:
+            ranges[name] = {"min": value / 10, "max": value * 10}
+    if "batch_size" in section:
+        ranges["batch_size"] = {"min": 8, "max": 512}
+    return ranges
+
+
+def starter_manifest(spec_cls: type[AlgorithmBase], env_name: str | None = None) -> dict[str, Any]:
+    """A valid manifest for ``spec_cls`` to start from."""
+    algorithm = _algorithm_section(spec_cls)
+    env_title = environment_spec_for(spec_cls).__name__
+    environment = dict(_ENVIRONMENTS[env_title])
+    if spec_cls.network_spec_name == "DeterministicActorSpec" and env_title == "GymEnvSpec":
+        environment["name"] = "Pendulum-v1"
+    if env_name:
+        environment["dataset" if "dataset" in environment else "name"] = env_name
+    llm = spec_cls.agent_type is AgentType.LLMAgent
+    network = (
+        {
+            "pretrained_model_name_or_path": "path/to/pretrained-model",
+            "max_context_length": 1024,
+            "lora_config": {"lora_r": 16, "lora_alpha": 32},
+        }
+        if llm
+        else {
+            "arch": "mlp",
+            "latent_dim": 64,
+            "encoder_config": {"hidden_size": [64, 64]},
+            "head_config": {"hidden_size": [64]},
+        }
+    )
+    manifest: dict[str, Any] = {
+        "version": 1,
+        "algorithm": algorithm,
+        "environment": environment,
+        "network": network,
+        "training": {
+            "max_steps": 100_000,
+            "pop_size": 4,
+            "evo_steps": spec_cls.default_evo_steps,
+            "eval_loop": 1,
+        },
+        "mutation": {
+            "probabilities": {
+                "no_mut": 0.4,
+                "arch_mut": 0.0 if llm else 0.2,
+                "new_layer": 0.0 if llm else 0.2,
+                "params_mut": 0.0 if llm else 0.2,
+                "act_mut": 0.0,
+                "rl_hp_mut": 0.2,
+            },
+            "rl_hp_selection": _hyperparameter_ranges(algorithm),
+            "mutation_sd": 0.1,
+            "rand_seed": 42,
+        },
+        "selection_strategy": {"tournament_size": 2, "elitism": True},
+    }
+    if spec_cls.off_policy or spec_cls.offline or spec_cls.bandit:
+        manifest["replay_buffer"] = {"max_size": 100_000}
+    return manifest
