@@ -157,16 +157,16 @@ class LspClient:
         return answer.get("result")
 
     def wait_for_diagnostics(self, uri: str, *, timeout: float | None = None) -> list[JSON]:
-        """Diagnostics the server publishes for ``uri`` after this call (waits for them)."""
-        self.diagnostics.pop(uri, None)
-        self._wait(
-            lambda msg: (
-                msg.get("method") == "textDocument/publishDiagnostics"
-                and msg["params"]["uri"] == uri
-            ),
-            timeout,
-            what=f"diagnostics for {uri}",
-        )
+        """The diagnostics published for ``uri`` since it was opened, waiting for them."""
+        if uri not in self.diagnostics:
+            self._wait(
+                lambda msg: (
+                    msg.get("method") == "textDocument/publishDiagnostics"
+                    and msg["params"]["uri"] == uri
+                ),
+                timeout,
+                what=f"diagnostics for {uri}",
+            )
         return self.diagnostics[uri]
 
     def _wait(self, matches: Callable[[JSON], bool], timeout: float | None, *, what: str) -> JSON:
@@ -231,6 +231,7 @@ class LspClient:
     def open_document(self, path: Path, text: str, *, language_id: str = "yaml") -> str:
         """``textDocument/didOpen``; returns the document URI."""
         uri = path.as_uri()
+        self.diagnostics.pop(uri, None)  # what was published before is stale
         self.notify(
             "textDocument/didOpen",
             {"textDocument": {"uri": uri, "languageId": language_id, "version": 1, "text": text}},

@@ -65,12 +65,13 @@ def environment_spec_for(algorithm_cls: type[AlgorithmBase]) -> type:
     return spec_class(ENVIRONMENT_SPECS[algorithm_cls.agent_type])
 
 
-def resolve_algorithm(raw: Any) -> tuple[AlgorithmBase | None, list[InitErrorDetails]]:
+def algorithm_class(raw: Any) -> tuple[type[AlgorithmBase] | None, list[InitErrorDetails]]:
+    """The registered spec class an algorithm section names."""
     if not isinstance(raw, dict):
-        return None, []  # the generated field reports the type error
+        return None, []  # reported as a type error
     name = raw.get("name")
+    known = ", ".join(ALGO_REGISTRY.names())
     if name is None:
-        known = ", ".join(ALGO_REGISTRY.names())
         return None, [
             _error(
                 ("algorithm", "name"),
@@ -82,12 +83,10 @@ def resolve_algorithm(raw: Any) -> tuple[AlgorithmBase | None, list[InitErrorDet
     if name not in ALGO_REGISTRY:
         close = difflib.get_close_matches(str(name), ALGO_REGISTRY.names(), n=1, cutoff=0.5)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        known = ", ".join(ALGO_REGISTRY.names())
         return None, [
             _error(("algorithm", "name"), name, f"unknown algorithm{hint}; known: {known}")
         ]
-    fields = {key: value for key, value in raw.items() if key != "name"}
-    return _validate(ALGO_REGISTRY.get(name).spec_cls, fields, ("algorithm",))
+    return ALGO_REGISTRY.get(name).spec_cls, []
 
 
 def resolve_network(
@@ -188,12 +187,16 @@ class ManifestBase(SpecBase):
         for key, nullable in (("algorithm", False), ("environment", False), ("network", True)):
             if key in data:
                 errors += _expect_object((key,), data[key], nullable)
-        algorithm, algorithm_errors = resolve_algorithm(data.get("algorithm"))
-        errors += algorithm_errors
-        if algorithm is None:
+        algorithm_cls, class_errors = algorithm_class(data.get("algorithm"))
+        errors += class_errors
+        if algorithm_cls is None:
             return data, errors
-        data["algorithm"] = algorithm
-        algorithm_cls = type(algorithm)
+        # The algorithm's class decides the other sections even when its fields are wrong.
+        fields = {key: value for key, value in data["algorithm"].items() if key != "name"}
+        algorithm, algorithm_errors = _validate(algorithm_cls, fields, ("algorithm",))
+        errors += algorithm_errors
+        if algorithm is not None:
+            data["algorithm"] = algorithm
         if isinstance(data.get("environment"), dict):
             env_cls = environment_spec_for(algorithm_cls)
             env, env_errors = _validate(env_cls, data["environment"], ("environment",))
