@@ -88,6 +88,13 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def example(session: nox.Session) -> None:
-    """The main job on the default example: validate a spec and print it in full."""
+    """The main job on the default example: validate the DQN manifest and print it in full."""
     install_project(session, engine=False)
-    session.run("agilerl", "validate", "examples/q_network.yaml", "--spec", "QNetworkSpec")
+    session.run("agilerl", "validate", "configs/dqn.yaml", "--show")
+
+
+@nox.session
+def benchmark(session: nox.Session) -> None:
+    """Manifests validated per second (YAML parsing excluded)."""
+    install_project(session, engine=False)
+    session.run("python", "benchmarks/validate_manifests.py", *session.posargs)

@@ -58,13 +58,18 @@ function resolveInt(source, onError) {
 }
 
 /** ruamel's construct_yaml_float: underscores dropped, `.inf`/`.nan` by name. */
-function resolveFloat(source) {
+function resolveFloat(source, onError) {
   const text = source.replaceAll("_", "").toLowerCase();
   const sign = text[0] === "-" ? -1 : 1;
   const unsigned = text[0] === "-" || text[0] === "+" ? text.slice(1) : text;
   if (unsigned === ".inf") return sign * Number.POSITIVE_INFINITY;
   if (unsigned === ".nan") return Number.NaN;
-  return sign * Number(unsigned);
+  const value = Number(unsigned);
+  if (unsigned === "" || Number.isNaN(value)) {
+    onError(`not a float: ${source}`);
+    return source;
+  }
+  return sign * value;
 }
 
 const stringifyNumber = (node) => String(node.value);
@@ -87,10 +92,14 @@ export const FLOAT = {
   stringify: stringifyNumber,
 };
 
+// An explicit `!!int` / `!!float` applies whatever the text looks like (`!!float 1` is
+// 1.0, `!!int "1_000"` is 1000): these untested twins are what the tag name selects.
+const EXPLICIT = [INT, FLOAT].map(({ test: _test, ...tag }) => ({ ...tag, default: false }));
+
 /** The core schema's tags with its int and float tags replaced by ruamel's. */
 function dialectTags(tags) {
   const others = tags.filter((tag) => tag.tag !== INT_TAG && tag.tag !== FLOAT_TAG);
-  return [...others, INT, FLOAT];
+  return [...others, INT, FLOAT, ...EXPLICIT];
 }
 
 export const PARSE_OPTIONS = Object.freeze({

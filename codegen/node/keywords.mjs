@@ -20,6 +20,8 @@ delete RULES_META_SCHEMA.$id;
 const ANNOTATIONS = {
   // Algorithm facts read by the Python models (agent type, training loop, ...).
   "x-agilerl-algorithm": "object",
+  // Python class a section is typed as by the code generator (datamodel-code-generator).
+  customTypePath: "string",
   // Editor keywords (VS Code's JSON language service).
   markdownDescription: "string",
   deprecationMessage: "string",

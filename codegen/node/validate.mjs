@@ -10,8 +10,12 @@
 //       "params"}]}} (path: JSON Pointer of the instance) and exits 0 whatever the
 //       verdicts, as it reports rather than judges.
 //   node codegen/node/validate.mjs --schemas <dir> --spec <title> <file>...
-//       Each file (YAML 1.2 core schema, so JSON too) is one document of <title>.
-//       Prints the same report keyed by file name; exits 1 when any file is invalid.
+//       Each file (the YAML dialect of documents.mjs, so JSON too) is one document of
+//       <title> (`--spec TrainingManifest` for manifests). Prints the same report keyed
+//       by file name; exits 1 when any file is invalid.
+//   node codegen/node/validate.mjs --dump <file>...
+//       Prints {"<file>": <document as JSON>}: what the dialect reads from each file
+//       (tests compare it with the Python loader's tree). Needs no schemas.
 //
 // Exit status 2 means bad usage or unreadable input.
 
@@ -21,8 +25,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 import Ajv2020 from "ajv/dist/2020.js";
-import YAML from "yaml";
-
+import { parseDocument } from "./documents.mjs";
 import { addAgileRLKeywords } from "./keywords.mjs";
 
 export const AJV_OPTIONS = {
@@ -139,7 +142,7 @@ function readJson(file) {
 
 function readYaml(file) {
   try {
-    return YAML.parse(readFileSync(file, "utf8"), { version: "1.2", schema: "core" });
+    return parseDocument(readFileSync(file, "utf8"));
   } catch (error) {
     throw new UsageError(`cannot read ${file}: ${error.message}`);
   }
@@ -169,6 +172,7 @@ function parseCommandLine(argv) {
         "compile-only": { type: "boolean", default: false },
         corpus: { type: "string" },
         spec: { type: "string" },
+        dump: { type: "boolean", default: false },
       },
     });
   } catch (error) {
@@ -179,6 +183,12 @@ function parseCommandLine(argv) {
 /** Run the CLI; returns the exit status. */
 export function main(argv) {
   const { values, positionals } = parseCommandLine(argv);
+  if (values.dump) {
+    if (positionals.length === 0) throw new UsageError("--dump needs document files");
+    const dumped = Object.fromEntries(positionals.map((file) => [file, readYaml(file)]));
+    process.stdout.write(`${JSON.stringify(dumped, null, 2)}\n`);
+    return 0;
+  }
   if (values.schemas === undefined) throw new UsageError("--schemas <dir> is required");
   if (values.corpus !== undefined && positionals.length > 0) {
     throw new UsageError("give either --corpus or document files, not both");
