@@ -119,12 +119,17 @@ def _inline(node: Any, resolver: Any) -> Any:
     return out
 
 
-_CONDITIONAL = {"if", "then", "else", "not", "oneOf", "anyOf", "allOf", "dependentSchemas"}
+_CONDITIONAL = {"if", "then", "else", "not", "oneOf", "anyOf", "dependentSchemas"}
 
 
 def _is_plain_fragment(fragment: Any) -> bool:
-    """An object fragment that is nothing but properties (safe to fold into its user)."""
-    return isinstance(fragment, dict) and not (_CONDITIONAL & fragment.keys())
+    """An object fragment of plain properties, possibly built on other plain fragments
+    (safe to fold into its user)."""
+    return (
+        isinstance(fragment, dict)
+        and not (_CONDITIONAL & fragment.keys())
+        and all(map(_is_plain_fragment, fragment.get("allOf", [])))
+    )
 
 
 def _merge_fragments(schema: dict) -> None:
@@ -134,6 +139,9 @@ def _merge_fragments(schema: dict) -> None:
     required: list[str] = []
     rules: list[Any] = []
     for fragment in schema.pop("allOf"):
+        if "allOf" in fragment:  # a fragment built on another fragment: flatten it first
+            fragment = {**fragment, "unevaluatedProperties": False}
+            _merge_fragments(fragment)
         properties.update(fragment.get("properties", {}))
         required += fragment.get("required", [])
         rules += fragment.get(RULES_KEYWORD, [])

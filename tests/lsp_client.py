@@ -83,9 +83,9 @@ class LspClient:
         """Ask the server to shut down politely; kill it if it does not."""
         if self._proc.poll() is None:
             try:
-                self.request("shutdown", None, timeout=5)
+                self.request("shutdown", None, timeout=2)
                 self.notify("exit", None)
-                self._proc.wait(timeout=5)
+                self._proc.wait(timeout=2)
             except (LspError, OSError, subprocess.TimeoutExpired):
                 self._proc.kill()
                 self._proc.wait(timeout=5)
@@ -176,8 +176,9 @@ class LspClient:
             try:
                 message = self._inbox.get(timeout=max(left, 0))
             except queue.Empty:
+                waited = self.timeout if timeout is None else timeout
                 raise LspTimeout(
-                    f"no {what} within {timeout or self.timeout:.0f} s{self._stderr_tail()}"
+                    f"timed out after {waited:g} s waiting for {what}{self._stderr_tail()}"
                 ) from None
             if message is None:
                 self._inbox.put(None)  # keep the end-of-stream marker for later waits

@@ -199,8 +199,10 @@ def test_only_cqn_is_offline_and_only_the_neural_bandits_are_bandits():
 
 def test_family_bases_keep_the_base_facts():
     for base in (RLAlgorithmSpec, MultiAgentRLAlgorithmSpec, LLMAlgorithmSpec):
-        assert base.network_spec_name is None and base.default_evo_steps == 10000
+        assert base.network_spec_name is None
         assert not (base.offline or base.bandit or base.off_policy)
+    assert RLAlgorithmSpec.default_evo_steps == MultiAgentRLAlgorithmSpec.default_evo_steps == 10000
+    assert LLMAlgorithmSpec.default_evo_steps == 5  # LLM runs evolve every few steps
     assert LLMAlgorithmSpec.env_type is None
 
 

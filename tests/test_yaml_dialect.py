@@ -98,7 +98,7 @@ _RUAMEL_DATES = (
 )
 
 #: (id, the value's YAML text, the value both loaders must read)
-SCALARS: list[Any] = [
+SCALARS: list[tuple[str, str, Any]] = [
     ("underscore-int", "1_000_000", 1000000),
     ("underscore-int-small", "100_000", 100000),
     ("underscore-float", "1_0.5", 10.5),
@@ -154,29 +154,34 @@ SCALARS: list[Any] = [
     ("trailing-underscore", "1_", 1),
     ("bare-fraction-unsigned-exponent-is-string", "-.5e3", "-.5e3"),
     ("bare-fraction-signed-exponent", "-.5e+3", -500.0),
-    pytest.param("explicit-str", "!!str 1_000", "1_000", marks=pytest.mark.xfail(
-        strict=True, reason=_RUAMEL_TAGGED)),
-    pytest.param("date-is-string", "2024-01-01", "2024-01-01", marks=pytest.mark.xfail(
-        strict=True, reason=_RUAMEL_DATES)),
+    ("explicit-str", "!!str 1_000", "1_000"),
+    ("date-is-string", "2024-01-01", "2024-01-01"),
 ]
 
+#: Where the Python loader misses the dialect (agilerl/documents.py is to be fixed).
+PYTHON_GAPS = {"explicit-str": _RUAMEL_TAGGED, "date-is-string": _RUAMEL_DATES}
 
-def _scalar_id(entry: Any) -> str:
-    return (entry.values if hasattr(entry, "values") else entry)[0]
 
-
-def _unpack(entry: Any) -> tuple[str, str, Any]:
-    return entry.values if hasattr(entry, "values") else entry
+def _params(gaps: dict[str, str]) -> list[Any]:
+    return [
+        pytest.param(
+            *entry,
+            id=entry[0],
+            marks=[pytest.mark.xfail(strict=True, reason=gaps[entry[0]])]
+            if entry[0] in gaps
+            else [],
+        )
+        for entry in SCALARS
+    ]
 
 
 @pytest.fixture(scope="module")
 def scalar_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("scalars")
     files = {}
-    for entry in SCALARS:
-        name, text, _ = _unpack(entry)
+    for name, text, _ in SCALARS:
         files[name] = folder / f"{name}.yaml"
-        files[name].write_text(f"value: {text}\nlist: [{text}]\n", encoding="utf-8")
+        files[name].write_text(f"value: {text}\nlist:\n  - {text}\n", encoding="utf-8")
     return files
 
 
@@ -190,7 +195,7 @@ def _expected(value: Any) -> dict[str, Any]:
     return {"value": value, "list": [value]}
 
 
-@pytest.mark.parametrize(("name", "text", "value"), SCALARS)
+@pytest.mark.parametrize(("name", "text", "value"), _params(PYTHON_GAPS))
 def test_python_reads_the_dialect(
     name: str, text: str, value: Any, scalar_files: dict[str, Path]
 ) -> None:
@@ -201,7 +206,7 @@ def test_python_reads_the_dialect(
 
 
 @pytest.mark.node
-@pytest.mark.parametrize(("name", "text", "value"), SCALARS)
+@pytest.mark.parametrize(("name", "text", "value"), _params({}))
 def test_node_reads_the_dialect(
     name: str, text: str, value: Any, node_scalars: dict[str, Any]
 ) -> None:

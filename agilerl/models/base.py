@@ -400,6 +400,7 @@ class LLMAlgorithmBase(AlgorithmBase):
     """Behaviour of LLM fine-tuning algorithm specs."""
 
     agent_type: ClassVar[AgentType | None] = AgentType.LLMAgent
+    default_evo_steps: ClassVar[int] = 5
     # Which LLM gym the algorithm needs ("reasoning", "preference" or "sft").
     env_type: ClassVar[str | None] = None
 
