@@ -32,7 +32,7 @@ from agilerl.schema import schema_titles, validator_for
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS_DIR = Path(__file__).resolve().parent / "corpus"
-SCHEMA_DIR = Path("/tmp/sch")
+SCHEMA_DIR = REPO_ROOT / "schemas"
 
 
 @dataclass(frozen=True)

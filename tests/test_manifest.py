@@ -194,8 +194,16 @@ def test_network_arch_at_top_inside_or_absent():
         "head_config": {"hidden_size": [64]},
     }
     absent = {"encoder_config": {"hidden_size": [64]}, "head_config": {"hidden_size": [64]}}
-    for network in (GOOD["network"], inside, absent, None):
-        parse_manifest({**GOOD, "network": network})
+    chosen = [
+        parse_manifest({**GOOD, "network": n}).network_arch
+        for n in (GOOD["network"], inside, absent, None)
+    ]
+    assert chosen == [
+        ("mlp", "network.arch"),
+        ("mlp", "network.encoder_config.arch"),
+        (None, "inferred"),
+        (None, "inferred"),
+    ]
     found = problems(
         {
             **GOOD,

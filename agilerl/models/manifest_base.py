@@ -161,6 +161,19 @@ def _expect_object(
 class ManifestBase(SpecBase):
     """Behaviour of ``TrainingManifest``: resolves the sections that depend on others."""
 
+    @property
+    def network_arch(self) -> tuple[str | None, str]:
+        """The encoder architecture and where it was chosen: ``"network.arch"``,
+        ``"network.encoder_config.arch"``, or ``"inferred"`` (from the observation
+        space when the run is built; the trainer records what it picked)."""
+        network = getattr(self, "network", None)
+        if network is None or not hasattr(network, "encoder_config"):
+            return None, "inferred"
+        if network.arch is not None:
+            return network.arch, "network.arch"
+        inner = (network.encoder_config or {}).get("arch")
+        return (inner, "network.encoder_config.arch") if inner else (None, "inferred")
+
     @classmethod
     def section_class(cls, key: str, document: Any) -> type | None:
         """The spec class of a dependent section of ``document`` (for error hints)."""
