@@ -5,21 +5,37 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from agilerl.models.manifest_base import ManifestBase
-from agilerl.models.sections import AlgorithmValue, EnvironmentValue, NetworkValue
+from agilerl.models.sections import AlgorithmValue, EncoderValue, EnvironmentValue, NetworkValue
 from pydantic import ConfigDict, Field
 
-from . import (
-    cnn_schema,
-    lstm_schema,
-    mlp_schema,
-    multi_input_schema,
-    mutation_schema,
-    replay_buffer_schema,
-    simba_schema,
-    tournament_selection_schema,
-    training_schema,
-)
+from . import mutation_schema, replay_buffer_schema, tournament_selection_schema, training_schema
 from .network_schema import NetworkCommonFields
+
+
+class NetworkSection(NetworkCommonFields):
+    """
+    Network of an RL algorithm: encoder (`encoder_config`, its `arch` given here, inside it, or inferred) and MLP head.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+        arbitrary_types_allowed=True,
+    )
+    arch: Annotated[
+        Literal['mlp', 'cnn', 'lstm', 'multiinput', 'simba'] | None,
+        Field(
+            description='Encoder architecture; may be given here instead of inside `encoder_config`.'
+        ),
+    ] = None
+    encoder_config: Annotated[
+        EncoderValue | None,
+        Field(
+            description='Encoder specification: a complete config of the encoder `arch` selects (given here, inside it, or inferred).'
+        ),
+    ] = None
+    squash_output: Annotated[
+        bool, Field(description='Stochastic actors only: squash continuous actions with tanh.')
+    ] = False
 
 
 class TrainingManifest(ManifestBase):
@@ -68,28 +84,3 @@ class TrainingManifest(ManifestBase):
         tournament_selection_schema.TournamentSelectionSpec | None,
         Field(description='How the next generation is selected; null for none.'),
     ] = None
-
-
-class NetworkSection(NetworkCommonFields):
-    """
-    Network of an RL algorithm: encoder (`encoder_config`, its `arch` given here, inside it, or inferred) and MLP head.
-    """
-
-    model_config = ConfigDict(
-        extra='forbid',
-    )
-    arch: Annotated[
-        Literal['mlp', 'cnn', 'lstm', 'multiinput', 'simba'] | None,
-        Field(
-            description='Encoder architecture; may be given here instead of inside `encoder_config`.'
-        ),
-    ] = None
-    encoder_config: Annotated[
-        mlp_schema.MlpSpec | cnn_schema.CnnSpec | lstm_schema.LstmSpec | multi_input_schema.MultiInputSpec | simba_schema.SimbaSpec | None,
-        Field(
-            description='Encoder specification: a complete config of the encoder `arch` selects (given here, inside it, or inferred).'
-        ),
-    ] = None
-    squash_output: Annotated[
-        bool, Field(description='Stochastic actors only: squash continuous actions with tanh.')
-    ] = False

@@ -107,6 +107,8 @@ def resolve_network(
                 "extra_forbidden",
             )
         )
+    if "encoder_config" in raw:
+        errors += _expect_object(("network", "encoder_config"), raw["encoder_config"])
     errors += _check_encoder(raw.get("arch"), raw.get("encoder_config"))
     return section, errors
 

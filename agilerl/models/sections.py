@@ -14,3 +14,6 @@ AlgorithmValue = Any
 EnvironmentValue = Any
 #: After validation: ``NetworkSection`` (RL), ``FinetuningNetworkSpec`` (LLM) or None.
 NetworkValue = Any
+#: ``NetworkSection.encoder_config``: the encoder config as written (a mapping), checked
+#: against the encoder its ``arch`` selects, given or inferred.
+EncoderValue = Any
