@@ -5,7 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ruamel.yaml.comments import TaggedScalar
+
 from agilerl.models.validation import Issue, SpecError
+
+#: Explicit core-schema tags on a scalar (``!!str 1_000``), as JSON values.
+_TAGGED = {
+    "tag:yaml.org,2002:str": str,
+    "tag:yaml.org,2002:int": lambda text: int(text.replace("_", ""), 0),
+    "tag:yaml.org,2002:float": lambda text: float(text.replace("_", "")),
+}
+
+
+def _tagged(node: TaggedScalar) -> Any:
+    tag = str(node.tag.value if hasattr(node.tag, "value") else node.tag)
+    if tag not in _TAGGED:
+        raise DocumentError(f"unsupported YAML tag {tag!r} (JSON values only)")
+    try:
+        return _TAGGED[tag](node.value)
+    except ValueError:
+        raise DocumentError(f"{node.value!r} is not a valid {tag.rsplit(':', 1)[-1]}") from None
 
 
 class DocumentError(ValueError):
@@ -14,6 +33,8 @@ class DocumentError(ValueError):
 
 def _plain(node: Any) -> Any:
     """ruamel's position-carrying containers and scalars -> plain Python values."""
+    if isinstance(node, TaggedScalar):
+        return _tagged(node)
     if isinstance(node, dict):
         return {_plain(key): _plain(value) for key, value in node.items()}
     if isinstance(node, list):
@@ -39,14 +60,22 @@ def load_document(path: str | Path) -> tuple[Any, Any]:
     from ruamel.yaml.error import YAMLError
 
     yaml = YAML(typ="rt")
+    # YAML 1.2 core has no timestamps: a date stays the string it is written as.
+    yaml.constructor.add_constructor(
+        "tag:yaml.org,2002:timestamp", lambda constructor, node: constructor.construct_scalar(node)
+    )
     try:
-        raw = yaml.load(Path(path).read_text(encoding="utf-8"))
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise DocumentError(f"{path}: cannot read: {err.strerror}") from None
+    try:
+        raw = yaml.load(text)
     except YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         raise DocumentError(f"{where}: not valid YAML: {getattr(err, 'problem', err)}") from None
+    except Exception as err:  # ruamel raises bare errors on some malformed scalars (0x_)
+        raise DocumentError(f"{path}: not valid YAML: {type(err).__name__}: {err}") from None
 
     def locate(doc_path: tuple[Any, ...]) -> tuple[int, int] | None:
         node, position = raw, (1, 1)
@@ -61,7 +90,10 @@ def load_document(path: str | Path) -> tuple[Any, Any]:
                 break
         return position
 
-    return _plain(raw), locate
+    try:
+        return _plain(raw), locate
+    except DocumentError as err:
+        raise DocumentError(f"{path}: {err}") from None
 
 
 def load_spec(spec_cls: Any, path: str | Path) -> Any:

@@ -295,3 +295,13 @@ def test_cli_init_writes_a_valid_manifest_with_modeline(tmp_path, capsys):
     assert manifest.algorithm.name == "PPO" and manifest.environment.name == "LunarLander-v3"
     assert main(["init", "PPO", "-o", str(out)]) == 1  # never overwrites silently
     assert main(["init", "Nope", "-o", str(tmp_path / "x.yaml")]) == 2
+
+
+def test_malformed_yaml_is_a_clear_error_not_a_traceback(tmp_path):
+    from agilerl.documents import DocumentError
+
+    for text in ("algorithm: [\n", "lr: 0x_\n", "a: !!python/object x\n"):
+        path = tmp_path / "broken.yaml"
+        path.write_text(text)
+        with pytest.raises(DocumentError, match=f"^{path}"):
+            load_manifest(path)

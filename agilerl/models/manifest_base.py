@@ -104,7 +104,7 @@ def resolve_network(
                 raw["squash_output"],
                 f"unknown key: {algorithm_cls.__name__.removesuffix('Spec')} builds a "
                 f"{algorithm_cls.network_spec_name}; only stochastic actors squash outputs",
-                "extra_forbidden",
+                "not_for_this_algorithm",
             )
         )
     if "encoder_config" in raw:

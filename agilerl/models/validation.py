@@ -136,7 +136,7 @@ def known_keys(spec_cls: type[BaseModel], data: Any, path: tuple[Any, ...]) -> l
 def _unknown_key_message(key: Any, known: list[str]) -> str:
     if key in RENAMED_KEYS and RENAMED_KEYS[key] in known:
         return f"unknown key (renamed: use {RENAMED_KEYS[key]!r})"
-    close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(key), [k for k in known if k != key], n=1, cutoff=0.6)
     return (
         f"unknown key (did you mean {close[0]!r}?)" if close else "unknown key (not allowed here)"
     )
