@@ -346,3 +346,16 @@ def test_on_policy_training_kwargs_have_no_memory():
 def test_llm_training_kwargs_skip_unset():
     kwargs = LLMAlgorithmSpec().get_training_kwargs(training=TRAINING, env_spec=ENV)
     assert kwargs == {"evaluation_interval": 10}
+
+
+def test_integral_floats_in_open_maps_reach_their_user_untouched():
+    from agilerl.models import parse_manifest
+
+    manifest = parse_manifest(
+        {
+            "algorithm": {"name": "DQN", "batch_size": 64.0},
+            "environment": {"name": "X", "config": {"g": 9.0}},
+        }
+    )
+    assert manifest.algorithm.batch_size == 64 and type(manifest.algorithm.batch_size) is int
+    assert type(manifest.environment.config["g"]) is float

@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any, ClassVar, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -25,14 +25,32 @@ ALGORITHM_KEYWORD = "x-agilerl-algorithm"
 
 def _integral_floats_to_int(value: Any) -> Any:
     """JSON Schema counts 8.0 as an integer; pydantic strict mode does not. Agree with
-    the schema by handing pydantic the integer (float fields still accept ints)."""
+    the schema by handing an integer field (or a list of them) the integer."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, list):
         return [_integral_floats_to_int(item) for item in value]
-    if isinstance(value, dict):
-        return {key: _integral_floats_to_int(item) for key, item in value.items()}
     return value
+
+
+def _leaf_types(annotation: Any) -> set[Any]:
+    """The scalar types an annotation admits (through aliases, Annotated, unions, lists)."""
+    value = getattr(annotation, "__value__", None)  # a TypeAliasType
+    if value is not None:
+        return _leaf_types(value)
+    if get_origin(annotation) is Literal:
+        return {object}  # literal values are compared as they are
+    args = get_args(annotation)
+    if get_origin(annotation) is Annotated:
+        return _leaf_types(args[0])
+    if args:
+        return set().union(*map(_leaf_types, args))
+    return {annotation}
+
+
+def _is_integer_typed(annotation: Any) -> bool:
+    leaves = _leaf_types(annotation)
+    return int in leaves and not leaves & {float, Any, object}
 
 
 _BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
@@ -87,6 +105,7 @@ class SpecBase(BaseModel):
     model_config = ConfigDict(strict=True)
 
     spec_rules: ClassVar[tuple[Mapping[str, Any], ...]] = ()
+    integer_fields: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -95,6 +114,11 @@ class SpecBase(BaseModel):
             SPEC_CLASSES[cls.__name__] = cls
         cls.spec_rules = tuple(
             rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules
+        )
+        # Only integer fields get 8.0 -> 8: a float inside an open map (environment
+        # kwargs, quantisation settings) reaches its user untouched.
+        cls.integer_fields = frozenset(
+            name for name, field in cls.model_fields.items() if _is_integer_typed(field.annotation)
         )
 
     @classmethod
@@ -110,7 +134,10 @@ class SpecBase(BaseModel):
     def _validate_like_the_schema(cls, data: Any, handler: Any) -> Any:
         if not isinstance(data, dict):
             return handler(data)  # an existing instance: validated when it was made
-        data = _integral_floats_to_int(data)
+        data = {
+            key: _integral_floats_to_int(value) if key in cls.integer_fields else value
+            for key, value in data.items()
+        }
         data, errors = cls.prepare_document(data)
         result = None
         try:

@@ -63,6 +63,11 @@ def _measures(value: Any, measure: str) -> list[Any] | None:
     return [item for item in value if _is_number(item)]
 
 
+def _number(value: float) -> str:
+    """A number as JSON (and the Node implementation) writes it: 10.0 -> "10"."""
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
 _SUBJECT = {"value": "{f}", "length": "length of {f}", "items": "every item of {f}"}
 
 
@@ -102,7 +107,8 @@ def check_rules(
                 yield RuleViolation(
                     field,
                     value,
-                    f"{subject} must be {expected} {bound_name} ({bound}), got {bad[0]}",
+                    f"{subject} must be {expected} {bound_name} ({_number(bound)}), "
+                    f"got {_number(bad[0])}",
                 )
 
 
