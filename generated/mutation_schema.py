@@ -55,7 +55,7 @@ class MutationProbabilities(SpecBase):
 
 class RLHyperparameter(SpecBase):
     """
-    Bounds and step factors of one mutable RL hyperparameter.
+    Bounds and step factors of one mutable RL hyperparameter. min must be below max.
     """
 
     model_config = ConfigDict(

@@ -531,14 +531,12 @@ def test_rl_hyperparameter_rule():
     def section(hp):
         return {"rl_hp_selection": {"lr": hp}}
 
-    for bad in ({"min": 1, "max": 0.1}, {"min": 1, "max": 1}):
+    for bad in ({"min": 1, "max": 0.1}, {"min": 0.01, "max": 0.01}):
         rejected(MutationSpec, section(bad), where=("rl_hp_selection", "lr", "min"))
-        with pytest.raises(ValidationError):
+        with pytest.raises(ValidationError, match="min must be < max"):
             RLHyperparameter.model_validate(bad)
     accepted(MutationSpec, section({"min": 0.1, "max": 1}))
     assert RLHyperparameter(min=0.1, max=1).max == 1
-    with pytest.raises(ValidationError, match="min must be < max"):
-        RLHyperparameter(min=2, max=1)
 
 
 @pytest.mark.parametrize("key", ["lr", "batch_size", "_x", "ent_coef2"])

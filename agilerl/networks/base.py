@@ -1,0 +1,216 @@
+"""``EvolvableNetwork``: an evolvable encoder (chosen by ``arch``) plus an evolvable MLP head.
+
+The encoder is built by the builder registered for the type of ``spec.encoder_config``
+(:data:`ENCODER_BUILDERS`); it maps a preprocessed observation to ``spec.latent_dim``
+features, which the head (an :class:`EvolvableMLP` built from ``spec.head_config``) maps to
+the network's output. Mutations are exposed under the same names on every network built
+from the same spec and observation space: ``encoder.<name>``, ``head.<name>`` and the
+network's own ``grow_latent`` / ``shrink_latent`` (exact growth: new latent units have zero
+weights in the head), so one sampled mutation can be replayed on an actor and its critic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from pydantic import BaseModel
+from torch import nn
+
+from agilerl.models.networks import CnnSpec, LstmSpec, MlpSpec, MultiInputSpec, SimbaSpec
+from agilerl.modules.base import EvolvableModule, MutationInfo, draw_step, mutation, respec
+from agilerl.modules.cnn import EvolvableCNN
+from agilerl.modules.lstm import EvolvableLSTM
+from agilerl.modules.mlp import EvolvableMLP
+from agilerl.modules.multi_input import EvolvableMultiInput, flat_dim, is_image_space
+from agilerl.modules.simba import EvolvableSimBa
+
+LATENT_STEPS = (8, 16, 32)
+
+
+# -- observations --------------------------------------------------------------------------
+def _one_hot(x: torch.Tensor, n: int) -> torch.Tensor:
+    return nn.functional.one_hot(x.long(), int(n)).float()
+
+
+def preprocess(obs: Any, space: spaces.Space, device: torch.device | str = "cpu") -> Any:
+    """Observation(s) with a leading batch dimension -> float tensor(s) for an encoder.
+
+    Box: float (images stay ``(C, H, W)``; other Boxes are flattened). Discrete: one-hot.
+    MultiDiscrete: concatenated one-hots. MultiBinary: float. Dict -> dict, Tuple -> tuple.
+    """
+    if isinstance(space, spaces.Dict):
+        return {k: preprocess(obs[k], sub, device) for k, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(preprocess(o, sub, device) for o, sub in zip(obs, space.spaces, strict=True))
+    x = torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs, device=device)
+    if isinstance(space, spaces.Discrete):
+        return _one_hot(x.reshape(-1) - int(space.start), space.n)
+    if isinstance(space, spaces.MultiDiscrete):
+        x = x.reshape(x.shape[0], -1) - torch.as_tensor(space.start, device=device).reshape(1, -1)
+        nvec = np.asarray(space.nvec).reshape(-1)
+        return torch.cat([_one_hot(x[:, i], n) for i, n in enumerate(nvec)], dim=1)
+    x = x.float()
+    if isinstance(space, spaces.Box) and is_image_space(space):
+        return x
+    return x.reshape(x.shape[0], -1)
+
+
+# -- encoders ------------------------------------------------------------------------------
+EncoderBuilder = Callable[[spaces.Space, int, Any], EvolvableModule]
+
+
+def _vector_inputs(space: spaces.Space) -> int:
+    if isinstance(space, (spaces.Dict, spaces.Tuple)) or is_image_space(space):
+        raise TypeError(f"this encoder needs a vector observation space, got {space!r}")
+    return flat_dim(space)
+
+
+def _build_mlp(space: spaces.Space, latent: int, spec: MlpSpec) -> EvolvableModule:
+    return EvolvableMLP(_vector_inputs(space), latent, spec)
+
+
+def _build_cnn(space: spaces.Space, latent: int, spec: CnnSpec) -> EvolvableModule:
+    if not is_image_space(space):
+        raise TypeError(f"a cnn encoder needs an image Box (C, H, W), got {space!r}")
+    return EvolvableCNN(space.shape, latent, spec)
+
+
+def _build_lstm(space: spaces.Space, latent: int, spec: LstmSpec) -> EvolvableModule:
+    return EvolvableLSTM(_vector_inputs(space), latent, spec)
+
+
+def _build_multi_input(space: spaces.Space, latent: int, spec: MultiInputSpec) -> EvolvableModule:
+    return EvolvableMultiInput(space, latent, spec)
+
+
+def _build_simba(space: spaces.Space, latent: int, spec: SimbaSpec) -> EvolvableModule:
+    return EvolvableSimBa(_vector_inputs(space), latent, spec)
+
+
+#: Encoder spec class -> builder(observation_space, latent_dim, spec).
+ENCODER_BUILDERS: dict[type[BaseModel], EncoderBuilder] = {
+    MlpSpec: _build_mlp,
+    CnnSpec: _build_cnn,
+    LstmSpec: _build_lstm,
+    MultiInputSpec: _build_multi_input,
+    SimbaSpec: _build_simba,
+}
+
+
+def build_encoder(space: spaces.Space, latent_dim: int, spec: BaseModel) -> EvolvableModule:
+    """The encoder that ``spec`` describes, for ``space``, with ``latent_dim`` outputs."""
+    try:
+        builder = ENCODER_BUILDERS[type(spec)]
+    except KeyError:
+        raise TypeError(f"no encoder builder for {type(spec).__name__}") from None
+    return builder(space, latent_dim, spec)
+
+
+def default_cnn_spec(shape: tuple[int, ...]) -> CnnSpec:
+    """Strided convolutions that shrink the image before the flatten: with stride 1 an
+    84x84 frame would feed a 200k-input linear layer (over a second per batch of 256)."""
+    if min(shape[1:]) >= 36:  # Atari-sized frames: the classic 8/4 and 4/2 pair
+        return CnnSpec(channel_size=[32, 64], kernel_size=[8, 4], stride_size=[4, 2])
+    return CnnSpec(channel_size=[32, 32], kernel_size=[3, 3], stride_size=[2, 2])
+
+
+def infer_encoder_spec(
+    observation_space: spaces.Space, recurrent: bool = False, simba: bool = False
+) -> BaseModel:
+    """Default encoder spec for an observation space (used when a manifest gives no arch)."""
+    if isinstance(observation_space, (spaces.Dict, spaces.Tuple)):
+        return MultiInputSpec()
+    if is_image_space(observation_space):
+        return default_cnn_spec(observation_space.shape)
+    if recurrent:
+        return LstmSpec(hidden_state_size=128, num_layers=2)
+    if simba:
+        return SimbaSpec(hidden_size=128, num_blocks=2)
+    return MlpSpec(hidden_size=[64, 64])
+
+
+# -- networks ------------------------------------------------------------------------------
+class EvolvableNetwork(EvolvableModule):
+    """Encoder + MLP head. Subclasses set :meth:`head_outputs` and :meth:`forward`."""
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space | None,
+        spec: BaseModel,
+    ) -> None:
+        super().__init__(spec)
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self._check_spaces()
+        if self.spec.random_seed is not None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.spec.random_seed)
+                self._build()
+        else:
+            self._build()
+
+    def constructor_args(self) -> tuple[spaces.Space, spaces.Space | None]:
+        return (self.observation_space, self.action_space)
+
+    # hooks for subclasses
+    def _check_spaces(self) -> None:
+        pass
+
+    def head_outputs(self) -> int:
+        raise NotImplementedError
+
+    def head_extra_inputs(self) -> int:
+        """Head inputs placed before the latent (e.g. the action of a Q(s, a) network)."""
+        return 0
+
+    def _build(self) -> None:
+        spec = self.spec
+        self.encoder = build_encoder(self.observation_space, spec.latent_dim, spec.encoder_config)
+        self.head = EvolvableMLP(
+            self.head_extra_inputs() + spec.latent_dim, self.head_outputs(), spec.head_config
+        )
+
+    def preprocess(self, obs: Any) -> Any:
+        return preprocess(obs, self.observation_space, self._device_dtype()[0])
+
+    def extract_features(self, obs: Any) -> torch.Tensor:
+        """Latent features of raw or preprocessed observations (batch first)."""
+        return self.encoder(self.preprocess(obs))
+
+    # -- mutations ----------------------------------------------------------------------
+    def submodules(self) -> dict[str, EvolvableModule]:
+        return {"encoder": self.encoder, "head": self.head}
+
+    def _after_submodule_mutation(self, prefix: str, info: MutationInfo) -> None:
+        key = "encoder_config" if prefix == "encoder" else "head_config"
+        self.spec = respec(self.spec, **{key: self.submodules()[prefix].spec.model_dump()})
+
+    def _resize_latent(self, new: int) -> None:
+        self.spec = respec(self.spec, latent_dim=new)
+        self.encoder.set_num_outputs(new)
+        extra = self.head_extra_inputs()
+        # Latent units come after the extra inputs, so growth appends zero columns.
+        self.head.set_num_inputs(extra + new)
+
+    @mutation("grow_latent")
+    def grow_latent(self, rng: np.random.Generator) -> MutationInfo:
+        old = self.spec.latent_dim
+        if old >= self.spec.max_latent_dim:
+            return {}
+        new = min(old + draw_step(rng, LATENT_STEPS), self.spec.max_latent_dim)
+        self._resize_latent(new)
+        return {"mutation": "grow_latent", "latent_dim": new, "old_dim": old}
+
+    @mutation("shrink_latent")
+    def shrink_latent(self, rng: np.random.Generator) -> MutationInfo:
+        old = self.spec.latent_dim
+        if old <= self.spec.min_latent_dim:
+            return {}
+        new = max(old - draw_step(rng, LATENT_STEPS), self.spec.min_latent_dim)
+        self._resize_latent(new)
+        return {"mutation": "shrink_latent", "latent_dim": new, "old_dim": old}

@@ -1,0 +1,262 @@
+"""RL networks: spaces x networks matrix, encoder registry, twin mutations, round trips."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from agilerl.models import (
+    CnnSpec,
+    ContinuousQNetworkSpec,
+    DeterministicActorSpec,
+    LstmSpec,
+    MlpSpec,
+    MultiInputSpec,
+    QNetworkSpec,
+    SimbaSpec,
+    StochasticActorSpec,
+    ValueNetworkSpec,
+)
+from agilerl.models.networks import ENCODER_SPECS
+from agilerl.networks import (
+    ENCODER_BUILDERS,
+    ContinuousQNetwork,
+    DeterministicActor,
+    QNetwork,
+    StochasticActor,
+    ValueNetwork,
+    infer_encoder_spec,
+    preprocess,
+)
+
+BATCH = 4
+OBS_SPACES = {
+    "box": spaces.Box(-1.0, 1.0, (6,)),
+    "image": spaces.Box(0.0, 1.0, (3, 16, 16)),
+    "discrete": spaces.Discrete(5),
+    "multidiscrete": spaces.MultiDiscrete([3, 4]),
+    "dict": spaces.Dict({"img": spaces.Box(0.0, 1.0, (3, 16, 16)), "vec": spaces.Box(-1, 1, (3,))}),
+    "tuple": spaces.Tuple((spaces.Box(-1.0, 1.0, (2,)), spaces.Discrete(3))),
+}
+BOX_ACTIONS = spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
+
+
+def _encoder(space):
+    spec = infer_encoder_spec(space)
+    if isinstance(spec, CnnSpec):  # keep the test fast
+        spec = CnnSpec(channel_size=[8, 8], kernel_size=[3, 3], stride_size=[2, 1])
+    return spec.model_dump()
+
+
+def _spec(cls, space, **extra):
+    return cls(
+        encoder_config=_encoder(space),
+        head_config={"hidden_size": [16]},
+        latent_dim=16,
+        **extra,
+    )
+
+
+NETWORKS = {
+    "q": lambda s: QNetwork(s, spaces.Discrete(3), _spec(QNetworkSpec, s)),
+    "value": lambda s: ValueNetwork(s, None, _spec(ValueNetworkSpec, s)),
+    "det_actor": lambda s: DeterministicActor(s, BOX_ACTIONS, _spec(DeterministicActorSpec, s)),
+    "stoch_discrete": lambda s: StochasticActor(
+        s, spaces.Discrete(3), _spec(StochasticActorSpec, s)
+    ),
+    "stoch_box": lambda s: StochasticActor(s, BOX_ACTIONS, _spec(StochasticActorSpec, s)),
+    "stoch_squashed": lambda s: StochasticActor(
+        s, BOX_ACTIONS, _spec(StochasticActorSpec, s, squash_output=True)
+    ),
+    "continuous_q": lambda s: ContinuousQNetwork(s, BOX_ACTIONS, _spec(ContinuousQNetworkSpec, s)),
+}
+
+
+def _obs(space, seed=0):
+    space.seed(seed)
+    return [space.sample() for _ in range(BATCH)]
+
+
+def _batch(space, samples):
+    if isinstance(space, spaces.Dict):
+        return {k: np.stack([s[k] for s in samples]) for k in space.spaces}
+    if isinstance(space, spaces.Tuple):
+        return tuple(np.stack([s[i] for s in samples]) for i in range(len(space.spaces)))
+    return np.stack(samples)
+
+
+def _loss_and_check(kind, net, obs):
+    if kind in ("q", "value"):
+        out = net(obs)
+        assert out.shape == (BATCH, 3 if kind == "q" else 1) and out.dtype == torch.float32
+        return out.sum()
+    if kind == "det_actor":
+        action = net(obs)
+        assert action.shape == (BATCH, 2) and action.dtype == torch.float32
+        assert (action >= net.action_low).all() and (action <= net.action_high).all()
+        return action.sum()
+    if kind == "continuous_q":
+        out = net(obs, torch.as_tensor(np.stack([BOX_ACTIONS.sample() for _ in range(BATCH)])))
+        assert out.shape == (BATCH, 1) and out.dtype == torch.float32
+        return out.sum()
+    action, log_prob, entropy = net(obs)
+    assert log_prob.shape == (BATCH,) and entropy.shape == (BATCH,)
+    if kind == "stoch_discrete":
+        assert action.shape == (BATCH,) and action.dtype == torch.int64
+    else:
+        assert action.shape == (BATCH, 2) and action.dtype == torch.float32
+    if kind == "stoch_squashed":
+        assert (action >= net.action_low).all() and (action <= net.action_high).all()
+    return log_prob.sum() + entropy.sum() + (action.sum() if action.is_floating_point() else 0)
+
+
+@pytest.mark.parametrize("space_name", list(OBS_SPACES))
+@pytest.mark.parametrize("kind", list(NETWORKS))
+def test_network_matrix(kind, space_name):
+    space = OBS_SPACES[space_name]
+    torch.manual_seed(0)
+    net = NETWORKS[kind](space)
+    obs = _batch(space, _obs(space))
+    _loss_and_check(kind, net, obs).backward()
+    missing = [name for name, p in net.named_parameters() if p.grad is None]
+    assert missing == []
+
+
+def test_every_encoder_spec_has_a_builder():
+    assert set(ENCODER_BUILDERS) == set(ENCODER_SPECS)
+
+
+@pytest.mark.parametrize(
+    ("space", "kwargs", "expected"),
+    [
+        (OBS_SPACES["box"], {}, MlpSpec),
+        (OBS_SPACES["image"], {}, CnnSpec),
+        (OBS_SPACES["dict"], {}, MultiInputSpec),
+        (OBS_SPACES["tuple"], {}, MultiInputSpec),
+        (OBS_SPACES["box"], {"recurrent": True}, LstmSpec),
+        (OBS_SPACES["box"], {"simba": True}, SimbaSpec),
+    ],
+)
+def test_infer_encoder_spec(space, kwargs, expected):
+    spec = infer_encoder_spec(space, **kwargs)
+    assert isinstance(spec, expected)
+    if expected is MlpSpec:
+        assert spec.hidden_size == [64, 64]
+    if expected is CnnSpec:
+        assert (spec.channel_size, spec.kernel_size, spec.stride_size) == ([32, 32], [3, 3], [2, 2])
+        large = infer_encoder_spec(spaces.Box(0.0, 1.0, (3, 84, 84)))
+        assert (large.kernel_size, large.stride_size) == ([8, 4], [4, 2])
+
+
+@pytest.mark.parametrize(
+    "encoder",
+    [
+        {"arch": "lstm", "hidden_state_size": 16},
+        {"arch": "simba", "hidden_size": 16, "num_blocks": 1},
+    ],
+)
+def test_recurrent_and_simba_encoders_build(encoder):
+    spec = ValueNetworkSpec(encoder_config=encoder, head_config={"hidden_size": [8]}, latent_dim=8)
+    net = ValueNetwork(OBS_SPACES["box"], None, spec)
+    assert net(torch.randn(BATCH, 6)).shape == (BATCH, 1)
+
+
+def test_preprocess_one_hot():
+    x = preprocess(np.array([0, 4]), spaces.Discrete(5))
+    torch.testing.assert_close(x, torch.eye(5)[[0, 4]])
+    x = preprocess(np.array([[2, 1]]), spaces.MultiDiscrete([3, 4]))
+    torch.testing.assert_close(x, torch.tensor([[0.0, 0, 1, 0, 1, 0, 0]]))
+
+
+def _pair(space_name="box"):
+    space = OBS_SPACES[space_name]
+    return (
+        StochasticActor(space, spaces.Discrete(3), _spec(StochasticActorSpec, space)),
+        ValueNetwork(space, None, _spec(ValueNetworkSpec, space)),
+    )
+
+
+@pytest.mark.parametrize("space_name", ["box", "image", "dict"])
+def test_twin_mutations_give_equal_architectures(space_name):
+    actor, critic = _pair(space_name)
+    assert actor.mutation_methods() == critic.mutation_methods()
+    for i, name in enumerate(actor.mutation_methods()):
+        a = actor.mutate(name, np.random.default_rng(i))
+        c = critic.mutate(name, np.random.default_rng(i))
+        assert a == c
+        assert actor.spec.encoder_config == critic.spec.encoder_config
+        assert actor.spec.head_config == critic.spec.head_config
+        assert actor.spec.latent_dim == critic.spec.latent_dim
+        # the network's spec follows its parts
+        assert actor.spec.encoder_config == actor.encoder.spec
+        assert actor.spec.head_config == actor.head.spec
+
+
+def test_grow_latent_is_exact_and_state_dict_round_trips():
+    space = OBS_SPACES["box"]
+    net = ContinuousQNetwork(space, BOX_ACTIONS, _spec(ContinuousQNetworkSpec, space))
+    net.eval()
+    obs, action = torch.randn(BATCH, 6), torch.rand(BATCH, 2)
+    before = net(obs, action)
+    assert net.mutate("grow_latent", np.random.default_rng(0))
+    torch.testing.assert_close(net(obs, action), before, atol=1e-5, rtol=0)
+    rng = np.random.default_rng(1)
+    for name in ["encoder.add_node", "head.add_layer", "shrink_latent", "head.add_node"]:
+        net.mutate(name, rng)
+    fresh = ContinuousQNetwork(space, BOX_ACTIONS, net.spec)
+    fresh.load_state_dict(net.state_dict())
+    fresh.eval()
+    torch.testing.assert_close(fresh(obs, action), net(obs, action))
+
+
+def test_clone_is_independent_copy():
+    actor, _ = _pair("dict")
+    actor.mutate("encoder.cnn.add_channel", np.random.default_rng(0))
+    twin = actor.clone()
+    obs = _batch(OBS_SPACES["dict"], _obs(OBS_SPACES["dict"]))
+    torch.manual_seed(0)
+    logits = actor.head(actor.extract_features(obs))
+    torch.testing.assert_close(twin.head(twin.extract_features(obs)), logits)
+    assert twin.spec == actor.spec
+    twin.mutate("grow_latent", np.random.default_rng(0))
+    assert twin.spec != actor.spec
+
+
+def test_squashed_log_prob_matches_evaluate_and_change_of_variables():
+    space = OBS_SPACES["box"]
+    actor = StochasticActor(
+        space, BOX_ACTIONS, _spec(StochasticActorSpec, space, squash_output=True)
+    )
+    obs = torch.randn(BATCH, 6)
+    torch.manual_seed(3)
+    action, log_prob, _ = actor(obs)
+    log_prob2, _ = actor.evaluate_actions(obs, action)
+    torch.testing.assert_close(log_prob2, log_prob, atol=1e-3, rtol=1e-4)
+    # reference: u ~ N(mean, std); a = low + (tanh(u) + 1) * (high - low) / 2
+    dist = actor._gaussian(obs)
+    half = (actor.action_high - actor.action_low) / 2
+    u = torch.atanh((action - actor.action_low) / half - 1)
+    ref = dist.log_prob(u).sum(-1) - torch.log(half * (1 - torch.tanh(u) ** 2)).sum(-1)
+    torch.testing.assert_close(log_prob, ref, atol=1e-3, rtol=1e-4)
+
+
+def test_deterministic_actor_rejects_other_output_activations():
+    space = OBS_SPACES["box"]
+    spec = DeterministicActorSpec(
+        encoder_config={"arch": "mlp", "hidden_size": [8]},
+        head_config={"hidden_size": [8], "output_activation": "Sigmoid"},
+    )
+    with pytest.raises(ValueError):
+        DeterministicActor(space, BOX_ACTIONS, spec)
+    ok = _spec(DeterministicActorSpec, space)
+    assert DeterministicActor(space, BOX_ACTIONS, ok).spec.head_config.output_activation == "Tanh"
+
+
+def test_random_seed_makes_weights_reproducible():
+    space = OBS_SPACES["box"]
+    spec = _spec(QNetworkSpec, space, random_seed=7)
+    a, b = QNetwork(space, spaces.Discrete(3), spec), QNetwork(space, spaces.Discrete(3), spec)
+    for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(pa, pb)
