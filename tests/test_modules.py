@@ -15,6 +15,7 @@ from agilerl.modules import (
     EvolvableMultiInput,
     EvolvableSimBa,
 )
+from agilerl.modules.base import SAFE_ACTIVATIONS
 
 IMG = (3, 12, 12)
 DICT_SPACE = spaces.Dict(
@@ -106,6 +107,7 @@ def test_mutation_methods_are_sorted_and_named():
     assert make("cnn")[0].mutation_methods() == [
         "add_channel",
         "add_layer",
+        "change_activation",
         "change_kernel",
         "remove_channel",
         "remove_layer",
@@ -254,3 +256,36 @@ def test_change_kernel_stays_within_the_input():
     for _ in range(10):
         module.mutate("change_kernel", rng)
         assert module(x).shape == (8, 3)
+
+
+@pytest.mark.parametrize("layer_norm", [False, True])
+def test_cnn_change_activation_keeps_weights_and_updates_spec(layer_norm):
+    module, x = make("cnn", layer_norm=layer_norm, activation="Sigmoid")
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    rng = np.random.default_rng(0)
+    seen = set()
+    for _ in range(6):
+        old = module.spec.activation
+        info = module.mutate("change_activation", rng)
+        new = info["activation"]
+        assert new != old and new in SAFE_ACTIVATIONS
+        assert module.spec.activation == new
+        assert all(type(act).__name__ == new for act in module.acts)
+        seen.add(new)
+    assert len(seen) > 1
+    after = module.state_dict()
+    assert after.keys() == before.keys()
+    for key, value in before.items():
+        torch.testing.assert_close(after[key], value)
+    assert module(x).shape == (8, 3)
+
+
+def test_multi_input_cnn_change_activation_applies_to_every_image_encoder():
+    module, x = make("multi")
+    info = module.mutate("cnn.change_activation", np.random.default_rng(0))
+    new = info["activation"]
+    assert module.spec.cnn_config.activation == new
+    for key in ("img", "img2"):
+        assert module.cnns[key].spec.activation == new
+        assert all(type(act).__name__ == new for act in module.cnns[key].acts)
+    assert module(x).shape == (8, 3)

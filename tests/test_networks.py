@@ -37,10 +37,13 @@ OBS_SPACES = {
     "image": spaces.Box(0.0, 1.0, (3, 16, 16)),
     "discrete": spaces.Discrete(5),
     "multidiscrete": spaces.MultiDiscrete([3, 4]),
+    "multibinary": spaces.MultiBinary(5),
     "dict": spaces.Dict({"img": spaces.Box(0.0, 1.0, (3, 16, 16)), "vec": spaces.Box(-1, 1, (3,))}),
-    "tuple": spaces.Tuple((spaces.Box(-1.0, 1.0, (2,)), spaces.Discrete(3))),
+    "tuple": spaces.Tuple((spaces.Box(-1.0, 1.0, (2,)), spaces.Discrete(3), spaces.MultiBinary(3))),
 }
 BOX_ACTIONS = spaces.Box(np.array([-2.0, 0.0], np.float32), np.array([2.0, 1.0], np.float32))
+MD_ACTIONS = spaces.MultiDiscrete([3, 2, 4], start=[0, -1, 2])  # a non-zero start included
+MB_ACTIONS = spaces.MultiBinary(4)
 
 
 def _encoder(space):
@@ -61,11 +64,14 @@ def _spec(cls, space, **extra):
 
 NETWORKS = {
     "q": lambda s: QNetwork(s, spaces.Discrete(3), _spec(QNetworkSpec, s)),
+    "q_multidiscrete": lambda s: QNetwork(s, MD_ACTIONS, _spec(QNetworkSpec, s)),
     "value": lambda s: ValueNetwork(s, None, _spec(ValueNetworkSpec, s)),
     "det_actor": lambda s: DeterministicActor(s, BOX_ACTIONS, _spec(DeterministicActorSpec, s)),
     "stoch_discrete": lambda s: StochasticActor(
         s, spaces.Discrete(3), _spec(StochasticActorSpec, s)
     ),
+    "stoch_multidiscrete": lambda s: StochasticActor(s, MD_ACTIONS, _spec(StochasticActorSpec, s)),
+    "stoch_multibinary": lambda s: StochasticActor(s, MB_ACTIONS, _spec(StochasticActorSpec, s)),
     "stoch_box": lambda s: StochasticActor(s, BOX_ACTIONS, _spec(StochasticActorSpec, s)),
     "stoch_squashed": lambda s: StochasticActor(
         s, BOX_ACTIONS, _spec(StochasticActorSpec, s, squash_output=True)
@@ -87,10 +93,36 @@ def _batch(space, samples):
     return np.stack(samples)
 
 
+def _all_in(space, actions):
+    """Every sample of a batch of actions lies in ``space``."""
+    actions = actions.detach().cpu().numpy()
+    return all(space.contains(a) for a in actions)
+
+
+#: kind -> (action shape per sample, dtype) of a stochastic actor's actions
+STOCHASTIC = {
+    "stoch_discrete": ((), torch.int64),
+    "stoch_multidiscrete": ((3,), torch.int64),
+    "stoch_multibinary": ((4,), torch.float32),
+    "stoch_box": ((2,), torch.float32),
+    "stoch_squashed": ((2,), torch.float32),
+}
+
+
 def _loss_and_check(kind, net, obs):
     if kind in ("q", "value"):
         out = net(obs)
         assert out.shape == (BATCH, 3 if kind == "q" else 1) and out.dtype == torch.float32
+        if kind == "q":
+            assert _all_in(net.action_space, net.greedy_action(out))
+        return out.sum()
+    if kind == "q_multidiscrete":
+        out = net(obs)
+        assert out.shape == (BATCH, 9) and out.dtype == torch.float32
+        assert [q.shape for q in net.split_q_values(out)] == [(BATCH, 3), (BATCH, 2), (BATCH, 4)]
+        greedy = net.greedy_action(out)
+        assert greedy.shape == (BATCH, 3) and greedy.dtype == torch.int64
+        assert _all_in(MD_ACTIONS, greedy)
         return out.sum()
     if kind == "det_actor":
         action = net(obs)
@@ -102,14 +134,21 @@ def _loss_and_check(kind, net, obs):
         assert out.shape == (BATCH, 1) and out.dtype == torch.float32
         return out.sum()
     action, log_prob, entropy = net(obs)
+    shape, dtype = STOCHASTIC[kind]
+    assert action.shape == (BATCH, *shape) and action.dtype == dtype
     assert log_prob.shape == (BATCH,) and entropy.shape == (BATCH,)
-    if kind == "stoch_discrete":
-        assert action.shape == (BATCH,) and action.dtype == torch.int64
-    else:
-        assert action.shape == (BATCH, 2) and action.dtype == torch.float32
-    if kind == "stoch_squashed":
-        assert (action >= net.action_low).all() and (action <= net.action_high).all()
-    return log_prob.sum() + entropy.sum() + (action.sum() if action.is_floating_point() else 0)
+    assert torch.isfinite(log_prob).all() and torch.isfinite(entropy).all()
+    if kind != "stoch_box":  # an unsquashed Gaussian may leave the Box
+        assert _all_in(net.action_space, action)
+    if kind != "stoch_box" and kind != "stoch_squashed":  # discrete: probabilities <= 1
+        assert (log_prob <= 0).all() and (entropy >= 0).all()
+    # the same actions, evaluated again (as PPO does), get the same log-probabilities
+    log_prob2, entropy2 = net.evaluate_actions(obs, action.detach())
+    atol = 1e-3 if kind == "stoch_squashed" else 1e-5
+    torch.testing.assert_close(log_prob2, log_prob, atol=atol, rtol=1e-4)
+    torch.testing.assert_close(entropy2, entropy)
+    loss = log_prob.sum() + entropy.sum() + log_prob2.sum()
+    return loss + (action.sum() if action.requires_grad else 0)
 
 
 @pytest.mark.parametrize("space_name", list(OBS_SPACES))
@@ -122,6 +161,8 @@ def test_network_matrix(kind, space_name):
     _loss_and_check(kind, net, obs).backward()
     missing = [name for name, p in net.named_parameters() if p.grad is None]
     assert missing == []
+    dead = [name for name, p in net.named_parameters() if not p.grad.abs().sum() > 0]
+    assert dead == []
 
 
 def test_every_encoder_spec_has_a_builder():
@@ -260,3 +301,95 @@ def test_random_seed_makes_weights_reproducible():
     a, b = QNetwork(space, spaces.Discrete(3), spec), QNetwork(space, spaces.Discrete(3), spec)
     for pa, pb in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(pa, pb)
+
+
+def _actor(action_space, space_name="box"):
+    space = OBS_SPACES[space_name]
+    torch.manual_seed(0)
+    return StochasticActor(space, action_space, _spec(StochasticActorSpec, space))
+
+
+def test_multidiscrete_actor_is_independent_categoricals():
+    actor = _actor(MD_ACTIONS)
+    obs = torch.randn(BATCH, 6)
+    logits = actor.head(actor.extract_features(obs))
+    parts = logits.split([3, 2, 4], dim=-1)  # documented layout: sub-actions in order
+    dists = [torch.distributions.Categorical(logits=p) for p in parts]
+    start = torch.tensor([0, -1, 2])
+    action, log_prob, entropy = actor(obs)
+    ref = sum(d.log_prob(action[:, i] - start[i]) for i, d in enumerate(dists))
+    torch.testing.assert_close(log_prob, ref)
+    torch.testing.assert_close(entropy, sum(d.entropy() for d in dists))
+    mode, _, _ = actor(obs, deterministic=True)
+    torch.testing.assert_close(mode, torch.stack([p.argmax(-1) for p in parts], -1) + start)
+    # numpy actions, as stored in a rollout buffer, evaluate alike
+    log_prob2, _ = actor.evaluate_actions(obs, action.numpy())
+    torch.testing.assert_close(log_prob2, log_prob)
+
+
+def test_multibinary_actor_is_independent_bernoullis():
+    actor = _actor(MB_ACTIONS)
+    obs = torch.randn(BATCH, 6)
+    logits = actor.head(actor.extract_features(obs))
+    dist = torch.distributions.Bernoulli(logits=logits)
+    action, log_prob, entropy = actor(obs)
+    assert set(action.unique().tolist()) <= {0.0, 1.0}
+    torch.testing.assert_close(log_prob, dist.log_prob(action).sum(-1))
+    torch.testing.assert_close(entropy, dist.entropy().sum(-1))
+    mode, _, _ = actor(obs, deterministic=True)
+    torch.testing.assert_close(mode, (logits > 0).float())
+    log_prob2, _ = actor.evaluate_actions(obs, action.numpy().astype(np.int8))
+    torch.testing.assert_close(log_prob2, log_prob)
+
+
+@pytest.mark.parametrize(
+    "action_space",
+    [
+        spaces.MultiDiscrete([[2, 3], [4, 2]], start=[[1, 0], [0, -2]]),
+        spaces.MultiBinary([2, 3]),
+    ],
+)
+def test_multi_dimensional_action_spaces_keep_their_shape(action_space):
+    actor = _actor(action_space)
+    obs = torch.randn(BATCH, 6)
+    action, log_prob, _ = actor(obs)
+    assert action.shape == (BATCH, *action_space.shape)
+    assert _all_in(action_space, action)
+    torch.testing.assert_close(actor.evaluate_actions(obs, action)[0], log_prob)
+    if isinstance(action_space, spaces.MultiDiscrete):
+        space = OBS_SPACES["box"]
+        q = QNetwork(space, action_space, _spec(QNetworkSpec, space))
+        values = q(obs)
+        assert values.shape == (BATCH, 11)
+        greedy = q.greedy_action(values)
+        assert greedy.shape == (BATCH, 2, 2) and _all_in(action_space, greedy)
+
+
+def test_multidiscrete_q_network_mutates_and_round_trips():
+    space = OBS_SPACES["box"]
+    net = QNetwork(space, MD_ACTIONS, _spec(QNetworkSpec, space))
+    net.eval()
+    obs = torch.randn(BATCH, 6)
+    before = net(obs)
+    assert net.mutate("grow_latent", np.random.default_rng(0))
+    torch.testing.assert_close(net(obs), before, atol=1e-5, rtol=0)
+    net.mutate("head.add_node", np.random.default_rng(1))
+    twin = net.clone()
+    twin.eval()
+    torch.testing.assert_close(twin(obs), net(obs))
+    assert _all_in(MD_ACTIONS, twin.greedy_action(twin(obs)))
+
+
+@pytest.mark.parametrize("action_space", [BOX_ACTIONS, MB_ACTIONS])
+def test_q_network_rejects_non_discrete_actions(action_space):
+    with pytest.raises(TypeError):
+        QNetwork(OBS_SPACES["box"], action_space, _spec(QNetworkSpec, OBS_SPACES["box"]))
+
+
+def test_preprocess_multibinary_is_flat_float():
+    x = preprocess(np.array([[[1, 0, 1], [0, 0, 1]]], dtype=np.int8), spaces.MultiBinary([2, 3]))
+    assert x.dtype == torch.float32
+    torch.testing.assert_close(x, torch.tensor([[1.0, 0, 1, 0, 0, 1]]))
+    space = spaces.MultiBinary([2, 3])
+    spec = _spec(ValueNetworkSpec, space)
+    assert ValueNetwork(space, None, spec)(_batch(space, _obs(space))).shape == (BATCH, 1)

@@ -11,6 +11,9 @@ Exactness of growth:
   when ``layer_norm`` is off and the activation is ReLU; otherwise a near-identity start.
 * ``change_kernel`` keeps the centre of each old kernel but changes the feature map size, so
   the flatten layer's weights are kept only as an overlapping block (not function-preserving).
+* ``change_activation`` swaps the activation after every convolution for another one of
+  :data:`~agilerl.modules.base.SAFE_ACTIVATIONS` (as the MLP's does); every weight is kept, but
+  the function changes.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from torch import nn
 
 from agilerl.models.networks import CnnSpec
 from agilerl.modules.base import (
+    SAFE_ACTIVATIONS,
     EvolvableModule,
     MutationInfo,
     draw_step,
@@ -48,7 +52,7 @@ def feature_map_sizes(
 
 
 class EvolvableCNN(EvolvableModule):
-    """Conv2d stack whose depth, channels and kernel sizes mutate."""
+    """Conv2d stack whose depth, channels, kernel sizes and activation mutate."""
 
     spec: CnnSpec
 
@@ -191,3 +195,10 @@ class EvolvableCNN(EvolvableModule):
         kernels[layer] = new
         self._rebuild(rng, kernel_size=kernels)
         return {"mutation": "change_kernel", "layer": layer, "kernel": new, "old_kernel": old}
+
+    @mutation("change_activation")
+    def change_activation(self, rng: np.random.Generator) -> MutationInfo:
+        choices = [a for a in SAFE_ACTIVATIONS if a != self.spec.activation]
+        new = choices[int(rng.integers(len(choices)))]
+        self._rebuild(rng, activation=new)
+        return {"mutation": "change_activation", "activation": new}

@@ -14,6 +14,7 @@ from agilerl.networks.networks import (
     StochasticActor,
     ValueNetwork,
 )
+from agilerl.networks.rainbow import RainbowQNetwork
 
 __all__ = [
     "ENCODER_BUILDERS",
@@ -21,6 +22,7 @@ __all__ = [
     "DeterministicActor",
     "EvolvableNetwork",
     "QNetwork",
+    "RainbowQNetwork",
     "StochasticActor",
     "ValueNetwork",
     "build_encoder",

@@ -40,7 +40,8 @@ def preprocess(obs: Any, space: spaces.Space, device: torch.device | str = "cpu"
     """Observation(s) with a leading batch dimension -> float tensor(s) for an encoder.
 
     Box: float (images stay ``(C, H, W)``; other Boxes are flattened). Discrete: one-hot.
-    MultiDiscrete: concatenated one-hots. MultiBinary: float. Dict -> dict, Tuple -> tuple.
+    MultiDiscrete: concatenated one-hots. MultiBinary: float 0/1, flattened (an ``(n, m)``
+    space gives ``n * m`` features). Dict -> dict, Tuple -> tuple.
     """
     if isinstance(space, spaces.Dict):
         return {k: preprocess(obs[k], sub, device) for k, sub in space.spaces.items()}
@@ -54,6 +55,8 @@ def preprocess(obs: Any, space: spaces.Space, device: torch.device | str = "cpu"
         nvec = np.asarray(space.nvec).reshape(-1)
         return torch.cat([_one_hot(x[:, i], n) for i, n in enumerate(nvec)], dim=1)
     x = x.float()
+    if isinstance(space, spaces.MultiBinary):  # 0/1 bits as floats, flattened
+        return x.reshape(x.shape[0], -1)
     if isinstance(space, spaces.Box) and is_image_space(space):
         return x
     return x.reshape(x.shape[0], -1)
