@@ -15,6 +15,7 @@ from agilerl.models import (
     MlpSpec,
     MultiInputSpec,
     QNetworkSpec,
+    RainbowQNetworkSpec,
     SimbaSpec,
     StochasticActorSpec,
     ValueNetworkSpec,
@@ -25,6 +26,7 @@ from agilerl.networks import (
     ContinuousQNetwork,
     DeterministicActor,
     QNetwork,
+    RainbowQNetwork,
     StochasticActor,
     ValueNetwork,
     infer_encoder_spec,
@@ -77,6 +79,9 @@ NETWORKS = {
         s, BOX_ACTIONS, _spec(StochasticActorSpec, s, squash_output=True)
     ),
     "continuous_q": lambda s: ContinuousQNetwork(s, BOX_ACTIONS, _spec(ContinuousQNetworkSpec, s)),
+    "rainbow": lambda s: RainbowQNetwork(
+        s, spaces.Discrete(3), _spec(RainbowQNetworkSpec, s), num_atoms=11, v_min=-10.0, v_max=10.0
+    ),
 }
 
 
@@ -129,6 +134,13 @@ def _loss_and_check(kind, net, obs):
         assert action.shape == (BATCH, 2) and action.dtype == torch.float32
         assert (action >= net.action_low).all() and (action <= net.action_high).all()
         return action.sum()
+    if kind == "rainbow":
+        probs = net.dist(obs)
+        assert probs.shape == (BATCH, 3, 11)
+        torch.testing.assert_close(probs.sum(-1), torch.ones(BATCH, 3))
+        out = net(obs)
+        assert out.shape == (BATCH, 3) and out.dtype == torch.float32
+        return out.sum() + net.log_dist(obs).sum()
     if kind == "continuous_q":
         out = net(obs, torch.as_tensor(np.stack([BOX_ACTIONS.sample() for _ in range(BATCH)])))
         assert out.shape == (BATCH, 1) and out.dtype == torch.float32
@@ -393,3 +405,19 @@ def test_preprocess_multibinary_is_flat_float():
     space = spaces.MultiBinary([2, 3])
     spec = _spec(ValueNetworkSpec, space)
     assert ValueNetwork(space, None, spec)(_batch(space, _obs(space))).shape == (BATCH, 1)
+
+
+@pytest.mark.parametrize("kind", ["q", "stoch_box", "rainbow"])
+def test_to_moves_parameters_and_buffers(kind):
+    """``to`` reaches every parameter and buffer, and mutation keeps the new placement
+    (CPU here; the same call moves to an accelerator)."""
+    space = OBS_SPACES["box"]
+    net = NETWORKS[kind](space).to("cpu", torch.float64)
+    assert {p.dtype for p in net.parameters()} == {torch.float64}
+    net.mutate("encoder.add_node", np.random.default_rng(0))
+    floating = [t for t in [*net.parameters(), *net.buffers()] if t.is_floating_point()]
+    assert {t.dtype for t in floating} == {torch.float64}
+    obs = torch.as_tensor(_batch(space, _obs(space)), dtype=torch.float64)
+    out = net(obs)
+    first = out[0] if isinstance(out, tuple) else out
+    assert torch.isfinite(first.double()).all()

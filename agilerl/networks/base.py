@@ -36,30 +36,34 @@ def _one_hot(x: torch.Tensor, n: int) -> torch.Tensor:
     return nn.functional.one_hot(x.long(), int(n)).float()
 
 
-def preprocess(obs: Any, space: spaces.Space, device: torch.device | str = "cpu") -> Any:
-    """Observation(s) with a leading batch dimension -> float tensor(s) for an encoder.
+def preprocess(
+    obs: Any,
+    space: spaces.Space,
+    device: torch.device | str = "cpu",
+    dtype: torch.dtype = torch.float32,
+) -> Any:
+    """Observation(s) with a leading batch dimension -> tensor(s) of ``dtype`` for an encoder.
 
-    Box: float (images stay ``(C, H, W)``; other Boxes are flattened). Discrete: one-hot.
-    MultiDiscrete: concatenated one-hots. MultiBinary: float 0/1, flattened (an ``(n, m)``
+    Box: as is (images stay ``(C, H, W)``; other Boxes are flattened). Discrete: one-hot.
+    MultiDiscrete: concatenated one-hots. MultiBinary: 0/1, flattened (an ``(n, m)``
     space gives ``n * m`` features). Dict -> dict, Tuple -> tuple.
     """
     if isinstance(space, spaces.Dict):
-        return {k: preprocess(obs[k], sub, device) for k, sub in space.spaces.items()}
+        return {k: preprocess(obs[k], sub, device, dtype) for k, sub in space.spaces.items()}
     if isinstance(space, spaces.Tuple):
-        return tuple(preprocess(o, sub, device) for o, sub in zip(obs, space.spaces, strict=True))
+        parts = zip(obs, space.spaces, strict=True)
+        return tuple(preprocess(o, sub, device, dtype) for o, sub in parts)
     x = torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs, device=device)
     if isinstance(space, spaces.Discrete):
-        return _one_hot(x.reshape(-1) - int(space.start), space.n)
+        return _one_hot(x.reshape(-1) - int(space.start), space.n).to(dtype)
     if isinstance(space, spaces.MultiDiscrete):
         x = x.reshape(x.shape[0], -1) - torch.as_tensor(space.start, device=device).reshape(1, -1)
         nvec = np.asarray(space.nvec).reshape(-1)
-        return torch.cat([_one_hot(x[:, i], n) for i, n in enumerate(nvec)], dim=1)
-    x = x.float()
-    if isinstance(space, spaces.MultiBinary):  # 0/1 bits as floats, flattened
-        return x.reshape(x.shape[0], -1)
+        return torch.cat([_one_hot(x[:, i], n) for i, n in enumerate(nvec)], dim=1).to(dtype)
+    x = x.to(dtype)
     if isinstance(space, spaces.Box) and is_image_space(space):
         return x
-    return x.reshape(x.shape[0], -1)
+    return x.reshape(x.shape[0], -1)  # vector Box and MultiBinary bits, flattened
 
 
 # -- encoders ------------------------------------------------------------------------------
@@ -179,7 +183,7 @@ class EvolvableNetwork(EvolvableModule):
         )
 
     def preprocess(self, obs: Any) -> Any:
-        return preprocess(obs, self.observation_space, self._device_dtype()[0])
+        return preprocess(obs, self.observation_space, *self._device_dtype())
 
     def extract_features(self, obs: Any) -> torch.Tensor:
         """Latent features of raw or preprocessed observations (batch first)."""
