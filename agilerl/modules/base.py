@@ -96,42 +96,29 @@ def overlap_copy(dst: torch.Tensor, src: torch.Tensor, centered: Iterable[int] =
     dst[tuple(dst_idx)] = src[tuple(src_idx)]
 
 
-def mean_rows(linear: nn.Linear, old: int) -> None:
-    """Grown output units ``old:`` compute the mean of the old units' outputs."""
-    linear.weight[old:] = linear.weight[:old].mean(dim=0)
-    linear.bias[old:] = linear.bias[:old].mean()
+def keep_normalised_width(
+    writers: list[nn.Linear], norms: list[nn.LayerNorm], old: int, new: int
+) -> None:
+    """Grow a LayerNorm-ed width from ``old`` to ``new`` features without changing what
+    the norms compute (called after the rebuild, under ``no_grad``).
 
-
-class GrowableLayerNorm(nn.Module):
-    """LayerNorm whose epsilon is state (a buffer saved with the weights), so that growing
-    it can keep its statistics exactly (:func:`keep_norm_statistics`)."""
-
-    def __init__(self, features: int, eps: float = 1e-5) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(features))
-        self.bias = nn.Parameter(torch.zeros(features))
-        self.register_buffer("eps", torch.tensor(eps))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        mean = x.mean(dim=-1, keepdim=True)
-        var = x.var(dim=-1, keepdim=True, unbiased=False)
-        return (x - mean) * torch.rsqrt(var + self.eps) * self.weight + self.bias
-
-
-def keep_norm_statistics(norm: GrowableLayerNorm, old: int, new: int) -> None:
-    """A LayerNorm grown from ``old`` to ``new`` features whose new inputs equal the mean
-    of the old ones computes exactly what it did before the growth.
-
-    With the new features at the mean, the mean is unchanged and the variance becomes
-    ``var * old / new``; scaling epsilon by the same factor makes the normaliser
-    ``sqrt(old / new) * sqrt(var + eps)``, which scaling the old gains by
-    ``sqrt(old / new)`` cancels. New features normalise to 0.
+    ``writers`` are the linear layers producing the normalised features and ``norms`` the
+    LayerNorms reading them. The new features compute the mean of the old ones, so every
+    mean is unchanged and every variance shrinks by ``old / new``; scaling all the
+    features by ``c = sqrt(new / old)`` restores the variance, so each normaliser (epsilon
+    included) is exactly what it was, and dividing the old gains by ``c`` undoes the scale.
+    New features normalise to exactly 0.
     """
-    ratio = old / new
-    norm.eps *= ratio
-    norm.weight[:old] *= ratio**0.5
-    norm.weight[old:] = 1.0
-    norm.bias[old:] = 0.0
+    scale = (new / old) ** 0.5
+    for linear in writers:
+        linear.weight[old:] = linear.weight[:old].mean(dim=0)
+        linear.bias[old:] = linear.bias[:old].mean()
+        linear.weight *= scale
+        linear.bias *= scale
+    for norm in norms:
+        norm.weight[:old] /= scale
+        norm.weight[old:] = 1.0
+        norm.bias[old:] = 0.0
 
 
 def draw_step(rng: np.random.Generator, steps: tuple[int, ...]) -> int:

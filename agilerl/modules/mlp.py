@@ -5,7 +5,7 @@ Layout: ``[Linear -> LayerNorm? -> activation] * len(hidden_size) -> Linear -> o
 Exactness of growth (outputs identical before and after, fixed weights):
 
 * ``add_node`` is exact: new units get zero outgoing weights, and with ``layer_norm`` on they
-  are set up so the grown LayerNorm keeps its statistics (see ``keep_norm_statistics``).
+  are set up so the grown LayerNorm keeps its statistics (see ``keep_normalised_width``).
 * ``add_layer`` appends a layer initialised to the identity (zero bias). It is exact when
   ``layer_norm`` is off and the activation is ReLU (ReLU is idempotent on its own,
   non-negative output); otherwise it is a near-identity start and all old weights are kept.
@@ -21,13 +21,11 @@ from agilerl.models.networks import MlpSpec
 from agilerl.modules.base import (
     SAFE_ACTIVATIONS,
     EvolvableModule,
-    GrowableLayerNorm,
     MutationInfo,
     draw_step,
     init_linear,
-    keep_norm_statistics,
+    keep_normalised_width,
     make_activation,
-    mean_rows,
     mutation,
 )
 
@@ -55,7 +53,7 @@ class EvolvableMLP(EvolvableModule):
             nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:], strict=True)
         )
         self.norms = nn.ModuleList(
-            GrowableLayerNorm(h) if spec.layer_norm else nn.Identity() for h in spec.hidden_size
+            nn.LayerNorm(h) if spec.layer_norm else nn.Identity() for h in spec.hidden_size
         )
         self.acts = nn.ModuleList(make_activation(spec.activation) for _ in spec.hidden_size)
         self.out = nn.Linear(dims[-1], self.num_outputs)
@@ -124,9 +122,10 @@ class EvolvableMLP(EvolvableModule):
         consumer = self.linears[layer + 1] if layer + 1 < len(hidden) else self.out
         with torch.no_grad():
             consumer.weight[:, old:] = 0.0
-            if self.spec.layer_norm:  # keep the grown LayerNorm's statistics
-                mean_rows(self.linears[layer], old)
-                keep_norm_statistics(self.norms[layer], old, hidden[layer])
+            if self.spec.layer_norm:
+                keep_normalised_width(
+                    [self.linears[layer]], [self.norms[layer]], old, hidden[layer]
+                )
         return {"mutation": "add_node", "layer": layer, "size": hidden[layer], "old_size": old}
 
     @mutation("remove_node")

@@ -8,7 +8,7 @@ Exactness of growth:
 * ``add_block`` is exact: the new block's last linear layer is zero, so it adds nothing.
 * ``add_node`` (wider residual stream) is exact: the new stream dimensions carry the mean
   of the old ones, which leaves every LayerNorm's statistics as they were once its gains
-  and epsilon are rescaled (``keep_norm_statistics``).
+  are rescaled (``keep_normalised_width``).
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from torch import nn
 from agilerl.models.networks import SimbaSpec
 from agilerl.modules.base import (
     EvolvableModule,
-    GrowableLayerNorm,
     MutationInfo,
     draw_step,
-    keep_norm_statistics,
+    keep_normalised_width,
     make_activation,
-    mean_rows,
     mutation,
 )
 
@@ -37,7 +35,7 @@ class SimbaBlock(nn.Module):
 
     def __init__(self, hidden: int, scale_factor: int) -> None:
         super().__init__()
-        self.norm = GrowableLayerNorm(hidden)
+        self.norm = nn.LayerNorm(hidden)
         self.fc1 = nn.Linear(hidden, scale_factor * hidden)
         self.fc2 = nn.Linear(scale_factor * hidden, hidden)
 
@@ -66,7 +64,7 @@ class EvolvableSimBa(EvolvableModule):
         self.blocks = nn.ModuleList(
             SimbaBlock(h, spec.scale_factor) for _ in range(spec.num_blocks)
         )
-        self.final_norm = GrowableLayerNorm(h)
+        self.final_norm = nn.LayerNorm(h)
         self.out = nn.Linear(h, self.num_outputs)
         self.out_act = make_activation(spec.output_activation)
 
@@ -107,17 +105,14 @@ class EvolvableSimBa(EvolvableModule):
         new = min(old + draw_step(rng, NODE_STEPS), self.spec.max_mlp_nodes)
         self._rebuild(rng, hidden_size=new)
         inner = self.spec.scale_factor * old
-        # The new stream dims carry the mean of the old ones everywhere (embedding and
-        # every residual write average the old rows), so each LayerNorm keeps its
-        # statistics once its old gains are rescaled, and the new dims normalise to 0.
         with torch.no_grad():
-            mean_rows(self.embed, old)
             for block in self.blocks:
-                keep_norm_statistics(block.norm, old, new)
                 block.fc1.weight[:, old:] = 0.0
                 block.fc2.weight[:, inner:] = 0.0  # new inner units write nothing
-                mean_rows(block.fc2, old)
-            keep_norm_statistics(self.final_norm, old, new)
+            # Every layer writing the residual stream, and every LayerNorm reading it.
+            writers = [self.embed, *(block.fc2 for block in self.blocks)]
+            norms = [*(block.norm for block in self.blocks), self.final_norm]
+            keep_normalised_width(writers, norms, old, new)
             self.out.weight[:, old:] = 0.0
         return {"mutation": "add_node", "hidden_size": new, "old_size": old}
 
