@@ -7,7 +7,7 @@ from typing import Any
 
 from ruamel.yaml.comments import TaggedScalar
 
-from agilerl.models.validation import Issue, SpecError
+from agilerl.models.validation import Issue, SpecError, parse_spec
 
 #: Explicit core-schema tags on a scalar (``!!str 1_000``), as JSON values.
 _TAGGED = {
@@ -98,8 +98,6 @@ def load_document(path: str | Path) -> tuple[Any, Any]:
 
 def load_spec(spec_cls: Any, path: str | Path) -> Any:
     """Load a spec file into ``spec_cls``; a :class:`SpecError` names file:line:column."""
-    from agilerl.models.validation import parse_spec
-
     data, locate = load_document(path)
     if not isinstance(data, dict):
         issue = Issue((), data, f"expected a mapping of {spec_cls.__name__} fields", (1, 1))

@@ -35,12 +35,7 @@ def _algorithm_section(spec_cls: type[AlgorithmBase]) -> dict[str, Any]:
     section: dict[str, Any] = {"name": spec_cls.__name__.removesuffix("Spec")}
     for name, field in spec_cls.model_fields.items():
         if field.default is PydanticUndefined:  # required: an example value from the schema
-            examples = (
-                (field.json_schema_extra or {}).get("examples")
-                if isinstance(field.json_schema_extra, dict)
-                else None
-            )
-            section[name] = (field.examples or examples or [8])[0]
+            section[name] = (field.examples or [8])[0]
         elif field.default is not None:
             section[name] = field.default
     return section

@@ -204,23 +204,32 @@ class AlgorithmNotAvailableError(NotImplementedError):
     """The spec exists but ``agilerl.algorithms`` has no implementation for it (yet)."""
 
 
-def resolve_algorithm_class(name: str) -> type:
-    """``agilerl.algorithms.<name>``, imported on first use (the torch world loads here)."""
+def engine_attribute(module_name: str, attribute: str, missing: str) -> Any:
+    """``<module_name>.<attribute>``, imported on first use (the torch world loads here).
+
+    Raises :class:`AlgorithmNotAvailableError` with ``missing`` when the engine module or
+    the attribute does not exist; an import error *inside* an existing module propagates.
+    """
     try:
-        module = importlib.import_module("agilerl.algorithms")
+        module = importlib.import_module(module_name)
     except ModuleNotFoundError as err:
-        if err.name != "agilerl.algorithms":
+        if err.name != module_name:
             raise
-        raise AlgorithmNotAvailableError(
-            f"Algorithm {name!r} has a spec but no implementation: the torch engine "
-            "(agilerl.algorithms) is not part of this installation yet."
-        ) from None
+        raise AlgorithmNotAvailableError(missing) from None
     try:
-        return getattr(module, name)
+        return getattr(module, attribute)
     except AttributeError:
-        raise AlgorithmNotAvailableError(
-            f"Algorithm {name!r} has a spec but agilerl.algorithms defines no class {name!r}."
-        ) from None
+        raise AlgorithmNotAvailableError(missing) from None
+
+
+def resolve_algorithm_class(name: str) -> type:
+    """``agilerl.algorithms.<name>``."""
+    return engine_attribute(
+        "agilerl.algorithms",
+        name,
+        f"Algorithm {name!r} has a spec but agilerl.algorithms provides no class {name!r} "
+        "(the torch engine does not implement it yet).",
+    )
 
 
 def require_runtime_args(spec: AlgorithmBase, **args: Any) -> None:
@@ -300,14 +309,12 @@ class AlgorithmBase(SpecBase):
         """
         if cls.training_fn_name is None:
             raise NotImplementedError(f"{cls.__name__} does not define a training function.")
-        try:
-            module = importlib.import_module("agilerl.training")
-            return getattr(module, cls.training_fn_name)
-        except (ModuleNotFoundError, AttributeError):
-            raise AlgorithmNotAvailableError(
-                f"{cls.__name__} trains with agilerl.training.{cls.training_fn_name}, "
-                "which this installation does not provide yet."
-            ) from None
+        return engine_attribute(
+            "agilerl.training",
+            cls.training_fn_name,
+            f"{cls.__name__} trains with agilerl.training.{cls.training_fn_name}, "
+            "which this installation does not provide yet.",
+        )
 
     def algorithm_kwargs(self) -> dict[str, Any]:
         """Spec fields as constructor keyword arguments.

@@ -14,7 +14,7 @@ import agilerl.models.env  # noqa: F401
 import agilerl.models.hpo  # noqa: F401
 import agilerl.models.training  # noqa: F401
 from agilerl._generated.manifest_schema import NetworkSection, TrainingManifest
-from agilerl.models.validation import SpecError, parse_spec
+from agilerl.models.validation import Issue, SpecError, parse_spec
 
 __all__ = ["NetworkSection", "TrainingManifest", "dump_manifest", "load_manifest", "parse_manifest"]
 
@@ -22,8 +22,6 @@ __all__ = ["NetworkSection", "TrainingManifest", "dump_manifest", "load_manifest
 def parse_manifest(data: Any, *, source: str | None = None, locate: Any = None) -> TrainingManifest:
     """Validate a manifest document; a :class:`SpecError` lists every problem at once."""
     if not isinstance(data, dict):
-        from agilerl.models.validation import Issue
-
         issue = Issue(
             (), data, "a manifest is a mapping with algorithm and environment sections", (1, 1)
         )
