@@ -1,0 +1,24 @@
+"""RL algorithms of the torch engine (``DQNSpec.algo_class()`` resolves here).
+
+Classes are imported on first access, so ``import agilerl.algorithms`` stays cheap and
+an algorithm's module (and its dependencies) loads only when that algorithm is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agilerl.algorithms.base import RLAlgorithm
+from agilerl.algorithms.hyperparameters import RLParameter
+
+#: Algorithm class name -> module that defines it.
+_MODULES = {"DQN": "agilerl.algorithms.dqn", "PPO": "agilerl.algorithms.ppo"}
+
+__all__ = ["RLAlgorithm", "RLParameter", *_MODULES]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module 'agilerl.algorithms' has no attribute {name!r}")
+    return getattr(importlib.import_module(_MODULES[name]), name)

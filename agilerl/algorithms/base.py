@@ -1,0 +1,474 @@
+"""``RLAlgorithm``: what every single-agent algorithm shares.
+
+A subclass declares its networks and optimisers as class attributes and builds them in
+``__init__``; this base then provides, once for all algorithms:
+
+* evaluation (:meth:`RLAlgorithm.test`) on a vectorised environment;
+* mutable hyperparameters with ranges (``hp_config``) and the four mutation primitives
+  the HPO operator calls: architecture, activation, parameter noise, hyperparameter;
+* rebuilding target networks and optimisers after the networks changed;
+* checkpoints (networks with their possibly mutated specs, optimiser states,
+  hyperparameters, ranges, RNG state, metrics), :meth:`clone` and :meth:`load`.
+
+Subclass contract (see ``dqn.py``): set the hyperparameters named in ``init_args`` as
+attributes, build every network named in ``eval_networks`` and ``target_networks``, then
+call :meth:`finish_init`. Implement ``get_action``, ``learn`` and ``eval_action``.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from pydantic import BaseModel
+
+from agilerl import checkpoints
+from agilerl.algorithms.hyperparameters import RLParameter, default_range, parse_hp_config
+from agilerl.networks.base import EvolvableNetwork, infer_encoder_spec
+
+CHECKPOINT_KIND = "agent"
+
+#: Mutation method names that add or remove depth; every other architecture mutation
+#: changes widths (nodes, channels, kernels, latent size).
+LAYER_MUTATIONS = frozenset({"add_layer", "remove_layer", "add_block", "remove_block"})
+ACTIVATION_MUTATION = "change_activation"
+
+
+def network_spec(
+    spec_cls: type[BaseModel],
+    observation_space: spaces.Space,
+    net_config: Any = None,
+    recurrent: bool = False,
+) -> BaseModel:
+    """The network spec of class ``spec_cls`` that ``net_config`` describes.
+
+    ``net_config`` is None (defaults: encoder inferred from the observation space), a
+    manifest ``network`` section, a network spec or a plain dict of either. An encoder
+    config without ``arch`` gets the arch inferred from the observation space.
+    """
+    if net_config is None:
+        data: dict[str, Any] = {}
+    elif isinstance(net_config, BaseModel):
+        data = net_config.model_dump(exclude_unset=False)
+    elif isinstance(net_config, Mapping):
+        data = dict(net_config)
+    else:
+        raise TypeError(f"net_config must be a network section or spec, got {net_config!r}")
+    arch = data.pop("arch", None)
+    simba = bool(data.get("simba", False))
+    encoder = data.get("encoder_config")
+    if isinstance(encoder, BaseModel):
+        encoder = encoder.model_dump()
+    inferred = infer_encoder_spec(observation_space, recurrent=recurrent, simba=simba)
+    if encoder is None:
+        encoder = inferred.model_dump()
+    else:
+        encoder = dict(encoder)
+        encoder.setdefault("arch", arch or inferred.arch)
+    data["encoder_config"] = encoder
+    data.setdefault("head_config", {"hidden_size": [64]})
+    if isinstance(data["head_config"], BaseModel):
+        data["head_config"] = data["head_config"].model_dump()
+    fields = spec_cls.model_fields
+    return spec_cls.model_validate({k: v for k, v in data.items() if k in fields})
+
+
+def _unique_parameters(modules: list[torch.nn.Module]) -> list[torch.nn.Parameter]:
+    """Parameters of ``modules`` with shared ones (a shared encoder) listed once."""
+    seen: set[int] = set()
+    params = []
+    for module in modules:
+        for param in module.parameters():
+            if id(param) not in seen:
+                seen.add(id(param))
+                params.append(param)
+    return params
+
+
+class RLAlgorithm:
+    """Base of single-agent algorithms (see the module docstring for the contract)."""
+
+    #: Constructor hyperparameters: stored as attributes, saved, restored, cloned.
+    init_args: ClassVar[tuple[str, ...]] = ()
+    #: Hyperparameters that mutate by default (with :func:`default_range`), if present.
+    default_mutable: ClassVar[tuple[str, ...]] = ("lr", "batch_size", "learn_step")
+    #: Trained networks, the policy first; architecture mutations replay across them.
+    eval_networks: ClassVar[tuple[str, ...]] = ()
+    #: Target network attribute -> the trained network it follows.
+    target_networks: ClassVar[Mapping[str, str]] = {}
+    #: Optimiser attribute -> (network attributes it trains, learning-rate attribute).
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {}
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        index: int = 0,
+        *,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        if not isinstance(observation_space, spaces.Space):
+            raise TypeError(f"observation_space must be a gymnasium space, got {observation_space!r}")
+        if not isinstance(action_space, spaces.Space):
+            raise TypeError(f"action_space must be a gymnasium space, got {action_space!r}")
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.index = int(index)
+        self.net_config = net_config
+        self.accelerator = accelerator
+        if accelerator is not None:
+            device = accelerator.device
+        self.device = torch.device(device)
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        # Metrics: env steps trained, evaluation fitness history, training episode returns.
+        self.steps = 0
+        self.fitness: list[float] = []
+        self.scores: list[float] = []
+        self.mut = "None"
+        self.hp_config: dict[str, RLParameter] = {}
+
+    # -- to implement ---------------------------------------------------------------------
+    def get_action(self, obs: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def learn(self, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Greedy / deterministic actions for a batch of observations (evaluation)."""
+        raise NotImplementedError
+
+    def _link_networks(self) -> None:
+        """Hook: restore links between networks (a shared encoder) after they were
+        rebuilt, cloned or loaded. Nothing is linked by default."""
+
+    def _unlink_networks(self) -> None:
+        """Hook: give each network its own copy of anything shared, so a mutation can be
+        replayed on every network independently (:meth:`_link_networks` undoes it)."""
+
+    # -- construction helpers -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def policy(self) -> EvolvableNetwork:
+        return getattr(self, self.eval_networks[0])
+
+    def network_spec(self, spec_cls: type[BaseModel], recurrent: bool = False) -> BaseModel:
+        return network_spec(spec_cls, self.observation_space, self.net_config, recurrent)
+
+    def finish_init(self, hp_config: Any = None) -> None:
+        """Last step of a subclass ``__init__``: targets, optimisers, mutable ranges."""
+        self._link_networks()
+        for target, source in self.target_networks.items():
+            if not hasattr(self, target):
+                setattr(self, target, getattr(self, source).clone())
+        self.build_optimizers()
+        ranges = {
+            name: default_range(getattr(self, name))
+            for name in self.default_mutable
+            if hasattr(self, name)
+        }
+        ranges.update(parse_hp_config(hp_config))
+        for name, param in ranges.items():
+            value = getattr(self, name, None)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+                known = ", ".join(n for n in self.init_args if self._is_numeric(n))
+                raise ValueError(
+                    f"hp_config.{name}: {self.name} has no numeric hyperparameter {name!r} "
+                    f"to mutate; mutable ones: {known}"
+                )
+            if not param.min <= param.max:
+                raise ValueError(f"hp_config.{name}: min {param.min} is above max {param.max}")
+        self.hp_config = ranges
+
+    def _is_numeric(self, name: str) -> bool:
+        value = getattr(self, name, None)
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+    def build_optimizers(self) -> None:
+        """(Re)create every optimiser over the current parameters of its networks."""
+        for attr, (nets, lr_attr) in self.optimizer_specs.items():
+            params = _unique_parameters([getattr(self, n) for n in nets])
+            setattr(self, attr, torch.optim.Adam(params, lr=float(getattr(self, lr_attr))))
+
+    def networks_changed(self) -> None:
+        """After an architecture change: relink, re-create target networks from the
+        trained ones and rebuild the optimisers (their old state no longer fits)."""
+        self._link_networks()
+        for target, source in self.target_networks.items():
+            setattr(self, target, getattr(self, source).clone())
+        self.build_optimizers()
+
+    def _sync_targets(self) -> None:
+        """Copy trained weights into the target networks (same architecture)."""
+        for target, source in self.target_networks.items():
+            getattr(self, target).load_state_dict(getattr(self, source).state_dict())
+
+    # -- mutation primitives (called by agilerl.hpo.Mutations) ---------------------------
+    def architecture_mutations(self, new_layer: bool | None = None) -> list[str]:
+        """The policy's architecture mutations: depth changes (``new_layer=True``),
+        width changes (``False``) or both (None). Activation changes are not included."""
+        names = [
+            n for n in self.policy.mutation_methods() if n.split(".")[-1] != ACTIVATION_MUTATION
+        ]
+        if new_layer is None:
+            return names
+        return [n for n in names if (n.split(".")[-1] in LAYER_MUTATIONS) == new_layer]
+
+    def _replay_mutation(self, name: str, seed: int) -> dict[str, Any]:
+        """Apply mutation ``name`` to every trained network that has it, each with a fresh
+        generator seeded ``seed``, so the policy and its critics change alike."""
+        self._unlink_networks()
+        info: dict[str, Any] = {}
+        for attr in self.eval_networks:
+            net = getattr(self, attr)
+            if name in net.mutation_methods():
+                result = net.mutate(name, np.random.default_rng(seed))
+                if attr == self.eval_networks[0]:
+                    info = result
+        self.networks_changed()
+        return info
+
+    def mutate_architecture(self, name: str, seed: int) -> dict[str, Any]:
+        """Architecture mutation ``name`` (from :meth:`architecture_mutations`)."""
+        return self._replay_mutation(name, seed)
+
+    def mutate_activation(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Switch the activation of one of the policy's evolvable parts (replayed on the
+        other networks). Returns ``{}`` when no part can change activation."""
+        names = [
+            n for n in self.policy.mutation_methods() if n.split(".")[-1] == ACTIVATION_MUTATION
+        ]
+        if not names:
+            return {}
+        return self._replay_mutation(names[int(rng.integers(len(names)))], int(rng.integers(2**31)))
+
+    def mutate_parameters(self, rng: np.random.Generator, mutation_sd: float) -> int:
+        """Perturb the policy's weight matrices: in a random half of them, 10% of the
+        entries get noise (90% N(0, (sd·|w|)²), 5% N(0, (10·|w|)²), 5% reset to N(0, 1)).
+        Target networks follow. Returns the number of entries changed."""
+        gen = torch.Generator().manual_seed(int(rng.integers(2**63)))
+        matrices = [
+            p for n, p in self.policy.named_parameters() if p.dim() == 2 and "norm" not in n
+        ]
+        if not matrices:
+            return 0
+        chosen = [m for m in matrices if rng.random() < 0.5] or [
+            matrices[int(rng.integers(len(matrices)))]
+        ]
+        changed = 0
+        with torch.no_grad():
+            for weight in chosen:
+                flat = weight.view(-1)
+                count = max(1, int(np.ceil(0.1 * flat.numel())))
+                idx = torch.randperm(flat.numel(), generator=gen)[:count].to(flat.device)
+                kind = torch.rand(count, generator=gen).to(flat.device)
+                noise = torch.randn(count, generator=gen).to(flat)
+                old = flat[idx]
+                new = torch.where(
+                    kind < 0.05,
+                    old + noise * 10 * old.abs(),
+                    torch.where(kind < 0.10, noise, old + noise * mutation_sd * old.abs()),
+                )
+                flat[idx] = new.clamp(-1e6, 1e6)
+                changed += count
+        self._sync_targets()
+        return changed
+
+    def mutate_hyperparameter(self, rng: np.random.Generator) -> tuple[str, Any, Any] | None:
+        """Scale one hyperparameter of ``hp_config`` within its range; a learning rate
+        takes effect in its optimiser at once. Returns ``(name, old, new)``."""
+        if not self.hp_config:
+            return None
+        names = sorted(self.hp_config)
+        name = names[int(rng.integers(len(names)))]
+        old = getattr(self, name)
+        new = self.hp_config[name].mutate(old, rng)
+        setattr(self, name, new)
+        for attr, (_, lr_attr) in self.optimizer_specs.items():
+            if lr_attr == name:
+                for group in getattr(self, attr).param_groups:
+                    group["lr"] = float(new)
+        return name, old, new
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """Current values of the constructor hyperparameters (JSON-friendly)."""
+        out = {}
+        for name in self.init_args:
+            value = getattr(self, name)
+            out[name] = value.model_dump() if isinstance(value, BaseModel) else value
+        return out
+
+    # -- evaluation -----------------------------------------------------------------------
+    def test(
+        self,
+        env: Any,
+        max_steps: int | None = None,
+        loop: int = 1,
+        seed: int | None = None,
+    ) -> float:
+        """Mean return of ``loop`` rounds of one episode per sub-environment of a
+        vectorised ``env`` (same-step autoreset), acting with :meth:`eval_action`.
+        ``max_steps`` cuts each episode short. Appends the result to ``fitness``.
+        Returns the mean and counts the environment steps taken in ``eval_steps_taken``."""
+        num_envs = env.num_envs
+        returns: list[float] = []
+        taken = 0
+        with torch.no_grad():
+            for round_ in range(loop):
+                obs, info = env.reset(seed=None if seed is None else seed + round_ * num_envs)
+                totals = np.zeros(num_envs)
+                done = np.zeros(num_envs, dtype=bool)
+                steps = 0
+                while not done.all() and (max_steps is None or steps < max_steps):
+                    action = self.eval_action(obs, info.get("action_mask"))
+                    obs, reward, terminated, truncated, info = env.step(action)
+                    totals += np.where(done, 0.0, reward)
+                    done |= np.logical_or(terminated, truncated)
+                    steps += 1
+                taken += steps * num_envs
+                returns.extend(totals.tolist())
+        self.eval_steps_taken = taken
+        fitness = float(np.mean(returns))
+        self.fitness.append(fitness)
+        return fitness
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def _network_attrs(self) -> list[str]:
+        return [*self.eval_networks, *self.target_networks]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to rebuild this agent exactly (tensors on the CPU)."""
+        networks = {}
+        for attr in self._network_attrs():
+            net = getattr(self, attr)
+            networks[attr] = {
+                "class": type(net).__name__,
+                "spec": net.spec.model_dump(mode="json"),
+                "spec_class": type(net.spec).__name__,
+                "state": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
+            }
+        return {
+            "kind": CHECKPOINT_KIND,
+            "class": self.name,
+            "index": self.index,
+            "observation_space": self.observation_space,
+            "action_space": self.action_space,
+            "hyperparameters": copy.deepcopy(self.hyperparameters()),
+            "hp_config": {n: p.to_dict() for n, p in self.hp_config.items()},
+            "networks": networks,
+            "optimizers": {
+                attr: copy.deepcopy(getattr(self, attr).state_dict())
+                for attr in self.optimizer_specs
+            },
+            "rng": copy.deepcopy(self.rng.bit_generator.state),
+            "metrics": {
+                "steps": self.steps,
+                "fitness": list(self.fitness),
+                "scores": list(self.scores),
+                "mut": self.mut,
+            },
+            "extra": self.extra_state(),
+        }
+
+    def extra_state(self) -> dict[str, Any]:
+        """Hook: algorithm-specific state to checkpoint (e.g. a learn counter)."""
+        return {}
+
+    def load_extra_state(self, state: dict[str, Any]) -> None:
+        """Hook: restore what :meth:`extra_state` saved."""
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore networks (with their saved, possibly mutated, architectures),
+        optimisers, hyperparameters, ranges, RNG and metrics from :meth:`state_dict`."""
+        from agilerl import networks as network_module
+        from agilerl.models.base import spec_class
+
+        if state.get("class") != self.name:
+            raise checkpoints.CheckpointError(
+                f"checkpoint holds a {state.get('class')} agent, not a {self.name}"
+            )
+        for name, value in state["hyperparameters"].items():
+            current = getattr(self, name, None)
+            if isinstance(current, BaseModel):
+                value = type(current).model_validate(value)
+            setattr(self, name, value)
+        for attr, saved in state["networks"].items():
+            cls = getattr(network_module, saved["class"])
+            spec = spec_class(saved["spec_class"]).model_validate(saved["spec"])
+            net = cls(self.observation_space, self.action_space, spec)
+            net.load_state_dict(saved["state"])
+            setattr(self, attr, net.to(self.device))
+        self._link_networks()
+        self.build_optimizers()
+        for attr, opt_state in state["optimizers"].items():
+            getattr(self, attr).load_state_dict(opt_state)
+        self.hp_config = parse_hp_config(state["hp_config"])
+        self.rng.bit_generator.state = state["rng"]
+        metrics = state["metrics"]
+        self.steps = metrics["steps"]
+        self.fitness = list(metrics["fitness"])
+        self.scores = list(metrics["scores"])
+        self.mut = metrics["mut"]
+        self.load_extra_state(state.get("extra", {}))
+
+    @classmethod
+    def from_state_dict(
+        cls, state: dict[str, Any], device: str | torch.device = "cpu", index: int | None = None
+    ) -> RLAlgorithm:
+        """A new agent built from :meth:`state_dict` output."""
+        hyper = {
+            name: value for name, value in state["hyperparameters"].items() if name in cls.init_args
+        }
+        agent = cls(
+            state["observation_space"],
+            state["action_space"],
+            state["index"] if index is None else index,
+            device=device,
+            **hyper,
+        )
+        agent.load_state_dict(state)
+        if index is not None:
+            agent.index = index
+        return agent
+
+    def save_checkpoint(self, path: str | os.PathLike[str]) -> None:
+        """Write this agent to ``path`` (atomically)."""
+        checkpoints.save(self.state_dict(), path)
+
+    def load_checkpoint(self, path: str | os.PathLike[str]) -> None:
+        """Replace this agent's state with the one saved at ``path``."""
+        self.load_state_dict(checkpoints.load(path, kind=CHECKPOINT_KIND))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], device: str | torch.device = "cpu") -> RLAlgorithm:
+        """The agent saved at ``path`` (``RLAlgorithm.load`` builds whichever algorithm
+        the file holds; ``DQN.load`` insists on a DQN)."""
+        import agilerl.algorithms
+
+        state = checkpoints.load(path, kind=CHECKPOINT_KIND)
+        algo_cls = getattr(agilerl.algorithms, str(state.get("class")), None)
+        if not (isinstance(algo_cls, type) and issubclass(algo_cls, cls)):
+            raise checkpoints.CheckpointError(
+                f"{path}: holds a {state.get('class')} agent, not a {cls.__name__}"
+            )
+        return algo_cls.from_state_dict(state, device=device)
+
+    def clone(self, index: int | None = None) -> RLAlgorithm:
+        """An independent copy (networks, optimiser states, hyperparameters, metrics);
+        ``index`` gives it a new population index."""
+        twin = type(self).from_state_dict(self.state_dict(), device=self.device, index=index)
+        # A clone draws its own random numbers: same seed lineage, different stream.
+        twin.rng = np.random.default_rng(self.rng.integers(2**63))
+        return twin
