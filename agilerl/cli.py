@@ -38,6 +38,14 @@ def dump_yaml(data: Any) -> str:
     return out.getvalue()
 
 
+def modeline(output: Path) -> str:
+    """The yaml-language-server comment pointing a manifest at ``output`` to the schema
+    shipped with the package (a relative path: editors resolve it offline)."""
+    schema = Path(__file__).with_name("schemas") / "manifest.schema.json"
+    relative = os.path.relpath(schema.resolve(), Path(output).resolve().parent)
+    return f"# yaml-language-server: $schema={relative}\n"
+
+
 def _summary(spec: Any) -> str:
     from agilerl.models.manifest import TrainingManifest
 
@@ -123,12 +131,131 @@ def _init(args: argparse.Namespace) -> int:
     if output.exists() and not args.force:
         print(f"agilerl: {output} exists (use --force to overwrite)", file=sys.stderr)
         return 1
-    schema = Path(__file__).with_name("schemas") / "manifest.schema.json"
-    modeline = f"# yaml-language-server: $schema={os.path.relpath(schema.resolve(), output.resolve().parent)}\n"
     body = dump_yaml(starter_manifest(ALGO_REGISTRY.get(args.algorithm).spec_cls, args.env))
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(modeline + body, encoding="utf-8")
+    output.write_text(modeline(output) + body, encoding="utf-8")
     print(f"wrote {output}: a {args.algorithm} manifest; check it with `agilerl validate {output}`")
+    return 0
+
+
+def _set_path(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
+    """Put ``value`` at ``path`` in the document, creating missing sections."""
+    node: Any = data
+    for depth, part in enumerate(path[:-1]):
+        if isinstance(node, dict):
+            node = node.setdefault(part, {})
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            where = ".".join(map(str, path[: depth + 1]))
+            raise ValueError(f"{where} is not a section of the manifest")
+    last = path[-1]
+    if isinstance(node, dict):
+        node[last] = value
+    elif isinstance(node, list) and isinstance(last, int) and last < len(node):
+        node[last] = value
+    else:
+        raise ValueError(f"{'.'.join(map(str, path[:-1]))} is not a section of the manifest")
+
+
+def load_with_overrides(path: str, assignments: list[str]) -> Any:
+    """The manifest at ``path`` with ``KEY=VALUE`` overrides (dotted keys, YAML values)
+    applied, validated like the file itself. Problems are raised as :class:`CliError`
+    lines naming ``file:line:column`` or the ``--set`` they came from."""
+    from agilerl.documents import DocumentError, load_document, parse_value
+    from agilerl.models.manifest import parse_manifest
+    from agilerl.models.validation import SpecError
+
+    try:
+        data, locate = load_document(path)
+    except DocumentError as err:
+        raise CliError(str(err)) from None
+    overridden: dict[tuple[Any, ...], str] = {}
+    for item in assignments:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--set {item}: expected KEY=VALUE, e.g. training.max_steps=20000")
+        keys = tuple(int(p) if p.isdigit() else p for p in key.strip().split("."))
+        try:
+            if not isinstance(data, dict):
+                raise ValueError("the manifest is not a mapping")
+            _set_path(data, keys, parse_value(text))
+        except (ValueError, DocumentError) as err:
+            raise CliError(f"--set {item}: {err}") from None
+        overridden[keys] = item
+    try:
+        return parse_manifest(data, source=path, locate=locate)
+    except SpecError as err:
+        lines = [f"{len(err.issues)} problem(s) with the manifest {path}:"]
+        for issue in err.issues:
+            source = next(
+                (
+                    f"--set {item}"
+                    for keys, item in overridden.items()
+                    if issue.path[: len(keys)] == keys
+                ),
+                None,
+            )
+            lines.append("  " + (issue.format(source) if source else issue.format(path)))
+        raise CliError("\n".join(lines)) from None
+
+
+class CliError(Exception):
+    """A problem reported as plain lines (no traceback), exit status 1."""
+
+
+def _device(name: str) -> Any:
+    import torch
+
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise CliError(f"--device {name}: not a torch device (cpu, cuda, cuda:1, mps)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise CliError(f"--device {name}: CUDA is not available on this machine")
+    return device
+
+
+def _train(args: argparse.Namespace) -> int:
+    from agilerl.checkpoints import CheckpointError
+    from agilerl.models.base import AlgorithmNotAvailableError
+    from agilerl.training.envs import EnvironmentSpecError
+
+    try:
+        manifest = load_with_overrides(args.manifest, args.set)
+        out = Path(args.out) if args.out else Path("runs") / Path(args.manifest).stem
+        checkpoint = args.checkpoint_path or manifest.training.checkpoint_path
+        checkpoint = checkpoint or str(out / "checkpoint.pt")
+        resume = checkpoint if args.resume is True else args.resume
+        device = _device(args.device)
+        from agilerl.training import LocalTrainer, TrainerError
+
+        trainer = LocalTrainer.from_manifest(manifest, device=device, resume_from_checkpoint=resume)
+        print(
+            f"training {manifest.algorithm.name} on {manifest.environment.name}: population "
+            f"{manifest.training.pop_size}, {manifest.training.max_steps:,} steps per agent, "
+            f"output in {out}/" + (f", resuming from {resume}" if resume else ""),
+            file=sys.stderr,
+        )
+        trainer.train(
+            verbose=not args.quiet,
+            output_dir=out,
+            checkpoint_path=checkpoint,
+            checkpoint_steps=args.checkpoint_steps,
+        )
+    except (CliError, CheckpointError, EnvironmentSpecError, AlgorithmNotAvailableError) as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
+    except TrainerError as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            f"\nagilerl: interrupted; continue with: agilerl train {args.manifest} --resume"
+            + (f" --out {args.out}" if args.out else ""),
+            file=sys.stderr,
+        )
+        return 130
     return 0
 
 
@@ -166,6 +293,43 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("-o", "--output", help="file to write (default: <algo>.yaml)")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=_init)
+
+    train = commands.add_parser(
+        "train",
+        help="train a population from a manifest (progress, summaries, best agent, plot)",
+    )
+    train.add_argument("manifest", metavar="MANIFEST")
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a manifest value (dotted key, YAML value), validated like the file; "
+        "repeatable, e.g. --set training.max_steps=20000",
+    )
+    train.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    train.add_argument(
+        "--out",
+        help="output directory (default runs/<manifest name>): checkpoint, best "
+        "agent, final manifest, fitness plot, history",
+    )
+    train.add_argument(
+        "--checkpoint-path", help="run checkpoint file (default <out>/checkpoint.pt)"
+    )
+    train.add_argument(
+        "--checkpoint-steps",
+        type=int,
+        help="steps per agent between checkpoints (default: every generation)",
+    )
+    train.add_argument(
+        "--resume",
+        nargs="?",
+        const=True,
+        metavar="CHECKPOINT",
+        help="continue from a run checkpoint (default: the run's checkpoint path)",
+    )
+    train.add_argument("--quiet", action="store_true", help="no progress bar or summaries")
+    train.set_defaults(handler=_train)
     return parser
 
 

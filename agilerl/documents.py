@@ -50,26 +50,43 @@ def _plain(node: Any) -> Any:
     return node
 
 
-def load_document(path: str | Path) -> tuple[Any, Any]:
-    """Load a YAML 1.2 (or JSON) file: ``(data, locate)``.
-
-    ``locate(path_tuple)`` returns the 1-based ``(line, column)`` of the value (or key)
-    at a document path, or of its closest existing parent.
-    """
+def _yaml() -> Any:
+    """The one YAML 1.2 loader of the project (round-trip: it keeps positions)."""
     from ruamel.yaml import YAML
-    from ruamel.yaml.error import YAMLError
 
     yaml = YAML(typ="rt")
     # YAML 1.2 core has no timestamps: a date stays the string it is written as.
     yaml.constructor.add_constructor(
         "tag:yaml.org,2002:timestamp", lambda constructor, node: constructor.construct_scalar(node)
     )
+    return yaml
+
+
+def parse_value(text: str) -> Any:
+    """A value written inline (``20000``, ``1e-4``, ``[64, 64]``, ``null``, ``CartPole-v1``)
+    read in the same YAML dialect as manifest files, so ``--set`` means what a file would."""
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return _plain(_yaml().load(text))
+    except (YAMLError, DocumentError) as err:
+        raise DocumentError(f"{text!r} is not a valid YAML value: {err}") from None
+
+
+def load_document(path: str | Path) -> tuple[Any, Any]:
+    """Load a YAML 1.2 (or JSON) file: ``(data, locate)``.
+
+    ``locate(path_tuple)`` returns the 1-based ``(line, column)`` of the value (or key)
+    at a document path, or of its closest existing parent.
+    """
+    from ruamel.yaml.error import YAMLError
+
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as err:
         raise DocumentError(f"{path}: cannot read: {err.strerror}") from None
     try:
-        raw = yaml.load(text)
+        raw = _yaml().load(text)
     except YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)

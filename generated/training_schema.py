@@ -37,7 +37,7 @@ EpsStart = TypeAliasType(
     Annotated[
         float,
         Field(
-            description="Initial epsilon of epsilon-greedy exploration (off-policy); null for the loop's default.",
+            description="Initial epsilon of epsilon-greedy exploration (off-policy); null for the loop's default (1.0).",
             ge=0.0,
             le=1.0,
         ),
@@ -50,7 +50,9 @@ EpsEnd = TypeAliasType(
     Annotated[
         float,
         Field(
-            description="Final epsilon (off-policy); null for the loop's default.", ge=0.0, le=1.0
+            description="Final epsilon (off-policy); null for the loop's default (0.01).",
+            ge=0.0,
+            le=1.0,
         ),
     ],
 )
@@ -61,7 +63,7 @@ EpsDecay = TypeAliasType(
     Annotated[
         float,
         Field(
-            description="Multiplicative epsilon decay per episode (off-policy); null for the loop's default.",
+            description="Multiplicative epsilon decay per vector step (off-policy); null for the loop's default (0.999).",
             gt=0.0,
             le=1.0,
         ),
@@ -71,7 +73,13 @@ EpsDecay = TypeAliasType(
 
 CheckpointSteps = TypeAliasType(
     "CheckpointSteps",
-    Annotated[int, Field(description='Steps between checkpoints; null for no checkpoints.', ge=1)],
+    Annotated[
+        int,
+        Field(
+            description='Steps per agent between checkpoints, written at the first generation boundary after each interval; null to checkpoint every generation (when a checkpoint path is set).',
+            ge=1,
+        ),
+    ],
 )
 
 
@@ -80,7 +88,8 @@ CheckpointPath = TypeAliasType(
     Annotated[
         str,
         Field(
-            description="Where checkpoints are written; null for the loop's default.", min_length=1
+            description='File the latest run checkpoint is written to (atomically); null for no checkpoints unless checkpoint_steps is set (`agilerl train` always checkpoints into its output directory).',
+            min_length=1,
         ),
     ],
 )
@@ -104,6 +113,18 @@ MaxWallSeconds = TypeAliasType(
         Field(
             description='Stop after this much wall-clock time in seconds; null for no limit.',
             gt=0.0,
+        ),
+    ],
+)
+
+
+Seed = TypeAliasType(
+    "Seed",
+    Annotated[
+        int,
+        Field(
+            description='Seed of the run (initial weights, environment resets, exploration, selection); null to draw one, which the trainer records in the manifest it writes.',
+            ge=0,
         ),
     ],
 )
@@ -137,12 +158,16 @@ class TrainingSpec(SpecBase):
         ),
     ] = None
     eval_loop: Annotated[
-        int, Field(description='Evaluation episodes per agent and evolution.', ge=1)
+        int,
+        Field(
+            description='Evaluation rounds per agent and generation; each round runs one episode in every sub-environment and the fitness is the mean return.',
+            ge=1,
+        ),
     ] = 1
     target_score: Annotated[
         float | None,
         Field(
-            description="Stop once the population's mean evaluation score reaches this; null to train for max_steps."
+            description="Stop after the generation in which the best agent's evaluation score reaches this; null to train for max_steps."
         ),
     ] = None
     learning_delay: Annotated[
@@ -151,25 +176,30 @@ class TrainingSpec(SpecBase):
     eps_start: Annotated[
         EpsStart | None,
         Field(
-            description="Initial epsilon of epsilon-greedy exploration (off-policy); null for the loop's default."
+            description="Initial epsilon of epsilon-greedy exploration (off-policy); null for the loop's default (1.0)."
         ),
     ] = None
     eps_end: Annotated[
-        EpsEnd | None, Field(description="Final epsilon (off-policy); null for the loop's default.")
+        EpsEnd | None,
+        Field(description="Final epsilon (off-policy); null for the loop's default (0.01)."),
     ] = None
     eps_decay: Annotated[
         EpsDecay | None,
         Field(
-            description="Multiplicative epsilon decay per episode (off-policy); null for the loop's default."
+            description="Multiplicative epsilon decay per vector step (off-policy); null for the loop's default (0.999)."
         ),
     ] = None
     checkpoint_steps: Annotated[
         CheckpointSteps | None,
-        Field(description='Steps between checkpoints; null for no checkpoints.'),
+        Field(
+            description='Steps per agent between checkpoints, written at the first generation boundary after each interval; null to checkpoint every generation (when a checkpoint path is set).'
+        ),
     ] = None
     checkpoint_path: Annotated[
         CheckpointPath | None,
-        Field(description="Where checkpoints are written; null for the loop's default."),
+        Field(
+            description='File the latest run checkpoint is written to (atomically); null for no checkpoints unless checkpoint_steps is set (`agilerl train` always checkpoints into its output directory).'
+        ),
     ] = None
     overwrite_checkpoints: Annotated[
         bool,
@@ -197,6 +227,12 @@ class TrainingSpec(SpecBase):
             description="Sum the agents' scores into one team score instead of scoring each agent (multi-agent)."
         ),
     ] = True
+    seed: Annotated[
+        Seed | None,
+        Field(
+            description='Seed of the run (initial weights, environment resets, exploration, selection); null to draw one, which the trainer records in the manifest it writes.'
+        ),
+    ] = None
     hpo: Annotated[
         bool,
         Field(

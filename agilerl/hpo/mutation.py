@@ -1,0 +1,102 @@
+"""Mutations: after selection, each agent of the new generation may change.
+
+One kind is drawn per agent from the relative weights of the mutation spec (zero weights
+are dropped, the rest normalised): none, architecture (a depth change with probability
+``new_layer_prob``, else a width change), parameters (weight noise), activation, or one
+RL hyperparameter within its range. The algorithm applies the change
+(:class:`~agilerl.algorithms.base.RLAlgorithm` mutation primitives), which keeps the
+policy and its critics alike and rebuilds the optimisers when the networks changed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
+
+
+def _fmt(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+class Mutations:
+    """The mutation operator of evolutionary HPO."""
+
+    def __init__(
+        self,
+        no_mutation: float = 0.4,
+        architecture: float = 0.2,
+        new_layer_prob: float = 0.2,
+        parameters: float = 0.2,
+        activation: float = 0.0,
+        rl_hp: float = 0.2,
+        mutation_sd: float = 0.1,
+        rand_seed: int | None = None,
+    ) -> None:
+        weights = np.array([no_mutation, architecture, parameters, activation, rl_hp], float)
+        if (weights < 0).any() or weights.sum() <= 0:
+            raise ValueError(f"mutation weights must be >= 0 and not all zero, got {weights}")
+        if not 0.0 <= new_layer_prob <= 1.0:
+            raise ValueError(f"new_layer_prob must lie in [0, 1], got {new_layer_prob}")
+        self.probabilities = weights / weights.sum()
+        self.new_layer_prob = float(new_layer_prob)
+        self.mutation_sd = float(mutation_sd)
+        self.rng = np.random.default_rng(rand_seed)
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> Mutations:
+        """From a :class:`~agilerl.models.hpo.MutationSpec`."""
+        p = spec.probabilities
+        return cls(
+            no_mutation=p.no_mut,
+            architecture=p.arch_mut,
+            new_layer_prob=p.new_layer,
+            parameters=p.params_mut,
+            activation=p.act_mut,
+            rl_hp=p.rl_hp_mut,
+            mutation_sd=spec.mutation_sd,
+            rand_seed=spec.rand_seed,
+        )
+
+    def mutation(self, population: list[Any], skip_first: bool = False) -> list[Any]:
+        """Mutate agents in place (``skip_first``: leave the elite of slot 0 alone) and
+        record on each ``agent.mut`` what it received."""
+        for slot, agent in enumerate(population):
+            if skip_first and slot == 0:
+                agent.mut = "None (elite)"
+                continue
+            kind = KINDS[int(self.rng.choice(len(KINDS), p=self.probabilities))]
+            agent.mut = self.apply(agent, kind)
+        return population
+
+    def apply(self, agent: Any, kind: str) -> str:
+        """Apply one mutation of ``kind`` to ``agent``; returns its description."""
+        if kind == "architecture":
+            layer = bool(self.rng.random() < self.new_layer_prob)
+            names = agent.architecture_mutations(new_layer=layer) or agent.architecture_mutations()
+            if not names:
+                return "None (no architecture mutation)"
+            name = names[int(self.rng.integers(len(names)))]
+            info = agent.mutate_architecture(name, int(self.rng.integers(2**31)))
+            return f"arch {name}" if info else f"None ({name} at its bound)"
+        if kind == "parameters":
+            changed = agent.mutate_parameters(self.rng, self.mutation_sd)
+            return f"params ({changed} weights)"
+        if kind == "activation":
+            info = agent.mutate_activation(self.rng)
+            return f"act {info.get('activation', '?')}" if info else "None (fixed activation)"
+        if kind == "rl_hp":
+            change = agent.mutate_hyperparameter(self.rng)
+            if change is None:
+                return "None (no mutable hyperparameter)"
+            name, old, new = change
+            return f"{name} {_fmt(old)}->{_fmt(new)}"
+        return "None"
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]

@@ -1,0 +1,61 @@
+"""Tournament selection: the next generation is drawn from the fittest agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class TournamentSelection:
+    """Pick each slot of the next generation by a tournament of ``tournament_size``
+    agents drawn uniformly (with replacement); the fittest of them is cloned into the
+    slot. With ``elitism`` slot 0 holds a clone of the fittest agent of all, which the
+    mutation step then leaves unchanged. Fitness is each agent's latest evaluation."""
+
+    def __init__(
+        self,
+        tournament_size: int,
+        elitism: bool,
+        population_size: int,
+        rand_seed: int | None = None,
+    ) -> None:
+        if tournament_size < 1:
+            raise ValueError(f"tournament_size must be at least 1, got {tournament_size}")
+        self.tournament_size = int(tournament_size)
+        self.elitism = bool(elitism)
+        self.population_size = int(population_size)
+        self.rng = np.random.default_rng(rand_seed)
+
+    @classmethod
+    def from_spec(
+        cls, spec: Any, population_size: int, rand_seed: int | None = None
+    ) -> TournamentSelection:
+        return cls(spec.tournament_size, spec.elitism, population_size, rand_seed)
+
+    def select(self, population: list[Any]) -> tuple[Any, list[Any]]:
+        """``(elite, next_generation)``: clones with fresh, increasing indices."""
+        fitness = np.array(
+            [agent.fitness[-1] if agent.fitness else -np.inf for agent in population]
+        )
+        best = int(np.argmax(fitness))  # first of equals: deterministic
+        next_index = max(agent.index for agent in population) + 1
+        chosen: list[int] = [best] if self.elitism else []
+        while len(chosen) < self.population_size:
+            entrants = self.rng.integers(len(population), size=self.tournament_size)
+            chosen.append(int(max(entrants, key=lambda i: (fitness[i], -i))))
+        new_population = []
+        for slot, source in enumerate(chosen):
+            if slot == 0 and self.elitism:
+                # The elite keeps its index: it is the same agent carried forward.
+                new_population.append(population[source].clone(index=population[source].index))
+            else:
+                new_population.append(population[source].clone(index=next_index))
+                next_index += 1
+        return new_population[0] if self.elitism else population[best], new_population
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]

@@ -1,0 +1,11 @@
+"""Training loops (with evolutionary HPO) and the trainer that runs a manifest.
+
+``DQNSpec.get_training_fn()`` resolves to :func:`train_off_policy`,
+``PPOSpec.get_training_fn()`` to :func:`train_on_policy`.
+"""
+
+from agilerl.training.off_policy import train_off_policy
+from agilerl.training.on_policy import train_on_policy
+from agilerl.training.trainer import LocalTrainer, TrainerError
+
+__all__ = ["LocalTrainer", "TrainerError", "train_off_policy", "train_on_policy"]

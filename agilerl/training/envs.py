@@ -1,0 +1,109 @@
+"""Vectorised Gymnasium environments built from a :class:`~agilerl.models.env.GymEnvSpec`.
+
+Every environment is vectorised with *same-step* autoreset: when a sub-environment ends,
+``step`` already returns the first observation of its next episode and puts the last one
+in ``info["final_obs"]``. The loops rely on this (no wasted step per episode, and the true
+final observation is there to bootstrap a time-limit cut).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+
+
+class EnvironmentSpecError(ValueError):
+    """An environment spec that cannot be built; the message names the field."""
+
+
+def _import_target(target: str, where: str, path: str | None) -> Any:
+    """``pkg.mod:attr``, ``file.py:attr`` (relative to ``path``) or ``pkg.mod.Attr``."""
+    base = Path(path) if path else Path.cwd()
+    if ":" in target:
+        module_name, attr = target.split(":", 1)
+    else:
+        module_name, _, attr = target.rpartition(".")
+    try:
+        if module_name.endswith(".py"):
+            file = (base / module_name).resolve()
+            if not file.is_file():
+                raise EnvironmentSpecError(f"{where}: no file {file}")
+            mod_spec = importlib.util.spec_from_file_location(file.stem, file)
+            module = importlib.util.module_from_spec(mod_spec)
+            mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        else:
+            if str(base) not in sys.path:
+                sys.path.insert(0, str(base))
+            module = importlib.import_module(module_name)
+    except EnvironmentSpecError:
+        raise
+    except Exception as err:  # the user's module failed to import: say which and why
+        raise EnvironmentSpecError(f"{where}: cannot import {module_name!r}: {err}") from err
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise EnvironmentSpecError(f"{where}: {module_name!r} has no attribute {attr!r}") from None
+
+
+def _unknown_env_message(name: str) -> str:
+    known = list(gym.registry)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return f"environment.name: {name!r} is not a registered Gymnasium environment{hint}"
+
+
+def make_env(spec: Any) -> gym.Env:
+    """One (unvectorised) environment of ``spec``, wrappers applied innermost first."""
+    kwargs = dict(spec.config or {})
+    if spec.entrypoint is not None:
+        factory = _import_target(spec.entrypoint, "environment.entrypoint", spec.path)
+        try:
+            env = factory(**kwargs)
+        except TypeError as err:
+            raise EnvironmentSpecError(f"environment.config: {spec.entrypoint}: {err}") from err
+    else:
+        try:
+            env = gym.make(spec.name, **kwargs)
+        except gym.error.NameNotFound:
+            raise EnvironmentSpecError(_unknown_env_message(spec.name)) from None
+        except gym.error.DependencyNotInstalled as err:
+            raise EnvironmentSpecError(f"environment.name: {spec.name!r} needs {err}") from None
+        except gym.error.Error as err:
+            raise EnvironmentSpecError(f"environment.name: {spec.name!r}: {err}") from None
+        except TypeError as err:
+            raise EnvironmentSpecError(f"environment.config: {spec.name}: {err}") from err
+    for i, wrapper in enumerate(spec.wrappers or []):
+        where = f"environment.wrappers.{i}"
+        target = wrapper if isinstance(wrapper, str) else wrapper.wrapper
+        options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
+        cls = _import_target(target, where, spec.path)
+        try:
+            env = cls(env, **options)
+        except TypeError as err:
+            raise EnvironmentSpecError(f"{where}: {target}: {err}") from err
+    return env
+
+
+def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:
+    """The vectorised environment ``spec`` describes (``num_envs`` overrides the spec).
+
+    The first sub-environment is built here, in this process, so a bad name, entry
+    point or wrapper fails with a clear :class:`EnvironmentSpecError` before any worker
+    process starts.
+    """
+    n = int(num_envs or spec.num_envs)
+    first = make_env(spec)
+    factory = functools.partial(make_env, spec)
+    if spec.sync:
+        fns = [lambda env=first: env, *([factory] * (n - 1))]
+        return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+    first.close()
+    return AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)

@@ -1,0 +1,140 @@
+"""``train_off_policy``: DQN-style agents sharing one replay buffer, with evolution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
+from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
+
+EPS_START, EPS_END, EPS_DECAY = 1.0, 0.01, 0.999
+
+
+def with_final_obs(next_obs: Any, info: dict[str, Any]) -> Any:
+    """``next_obs`` with the true last observation of every episode that just ended
+    (same-step autoreset put the next episode's first observation there)."""
+    ended = info.get("_final_obs")
+    if ended is None or not np.any(ended):
+        return next_obs
+    final = info["final_obs"]
+
+    def patch(batch: Any, pick: Any) -> Any:
+        if isinstance(batch, dict):
+            return {k: patch(v, lambda o, k=k: pick(o)[k]) for k, v in batch.items()}
+        if isinstance(batch, tuple):
+            return tuple(patch(v, lambda o, i=i: pick(o)[i]) for i, v in enumerate(batch))
+        batch = np.array(batch, copy=True)
+        for i in np.flatnonzero(ended):
+            batch[i] = pick(final[i])
+        return batch
+
+    return patch(next_obs, lambda o: o)
+
+
+def epsilon_at(steps: int, num_envs: int, start: float, end: float, decay: float) -> float:
+    """Exploration rate after ``steps`` env steps per agent: decays once per vector step."""
+    return max(end, start * decay ** (steps // num_envs))
+
+
+def train_off_policy(
+    env: Any,
+    env_name: str,
+    algo: str,
+    pop: list[Any],
+    memory: Any,
+    *,
+    max_steps: int = 1_000_000,
+    evo_steps: int = 10_000,
+    eval_steps: int | None = None,
+    eval_loop: int = 1,
+    learning_delay: int = 0,
+    eps_start: float = EPS_START,
+    eps_end: float = EPS_END,
+    eps_decay: float = EPS_DECAY,
+    target: float | None = None,
+    selection_strategy: Any = None,
+    mutation: Any = None,
+    checkpoint: int | None = None,
+    checkpoint_path: str | None = None,
+    overwrite_checkpoints: bool = False,
+    checkpointer: RunCheckpointer | None = None,
+    n_step_memory: Any = None,
+    state: RunState | None = None,
+    max_wall_seconds: float | None = None,
+    verbose: bool = True,
+) -> tuple[list[Any], list[float]]:
+    """Train a population of off-policy agents on a vectorised ``env``.
+
+    Each agent in turn acts epsilon-greedily for its ``evo_steps`` share, storing every
+    transition in the shared ``memory`` (experience sharing) and learning every
+    ``learn_step`` env steps once the buffer holds a batch and ``learning_delay`` steps;
+    epsilon decays per vector step of the run (``eps_decay``), carried across
+    generations. ``done`` is stored as *terminated*: a time-limit cut bootstraps.
+    Checkpoints: ``checkpointer`` (a :class:`RunCheckpointer`), or ``checkpoint``
+    (steps between checkpoints) / ``checkpoint_path``; ``state`` resumes a run.
+    Returns ``(population, fitnesses)``.
+    """
+    if n_step_memory is not None:
+        raise NotImplementedError(
+            "n-step replay is implemented for no algorithm of this engine yet"
+        )
+    num_envs = env.num_envs
+    checkpointer = checkpointer_for(
+        checkpointer,
+        checkpoint,
+        checkpoint_path,
+        overwrite_checkpoints,
+        f"{algo}-{env_name}",
+        memory=memory,
+        selection=selection_strategy,
+        mutation=mutation,
+    )
+
+    def train_agent(agent: Any, slot: int, budget: int, run: RunState) -> tuple[int, list[float]]:
+        obs, info = env.reset(seed=reset_seed(run, slot, 0))
+        returns = np.zeros(num_envs)
+        completed: list[float] = []
+        pending = 0  # env steps since the last learn
+        n_steps = vector_steps(budget, num_envs)
+        for t in range(n_steps):
+            epsilon = epsilon_at(run.steps + t * num_envs, num_envs, eps_start, eps_end, eps_decay)
+            action = agent.get_action(obs, epsilon, info.get("action_mask"))
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            memory.add(obs, action, reward, with_final_obs(next_obs, info), terminated)
+            returns += reward
+            ended = np.logical_or(terminated, truncated)
+            if ended.any():
+                completed.extend(returns[ended].tolist())
+                returns[ended] = 0.0
+            obs = next_obs
+            pending += num_envs
+            if len(memory) >= agent.batch_size and len(memory) > learning_delay:
+                while pending >= agent.learn_step:
+                    agent.learn(memory.sample(agent.batch_size))
+                    pending -= agent.learn_step
+            else:
+                pending = 0  # no learning backlog builds up before learning starts
+        taken = n_steps * num_envs
+        agent.steps += taken
+        agent.scores.extend(completed)
+        return taken, completed
+
+    return evolve(
+        pop,
+        env,
+        train_agent,
+        max_steps=max_steps,
+        evo_steps=evo_steps,
+        eval_steps=eval_steps,
+        eval_loop=eval_loop,
+        target=target,
+        selection=selection_strategy,
+        mutation=mutation,
+        state=state,
+        checkpointer=checkpointer,
+        max_wall_seconds=max_wall_seconds,
+        verbose=verbose,
+        desc=f"{algo} on {env_name}",
+    )

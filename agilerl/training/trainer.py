@@ -1,0 +1,409 @@
+"""``LocalTrainer``: a manifest (or its specs) in, a trained population out.
+
+The trainer builds the vectorised environment, the population (``build_algorithm``
+glue plus the manifest's network section and mutable ranges), the replay buffer, the
+selection and mutation operators, then runs the algorithm's training function. Every
+argument it accepts takes effect; ``resume_from_checkpoint`` continues a run from its
+last run checkpoint (:mod:`agilerl.training.run_checkpoint`).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import secrets
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from pydantic import ValidationError
+
+from agilerl.checkpoints import CheckpointError
+from agilerl.models.base import AgentType, AlgorithmNotAvailableError
+from agilerl.models.env import GymEnvSpec
+from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
+from agilerl.models.manifest import TrainingManifest, dump_manifest, load_manifest, parse_manifest
+from agilerl.models.registry import ALGO_REGISTRY
+from agilerl.models.training import ReplayBufferSpec, TrainingSpec
+from agilerl.training.envs import make_vector_env
+from agilerl.training.evolution import RunState
+from agilerl.training.run_checkpoint import RunCheckpointer, load_run, set_global_rng_state
+
+
+class TrainerError(ValueError):
+    """A run that cannot be set up as specified; the message names the section."""
+
+
+def _spec(value: Any, cls: type, section: str) -> Any:
+    if value is None or isinstance(value, cls):
+        return value
+    if isinstance(value, dict):
+        return cls.model_validate(value)
+    raise TrainerError(f"{section}: expected a {cls.__name__} or a mapping, got {value!r}")
+
+
+class LocalTrainer:
+    """Train a population on this machine.
+
+    Args:
+        algorithm: an algorithm spec (``DQNSpec(...)``) or a registered name.
+        environment: a :class:`GymEnvSpec`, a mapping of one, or a Gymnasium id.
+        training: budget, evaluation, checkpoints, seed (default ``TrainingSpec()``).
+        mutation / selection_strategy: the HPO operators' specs; evolution runs when both
+            are present and ``training.hpo`` is true.
+        replay_buffer: off-policy buffer spec (default capacity 100,000).
+        network: the manifest's network section (None: inferred from the observation
+            space).
+        hpo: fill in default mutation and tournament specs for those not given.
+        resume_from_checkpoint: a run checkpoint to continue from.
+        device / accelerator: where the agents live (an accelerator supplies the device;
+            distributed RL training is not implemented).
+    """
+
+    def __init__(
+        self,
+        algorithm: Any,
+        environment: Any,
+        training: Any = None,
+        mutation: Any = None,
+        selection_strategy: Any = None,
+        replay_buffer: Any = None,
+        *,
+        network: Any = None,
+        hpo: bool = False,
+        resume_from_checkpoint: str | Path | None = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        version: int | None = None,
+    ) -> None:
+        if isinstance(algorithm, str):
+            if algorithm not in ALGO_REGISTRY:
+                raise TrainerError(
+                    f"algorithm: unknown algorithm {algorithm!r}; known: "
+                    f"{', '.join(ALGO_REGISTRY.names())}"
+                )
+            algorithm = ALGO_REGISTRY.get(algorithm).spec_cls()
+        if algorithm.agent_type is not AgentType.SingleAgent:
+            raise AlgorithmNotAvailableError(
+                f"algorithm: LocalTrainer trains single-agent algorithms in this engine; "
+                f"{algorithm.name} ({algorithm.agent_type.value}) is not supported yet"
+            )
+        self.algorithm = algorithm
+        if isinstance(environment, str):
+            environment = GymEnvSpec(name=environment)
+        self.environment = _spec(environment, GymEnvSpec, "environment")
+        self.training = _spec(training, TrainingSpec, "training") or TrainingSpec()
+        self.mutation = _spec(mutation, MutationSpec, "mutation")
+        self.selection_strategy = _spec(
+            selection_strategy, TournamentSelectionSpec, "selection_strategy"
+        )
+        if hpo:
+            self.mutation = self.mutation or MutationSpec()
+            self.selection_strategy = self.selection_strategy or TournamentSelectionSpec()
+        self.replay_buffer = _spec(replay_buffer, ReplayBufferSpec, "replay_buffer")
+        self.network = network
+        self.version = version
+        self.resume_from_checkpoint = resume_from_checkpoint
+        self.accelerator = accelerator
+        self.device = torch.device(accelerator.device if accelerator is not None else device)
+        self.population: list[Any] | None = None
+        self.state: RunState | None = None
+
+    @classmethod
+    def from_manifest(cls, manifest: Any, **kwargs: Any) -> LocalTrainer:
+        """From a manifest file, a manifest document (dict) or a :class:`TrainingManifest`;
+        ``kwargs`` (device, resume_from_checkpoint, hpo, accelerator) are passed on."""
+        if isinstance(manifest, (str, Path)):
+            manifest = load_manifest(manifest)
+        elif isinstance(manifest, dict):
+            manifest = parse_manifest(manifest)
+        if not isinstance(manifest, TrainingManifest):
+            raise TypeError(
+                f"expected a manifest path, document or TrainingManifest, got {manifest!r}"
+            )
+        return cls(
+            manifest.algorithm,
+            manifest.environment,
+            manifest.training,
+            manifest.mutation,
+            manifest.selection_strategy,
+            manifest.replay_buffer,
+            network=manifest.network,
+            version=getattr(manifest, "version", None),
+            **kwargs,
+        )
+
+    # -- building -------------------------------------------------------------------------
+    @property
+    def evolving(self) -> bool:
+        return bool(self.training.hpo and self.mutation and self.selection_strategy)
+
+    @property
+    def evo_steps(self) -> int:
+        return self.training.evo_steps or self.algorithm.default_evo_steps
+
+    def _seed(self) -> int:
+        if self.training.seed is None:
+            # Draw one and record it, so the manifest this run writes reproduces it.
+            self.training = self.training.model_copy(update={"seed": secrets.randbelow(2**31)})
+        return self.training.seed
+
+    def _hp_config(self) -> Any:
+        if self.algorithm.hp_config is not None:
+            return self.algorithm.hp_config
+        if self.mutation is not None and self.mutation.rl_hp_selection:
+            return self.mutation.rl_hp_selection
+        return None
+
+    def _build_agent(self, env: Any, index: int, seed: int) -> Any:
+        kwargs = self.algorithm.algorithm_kwargs()
+        kwargs["hp_config"] = self._hp_config()
+        if "num_envs" in kwargs:  # the environment decides how many envs run
+            kwargs["num_envs"] = env.num_envs
+        try:
+            return self.algorithm.algo_class()(
+                observation_space=env.single_observation_space,
+                action_space=env.single_action_space,
+                index=index,
+                device=self.device,
+                accelerator=self.accelerator,
+                net_config=self.network,
+                seed=seed,
+                **kwargs,
+            )
+        except (TypeError, ValueError) as err:
+            where = "mutation.rl_hp_selection" if str(err).startswith("hp_config.") else "network"
+            raise TrainerError(f"{where}: {err}") from err
+
+    def _build_memory(self) -> Any:
+        if not (self.algorithm.off_policy or self.algorithm.offline):
+            return None
+        from agilerl.components.replay_buffer import ReplayBuffer
+
+        spec = self.replay_buffer or ReplayBufferSpec()
+        if spec.per_buffer:
+            raise TrainerError(
+                "replay_buffer.per_buffer: prioritised replay serves Rainbow DQN, which this "
+                "engine does not implement yet"
+            )
+        if spec.n_step_buffer:
+            raise TrainerError(
+                f"replay_buffer.n_step_buffer: {self.algorithm.name} learns from 1-step "
+                "transitions; n-step replay is not implemented for it"
+            )
+        return ReplayBuffer(spec.max_size, device=self.device)
+
+    def _operators(self, seed: int) -> tuple[Any, Any]:
+        if not self.evolving:
+            return None, None
+        from agilerl.hpo import Mutations, TournamentSelection
+
+        mutation = Mutations.from_spec(self.mutation)
+        if self.mutation.rand_seed is None:
+            mutation.rng = np.random.default_rng([seed, 1])
+        selection = TournamentSelection.from_spec(
+            self.selection_strategy, self.training.pop_size, rand_seed=seed
+        )
+        return selection, mutation
+
+    # -- running --------------------------------------------------------------------------
+    def train(
+        self,
+        verbose: bool = True,
+        output_dir: str | Path | None = None,
+        checkpoint_path: str | Path | None = None,
+        checkpoint_steps: int | None = None,
+        overwrite_checkpoints: bool | None = None,
+    ) -> tuple[list[Any], list[float]]:
+        """Run (or resume) the training; returns ``(population, fitnesses)``.
+
+        Arguments given here override the training spec. With ``output_dir`` the run
+        checkpoints there by default and, at the end, writes ``best_agent.pt``,
+        ``manifest.yaml`` (:meth:`to_manifest`), ``fitness.png`` and ``history.json``.
+        """
+        updates = {
+            key: value
+            for key, value in {
+                "checkpoint_path": None if checkpoint_path is None else str(checkpoint_path),
+                "checkpoint_steps": checkpoint_steps,
+                "overwrite_checkpoints": overwrite_checkpoints,
+            }.items()
+            if value is not None
+        }
+        if output_dir is not None and "checkpoint_path" not in updates:
+            updates.setdefault(
+                "checkpoint_path",
+                self.training.checkpoint_path or str(Path(output_dir) / "checkpoint.pt"),
+            )
+        if updates:
+            try:
+                self.training = TrainingSpec.model_validate(
+                    {**self.training.model_dump(), **updates}
+                )
+            except ValidationError as err:
+                problems = "; ".join(
+                    f"training.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()
+                )
+                raise TrainerError(problems) from None
+        training = self.training
+        seed = self._seed()
+        env = make_vector_env(self.environment)
+        try:
+            memory = self._build_memory()
+            selection, mutation = self._operators(seed)
+            if self.resume_from_checkpoint is not None:
+                population, state = self._resume(env, memory, selection, mutation)
+            else:
+                torch.manual_seed(seed)
+                np.random.seed(seed % 2**32)
+                random.seed(seed)
+                seeds = np.random.SeedSequence(seed).generate_state(training.pop_size)
+                population = [self._build_agent(env, i, int(s)) for i, s in enumerate(seeds)]
+                state = RunState(seed=seed)
+            if state.finished == "max_steps" and state.steps < training.max_steps:
+                state.finished = None  # the budget was raised: carry on
+            checkpointer = None
+            if training.checkpoint_path or training.checkpoint_steps:
+                path = (
+                    training.checkpoint_path
+                    or f"checkpoints/{self.algorithm.name}-{self.environment.name}.pt"
+                )
+                checkpointer = RunCheckpointer(
+                    path,
+                    every=training.checkpoint_steps,
+                    overwrite=training.overwrite_checkpoints,
+                    memory=memory,
+                    selection=selection,
+                    mutation=mutation,
+                    extra={"manifest": self._document()},
+                )
+            kwargs = self.algorithm.get_training_kwargs(
+                training=training, env_spec=self.environment, memory=memory
+            )
+            for key in ("checkpoint", "checkpoint_path", "overwrite_checkpoints"):
+                kwargs.pop(key)  # the checkpointer built here carries them
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
+            self.population, fitnesses = self.algorithm.get_training_fn()(
+                env,
+                pop=population,
+                max_steps=training.max_steps,
+                evo_steps=self.evo_steps,
+                selection_strategy=selection,
+                mutation=mutation,
+                checkpointer=checkpointer,
+                state=state,
+                max_wall_seconds=training.max_wall_seconds,
+                verbose=verbose,
+                **kwargs,
+            )
+        finally:
+            env.close()
+        self.state = state
+        if output_dir is not None:
+            self.save_outputs(output_dir, verbose=verbose)
+        return self.population, fitnesses
+
+    def _resume(
+        self, env: Any, memory: Any, selection: Any, mutation: Any
+    ) -> tuple[list[Any], RunState]:
+        path = self.resume_from_checkpoint
+        data = load_run(path)
+        saved = data.get("manifest", {})
+        mine = self._document()
+        for section, key in (
+            ("algorithm", "name"),
+            ("environment", "name"),
+            ("training", "pop_size"),
+        ):
+            theirs = saved.get(section, {}).get(key)
+            ours = mine.get(section, {}).get(key)
+            if theirs is not None and theirs != ours:
+                raise CheckpointError(
+                    f"{path}: cannot resume: the checkpoint's {section}.{key} is {theirs!r}, "
+                    f"this run's is {ours!r}"
+                )
+        algo_cls = self.algorithm.algo_class()
+        population = [algo_cls.from_state_dict(s, device=self.device) for s in data["agents"]]
+        if memory is not None and data.get("memory") is not None:
+            memory.load_state_dict(data["memory"])
+        if selection is not None and data.get("selection") is not None:
+            selection.load_state_dict(data["selection"])
+        if mutation is not None and data.get("mutation") is not None:
+            mutation.load_state_dict(data["mutation"])
+        set_global_rng_state(data["rng"])
+        state = RunState.from_dict(data["state"])
+        # The run keeps its own seed: resets and selection continue its sequence.
+        self.training = self.training.model_copy(update={"seed": state.seed})
+        return population, state
+
+    # -- results --------------------------------------------------------------------------
+    @property
+    def best_agent(self) -> Any:
+        """The agent of the final population with the highest latest fitness."""
+        if not self.population:
+            raise RuntimeError("train() has not run yet")
+        return max(self.population, key=lambda a: a.fitness[-1] if a.fitness else -np.inf)
+
+    def _document(self) -> dict[str, Any]:
+        """The run's manifest as a plain document (specs as given, nothing evolved)."""
+        doc: dict[str, Any] = {}
+        if self.version is not None:
+            doc["version"] = self.version
+        doc["algorithm"] = {"name": self.algorithm.name, **self.algorithm.model_dump(mode="json")}
+        doc["algorithm"].pop("hp_config", None)
+        doc["environment"] = self.environment.model_dump(mode="json", exclude_none=True)
+        if self.network is not None:
+            doc["network"] = self.network.model_dump(mode="json", exclude_none=True)
+        doc["training"] = self.training.model_dump(mode="json", exclude_none=True)
+        for key in ("mutation", "replay_buffer", "selection_strategy"):
+            value = getattr(self, key)
+            if value is not None:
+                doc[key] = value.model_dump(mode="json", exclude_none=True)
+        return doc
+
+    def to_manifest(self) -> TrainingManifest:
+        """The manifest of this run; after training, with the best agent's evolved
+        hyperparameters and network architecture, and the seed the run used."""
+        doc = self._document()
+        if self.population:
+            best = self.best_agent
+            hyper = best.hyperparameters()
+            for name in type(self.algorithm).model_fields:
+                if name in hyper and name != "hp_config":
+                    doc["algorithm"][name] = hyper[name]
+            network = best.policy.spec.model_dump(mode="json", exclude_none=True)
+            encoder = dict(network.pop("encoder_config"))
+            network["arch"] = encoder.pop("arch")
+            network["encoder_config"] = encoder
+            network["head_config"].pop("arch", None)
+            doc["network"] = network
+        return parse_manifest(doc)
+
+    def save_outputs(self, output_dir: str | Path, verbose: bool = True) -> dict[str, Path]:
+        """Write the best agent, the final manifest, the fitness plot and the history."""
+        from agilerl.cli import dump_yaml, modeline
+        from agilerl.training.report import plot_fitness
+
+        out = Path(output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        best = self.best_agent
+        paths = {
+            "agent": out / "best_agent.pt",
+            "manifest": out / "manifest.yaml",
+            "plot": out / "fitness.png",
+            "history": out / "history.json",
+        }
+        best.save_checkpoint(paths["agent"])
+        paths["manifest"].write_text(
+            modeline(paths["manifest"]) + dump_yaml(dump_manifest(self.to_manifest()))
+        )
+        history = self.state.history if self.state else []
+        plot_fitness(history, paths["plot"], f"{self.algorithm.name} on {self.environment.name}")
+        paths["history"].write_text(json.dumps(history, indent=1))
+        if verbose:
+            print(
+                f"best agent {best.index}: fitness {best.fitness[-1]:.1f}\n"
+                + "\n".join(f"  {kind:<8} {path}" for kind, path in paths.items())
+            )
+        return paths
