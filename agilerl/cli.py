@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -196,7 +197,9 @@ def load_with_overrides(path: str, assignments: list[str]) -> Any:
                 ),
                 None,
             )
-            lines.append("  " + (issue.format(source) if source else issue.format(path)))
+            if source is not None:  # the value came from the command line, not the file
+                issue = dataclasses.replace(issue, position=None)
+            lines.append("  " + issue.format(source or path))
         raise CliError("\n".join(lines)) from None
 
 

@@ -116,7 +116,9 @@ class RLAlgorithm:
         seed: int | None = None,
     ) -> None:
         if not isinstance(observation_space, spaces.Space):
-            raise TypeError(f"observation_space must be a gymnasium space, got {observation_space!r}")
+            raise TypeError(
+                f"observation_space must be a gymnasium space, got {observation_space!r}"
+            )
         if not isinstance(action_space, spaces.Space):
             raise TypeError(f"action_space must be a gymnasium space, got {action_space!r}")
         self.observation_space = observation_space
@@ -230,13 +232,14 @@ class RLAlgorithm:
         """Apply mutation ``name`` to every trained network that has it, each with a fresh
         generator seeded ``seed``, so the policy and its critics change alike."""
         self._unlink_networks()
-        info: dict[str, Any] = {}
-        for attr in self.eval_networks:
+        info = self.policy.mutate(name, np.random.default_rng(seed))
+        if not info:  # bounds forbid it: nothing changed, optimiser state is kept
+            self._link_networks()
+            return {}
+        for attr in self.eval_networks[1:]:
             net = getattr(self, attr)
             if name in net.mutation_methods():
-                result = net.mutate(name, np.random.default_rng(seed))
-                if attr == self.eval_networks[0]:
-                    info = result
+                net.mutate(name, np.random.default_rng(seed))
         self.networks_changed()
         return info
 

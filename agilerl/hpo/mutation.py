@@ -76,11 +76,12 @@ class Mutations:
         if kind == "architecture":
             layer = bool(self.rng.random() < self.new_layer_prob)
             names = agent.architecture_mutations(new_layer=layer) or agent.architecture_mutations()
-            if not names:
-                return "None (no architecture mutation)"
-            name = names[int(self.rng.integers(len(names)))]
-            info = agent.mutate_architecture(name, int(self.rng.integers(2**31)))
-            return f"arch {name}" if info else f"None ({name} at its bound)"
+            # Try the candidates in random order: one the bounds forbid (removing the
+            # last layer) changes nothing, so the next is tried instead.
+            for i in self.rng.permutation(len(names)):
+                if agent.mutate_architecture(names[i], int(self.rng.integers(2**31))):
+                    return f"arch {names[i]}"
+            return "None (architecture at its bounds)"
         if kind == "parameters":
             changed = agent.mutate_parameters(self.rng, self.mutation_sd)
             return f"params ({changed} weights)"

@@ -1,0 +1,105 @@
+"""``agilerl train``: overrides, clear errors, progress output, outputs, kill and resume."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from agilerl.cli import main
+from agilerl.models.manifest import load_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL = [
+    "--set", "training.max_steps=400",
+    "--set", "training.evo_steps=200",
+    "--set", "training.pop_size=2",
+    "--set", "training.eval_steps=30",
+    "--set", "environment.num_envs=2",
+    "--set", "environment.sync=true",
+    "--set", "replay_buffer.max_size=2000",
+]  # fmt: skip
+
+
+def test_train_with_overrides_shows_progress_and_writes_outputs(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = main(["train", str(ROOT / "configs/dqn.yaml"), *SMALL, "--out", str(out)])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.err
+    assert "generation 0" in captured.err and "generation 1" in captured.err  # summaries
+    assert "mutation" in captured.err and "fitness" in captured.err
+    assert "step/s" in captured.err  # the progress bar's rate
+    assert "finished (step budget used) after 2 generations" in captured.err
+    assert (out / "fitness.png").read_bytes()[:4] == b"\x89PNG"
+    final = load_manifest(out / "manifest.yaml")
+    assert final.training.max_steps == 400 and final.training.pop_size == 2  # overrides kept
+    assert len(json.loads((out / "history.json").read_text())) == 2
+    assert (out / "best_agent.pt").exists() and (out / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("training.max_steps=abc", "--set training.max_steps=abc: training.max_steps: Input should be a valid integer"),
+        ("training.max_step=10", "--set training.max_step=10: training.max_step: unknown key (did you mean 'max_steps'?)"),
+        ("training.max_steps", "--set training.max_steps: expected KEY=VALUE"),
+        ("training.max_steps.deep=1", "--set training.max_steps.deep=1: training.max_steps is not a section"),
+        ("training.pop_size=0", "--set training.pop_size=0: training.pop_size: Input should be greater than or equal to 1"),
+    ],
+)  # fmt: skip
+def test_bad_override_is_a_clear_error_without_traceback(override, message, capsys):
+    rc = main(["train", str(ROOT / "configs/dqn.yaml"), "--set", override])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_errors_in_the_file_still_name_file_line_and_column(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "configs/dqn.yaml").read_text().replace("gamma: 0.99", "gamma: 2"))
+    assert main(["train", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert f"{bad}:7:" in err and "algorithm.gamma" in err
+
+
+def test_missing_resume_checkpoint_is_clear(tmp_path, capsys):
+    config = str(ROOT / "configs/dqn.yaml")
+    assert main(["train", config, "--out", str(tmp_path), "--resume"]) == 1
+    assert f"{tmp_path / 'checkpoint.pt'}: no such checkpoint file" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_unavailable_device_is_clear(capsys):
+    assert main(["train", str(ROOT / "configs/dqn.yaml"), "--device", "cuda"]) == 1
+    assert "--device cuda: CUDA is not available on this machine" in capsys.readouterr().err
+
+
+def test_a_killed_run_resumes_and_completes(tmp_path):
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "-m", "agilerl.cli", "train", str(ROOT / "configs/dqn.yaml"),
+        *SMALL, "--set", "training.max_steps=1200", "--out", str(out),
+    ]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    checkpoint = out / "checkpoint.pt"
+    deadline = time.monotonic() + 120
+    while not checkpoint.exists() and time.monotonic() < deadline and first.poll() is None:
+        time.sleep(0.05)
+    assert checkpoint.exists(), first.communicate()[1].decode()[-2000:]
+    first.send_signal(signal.SIGKILL)  # no chance to clean up: mid-generation at best
+    first.wait()
+    resumed = subprocess.run(
+        [*command, "--resume"], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resuming from" in resumed.stderr
+    history = json.loads((out / "history.json").read_text())
+    assert [r["generation"] for r in history] == list(range(6))  # no generation lost or redone
+    assert history[-1]["steps"] == 1200

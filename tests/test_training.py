@@ -1,0 +1,180 @@
+"""Training from manifests: learning outcomes, evolution, checkpoints and resuming."""
+
+import copy
+import json
+
+import numpy as np
+import pytest
+
+from agilerl.checkpoints import CheckpointError
+from agilerl.models.manifest import dump_manifest
+from agilerl.schema import validator_for
+from agilerl.training import LocalTrainer
+from agilerl.training.run_checkpoint import load_run
+
+NET = {
+    "arch": "mlp",
+    "latent_dim": 32,
+    "encoder_config": {"hidden_size": [64]},
+    "head_config": {"hidden_size": [64]},
+}
+
+# Tuned for learning fast on CartPole-v1 (see the README's figures).
+DQN_LEARNS = {
+    "algorithm": {"name": "DQN", "batch_size": 64, "lr": 1e-3, "learn_step": 4, "tau": 0.01},
+    "environment": {"name": "CartPole-v1", "num_envs": 8, "sync": True},
+    "network": NET,
+    "training": {
+        "max_steps": 30_000,
+        "evo_steps": 2_500,
+        "pop_size": 1,
+        "target_score": 200.0,
+        "eps_decay": 0.995,
+        "eps_end": 0.05,
+        "seed": 1,
+    },
+}
+PPO_LEARNS = {
+    "algorithm": {
+        "name": "PPO",
+        "lr": 2.5e-3,
+        "learn_step": 512,
+        "batch_size": 128,
+        "update_epochs": 4,
+        "ent_coef": 0.0,
+    },
+    "environment": {"name": "CartPole-v1", "num_envs": 8, "sync": True},
+    "network": NET,
+    "training": {
+        "max_steps": 40_000,
+        "evo_steps": 4_096,
+        "pop_size": 1,
+        "target_score": 300.0,
+        "seed": 1,
+    },
+}
+SMALL_HPO = {
+    "algorithm": {"name": "DQN", "batch_size": 32, "lr": 1e-3, "learn_step": 4},
+    "environment": {"name": "CartPole-v1", "num_envs": 4, "sync": True},
+    "network": {**NET, "encoder_config": {"hidden_size": [16]}, "latent_dim": 16},
+    "training": {"max_steps": 1_200, "evo_steps": 300, "pop_size": 4, "eval_steps": 50, "seed": 3},
+    "mutation": {
+        "probabilities": {
+            "no_mut": 0.1,
+            "arch_mut": 0.4,
+            "new_layer": 0.5,
+            "params_mut": 0.2,
+            "act_mut": 0.2,
+            "rl_hp_mut": 0.4,
+        },
+        "rl_hp_selection": {"lr": {"min": 5e-4, "max": 2e-3}, "batch_size": {"min": 16, "max": 64}},
+        "rand_seed": 7,
+    },
+    "selection_strategy": {"tournament_size": 2, "elitism": True},
+    "replay_buffer": {"max_size": 5_000},
+}
+
+
+def train(document, **kwargs):
+    trainer = LocalTrainer.from_manifest(copy.deepcopy(document))
+    population, fitnesses = trainer.train(verbose=False, **kwargs)
+    return trainer, population, fitnesses
+
+
+@pytest.mark.parametrize("document", [DQN_LEARNS, PPO_LEARNS], ids=["DQN", "PPO"])
+def test_agent_learns_cartpole_within_a_small_budget(document):
+    trainer, population, fitnesses = train(document)
+    target = document["training"]["target_score"]
+    assert max(fitnesses) >= target, trainer.state.history[-1]
+    assert trainer.state.finished == "target_score"  # early stop fired when reached
+    assert trainer.state.steps < document["training"]["max_steps"]
+
+
+def test_population_of_four_evolves():
+    trainer, population, _ = train(SMALL_HPO)
+    history = trainer.state.history
+    assert len(history) == 4 and len(population) == 4
+    for before, after in zip(history, history[1:]):
+        best = max(before["agents"], key=lambda a: a["fitness"])
+        elite = after["agents"][0]
+        assert elite["index"] == best["index"] and elite["mutation"] == "None (elite)"
+    received = [a["mutation"] for record in history[1:] for a in record["agents"][1:]]
+    assert any(m.startswith("arch ") for m in received)  # architectures changed ...
+    assert all(
+        np.isfinite(a["fitness"]) for r in history for a in r["agents"]
+    )  # ... and trained on
+    for record in history:
+        for agent in record["agents"]:
+            assert 5e-4 <= agent["hyperparameters"]["lr"] <= 2e-3
+            assert 16 <= agent["hyperparameters"]["batch_size"] <= 64
+    indices = [a["index"] for r in history for a in r["agents"]]
+    assert max(indices) > 3  # selection cloned agents into new slots
+
+
+def test_final_manifest_carries_the_best_agents_evolved_values():
+    trainer, _, _ = train(SMALL_HPO)
+    best = trainer.best_agent
+    manifest = trainer.to_manifest()
+    assert manifest.algorithm.lr == best.lr and manifest.algorithm.batch_size == best.batch_size
+    encoder = best.actor.spec.encoder_config.model_dump(mode="json", exclude_none=True)
+    assert manifest.network.arch == encoder.pop("arch")
+    assert manifest.network.encoder_config == encoder  # the evolved architecture
+    assert manifest.network.latent_dim == best.actor.spec.latent_dim
+    assert manifest.training.seed == 3
+    assert validator_for("TrainingManifest").is_valid(dump_manifest(manifest))
+
+
+def test_target_score_stops_after_the_generation_that_reaches_it():
+    document = copy.deepcopy(SMALL_HPO)
+    document["training"]["target_score"] = 5.0
+    trainer, _, _ = train(document)
+    assert trainer.state.finished == "target_score" and len(trainer.state.history) == 1
+
+
+def test_resuming_from_a_checkpoint_continues_the_run_exactly(tmp_path):
+    document = copy.deepcopy(SMALL_HPO)
+    full, _, _ = train(
+        document,
+        checkpoint_path=tmp_path / "run.pt",
+        checkpoint_steps=300,
+        overwrite_checkpoints=False,
+    )
+    after_two = tmp_path / "run_600.pt"  # kept copy: the run after 2 of 4 generations
+    assert load_run(after_two)["state"]["generation"] == 2
+    resumed = LocalTrainer.from_manifest(copy.deepcopy(document), resume_from_checkpoint=after_two)
+    resumed.train(verbose=False)
+    fitness = lambda t: [[a["fitness"] for a in r["agents"]] for r in t.state.history]  # noqa: E731
+    assert fitness(resumed) == fitness(full)
+    assert resumed.state.steps == full.state.steps == 1_200
+
+
+def test_resume_refuses_damaged_and_mismatched_checkpoints(tmp_path):
+    document = copy.deepcopy(SMALL_HPO)
+    document["training"]["max_steps"] = 300
+    train(document, checkpoint_path=tmp_path / "run.pt")
+    data = (tmp_path / "run.pt").read_bytes()
+    (tmp_path / "cut.pt").write_bytes(data[:-100])
+    with pytest.raises(CheckpointError, match="damaged checkpoint"):
+        LocalTrainer.from_manifest(document, resume_from_checkpoint=tmp_path / "cut.pt").train(
+            verbose=False
+        )
+    other = copy.deepcopy(document)
+    other["training"]["pop_size"] = 2
+    with pytest.raises(CheckpointError, match="training.pop_size is 4, this run's is 2"):
+        LocalTrainer.from_manifest(other, resume_from_checkpoint=tmp_path / "run.pt").train(
+            verbose=False
+        )
+
+
+def test_outputs_best_agent_manifest_plot_and_history(tmp_path):
+    document = copy.deepcopy(SMALL_HPO)
+    document["training"]["max_steps"] = 600
+    trainer, _, _ = train(document, output_dir=tmp_path)
+    from agilerl.algorithms import RLAlgorithm
+
+    agent = RLAlgorithm.load(tmp_path / "best_agent.pt")
+    assert agent.fitness[-1] == trainer.best_agent.fitness[-1]
+    assert (tmp_path / "fitness.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(json.loads((tmp_path / "history.json").read_text())) == 2
+    assert (tmp_path / "checkpoint.pt").exists()
+    assert (tmp_path / "manifest.yaml").read_text().startswith("# yaml-language-server: $schema=")
