@@ -94,7 +94,7 @@ def test_population_of_four_evolves():
     trainer, population, _ = train(SMALL_HPO)
     history = trainer.state.history
     assert len(history) == 4 and len(population) == 4
-    for before, after in zip(history, history[1:]):
+    for before, after in zip(history, history[1:], strict=False):
         best = max(before["agents"], key=lambda a: a["fitness"])
         elite = after["agents"][0]
         assert elite["index"] == best["index"] and elite["mutation"] == "None (elite)"
