@@ -26,7 +26,7 @@ def install_project(session: nox.Session, *, engine: bool) -> None:
     """Install agilerl with its dev tools; the torch engine only when ``engine``."""
     if engine:
         session.install(TORCH)
-        session.install("-e", ".[dev]")
+        session.install("-e", ".[dev,box2d]")
         return
     # Spec-only sessions skip the heavy engine dependencies (read from pyproject.toml,
     # so the list is never written twice).

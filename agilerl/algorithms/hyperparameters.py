@@ -38,8 +38,9 @@ def default_range(value: Any) -> RLParameter:
     """The range a hyperparameter gets when the manifest names none: floats within a
     factor of ten of their start, integers from a quarter to four times theirs."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
-        return RLParameter(min=max(1, int(value) // 4), max=4 * int(value), grow_factor=1.5,
-                           shrink_factor=0.75)
+        return RLParameter(
+            min=max(1, int(value) // 4), max=4 * int(value), grow_factor=1.5, shrink_factor=0.75
+        )
     return RLParameter(min=float(value) / 10, max=float(value) * 10)
 
 

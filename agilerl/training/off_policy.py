@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,7 @@ def train_off_policy(
     state: RunState | None = None,
     max_wall_seconds: float | None = None,
     verbose: bool = True,
+    on_generation: Callable[[RunState], None] | None = None,
 ) -> tuple[list[Any], list[float]]:
     """Train a population of off-policy agents on a vectorised ``env``.
 
@@ -137,4 +139,5 @@ def train_off_policy(
         max_wall_seconds=max_wall_seconds,
         verbose=verbose,
         desc=f"{algo} on {env_name}",
+        on_generation=on_generation,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agilerl.training.evolution import RunState, evolve, reset_seed
@@ -28,6 +29,7 @@ def train_on_policy(
     state: RunState | None = None,
     max_wall_seconds: float | None = None,
     verbose: bool = True,
+    on_generation: Callable[[RunState], None] | None = None,
 ) -> tuple[list[Any], list[float]]:
     """Train a population of on-policy agents on a vectorised ``env``.
 
@@ -76,4 +78,5 @@ def train_on_policy(
         max_wall_seconds=max_wall_seconds,
         verbose=verbose,
         desc=f"{algo} on {env_name}",
+        on_generation=on_generation,
     )

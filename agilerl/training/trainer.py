@@ -109,6 +109,8 @@ class LocalTrainer:
         self.device = torch.device(accelerator.device if accelerator is not None else device)
         self.population: list[Any] | None = None
         self.state: RunState | None = None
+        #: Called with the run state after every generation (e.g. to record figures).
+        self.on_generation: Any = None
 
     @classmethod
     def from_manifest(cls, manifest: Any, **kwargs: Any) -> LocalTrainer:
@@ -295,6 +297,7 @@ class LocalTrainer:
                 state=state,
                 max_wall_seconds=training.max_wall_seconds,
                 verbose=verbose,
+                on_generation=self.on_generation,
                 **kwargs,
             )
         finally:
