@@ -17,10 +17,12 @@ from agilerl.models import (
     AlgorithmSpec,
     DQNSpec,
     LLMAlgorithmSpec,
+    MADDPGSpec,
     MlpSpec,
     MultiAgentRLAlgorithmSpec,
     PPOSpec,
     QNetworkSpec,
+    RainbowDQNSpec,
     RegistryEntry,
     RLAlgorithmSpec,
     register,
@@ -211,8 +213,18 @@ def test_facts_declared_in_the_schema():
 
 
 def test_algo_class_without_implementation_is_a_clear_error():
-    with pytest.raises(AlgorithmNotAvailableError, match="'DQN' has a spec but"):
-        DQNSpec.algo_class()
+    with pytest.raises(AlgorithmNotAvailableError, match="'RainbowDQN' has a spec but"):
+        RainbowDQNSpec.algo_class()
+
+
+def test_algo_class_and_training_fn_resolve_to_the_engine():
+    import agilerl.algorithms
+    import agilerl.training
+
+    assert DQNSpec.algo_class() is agilerl.algorithms.DQN
+    assert PPOSpec.algo_class() is agilerl.algorithms.PPO
+    assert DQNSpec.get_training_fn() is agilerl.training.train_off_policy
+    assert PPOSpec.get_training_fn() is agilerl.training.train_on_policy
 
 
 def test_base_get_training_fn_raises():
@@ -228,8 +240,10 @@ def test_dqn_training_fn_is_resolved_lazily(fake_engine):
 
 
 def test_training_fn_missing_from_engine_is_a_clear_error():
-    with pytest.raises(AlgorithmNotAvailableError, match="agilerl.training.train_off_policy"):
-        DQNSpec.get_training_fn()
+    with pytest.raises(
+        AlgorithmNotAvailableError, match="agilerl.training.train_multi_agent_off_policy"
+    ):
+        MADDPGSpec.get_training_fn()
 
 
 # --- build_algorithm ---------------------------------------------------------------------
