@@ -21,7 +21,7 @@ NET = {
 
 # Tuned for learning fast on CartPole-v1 (see the README's figures).
 DQN_LEARNS = {
-    "algorithm": {"name": "DQN", "batch_size": 64, "lr": 1e-3, "learn_step": 4, "tau": 0.01},
+    "algorithm": {"name": "DQN", "batch_size": 256, "lr": 1e-3, "learn_step": 4, "tau": 0.05},
     "environment": {"name": "CartPole-v1", "num_envs": 8, "sync": True},
     "network": NET,
     "training": {

@@ -1,0 +1,293 @@
+"""``DQN``: deep Q-learning with a soft-updated target network (optionally double DQN).
+
+Action spaces: Discrete and MultiDiscrete. A MultiDiscrete action is treated as
+independent sub-actions sharing one network (the :class:`QNetwork` layout): each
+sub-action has its own Q-values, greedy choice and TD target, and the loss is the mean of
+the sub-actions' squared TD errors.
+
+Action masks (``info["action_mask"]`` of an environment) are 0/1 arrays laid out like the
+Q-values: ``(batch, n)`` for ``Discrete(n)``, ``(batch, sum(nvec))`` for MultiDiscrete;
+a single unbatched row applies to the whole batch. Greedy and random actions alike are
+chosen among the allowed entries only. Transitions carry no mask for the next state, so
+the TD target maximises over every action, as AgileRL's DQN does.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+from torch.nn import functional
+
+from agilerl.algorithms.base import RLAlgorithm
+from agilerl.models.networks import QNetworkSpec
+from agilerl.networks.networks import QNetwork
+
+
+def _batch_size(obs: Any) -> int:
+    """Leading dimension of an observation batch (the first leaf of a dict or tuple)."""
+    while isinstance(obs, (dict, tuple, list)):
+        obs = next(iter(obs.values())) if isinstance(obs, dict) else obs[0]
+    return int(np.shape(obs)[0]) if not torch.is_tensor(obs) else int(obs.shape[0])
+
+
+class DQN(RLAlgorithm):
+    """Deep Q-Network: epsilon-greedy acting, TD(0) learning from a replay buffer.
+
+    ``learn_step`` and ``batch_size`` are read by the training loop (environment steps
+    between updates, transitions per update); ``tau`` is the Polyak coefficient of the
+    target network update made after every learning step.
+    """
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        "batch_size",
+        "lr",
+        "learn_step",
+        "gamma",
+        "tau",
+        "double",
+        "cudagraphs",
+    )
+    eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
+    target_networks: ClassVar[dict[str, str]] = {"actor_target": "actor"}
+    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+        "optimizer": (("actor",), "lr")
+    }
+    #: Gradient-norm clip of every update: a rare huge TD error (early targets, a reward
+    #: spike) then moves the weights by a bounded step instead of wrecking the network.
+    max_grad_norm: ClassVar[float] = 10.0
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        index: int = 0,
+        *,
+        batch_size: int = 128,
+        lr: float = 1e-4,
+        learn_step: int = 5,
+        gamma: float = 0.99,
+        tau: float = 1e-3,
+        double: bool = False,
+        cudagraphs: bool = False,
+        hp_config: Any = None,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(
+            observation_space,
+            action_space,
+            index,
+            net_config=net_config,
+            device=device,
+            accelerator=accelerator,
+            seed=seed,
+        )
+        if isinstance(action_space, spaces.Discrete):
+            self._nvec = [int(action_space.n)]
+            self._start = np.array([int(action_space.start)], dtype=np.int64)
+        elif isinstance(action_space, spaces.MultiDiscrete):
+            self._nvec = [int(n) for n in np.asarray(action_space.nvec).reshape(-1)]
+            self._start = np.asarray(action_space.start, dtype=np.int64).reshape(-1)
+        else:
+            raise TypeError(
+                f"DQN needs a Discrete or MultiDiscrete action space, got {action_space!r}"
+            )
+        for name, value in (("batch_size", batch_size), ("learn_step", learn_step)):
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name, value in (("gamma", gamma), ("tau", tau)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+        if lr < 0:
+            raise ValueError(f"lr must be non-negative, got {lr!r}")
+        self.batch_size = int(batch_size)
+        self.lr = float(lr)
+        self.learn_step = int(learn_step)
+        self.gamma = float(gamma)
+        self.tau = float(tau)
+        self.double = bool(double)
+        self.cudagraphs = bool(cudagraphs)
+        if self.cudagraphs and self.device.type == "cuda":
+            warnings.warn(
+                "DQN(cudagraphs=True): this engine does not capture the update in a CUDA "
+                "graph; it runs eagerly",
+                stacklevel=2,
+            )
+        # Elsewhere cudagraphs is ignored silently: CUDA graphs exist only on CUDA devices.
+
+        self._start_index = torch.as_tensor(self._start, device=self.device)
+        # Column of the first Q-value of each sub-action in the (batch, sum(nvec)) output.
+        self._offsets = torch.as_tensor(
+            np.concatenate([[0], np.cumsum(self._nvec[:-1])]), dtype=torch.long, device=self.device
+        )
+        self._target_cache: tuple[Any, list[torch.nn.Parameter]] = (None, [])
+        self._mode_cache: tuple[Any, bool] = (None, False)
+        self.actor = QNetwork(observation_space, action_space, self.network_spec(QNetworkSpec))
+        self.actor.to(self.device)
+        self.finish_init(hp_config)
+
+    # -- Q-values per sub-action ----------------------------------------------------------
+    def _per_sub_action(self, q_values: torch.Tensor) -> torch.Tensor | None:
+        """``(batch, D, n)`` view when every sub-action has ``n`` choices, else None."""
+        if len(set(self._nvec)) == 1:
+            return q_values.view(q_values.shape[0], len(self._nvec), self._nvec[0])
+        return None
+
+    def _argmax(self, q_values: torch.Tensor) -> torch.Tensor:
+        """Index of the best choice of each sub-action: ``(batch, D)``, 0-based."""
+        grouped = self._per_sub_action(q_values)
+        if grouped is not None:
+            return grouped.argmax(dim=-1)
+        return torch.stack([q.argmax(dim=-1) for q in q_values.split(self._nvec, -1)], -1)
+
+    def _max(self, q_values: torch.Tensor) -> torch.Tensor:
+        """Best Q-value of each sub-action: ``(batch, D)``."""
+        grouped = self._per_sub_action(q_values)
+        if grouped is not None:
+            return grouped.amax(dim=-1)
+        return torch.stack([q.amax(dim=-1) for q in q_values.split(self._nvec, -1)], -1)
+
+    def _gather(self, q_values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """Q-values of the chosen 0-based sub-action indices ``(batch, D)``."""
+        return q_values.gather(1, index + self._offsets)
+
+    # -- acting ---------------------------------------------------------------------------
+    def _mask(self, action_mask: Any, batch: int) -> np.ndarray | None:
+        if action_mask is None:
+            return None
+        mask = np.asarray(action_mask).astype(bool, copy=False)
+        width = sum(self._nvec)
+        if mask.shape not in ((width,), (batch, width)):
+            raise ValueError(
+                f"action_mask must have shape ({batch}, {width}) (or ({width},)), got {mask.shape}"
+            )
+        for part in np.split(mask, np.cumsum(self._nvec[:-1]), axis=-1):
+            if not part.any(axis=-1).all():
+                raise ValueError("action_mask leaves an observation (sub-action) no allowed action")
+        return mask
+
+    def _mode_dependent(self) -> bool:
+        """Whether the actor has layers that behave differently in training (batch norm,
+        dropout). Cached per spec object: every mutation replaces the network's spec, and a
+        new network (loaded, cloned) has its own."""
+        if self._mode_cache[0] is not self.actor.spec:
+            dependent = any(
+                isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.modules.dropout._DropoutNd))
+                or (isinstance(m, nn.RNNBase) and m.dropout > 0)
+                for m in self.actor.modules()
+            )
+            self._mode_cache = (self.actor.spec, dependent)
+        return self._mode_cache[1]
+
+    def _greedy_index(self, obs: Any, mask: np.ndarray | None) -> np.ndarray:
+        # Acting uses evaluation mode where it matters: batch-norm running statistics, no
+        # dropout, so an environment's action does not depend on the others in the batch.
+        # Switching modes costs about a third of a small forward pass, so only then.
+        switch = self.actor.training and self._mode_dependent()
+        if switch:
+            self.actor.eval()
+        try:
+            with torch.inference_mode():
+                q_values = self.actor(obs)
+                if mask is not None:
+                    allowed = torch.as_tensor(mask, device=q_values.device)
+                    q_values = q_values.masked_fill(~allowed, -torch.inf)
+                return self._argmax(q_values).cpu().numpy()
+        finally:
+            if switch:
+                self.actor.train()
+
+    def _random_index(self, batch: int, mask: np.ndarray | None) -> np.ndarray:
+        if mask is None:
+            return self.rng.integers(0, self._nvec, size=(batch, len(self._nvec)))
+        # The argmax of uniform scores over the allowed entries is uniform among them.
+        scores = np.where(mask, self.rng.random((batch, sum(self._nvec))), -1.0)
+        parts = np.split(scores, np.cumsum(self._nvec[:-1]), axis=1)
+        return np.stack([part.argmax(axis=1) for part in parts], axis=1)
+
+    def _to_actions(self, index: np.ndarray) -> np.ndarray:
+        actions = index.astype(np.int64, copy=False) + self._start
+        if isinstance(self.action_space, spaces.Discrete):
+            return actions[:, 0]
+        return actions.reshape(-1, *self.action_space.shape)
+
+    def get_action(self, obs: Any, epsilon: float = 0.0, action_mask: Any = None) -> np.ndarray:
+        """Epsilon-greedy actions for a batch of observations: each row is uniformly
+        random (among the allowed actions) with probability ``epsilon``, else greedy.
+
+        Returns int64 actions, ``(batch,)`` for Discrete, ``(batch, *shape)`` for
+        MultiDiscrete, with the space's ``start`` added.
+        """
+        batch = _batch_size(obs)
+        mask = self._mask(action_mask, batch)
+        explore = self.rng.random(batch) < epsilon if epsilon > 0 else np.zeros(batch, bool)
+        if explore.all():
+            return self._to_actions(self._random_index(batch, mask))
+        greedy = self._greedy_index(obs, mask)
+        if not explore.any():
+            return self._to_actions(greedy)
+        random = self._random_index(batch, mask)
+        return self._to_actions(np.where(explore[:, None], random, greedy))
+
+    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Greedy actions (among the allowed ones)."""
+        return self.get_action(obs, 0.0, action_mask)
+
+    # -- learning -------------------------------------------------------------------------
+    def learn(self, batch: dict[str, Any]) -> float:
+        """One gradient step on a batch of transitions (a :class:`ReplayBuffer` sample).
+
+        TD target per sub-action: ``r + gamma * (1 - done) * Q_target(s', a*)`` with ``a*``
+        the target network's argmax, or the online network's with ``double``. ``done`` is
+        termination only: a truncated episode still bootstraps. The loss is the mean
+        squared TD error (MSE, as AgileRL's DQN), gradients are clipped to a global norm of
+        :attr:`max_grad_norm` (10) before the Adam step, and the target network then moves
+        towards the online one by ``tau`` (Polyak averaging). Returns the loss.
+        """
+        q_values = self.actor(batch["obs"])
+        rows = q_values.shape[0]
+        action = torch.as_tensor(batch["action"], device=self.device).long()
+        index = action.reshape(rows, -1) - self._start_index
+        q_taken = self._gather(q_values, index)
+        with torch.no_grad():
+            next_target = self.actor_target(batch["next_obs"])
+            if self.double:
+                next_q = self._gather(next_target, self._argmax(self.actor(batch["next_obs"])))
+            else:
+                next_q = self._max(next_target)
+            reward = torch.as_tensor(batch["reward"], device=self.device).to(q_taken)
+            done = torch.as_tensor(batch["done"], device=self.device).to(q_taken)
+            not_done = 1.0 - done.reshape(rows, 1)
+            target = reward.reshape(rows, 1) + self.gamma * not_done * next_q
+        loss = functional.mse_loss(q_taken, target)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self._online_parameters(), self.max_grad_norm)
+        self.optimizer.step()
+        self.soft_update()
+        return float(loss.item())
+
+    def _online_parameters(self) -> list[torch.nn.Parameter]:
+        """The actor's parameters, in ``parameters()`` order. Read from the optimiser, which
+        is rebuilt whenever the actor changes: walking the module tree every update costs
+        as much as a small layer's forward pass."""
+        return self.optimizer.param_groups[0]["params"]
+
+    def _target_parameters(self) -> list[torch.nn.Parameter]:
+        """The target's parameters, cached per target object: the base class replaces the
+        target network (never its parameters) when the architecture changes."""
+        if self._target_cache[0] is not self.actor_target:
+            self._target_cache = (self.actor_target, list(self.actor_target.parameters()))
+        return self._target_cache[1]
+
+    def soft_update(self) -> None:
+        """``target <- tau * online + (1 - tau) * target`` for every parameter."""
+        with torch.no_grad():
+            torch._foreach_lerp_(self._target_parameters(), self._online_parameters(), self.tau)

@@ -1,0 +1,171 @@
+"""``ReplayBuffer``: uniform experience replay for off-policy algorithms.
+
+Transitions live in a ring of preallocated torch tensors on the buffer's device, one tensor
+per field (and per leaf of a Dict/Tuple observation), so sampling is a single
+``index_select`` per leaf with no Python loop over transitions. The storage is allocated
+from the first batch added: its dtypes and per-transition shapes fix those of the buffer,
+which is why the buffer needs no observation or action space.
+
+Batches come from a vectorised environment: every leaf has the number of environments as
+its leading dimension. Sampling draws indices with the global torch CPU generator, so a run
+seeded with ``torch.manual_seed`` samples the same transitions on any device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import torch
+
+#: Fields of a transition, in the order :meth:`ReplayBuffer.add` takes them.
+FIELDS = ("obs", "action", "reward", "next_obs", "done")
+
+
+def _map_tree(fn: Callable[..., Any], tree: Any, *others: Any) -> Any:
+    """Apply ``fn`` to the leaves of ``tree`` (nested dicts, tuples and lists) and to the
+    matching leaves of ``others``, which must share its structure; the result keeps it."""
+    if isinstance(tree, Mapping):
+        return {k: _map_tree(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        for other in others:
+            if len(other) != len(tree):
+                raise ValueError(f"expected {len(tree)} observation parts, got {len(other)}")
+        return tuple(_map_tree(fn, v, *(o[i] for o in others)) for i, v in enumerate(tree))
+    return fn(tree, *others)
+
+
+def _leaves(tree: Any) -> list[Any]:
+    out: list[Any] = []
+    _map_tree(out.append, tree)
+    return out
+
+
+def _as_tensor(value: Any) -> torch.Tensor:
+    """A leaf as a tensor with a leading batch dimension (tensors are kept where they are)."""
+    tensor = value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
+    if tensor.dim() == 0:
+        raise ValueError("replay buffer batches need a leading batch dimension (num_envs)")
+    return tensor
+
+
+class ReplayBuffer:
+    """Circular buffer of the last ``max_size`` transitions, sampled uniformly with
+    replacement. See the module docstring for the storage layout."""
+
+    def __init__(self, max_size: int, device: str | torch.device = "cpu") -> None:
+        if isinstance(max_size, bool) or int(max_size) != max_size or max_size < 1:
+            raise ValueError(f"max_size must be a positive integer, got {max_size!r}")
+        self.max_size = int(max_size)
+        self.device = torch.device(device)
+        # Field -> tensor (or nested dict/tuple of tensors); None until the first add.
+        self._storage: dict[str, Any] | None = None
+        self._pos = 0  # next slot to write
+        self._size = 0  # filled slots
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def position(self) -> int:
+        """Slot the next transition goes to."""
+        return self._pos
+
+    def clear(self) -> None:
+        """Forget every transition and the storage (the next batch may differ in shape)."""
+        self._storage = None
+        self._pos = 0
+        self._size = 0
+
+    def _allocate(self, batch: dict[str, Any]) -> None:
+        def empty(leaf: torch.Tensor) -> torch.Tensor:
+            shape = (self.max_size, *leaf.shape[1:])
+            return torch.empty(shape, dtype=leaf.dtype, device=self.device)
+
+        self._storage = {name: _map_tree(empty, batch[name]) for name in FIELDS}
+
+    def add(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> None:
+        """Store a batch of transitions, one per environment (leading dimension of every
+        array). A batch larger than the buffer keeps only its last ``max_size`` rows."""
+        batch = {
+            name: _map_tree(_as_tensor, value)
+            for name, value in zip(FIELDS, (obs, action, reward, next_obs, done), strict=True)
+        }
+        sizes = {leaf.shape[0] for name in FIELDS for leaf in _leaves(batch[name])}
+        if len(sizes) != 1:
+            raise ValueError(f"every field of a batch needs the same length, got {sorted(sizes)}")
+        count = sizes.pop()
+        if self._storage is None:
+            self._allocate(batch)
+        assert self._storage is not None
+        skip = max(0, count - self.max_size)  # rows overwritten within this very batch
+        start = (self._pos + skip) % self.max_size
+        kept = count - skip
+        first = min(kept, self.max_size - start)  # rows before the ring wraps around
+
+        def check(store: torch.Tensor, data: torch.Tensor) -> None:
+            if data.shape[1:] != store.shape[1:]:
+                raise ValueError(
+                    f"transition shape {tuple(data.shape[1:])} does not match the buffer's "
+                    f"{tuple(store.shape[1:])}"
+                )
+
+        def write(store: torch.Tensor, data: torch.Tensor) -> None:
+            data = data[skip:].to(self.device)
+            store[start : start + first] = data[:first]
+            if first < kept:
+                store[: kept - first] = data[first:]
+
+        # Every field is checked before any is written: a bad batch leaves no half-written row.
+        for name in FIELDS:
+            _map_tree(check, self._storage[name], batch[name])
+        for name in FIELDS:
+            _map_tree(write, self._storage[name], batch[name])
+        self._pos = (self._pos + count) % self.max_size
+        self._size = min(self._size + count, self.max_size)
+
+    def sample(self, batch_size: int) -> dict[str, Any]:
+        """``batch_size`` transitions drawn uniformly with replacement: a dict keyed by
+        :data:`FIELDS` of tensors on the buffer's device (observations nested as added)."""
+        if self._size == 0 or self._storage is None:
+            raise ValueError("cannot sample from an empty replay buffer")
+        # Indices come from the CPU generator whatever the device: same samples everywhere.
+        index = torch.randint(0, self._size, (int(batch_size),)).to(self.device)
+        return {
+            name: _map_tree(lambda store: store.index_select(0, index), self._storage[name])
+            for name in FIELDS
+        }
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """The filled slots (CPU tensors, in slot order) and the write position: loading it
+        into a buffer of the same ``max_size`` continues exactly where this one stands."""
+        data = None
+        if self._storage is not None:
+            data = {
+                name: _map_tree(lambda store: store[: self._size].cpu().clone(), tree)
+                for name, tree in self._storage.items()
+            }
+        return {"max_size": self.max_size, "position": self._pos, "size": self._size, "data": data}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (onto this buffer's device)."""
+        if int(state["max_size"]) != self.max_size:
+            raise ValueError(
+                f"replay buffer state was saved with max_size {state['max_size']}, "
+                f"this buffer holds {self.max_size}"
+            )
+        self.clear()
+        if state["data"] is not None:
+            self._allocate(state["data"])
+            assert self._storage is not None
+            size = int(state["size"])
+
+            def fill(store: torch.Tensor, saved: torch.Tensor) -> None:
+                store[:size] = saved.to(self.device)
+
+            for name in FIELDS:
+                _map_tree(fill, self._storage[name], state["data"][name])
+            self._size = size
+            self._pos = int(state["position"])
