@@ -388,6 +388,7 @@ def test_training_defaults():
         "max_wall_seconds": None,
         "episode_steps": 500,
         "sum_scores": True,
+        "seed": None,
         "hpo": True,
     }
 

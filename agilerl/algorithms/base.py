@@ -78,6 +78,20 @@ def network_spec(
     return spec_cls.model_validate({k: v for k, v in data.items() if k in fields})
 
 
+def action_mask_from_info(info: dict[str, Any]) -> np.ndarray | None:
+    """The vector env's ``action_mask`` with rows of environments that gave none set to
+    all allowed (gymnasium fills missing entries with zeros, i.e. everything masked)."""
+    mask = info.get("action_mask")
+    if mask is None:
+        return None
+    mask = np.asarray(mask, dtype=bool)
+    present = info.get("_action_mask")
+    if present is not None and not np.all(present):
+        mask = mask.copy()
+        mask[~np.asarray(present, dtype=bool)] = True
+    return mask
+
+
 def _unique_parameters(modules: list[torch.nn.Module]) -> list[torch.nn.Parameter]:
     """Parameters of ``modules`` with shared ones (a shared encoder) listed once."""
     seen: set[int] = set()
@@ -339,7 +353,7 @@ class RLAlgorithm:
                 done = np.zeros(num_envs, dtype=bool)
                 steps = 0
                 while not done.all() and (max_steps is None or steps < max_steps):
-                    action = self.eval_action(obs, info.get("action_mask"))
+                    action = self.eval_action(obs, action_mask_from_info(info))
                     obs, reward, terminated, truncated, info = env.step(action)
                     totals += np.where(done, 0.0, reward)
                     done |= np.logical_or(terminated, truncated)

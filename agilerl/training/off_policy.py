@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from agilerl.algorithms.base import action_mask_from_info
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 
@@ -102,7 +103,7 @@ def train_off_policy(
         n_steps = vector_steps(budget, num_envs)
         for t in range(n_steps):
             epsilon = epsilon_at(run.steps + t * num_envs, num_envs, eps_start, eps_end, eps_decay)
-            action = agent.get_action(obs, epsilon, info.get("action_mask"))
+            action = agent.get_action(obs, epsilon, action_mask_from_info(info))
             next_obs, reward, terminated, truncated, info = env.step(action)
             memory.add(obs, action, reward, with_final_obs(next_obs, info), terminated)
             returns += reward

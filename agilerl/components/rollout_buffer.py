@@ -1,0 +1,278 @@
+"""``RolloutBuffer``: one on-policy rollout of a vectorised environment, with GAE.
+
+Every field is a tensor of shape ``(capacity, num_envs, *leaf shape)`` allocated once on the
+buffer's device (observations: one tensor per leaf of a Dict/Tuple space), so a rollout
+step is a handful of in-place copies and a minibatch is one ``index_select`` per leaf.
+
+Row ``t`` holds vector step ``t``: the observation acted on, the action taken, the reward
+and done flag that step returned, the critic's value of the observation and the
+log-probability of the action. ``done[t]`` means the episode ended *with* step ``t``
+(terminated or truncated), so ``V(obs[t + 1])`` belongs to another episode and is not
+bootstrapped into step ``t``; a caller that wants to bootstrap a time-limit cut adds
+``gamma * V(final observation)`` to that step's reward.
+
+Advantages (:meth:`RolloutBuffer.compute_returns_and_advantages`), with ``V_T`` the value
+of the observation after the last step:
+
+* GAE (Schulman et al., 2016): ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t`` and
+  ``A_t = delta_t + gamma lambda (1 - d_t) A_{t+1}``; returns ``R_t = A_t + V_t``.
+* Without GAE: discounted returns ``R_t = r_t + gamma (1 - d_t) R_{t+1}`` with
+  ``R_T = V_T``, and ``A_t = R_t - V_t``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+
+def _map_tree(fn: Callable[..., Any], tree: Any, *others: Any) -> Any:
+    """Apply ``fn`` to the leaves of ``tree`` (dicts and tuples of tensors) and to the
+    matching leaves of ``others``; the result keeps the structure of ``tree``."""
+    if isinstance(tree, Mapping):
+        return {k: _map_tree(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
+    if isinstance(tree, tuple):
+        return tuple(_map_tree(fn, v, *(o[i] for o in others)) for i, v in enumerate(tree))
+    return fn(tree, *others)
+
+
+@dataclass(frozen=True)
+class _Leaf:
+    """Shape and dtype of one stored value (a class, not a tuple: tuples are Tuple spaces)."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype
+
+
+def _obs_layout(space: spaces.Space) -> Any:
+    """The :class:`_Leaf` of one observation of ``space``, nested like Dict/Tuple spaces.
+
+    Observations are stored raw (the network preprocesses them when it reads them):
+    integer Boxes (images) keep their dtype to stay compact, other Boxes become float32,
+    Discrete and MultiDiscrete values int64 and MultiBinary bits int8.
+    """
+    if isinstance(space, spaces.Dict):
+        return {k: _obs_layout(sub) for k, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(_obs_layout(sub) for sub in space.spaces)
+    if isinstance(space, spaces.Box):
+        if np.issubdtype(space.dtype, np.integer):
+            return _Leaf(tuple(space.shape), torch.from_numpy(np.empty(0, space.dtype)).dtype)
+        return _Leaf(tuple(space.shape), torch.float32)
+    if isinstance(space, spaces.Discrete):
+        return _Leaf((), torch.int64)
+    if isinstance(space, spaces.MultiDiscrete):
+        return _Leaf(tuple(space.shape), torch.int64)
+    if isinstance(space, spaces.MultiBinary):
+        return _Leaf(tuple(space.shape), torch.int8)
+    raise TypeError(f"unsupported observation space {space!r}")
+
+
+def _action_layout(space: spaces.Space) -> _Leaf:
+    """The :class:`_Leaf` of one action as a stochastic actor produces it: integer
+    (sub-)actions for Discrete and MultiDiscrete, float bits for MultiBinary, floats for
+    Box (the unclipped, unsquashed Gaussian sample the log-probability belongs to)."""
+    if isinstance(space, spaces.Discrete):
+        return _Leaf((), torch.int64)
+    if isinstance(space, spaces.MultiDiscrete):
+        return _Leaf(tuple(space.shape), torch.int64)
+    if isinstance(space, (spaces.MultiBinary, spaces.Box)):
+        return _Leaf(tuple(space.shape), torch.float32)
+    raise TypeError(f"unsupported action space {space!r}")
+
+
+def _write(store: torch.Tensor, value: Any) -> None:
+    """Copy ``value`` (array or tensor, any device and dtype) into the row ``store``."""
+    src = value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
+    if src.shape == store.shape:
+        store.copy_(src)
+        return
+    if src.numel() != store.numel():
+        raise ValueError(
+            f"expected {tuple(store.shape)} values for one rollout step, got {tuple(src.shape)}"
+        )
+    store.copy_(src.reshape(store.shape))
+
+
+@dataclass
+class RolloutBatch:
+    """A minibatch of rollout samples (flattened over steps and environments)."""
+
+    obs: Any  # tensor, or dict/tuple of tensors for Dict/Tuple observation spaces
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    action_masks: torch.Tensor | None
+
+
+class RolloutBuffer:
+    """``capacity`` vector steps of ``num_envs`` environments (see the module docstring).
+
+    Action masks are optional: their storage is allocated, all allowed, the first time
+    :meth:`add` receives one, so a rollout that never sees a mask carries none.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        num_envs: int,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: str | torch.device = "cpu",
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        use_gae: bool = True,
+    ) -> None:
+        for name, value in (("capacity", capacity), ("num_envs", num_envs)):
+            if isinstance(value, bool) or int(value) != value or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.capacity = int(capacity)
+        self.num_envs = int(num_envs)
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.device = torch.device(device)
+        self.gamma = float(gamma)
+        self.gae_lambda = float(gae_lambda)
+        self.use_gae = bool(use_gae)
+
+        rows = (self.capacity, self.num_envs)
+
+        def empty(leaf: _Leaf) -> torch.Tensor:
+            return torch.zeros((*rows, *leaf.shape), dtype=leaf.dtype, device=self.device)
+
+        scalar = _Leaf((), torch.float32)
+        self.obs = _map_tree(empty, _obs_layout(observation_space))
+        self.actions = empty(_action_layout(action_space))
+        self.rewards = empty(scalar)
+        self.dones = empty(scalar)
+        self.values = empty(scalar)
+        self.log_probs = empty(scalar)
+        self.advantages = empty(scalar)
+        self.returns = empty(scalar)
+        self.action_masks: torch.Tensor | None = None
+        self.pos = 0
+        self.ready = False  # advantages and returns computed for the current contents
+
+    def __len__(self) -> int:
+        """Samples stored (vector steps times environments)."""
+        return self.pos * self.num_envs
+
+    @property
+    def full(self) -> bool:
+        return self.pos == self.capacity
+
+    def reset(self) -> None:
+        """Start a new rollout (the storage is kept and overwritten)."""
+        self.pos = 0
+        self.ready = False
+        if self.action_masks is not None:
+            self.action_masks.fill_(True)
+
+    def add(
+        self,
+        obs: Any,
+        action: Any,
+        reward: Any,
+        done: Any,
+        value: Any,
+        log_prob: Any,
+        action_mask: Any = None,
+    ) -> None:
+        """Store one vector step: every argument has ``num_envs`` as its leading
+        dimension (observations as the environment returns them, nested for Dict/Tuple)."""
+        if self.full:
+            raise RuntimeError(f"rollout buffer is full ({self.capacity} steps); reset() it")
+        t = self.pos
+        _map_tree(lambda store, leaf: _write(store[t], leaf), self.obs, obs)
+        _write(self.actions[t], action)
+        _write(self.rewards[t], reward)
+        _write(self.dones[t], done)
+        _write(self.values[t], value)
+        _write(self.log_probs[t], log_prob)
+        if action_mask is not None:
+            if self.action_masks is None:
+                mask = torch.as_tensor(
+                    np.asarray(action_mask) if not torch.is_tensor(action_mask) else action_mask
+                )
+                shape = (self.capacity, self.num_envs, *mask.shape[1:])
+                self.action_masks = torch.ones(shape, dtype=torch.bool, device=self.device)
+            _write(self.action_masks[t], action_mask)
+        self.pos += 1
+        self.ready = False
+
+    def compute_returns_and_advantages(self, last_value: Any, last_done: Any = None) -> None:
+        """Fill ``advantages`` and ``returns`` of the stored steps (module docstring).
+
+        ``last_value``: ``V`` of the observation after the last stored step, one per
+        environment. ``last_done``: optional done flags of that last step; the flags
+        :meth:`add` stored already say it, so this only overrides them (for callers that
+        learn about the end of an episode after storing the step).
+        """
+        if self.pos == 0:
+            raise RuntimeError("the rollout buffer is empty")
+        n = self.pos
+        next_value = torch.as_tensor(last_value, dtype=torch.float32, device=self.device)
+        next_value = next_value.reshape(self.num_envs)
+        if last_done is not None:
+            _write(self.dones[n - 1], last_done)
+        not_done = 1.0 - self.dones[:n]
+        rewards, values = self.rewards[:n], self.values[:n]
+        if self.use_gae:
+            discount = self.gamma * self.gae_lambda
+            running = torch.zeros(self.num_envs, device=self.device)
+            for t in range(n - 1, -1, -1):
+                delta = rewards[t] + self.gamma * not_done[t] * next_value - values[t]
+                running = delta + discount * not_done[t] * running
+                self.advantages[t] = running
+                next_value = values[t]
+            torch.add(self.advantages[:n], values, out=self.returns[:n])
+        else:
+            running = next_value
+            for t in range(n - 1, -1, -1):
+                running = rewards[t] + self.gamma * not_done[t] * running
+                self.returns[t] = running
+            torch.sub(self.returns[:n], values, out=self.advantages[:n])
+        self.ready = True
+
+    def minibatches(self, batch_size: int) -> Iterator[RolloutBatch]:
+        """One pass over every stored sample in a random order (drawn from the global
+        torch CPU generator, so seeded runs match across devices), ``batch_size`` samples
+        at a time; the last minibatch holds the remainder."""
+        if not self.ready:
+            raise RuntimeError("compute_returns_and_advantages() must run before minibatches()")
+        if isinstance(batch_size, bool) or int(batch_size) < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        size = len(self)
+        n = self.pos
+
+        def flat(store: torch.Tensor) -> torch.Tensor:
+            return store[:n].reshape(size, *store.shape[2:])
+
+        obs = _map_tree(flat, self.obs)
+        fields = [
+            flat(x)
+            for x in (self.actions, self.log_probs, self.values, self.advantages, self.returns)
+        ]
+        masks = None if self.action_masks is None else flat(self.action_masks)
+        order = torch.randperm(size).to(self.device)
+        for start in range(0, size, int(batch_size)):
+            index = order[start : start + int(batch_size)]
+            actions, log_probs, values, advantages, returns = (
+                x.index_select(0, index) for x in fields
+            )
+            yield RolloutBatch(
+                obs=_map_tree(lambda leaf, i=index: leaf.index_select(0, i), obs),
+                actions=actions,
+                log_probs=log_probs,
+                values=values,
+                advantages=advantages,
+                returns=returns,
+                action_masks=None if masks is None else masks.index_select(0, index),
+            )
