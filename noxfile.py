@@ -88,13 +88,15 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def example(session: nox.Session) -> None:
-    """The main job on the default example: validate the DQN manifest and print it in full."""
-    install_project(session, engine=False)
-    session.run("agilerl", "validate", "configs/dqn.yaml", "--show")
+    """The main job on the default example: train the CartPole PPO manifest (runs/ppo/)."""
+    install_project(session, engine=True)
+    session.run("agilerl", "train", "configs/ppo.yaml", *session.posargs)
 
 
 @nox.session
 def benchmark(session: nox.Session) -> None:
-    """Manifests validated per second (YAML parsing excluded)."""
-    install_project(session, engine=False)
-    session.run("python", "benchmarks/validate_manifests.py", *session.posargs)
+    """Manifests validated per second, network forward time, CartPole training figures."""
+    install_project(session, engine=True)
+    session.run("python", "benchmarks/validate_manifests.py")
+    session.run("python", "benchmarks/network_forward.py")
+    session.run("python", "benchmarks/train_cartpole.py", *session.posargs)

@@ -65,12 +65,15 @@ def run(name: str, steps: int | None, use_async: bool) -> dict[str, float | None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("algorithms", nargs="*", choices=list(RUNS), metavar="ALGO")
+    parser.add_argument("algorithms", nargs="*", metavar="ALGO", help="dqn, ppo (default both)")
     parser.add_argument("--steps", type=int, help="env steps per agent (default: the manifest's)")
     parser.add_argument(
         "--async", dest="use_async", action="store_true", help="AsyncVectorEnv workers"
     )
     args = parser.parse_args()
+    unknown = set(args.algorithms) - set(RUNS)
+    if unknown:
+        parser.error(f"unknown algorithm(s) {sorted(unknown)}; choose from {list(RUNS)}")
     for name in args.algorithms or list(RUNS):
         r = run(name, args.steps, args.use_async)
         to_score = (

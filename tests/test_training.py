@@ -178,3 +178,35 @@ def test_outputs_best_agent_manifest_plot_and_history(tmp_path):
     assert len(json.loads((tmp_path / "history.json").read_text())) == 2
     assert (tmp_path / "checkpoint.pt").exists()
     assert (tmp_path / "manifest.yaml").read_text().startswith("# yaml-language-server: $schema=")
+
+
+def test_trainer_from_specs_and_names_with_default_hpo():
+    from agilerl.models import DQNSpec
+    from agilerl.models.env import GymEnvSpec
+    from agilerl.models.training import TrainingSpec
+
+    trainer = LocalTrainer(
+        DQNSpec(batch_size=32, learn_step=4),
+        GymEnvSpec(name="CartPole-v1", num_envs=2, sync=True),
+        TrainingSpec(max_steps=200, evo_steps=100, pop_size=2, eval_steps=20, seed=5),
+        network=NET,
+        hpo=True,
+    )
+    assert trainer.evolving and trainer.mutation.rand_seed == 42  # default MutationSpec
+    population, fitnesses = trainer.train(verbose=False)
+    assert len(population) == 2 and len(trainer.state.history) == 2
+    by_name = LocalTrainer("PPO", "CartPole-v1")
+    assert by_name.algorithm.name == "PPO" and by_name.environment.num_envs == 16
+    assert not by_name.evolving  # no mutation or selection given, hpo off
+
+
+def test_unsupported_algorithm_and_buffer_settings_are_clear_errors():
+    from agilerl.models.base import AlgorithmNotAvailableError
+    from agilerl.training import TrainerError
+
+    with pytest.raises(AlgorithmNotAvailableError, match="MADDPG .*not supported yet"):
+        LocalTrainer("MADDPG", "CartPole-v1")
+    document = copy.deepcopy(SMALL_HPO)
+    document["replay_buffer"]["n_step_buffer"] = True
+    with pytest.raises(TrainerError, match="replay_buffer.n_step_buffer"):
+        LocalTrainer.from_manifest(document).train(verbose=False)

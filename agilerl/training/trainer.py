@@ -23,7 +23,13 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.models.base import AgentType, AlgorithmNotAvailableError
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
-from agilerl.models.manifest import TrainingManifest, dump_manifest, load_manifest, parse_manifest
+from agilerl.models.manifest import (
+    NetworkSection,
+    TrainingManifest,
+    dump_manifest,
+    load_manifest,
+    parse_manifest,
+)
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.envs import make_vector_env
@@ -102,7 +108,7 @@ class LocalTrainer:
             self.mutation = self.mutation or MutationSpec()
             self.selection_strategy = self.selection_strategy or TournamentSelectionSpec()
         self.replay_buffer = _spec(replay_buffer, ReplayBufferSpec, "replay_buffer")
-        self.network = network
+        self.network = _spec(network, NetworkSection, "network")
         self.version = version
         self.resume_from_checkpoint = resume_from_checkpoint
         self.accelerator = accelerator
