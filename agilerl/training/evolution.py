@@ -168,7 +168,8 @@ def _closing_line(state: RunState) -> str:
         "max_wall_seconds": "wall-clock limit reached",
     }.get(state.finished or "", state.finished)
     return (
-        f"finished ({reason}) after {state.generation} generations: best fitness "
+        f"finished ({reason}) after {state.generation} generation"
+        f"{'s' if state.generation != 1 else ''}: best fitness "
         f"{state.best:.1f}, {state.env_steps:,} env steps in {state.seconds:.1f} s "
         f"({rate:,.0f} env steps/s)"
     )
