@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+from agilerl.documents import dump_yaml, modeline
 
 MANIFEST = "TrainingManifest"
 
@@ -24,27 +25,6 @@ def spec_classes() -> dict[str, type[BaseModel]]:
         for name in models.__all__
         if isinstance(obj := getattr(models, name), type) and issubclass(obj, BaseModel)
     }
-
-
-def dump_yaml(data: Any) -> str:
-    from io import StringIO
-
-    from ruamel.yaml import YAML
-
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False
-    out = StringIO()
-    yaml.dump(data, out)
-    return out.getvalue()
-
-
-def modeline(output: Path) -> str:
-    """The yaml-language-server comment pointing a manifest at ``output`` to the schema
-    shipped with the package (a relative path: editors resolve it offline)."""
-    schema = Path(__file__).with_name("schemas") / "manifest.schema.json"
-    relative = os.path.relpath(schema.resolve(), Path(output).resolve().parent)
-    return f"# yaml-language-server: $schema={relative}\n"
 
 
 def _summary(spec: Any) -> str:

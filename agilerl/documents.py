@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +121,25 @@ def load_spec(spec_cls: Any, path: str | Path) -> Any:
         issue = Issue((), data, f"expected a mapping of {spec_cls.__name__} fields", (1, 1))
         raise SpecError(spec_cls.__name__, [issue], str(path))
     return parse_spec(spec_cls, data, source=str(path), locate=locate)
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` as block-style YAML, keys in their given order (manifests the CLI writes)."""
+    from io import StringIO
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False
+    out = StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()
+
+
+def modeline(output: Path) -> str:
+    """The yaml-language-server comment pointing a manifest at ``output`` to the schema
+    shipped with the package (a relative path: editors resolve it offline)."""
+    schema = Path(__file__).with_name("schemas") / "manifest.schema.json"
+    relative = os.path.relpath(schema.resolve(), Path(output).resolve().parent)
+    return f"# yaml-language-server: $schema={relative}\n"

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from agilerl.training.report import Progress, generation_summary
+from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 
 #: train_agent(agent, slot, budget, state) -> (env steps taken, completed episode returns)
 TrainAgent = Callable[[Any, int, int, "RunState"], tuple[int, list[float]]]
@@ -74,22 +75,46 @@ def evolve(
     selection: Any = None,
     mutation: Any = None,
     state: RunState | None = None,
-    checkpointer: Any = None,
+    memory: Any = None,
+    checkpoint: int | None = None,
+    checkpoint_path: str | None = None,
+    overwrite_checkpoints: bool = False,
+    checkpointer: RunCheckpointer | None = None,
     max_wall_seconds: float | None = None,
     verbose: bool = True,
-    desc: str = "training",
+    algo: str = "agent",
+    env_name: str = "env",
     on_generation: Callable[[RunState], None] | None = None,
 ) -> tuple[list[Any], list[float]]:
     """Run generations until ``max_steps`` per agent, ``target`` or ``max_wall_seconds``.
+
+    Checkpoints: ``checkpointer``, or one built from ``checkpoint`` (steps between
+    checkpoints) / ``checkpoint_path`` (see :func:`checkpointer_for`); ``memory`` is
+    the replay buffer they save. ``state`` resumes a run.
 
     Returns ``(population, fitnesses)``: the last evaluated population (the final
     generation is not selected or mutated again, so every returned agent carries the
     fitness it was evaluated with) and each agent's latest fitness.
     """
+    checkpointer = checkpointer_for(
+        checkpointer,
+        checkpoint,
+        checkpoint_path,
+        overwrite_checkpoints,
+        f"{algo}-{env_name}",
+        memory=memory,
+        selection=selection,
+        mutation=mutation,
+    )
     state = state or RunState()
     evolving = selection is not None and mutation is not None
     pop_size = len(population)
-    progress = Progress(max_steps * pop_size, min(state.steps, max_steps) * pop_size, verbose, desc)
+    progress = Progress(
+        max_steps * pop_size,
+        min(state.steps, max_steps) * pop_size,
+        verbose,
+        f"{algo} on {env_name}",
+    )
     started = time.perf_counter() - state.seconds
     try:
         while state.finished is None:
@@ -108,14 +133,15 @@ def evolve(
                 )
                 gen_env_steps += taken + agent.eval_steps_taken
                 trained = max(trained, taken)
+                hyper = agent.hyperparameters()
                 records.append(
                     {
                         "index": agent.index,
                         "fitness": fitness,
                         "train_score": float(np.mean(scores)) if scores else None,
                         "mutation": agent.mut,
-                        "mutable": {n: agent.hyperparameters()[n] for n in sorted(agent.hp_config)},
-                        "hyperparameters": agent.hyperparameters(),
+                        "mutable": {n: hyper[n] for n in sorted(agent.hp_config)},
+                        "hyperparameters": hyper,
                     }
                 )
                 progress.update(

@@ -9,7 +9,7 @@ import numpy as np
 
 from agilerl.algorithms.base import action_mask_from_info
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
-from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
+from agilerl.training.run_checkpoint import RunCheckpointer
 
 EPS_START, EPS_END, EPS_DECAY = 1.0, 0.01, 0.999
 
@@ -75,8 +75,8 @@ def train_off_policy(
     ``learn_step`` env steps once the buffer holds a batch and ``learning_delay`` steps;
     epsilon decays per vector step of the run (``eps_decay``), carried across
     generations. ``done`` is stored as *terminated*: a time-limit cut bootstraps.
-    Checkpoints: ``checkpointer`` (a :class:`RunCheckpointer`), or ``checkpoint``
-    (steps between checkpoints) / ``checkpoint_path``; ``state`` resumes a run.
+    Checkpoints (``checkpointer`` or ``checkpoint`` / ``checkpoint_path``) and resuming
+    (``state``): see :func:`~agilerl.training.evolution.evolve`.
     Returns ``(population, fitnesses)``.
     """
     if n_step_memory is not None:
@@ -84,16 +84,6 @@ def train_off_policy(
             "n-step replay is implemented for no algorithm of this engine yet"
         )
     num_envs = env.num_envs
-    checkpointer = checkpointer_for(
-        checkpointer,
-        checkpoint,
-        checkpoint_path,
-        overwrite_checkpoints,
-        f"{algo}-{env_name}",
-        memory=memory,
-        selection=selection_strategy,
-        mutation=mutation,
-    )
 
     def train_agent(agent: Any, slot: int, budget: int, run: RunState) -> tuple[int, list[float]]:
         obs, info = env.reset(seed=reset_seed(run, slot, 0))
@@ -136,9 +126,14 @@ def train_off_policy(
         selection=selection_strategy,
         mutation=mutation,
         state=state,
+        memory=memory,
+        checkpoint=checkpoint,
+        checkpoint_path=checkpoint_path,
+        overwrite_checkpoints=overwrite_checkpoints,
         checkpointer=checkpointer,
         max_wall_seconds=max_wall_seconds,
         verbose=verbose,
-        desc=f"{algo} on {env_name}",
+        algo=algo,
+        env_name=env_name,
         on_generation=on_generation,
     )

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agilerl.training.evolution import RunState, evolve, reset_seed
-from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
+from agilerl.training.run_checkpoint import RunCheckpointer
 
 
 def train_on_policy(
@@ -38,15 +38,6 @@ def train_on_policy(
     Checkpoints and resuming as in :func:`~agilerl.training.train_off_policy`.
     Returns ``(population, fitnesses)``.
     """
-    checkpointer = checkpointer_for(
-        checkpointer,
-        checkpoint,
-        checkpoint_path,
-        overwrite_checkpoints,
-        f"{algo}-{env_name}",
-        selection=selection_strategy,
-        mutation=mutation,
-    )
 
     def train_agent(agent: Any, slot: int, budget: int, run: RunState) -> tuple[int, list[float]]:
         obs, info = env.reset(seed=reset_seed(run, slot, 0))
@@ -74,9 +65,13 @@ def train_on_policy(
         selection=selection_strategy,
         mutation=mutation,
         state=state,
+        checkpoint=checkpoint,
+        checkpoint_path=checkpoint_path,
+        overwrite_checkpoints=overwrite_checkpoints,
         checkpointer=checkpointer,
         max_wall_seconds=max_wall_seconds,
         verbose=verbose,
-        desc=f"{algo} on {env_name}",
+        algo=algo,
+        env_name=env_name,
         on_generation=on_generation,
     )

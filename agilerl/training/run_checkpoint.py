@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from agilerl import checkpoints
-from agilerl.training.evolution import RunState
+
+if TYPE_CHECKING:  # evolution builds checkpointers, so it imports this module
+    from agilerl.training.evolution import RunState
 
 KIND = "run"
 

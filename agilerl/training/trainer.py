@@ -391,7 +391,7 @@ class LocalTrainer:
 
     def save_outputs(self, output_dir: str | Path, verbose: bool = True) -> dict[str, Path]:
         """Write the best agent, the final manifest, the fitness plot and the history."""
-        from agilerl.cli import dump_yaml, modeline
+        from agilerl.documents import dump_yaml, modeline
         from agilerl.training.report import plot_fitness
 
         out = Path(output_dir)
