@@ -34,7 +34,7 @@ from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.envs import make_vector_env
 from agilerl.training.evolution import RunState
-from agilerl.training.run_checkpoint import RunCheckpointer, load_run, set_global_rng_state
+from agilerl.training.run_checkpoint import checkpointer_for, load_run, set_global_rng_state
 
 
 class TrainerError(ValueError):
@@ -271,21 +271,17 @@ class LocalTrainer:
                 state = RunState(seed=seed)
             if state.finished == "max_steps" and state.steps < training.max_steps:
                 state.finished = None  # the budget was raised: carry on
-            checkpointer = None
-            if training.checkpoint_path or training.checkpoint_steps:
-                path = (
-                    training.checkpoint_path
-                    or f"checkpoints/{self.algorithm.name}-{self.environment.name}.pt"
-                )
-                checkpointer = RunCheckpointer(
-                    path,
-                    every=training.checkpoint_steps,
-                    overwrite=training.overwrite_checkpoints,
-                    memory=memory,
-                    selection=selection,
-                    mutation=mutation,
-                    extra={"manifest": self._document()},
-                )
+            checkpointer = checkpointer_for(
+                None,
+                training.checkpoint_steps,
+                training.checkpoint_path,
+                training.overwrite_checkpoints,
+                f"{self.algorithm.name}-{self.environment.name}",
+                memory=memory,
+                selection=selection,
+                mutation=mutation,
+                extra={"manifest": self._document()},
+            )
             kwargs = self.algorithm.get_training_kwargs(
                 training=training, env_spec=self.environment, memory=memory
             )
