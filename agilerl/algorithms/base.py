@@ -28,7 +28,12 @@ from gymnasium import spaces
 from pydantic import BaseModel
 
 from agilerl import checkpoints
-from agilerl.algorithms.hyperparameters import RLParameter, default_range, parse_hp_config
+from agilerl.algorithms.hyperparameters import (
+    RLParameter,
+    default_range,
+    parse_hp_config,
+    spec_limits,
+)
 from agilerl.networks.base import EvolvableNetwork, infer_encoder_spec
 
 CHECKPOINT_KIND = "agent"
@@ -206,7 +211,26 @@ class RLAlgorithm:
                 )
             if not param.min <= param.max:
                 raise ValueError(f"hp_config.{name}: min {param.min} is above max {param.max}")
-        self.hp_config = ranges
+        self.hp_config = self._within_limits(ranges)
+
+    def _within_limits(self, ranges: dict[str, RLParameter]) -> dict[str, RLParameter]:
+        """Each range narrowed to its hyperparameter's limits in the algorithm's schema,
+        so no mutation can set a value the spec (or the constructor) would refuse."""
+        limits = next(
+            (
+                found
+                for klass in type(self).__mro__
+                if (found := spec_limits(f"{klass.__name__}Spec"))
+            ),
+            {},
+        )
+        narrowed = {}
+        for name, param in ranges.items():
+            try:
+                narrowed[name] = param.within(limits[name]) if name in limits else param
+            except ValueError as err:
+                raise ValueError(f"hp_config.{name}: {err} for {self.name}.{name}") from None
+        return narrowed
 
     def _is_numeric(self, name: str) -> bool:
         value = getattr(self, name, None)
@@ -435,7 +459,7 @@ class RLAlgorithm:
         self.build_optimizers()
         for attr, opt_state in state["optimizers"].items():
             getattr(self, attr).load_state_dict(opt_state)
-        self.hp_config = parse_hp_config(state["hp_config"])
+        self.hp_config = self._within_limits(parse_hp_config(state["hp_config"]))
         self.rng.bit_generator.state = state["rng"]
         metrics = state["metrics"]
         self.steps = metrics["steps"]

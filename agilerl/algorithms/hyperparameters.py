@@ -2,11 +2,50 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The values an algorithm's schema allows for one numeric hyperparameter."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    integer: bool = False
+
+    @classmethod
+    def from_schema(cls, prop: Mapping[str, Any]) -> Limits | None:
+        """From a property's (inlined) schema; None when it is not a plain number."""
+        integer = prop.get("type") == "integer"
+        if not integer and prop.get("type") != "number":
+            return None
+        low, high = prop.get("minimum", -math.inf), prop.get("maximum", math.inf)
+        if "exclusiveMinimum" in prop:  # the least allowed value above the bound
+            bound = prop["exclusiveMinimum"]
+            low = math.floor(bound) + 1 if integer else math.nextafter(bound, math.inf)
+        if "exclusiveMaximum" in prop:
+            bound = prop["exclusiveMaximum"]
+            high = math.ceil(bound) - 1 if integer else math.nextafter(bound, -math.inf)
+        return cls(low, high, integer)
+
+
+@cache
+def spec_limits(spec_title: str) -> dict[str, Limits]:
+    """Limits of every numeric hyperparameter of the algorithm spec ``spec_title``
+    (``"DQNSpec"``), read from its schema: the single place they are declared."""
+    from agilerl.schema import inline_schema, schema_titles
+
+    if spec_title not in schema_titles():
+        return {}
+    properties = inline_schema(spec_title).get("properties", {})
+    found = {name: Limits.from_schema(prop) for name, prop in properties.items()}
+    return {name: limits for name, limits in found.items() if limits is not None}
 
 
 @dataclass(frozen=True)
@@ -29,6 +68,20 @@ class RLParameter:
                 step = value + (1 if grow else -1)
             return int(min(max(step, int(np.ceil(self.min))), int(np.floor(self.max))))
         return float(min(max(new, self.min), self.max))
+
+    def within(self, limits: Limits) -> RLParameter:
+        """This range narrowed to what the hyperparameter allows, so a mutation stays
+        inside both (an integer range also to whole numbers: ``min: 0`` for
+        ``batch_size`` becomes 1). Raises ValueError when nothing is left."""
+        low, high = max(self.min, limits.low), min(self.max, limits.high)
+        if limits.integer:
+            low, high = math.ceil(low), math.floor(high)
+        if not low <= high:
+            raise ValueError(
+                f"range [{self.min:g}, {self.max:g}] lies outside the allowed "
+                f"[{limits.low:g}, {limits.high:g}]"
+            )
+        return RLParameter(low, high, self.grow_factor, self.shrink_factor)
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
