@@ -38,6 +38,7 @@ def _summary(spec: Any) -> str:
 
 def _validate(args: argparse.Namespace) -> int:
     from agilerl.documents import DocumentError, load_spec
+    from agilerl.manifest_code import code_references
     from agilerl.models.manifest import load_manifest
     from agilerl.models.validation import SpecError
 
@@ -63,9 +64,12 @@ def _validate(args: argparse.Namespace) -> int:
             if args.format == "text":
                 print(err, file=sys.stderr)
         else:
-            report[path] = {"valid": True}
+            code = code_references(spec)  # what a run of it would import: shown, not run
+            report[path] = {"valid": True, "code": [ref.to_json() for ref in code]}
             if args.format == "text":
                 print(f"{path}: valid ({_summary(spec)})")
+                for ref in code:
+                    print(f"  {ref.line()}")
                 if args.show:
                     print(dump_yaml(_dump(spec)), end="")
     if args.format == "json":
@@ -91,7 +95,13 @@ def _schema(args: argparse.Namespace) -> int:
 
     text = json.dumps(bundle_schema(args.spec), indent=2) + "\n"
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        from agilerl.atomic import OutputError, write_text
+
+        try:
+            write_text(args.output, text)
+        except OutputError as err:
+            print(f"agilerl: {err}", file=sys.stderr)
+            return 1
         print(f"wrote {args.output} ({args.spec}, every referenced schema bundled)")
     else:
         sys.stdout.write(text)
@@ -113,8 +123,13 @@ def _init(args: argparse.Namespace) -> int:
         print(f"agilerl: {output} exists (use --force to overwrite)", file=sys.stderr)
         return 1
     body = dump_yaml(starter_manifest(ALGO_REGISTRY.get(args.algorithm).spec_cls, args.env))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(modeline(output) + body, encoding="utf-8")
+    from agilerl.atomic import OutputError, write_text
+
+    try:
+        write_text(output, modeline(output) + body)
+    except OutputError as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
     print(f"wrote {output}: a {args.algorithm} manifest; check it with `agilerl validate {output}`")
     return 0
 
@@ -200,7 +215,9 @@ def _device(name: str) -> Any:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
+    from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
     from agilerl.training.envs import EnvironmentSpecError
 
@@ -220,13 +237,21 @@ def _train(args: argparse.Namespace) -> int:
             f"output in {out}/" + (f", resuming from {resume}" if resume else ""),
             file=sys.stderr,
         )
+        for ref in code_references(manifest):  # before the run imports any of it
+            print(ref.line(), file=sys.stderr)
         trainer.train(
             verbose=not args.quiet,
             output_dir=out,
             checkpoint_path=checkpoint,
             checkpoint_steps=args.checkpoint_steps,
         )
-    except (CliError, CheckpointError, EnvironmentSpecError, AlgorithmNotAvailableError) as err:
+    except (
+        CliError,
+        CheckpointError,
+        EnvironmentSpecError,
+        AlgorithmNotAvailableError,
+        OutputError,
+    ) as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
     except TrainerError as err:

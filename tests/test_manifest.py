@@ -264,7 +264,7 @@ def test_cli_validate_exit_codes_and_json(capsys):
     bad = CORPUS_DIR / "tests" / "dqn.yaml"
     assert main(["validate", str(CONFIGS[0]), str(bad), "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert report[str(CONFIGS[0])] == {"valid": True}
+    assert report[str(CONFIGS[0])] == {"valid": True, "code": []}
     (error,) = report[str(bad)]["errors"]
     assert error["path"] == "tournament_selection" and error["line"] >= 1
 

@@ -12,6 +12,7 @@ import difflib
 import functools
 import importlib
 import importlib.util
+import reprlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,18 +20,18 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from agilerl.manifest_code import split_target
+
 
 class EnvironmentSpecError(ValueError):
     """An environment spec that cannot be built; the message names the field."""
 
 
 def _import_target(target: str, where: str, path: str | None) -> Any:
-    """``pkg.mod:attr``, ``file.py:attr`` (relative to ``path``) or ``pkg.mod.Attr``."""
+    """``pkg.mod:attr``, ``file.py:attr`` (relative to ``path``) or ``pkg.mod.Attr``
+    (:func:`agilerl.manifest_code.split_target`, so it is what validate lists)."""
     base = Path(path) if path else Path.cwd()
-    if ":" in target:
-        module_name, attr = target.split(":", 1)
-    else:
-        module_name, _, attr = target.rpartition(".")
+    module_name, attr = split_target(target)
     try:
         if module_name.endswith(".py"):
             file = (base / module_name).resolve()
@@ -60,15 +61,38 @@ def _unknown_env_message(name: str) -> str:
     return f"environment.name: {name!r} is not a registered Gymnasium environment{hint}"
 
 
+def _call(
+    factory: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    where: str,
+    target: str,
+    kwargs_at: str,
+) -> gym.Env:
+    """``factory(*args, **kwargs)``, which must give a Gymnasium ``Env``; the user's code
+    failing, or returning anything else, is an error naming the field (``kwargs_at`` for
+    a TypeError, most often keywords that do not fit the signature)."""
+    try:
+        value = factory(*args, **kwargs)
+    except TypeError as err:
+        raise EnvironmentSpecError(f"{kwargs_at}: {target}: {err}") from err
+    except Exception as err:
+        raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err
+    if not isinstance(value, gym.Env):
+        raise EnvironmentSpecError(
+            f"{where}: {target} returned {type(value).__name__} {reprlib.repr(value)}, "
+            "not a gymnasium.Env"
+        )
+    return value
+
+
 def make_env(spec: Any) -> gym.Env:
     """One (unvectorised) environment of ``spec``, wrappers applied innermost first."""
     kwargs = dict(spec.config or {})
     if spec.entrypoint is not None:
-        factory = _import_target(spec.entrypoint, "environment.entrypoint", spec.path)
-        try:
-            env = factory(**kwargs)
-        except TypeError as err:
-            raise EnvironmentSpecError(f"environment.config: {spec.entrypoint}: {err}") from err
+        where = "environment.entrypoint"
+        factory = _import_target(spec.entrypoint, where, spec.path)
+        env = _call(factory, (), kwargs, where, spec.entrypoint, "environment.config")
     else:
         try:
             env = gym.make(spec.name, **kwargs)
@@ -85,10 +109,7 @@ def make_env(spec: Any) -> gym.Env:
         target = wrapper if isinstance(wrapper, str) else wrapper.wrapper
         options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
         cls = _import_target(target, where, spec.path)
-        try:
-            env = cls(env, **options)
-        except TypeError as err:
-            raise EnvironmentSpecError(f"{where}: {target}: {err}") from err
+        env = _call(cls, (env,), options, where, target, where)
     return env
 
 

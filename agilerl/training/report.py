@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from agilerl.atomic import write_bytes
 
 
 def _fmt(value: Any) -> str:
@@ -88,14 +91,13 @@ def generation_summary(record: dict[str, Any], max_steps: int) -> str:
 
 
 def plot_fitness(history: list[dict[str, Any]], path: str | Path, title: str) -> Path:
-    """PNG of every agent's evaluation fitness per generation, with the best and mean."""
+    """PNG of every agent's evaluation fitness per generation, with the best and mean,
+    written atomically (:func:`agilerl.atomic.write_bytes`)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     steps = [r["steps"] for r in history]
     fitness = [[a["fitness"] for a in r["agents"]] for r in history]
     fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
@@ -109,6 +111,7 @@ def plot_fitness(history: list[dict[str, Any]], path: str | Path, title: str) ->
     ax.grid(alpha=0.3)
     ax.legend(loc="best")
     fig.tight_layout()
-    fig.savefig(path)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
     plt.close(fig)
-    return path
+    return write_bytes(path, png.getvalue())

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from pydantic import ValidationError
 
+from agilerl.atomic import DirectoryLock, OutputError, clean_stale_temporaries, write_text
 from agilerl.checkpoints import CheckpointError
 from agilerl.models.base import AgentType, AlgorithmNotAvailableError
 from agilerl.models.env import GymEnvSpec
@@ -39,6 +40,38 @@ from agilerl.training.run_checkpoint import checkpointer_for, load_run, set_glob
 
 class TrainerError(ValueError):
     """A run that cannot be set up as specified; the message names the section."""
+
+
+def _not_written(err: OSError, path: Path) -> str:
+    if isinstance(err, OutputError):  # agilerl.atomic already said which file and why
+        return str(err)
+    return f"{path}: cannot write ({err.strerror or err}); the previous file is unchanged"
+
+
+class _CheckpointFailed(Exception):
+    """A run checkpoint could not be written: the run stops with this population."""
+
+    def __init__(self, message: str, population: list[Any]) -> None:
+        super().__init__(message)
+        self.population = population
+
+
+class _StopOnFailedCheckpoint:
+    """The run's checkpointer, turning a failed write (a full disk) into
+    :class:`_CheckpointFailed`, which carries the population the checkpoint was to hold
+    (the evaluated agents; with elitism the best of them unchanged in slot 0)."""
+
+    def __init__(self, checkpointer: Any) -> None:
+        self.checkpointer = checkpointer
+
+    def due(self, state: RunState) -> bool:
+        return self.checkpointer.due(state)
+
+    def write(self, population: list[Any], state: RunState) -> Path:
+        try:
+            return self.checkpointer.write(population, state)
+        except OSError as err:
+            raise _CheckpointFailed(_not_written(err, self.checkpointer.path), population) from None
 
 
 def _spec(value: Any, cls: type, section: str) -> Any:
@@ -228,7 +261,12 @@ class LocalTrainer:
 
         Arguments given here override the training spec. With ``output_dir`` the run
         checkpoints there by default and, at the end, writes ``best_agent.pt``,
-        ``manifest.yaml`` (:meth:`to_manifest`), ``fitness.png`` and ``history.json``.
+        ``manifest.yaml`` (:meth:`to_manifest`), ``fitness.png`` and ``history.json``,
+        each atomically. The run holds ``output_dir`` (and the checkpoint) for its whole
+        length: a second run on them is refused with :class:`~agilerl.atomic.OutputInUseError`.
+        A file that cannot be written (a full disk) raises :class:`~agilerl.atomic.OutputError`
+        and leaves the previous one intact; a failed checkpoint stops the run, after
+        writing the outputs of the generations done so far where it can.
         """
         updates = {
             key: value
@@ -254,6 +292,40 @@ class LocalTrainer:
                     f"training.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()
                 )
                 raise TrainerError(problems) from None
+        holds = self._hold_outputs(output_dir)
+        try:
+            return self._run(verbose, output_dir)
+        finally:
+            for lock in holds:
+                lock.release()
+
+    def _hold_outputs(self, output_dir: str | Path | None) -> list[DirectoryLock]:
+        """Hold the output directory (and the checkpoint, where it lies elsewhere) for
+        this run, then remove the temporaries a killed run left there."""
+        holds: list[DirectoryLock] = []
+        checkpoint = self.training.checkpoint_path
+        checkpoint = None if checkpoint is None or Path(checkpoint).is_dir() else Path(checkpoint)
+        try:
+            if output_dir is not None:
+                holds.append(DirectoryLock.for_directory(output_dir).acquire())
+                clean_stale_temporaries(output_dir)
+            if checkpoint is not None:
+                inside = output_dir is not None and (
+                    checkpoint.parent.resolve() == Path(output_dir).resolve()
+                )
+                if not inside:
+                    lock = checkpoint.parent / f".{checkpoint.name}.lock"
+                    holds.append(DirectoryLock(lock, str(checkpoint)).acquire())
+                # its own temporaries only: the directory may hold other runs' files
+                copies = f"{checkpoint.stem}_*{checkpoint.suffix}"  # overwrite_checkpoints: false
+                clean_stale_temporaries(checkpoint.parent, (checkpoint.name, copies))
+        except BaseException:
+            for lock in holds:
+                lock.release()
+            raise
+        return holds
+
+    def _run(self, verbose: bool, output_dir: str | Path | None) -> tuple[list[Any], list[float]]:
         training = self.training
         seed = self._seed()
         env = make_vector_env(self.environment)
@@ -282,32 +354,54 @@ class LocalTrainer:
                 mutation=mutation,
                 extra={"manifest": self._document()},
             )
+            if checkpointer is not None:
+                checkpointer = _StopOnFailedCheckpoint(checkpointer)
             kwargs = self.algorithm.get_training_kwargs(
                 training=training, env_spec=self.environment, memory=memory
             )
             for key in ("checkpoint", "checkpoint_path", "overwrite_checkpoints"):
                 kwargs.pop(key)  # the checkpointer built here carries them
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
-            self.population, fitnesses = self.algorithm.get_training_fn()(
-                env,
-                pop=population,
-                max_steps=training.max_steps,
-                evo_steps=self.evo_steps,
-                selection_strategy=selection,
-                mutation=mutation,
-                checkpointer=checkpointer,
-                state=state,
-                max_wall_seconds=training.max_wall_seconds,
-                verbose=verbose,
-                on_generation=self.on_generation,
-                **kwargs,
-            )
+            try:
+                self.population, fitnesses = self.algorithm.get_training_fn()(
+                    env,
+                    pop=population,
+                    max_steps=training.max_steps,
+                    evo_steps=self.evo_steps,
+                    selection_strategy=selection,
+                    mutation=mutation,
+                    checkpointer=checkpointer,
+                    state=state,
+                    max_wall_seconds=training.max_wall_seconds,
+                    verbose=verbose,
+                    on_generation=self.on_generation,
+                    **kwargs,
+                )
+            except _CheckpointFailed as failed:
+                self.population, self.state = failed.population, state
+                raise self._stopped(str(failed), output_dir) from None
         finally:
             env.close()
         self.state = state
         if output_dir is not None:
-            self.save_outputs(output_dir, verbose=verbose)
+            self._write_outputs(output_dir, verbose=verbose)
         return self.population, fitnesses
+
+    def _stopped(self, why: str, output_dir: str | Path | None) -> OutputError:
+        """The error that ends a run whose checkpoint failed, after writing what it can."""
+        done = self.state.generation
+        message = (
+            f"{why}. The run stopped after {done} generation{'s' if done != 1 else ''} "
+            f"({self.state.steps:,} steps per agent)"
+        )
+        if output_dir is None:
+            return OutputError(message)
+        try:
+            paths = self._write_outputs(output_dir, verbose=False)
+        except OutputError as err:
+            return OutputError(f"{message}; its outputs could not all be written: {err}")
+        names = ", ".join(path.name for path in paths.values())
+        return OutputError(f"{message}; its outputs so far are in {output_dir} ({names})")
 
     def _resume(
         self, env: Any, memory: Any, selection: Any, mutation: Any
@@ -386,26 +480,43 @@ class LocalTrainer:
         return parse_manifest(doc)
 
     def save_outputs(self, output_dir: str | Path, verbose: bool = True) -> dict[str, Path]:
-        """Write the best agent, the final manifest, the fitness plot and the history."""
+        """Write the best agent, the final manifest, the fitness plot and the history,
+        holding ``output_dir`` (refused while a run holds it); see :meth:`_write_outputs`."""
+        with DirectoryLock.for_directory(output_dir):
+            return self._write_outputs(output_dir, verbose)
+
+    def _write_outputs(self, output_dir: str | Path, verbose: bool) -> dict[str, Path]:
+        """Write every output atomically. Those that cannot be written (a full disk) keep
+        their previous version; :class:`OutputError` then names each of them and what
+        was written."""
         from agilerl.documents import dump_yaml, modeline
         from agilerl.training.report import plot_fitness
 
         out = Path(output_dir)
-        out.mkdir(parents=True, exist_ok=True)
         best = self.best_agent
-        paths = {
-            "agent": out / "best_agent.pt",
-            "manifest": out / "manifest.yaml",
-            "plot": out / "fitness.png",
-            "history": out / "history.json",
-        }
-        best.save_checkpoint(paths["agent"])
-        paths["manifest"].write_text(
-            modeline(paths["manifest"]) + dump_yaml(dump_manifest(self.to_manifest()))
-        )
         history = self.state.history if self.state else []
-        plot_fitness(history, paths["plot"], f"{self.algorithm.name} on {self.environment.name}")
-        paths["history"].write_text(json.dumps(history, indent=1))
+        title = f"{self.algorithm.name} on {self.environment.name}"
+        writers = {
+            "agent": ("best_agent.pt", best.save_checkpoint),
+            "manifest": (
+                "manifest.yaml",
+                lambda p: write_text(p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))),
+            ),
+            "plot": ("fitness.png", lambda p: plot_fitness(history, p, title)),
+            "history": ("history.json", lambda p: write_text(p, json.dumps(history, indent=1))),
+        }
+        paths: dict[str, Path] = {}
+        failures = []
+        for kind, (name, write) in writers.items():
+            try:
+                write(out / name)
+            except OSError as err:
+                failures.append(_not_written(err, out / name))
+            else:
+                paths[kind] = out / name
+        if failures:
+            wrote = f"; written: {', '.join(p.name for p in paths.values())}" if paths else ""
+            raise OutputError("; ".join(failures) + wrote)
         if verbose:
             print(
                 f"best agent {best.index}: fitness {best.fitness[-1]:.1f}\n"
