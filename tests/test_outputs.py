@@ -196,6 +196,36 @@ def test_stale_temporaries_of_a_killed_writer_go_on_the_next_start(tmp_path):
     assert temporaries(out) == ["notes.tmp"]
 
 
+KILLED_WRITER = """
+import os, sys, time
+from agilerl import atomic
+
+def stuck(fd):  # the write is under way: its temporary exists
+    print("writing", flush=True)
+    time.sleep(120)
+
+os.fsync = stuck
+atomic.write_bytes(sys.argv[1], b"part of a checkpoint")
+"""
+
+
+def test_a_writer_killed_mid_checkpoint_leaves_a_temporary_the_next_run_removes(tmp_path):
+    out = tmp_path / "run"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(out / "checkpoint.pt")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout.readline() == "writing\n"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait()
+    (left,) = temporaries(out)
+    assert left.startswith(".checkpoint.pt.")
+    trainer = LocalTrainer.from_manifest(json.loads(json.dumps(TINY)))
+    trainer.train(verbose=False, output_dir=out)
+    assert temporaries(out) == []
+
+
 def test_clean_stale_temporaries_matches_target_names(tmp_path):
     for name in (".a.pt.x1.tmp", ".b.json.y2.tmp", ".tmp", "..tmp", ".a.pt.tmp"):
         (tmp_path / name).write_text("")
