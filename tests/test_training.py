@@ -160,7 +160,7 @@ def test_resume_refuses_damaged_and_mismatched_checkpoints(tmp_path):
         )
     other = copy.deepcopy(document)
     other["training"]["pop_size"] = 2
-    with pytest.raises(CheckpointError, match="training.pop_size is 4, this run's is 2"):
+    with pytest.raises(CheckpointError, match="training.pop_size: checkpoint 4, this run 2"):
         LocalTrainer.from_manifest(other, resume_from_checkpoint=tmp_path / "run.pt").train(
             verbose=False
         )

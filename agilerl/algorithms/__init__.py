@@ -15,7 +15,10 @@ from agilerl.algorithms.hyperparameters import RLParameter
 #: Algorithm class name -> module that defines it.
 _MODULES = {"DQN": "agilerl.algorithms.dqn", "PPO": "agilerl.algorithms.ppo"}
 
-__all__ = ["RLAlgorithm", "RLParameter", *_MODULES]
+#: Names of the algorithm classes (the only ones an agent checkpoint may ask for).
+NAMES = tuple(_MODULES)
+
+__all__ = ["NAMES", "RLAlgorithm", "RLParameter", *_MODULES]
 
 
 def __getattr__(name: str) -> Any:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from gymnasium import spaces
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from agilerl import checkpoints
 from agilerl.algorithms.hyperparameters import (
@@ -229,7 +229,7 @@ class RLAlgorithm:
             try:
                 narrowed[name] = param.within(limits[name]) if name in limits else param
             except ValueError as err:
-                raise ValueError(f"hp_config.{name}: {err} for {self.name}.{name}") from None
+                raise ValueError(f"hp_config.{name}: {err}") from None
         return narrowed
 
     def _is_numeric(self, name: str) -> bool:
@@ -352,7 +352,7 @@ class RLAlgorithm:
         out = {}
         for name in self.init_args:
             value = getattr(self, name)
-            out[name] = value.model_dump() if isinstance(value, BaseModel) else value
+            out[name] = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         return out
 
     # -- evaluation -----------------------------------------------------------------------
@@ -394,7 +394,8 @@ class RLAlgorithm:
         return [*self.eval_networks, *self.target_networks]
 
     def state_dict(self) -> dict[str, Any]:
-        """Everything needed to rebuild this agent exactly (tensors on the CPU)."""
+        """Everything needed to rebuild this agent exactly (tensors on the CPU), as a tree
+        :mod:`agilerl.checkpoints` stores (laid out as :data:`AGENT_LAYOUT`)."""
         networks = {}
         for attr in self._network_attrs():
             net = getattr(self, attr)
@@ -431,70 +432,127 @@ class RLAlgorithm:
         """Hook: algorithm-specific state to checkpoint (e.g. a learn counter)."""
         return {}
 
-    def load_extra_state(self, state: dict[str, Any]) -> None:
-        """Hook: restore what :meth:`extra_state` saved."""
+    def load_extra_state(self, state: dict[str, Any], where: str = "extra") -> None:
+        """Hook: restore (after checking it) what :meth:`extra_state` saved."""
+        checkpoints.require_keys(state, (), where, "extra state of this algorithm")
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore networks (with their saved, possibly mutated, architectures),
-        optimisers, hyperparameters, ranges, RNG and metrics from :meth:`state_dict`."""
-        from agilerl import networks as network_module
-        from agilerl.models.base import spec_class
+        """Replace this agent's state by :meth:`state_dict` output. The state is checked
+        and a new agent built from it first, so a refused state changes nothing; the
+        agent keeps its index, seed and accelerator."""
+        fresh = type(self).from_state_dict(state, device=self.device, index=self.index)
+        fresh.seed, fresh.accelerator = self.seed, self.accelerator
+        self.__dict__.update(fresh.__dict__)
 
-        if state.get("class") != self.name:
-            raise checkpoints.CheckpointError(
-                f"checkpoint holds a {state.get('class')} agent, not a {self.name}"
+    @classmethod
+    def from_state_dict(
+        cls,
+        state: dict[str, Any],
+        device: str | torch.device = "cpu",
+        index: int | None = None,
+        where: str = "",
+    ) -> RLAlgorithm:
+        """A new agent built from :meth:`state_dict` output, checked before it is used:
+        any problem is a :class:`~agilerl.checkpoints.CheckpointError` naming its key
+        path (``where`` is prefixed, e.g. ``agents[0]``)."""
+        checkpoints.require(state, AGENT_LAYOUT, where)
+        if state["class"] != cls.__name__:
+            raise checkpoints.fail(
+                checkpoints.join(where, "class"), f"a {state['class']} agent, not a {cls.__name__}"
             )
-        for name, value in state["hyperparameters"].items():
-            current = getattr(self, name, None)
-            if isinstance(current, BaseModel):
-                value = type(current).model_validate(value)
-            setattr(self, name, value)
-        for attr, saved in state["networks"].items():
-            cls = getattr(network_module, saved["class"])
-            spec = spec_class(saved["spec_class"]).model_validate(saved["spec"])
-            net = cls(self.observation_space, self.action_space, spec)
-            net.load_state_dict(saved["state"])
+        hyper = state["hyperparameters"]
+        checkpoints.require_keys(
+            hyper, cls.init_args, checkpoints.join(where, "hyperparameters"),
+            f"a hyperparameter of {cls.__name__}",
+        )  # fmt: skip
+        try:
+            # The constructor checks hyperparameters and ranges as it does a manifest's.
+            agent = cls(
+                state["observation_space"],
+                state["action_space"],
+                state["index"] if index is None else index,
+                device=device,
+                hp_config=state["hp_config"],
+                **hyper,
+            )
+        except (TypeError, ValueError) as err:
+            raise checkpoints.fail(
+                where, f"cannot rebuild the {cls.__name__} agent: {err}"
+            ) from None
+        agent._restore(state, where)
+        return agent
+
+    def _restore(self, state: dict[str, Any], where: str) -> None:
+        """Networks (their saved, possibly mutated, architectures), optimisers, RNG,
+        metrics and extra state of a checked ``state``, onto this newly built agent."""
+        networks = state["networks"]
+        checkpoints.require_keys(
+            networks, self._network_attrs(), checkpoints.join(where, "networks"),
+            f"a network of {self.name}",
+        )  # fmt: skip
+        for attr in self._network_attrs():
+            net = self._restored_network(attr, networks[attr], f"{where}.networks.{attr}")
             setattr(self, attr, net.to(self.device))
         self._link_networks()
         self.build_optimizers()
-        for attr, opt_state in state["optimizers"].items():
-            getattr(self, attr).load_state_dict(opt_state)
-        self.hp_config = self._within_limits(parse_hp_config(state["hp_config"]))
-        self.rng.bit_generator.state = state["rng"]
+        optimizers = state["optimizers"]
+        checkpoints.require_keys(
+            optimizers, list(self.optimizer_specs), checkpoints.join(where, "optimizers"),
+            f"an optimiser of {self.name}",
+        )  # fmt: skip
+        for attr in self.optimizer_specs:
+            optimizer = getattr(self, attr)
+            _check_optimizer_state(optimizer, optimizers[attr], f"{where}.optimizers.{attr}")
+            optimizer.load_state_dict(optimizers[attr])
+        self.rng = checkpoints.generator_from_state(state["rng"], checkpoints.join(where, "rng"))
         metrics = state["metrics"]
         self.steps = metrics["steps"]
         self.fitness = list(metrics["fitness"])
         self.scores = list(metrics["scores"])
         self.mut = metrics["mut"]
-        self.load_extra_state(state.get("extra", {}))
+        self.load_extra_state(state["extra"], checkpoints.join(where, "extra"))
 
-    @classmethod
-    def from_state_dict(
-        cls, state: dict[str, Any], device: str | torch.device = "cpu", index: int | None = None
-    ) -> RLAlgorithm:
-        """A new agent built from :meth:`state_dict` output."""
-        hyper = {
-            name: value for name, value in state["hyperparameters"].items() if name in cls.init_args
-        }
-        agent = cls(
-            state["observation_space"],
-            state["action_space"],
-            state["index"] if index is None else index,
-            device=device,
-            **hyper,
+    def _restored_network(self, attr: str, saved: dict[str, Any], where: str) -> EvolvableNetwork:
+        """Network ``attr`` rebuilt from its saved spec, of the class this agent builds,
+        with saved weights whose names, shapes and dtypes match what the spec builds."""
+        current = getattr(self, attr)
+        for key, expected in (("class", current), ("spec_class", current.spec)):
+            if saved[key] != type(expected).__name__:
+                raise checkpoints.fail(
+                    f"{where}.{key}", f"{saved[key]!r}, expected {type(expected).__name__!r}"
+                )
+        try:
+            spec = type(current.spec).model_validate(saved["spec"])
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(map(str, (f"{where}.spec", *first["loc"])))
+            raise checkpoints.fail(loc, first["msg"]) from None
+        try:
+            net = type(current)(self.observation_space, current.action_space, spec)
+        except (TypeError, ValueError) as err:
+            raise checkpoints.fail(f"{where}.spec", f"cannot build the network: {err}") from None
+        weights = saved["state"]
+        expected_weights = net.state_dict()
+        checkpoints.require_keys(
+            weights, list(expected_weights), f"{where}.state", "a weight of this network"
         )
-        agent.load_state_dict(state)
-        if index is not None:
-            agent.index = index
-        return agent
+        for name, tensor in expected_weights.items():
+            checkpoints.require_tensor(
+                weights[name], f"{where}.state.{name}", tuple(tensor.shape), tensor.dtype
+            )
+        net.load_state_dict(weights)
+        return net
 
     def save_checkpoint(self, path: str | os.PathLike[str]) -> None:
         """Write this agent to ``path`` (atomically)."""
         checkpoints.save(self.state_dict(), path)
 
     def load_checkpoint(self, path: str | os.PathLike[str]) -> None:
-        """Replace this agent's state with the one saved at ``path``."""
-        self.load_state_dict(checkpoints.load(path, kind=CHECKPOINT_KIND))
+        """Replace this agent's state with the one saved at ``path`` (checked first: a
+        refused file changes nothing)."""
+        state = checkpoints.load(path, kind=CHECKPOINT_KIND)
+        with checkpoints.restoring(path):
+            self.load_state_dict(state)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], device: str | torch.device = "cpu") -> RLAlgorithm:
@@ -503,12 +561,14 @@ class RLAlgorithm:
         import agilerl.algorithms
 
         state = checkpoints.load(path, kind=CHECKPOINT_KIND)
-        algo_cls = getattr(agilerl.algorithms, str(state.get("class")), None)
-        if not (isinstance(algo_cls, type) and issubclass(algo_cls, cls)):
-            raise checkpoints.CheckpointError(
-                f"{path}: holds a {state.get('class')} agent, not a {cls.__name__}"
-            )
-        return algo_cls.from_state_dict(state, device=device)
+        with checkpoints.restoring(path):
+            name = state.get("class")
+            # Only the algorithms this package defines: a file never names what is built.
+            known = isinstance(name, str) and name in agilerl.algorithms.NAMES
+            algo_cls = getattr(agilerl.algorithms, name) if known else None
+            if algo_cls is None or not issubclass(algo_cls, cls):
+                raise checkpoints.fail("class", f"a {name!r} agent, not a {cls.__name__}")
+            return algo_cls.from_state_dict(state, device=device)
 
     def clone(self, index: int | None = None) -> RLAlgorithm:
         """An independent copy (networks, optimiser states, hyperparameters, metrics);
@@ -517,3 +577,97 @@ class RLAlgorithm:
         # A clone draws its own random numbers: same seed lineage, different stream.
         twin.rng = np.random.default_rng(self.rng.integers(2**63))
         return twin
+
+
+#: The parts of an agent checkpoint and their types, checked before any is used.
+AGENT_LAYOUT = {
+    "kind": str,
+    "class": str,
+    "index": int,
+    "observation_space": spaces.Space,
+    "action_space": spaces.Space,
+    "hyperparameters": checkpoints.MapOf(object),
+    "hp_config": checkpoints.MapOf(
+        {
+            "min": float,
+            "max": float,
+            "grow_factor": checkpoints.Omittable(float),
+            "shrink_factor": checkpoints.Omittable(float),
+        }
+    ),
+    "networks": checkpoints.MapOf(
+        {
+            "class": str,
+            "spec": checkpoints.MapOf(object),
+            "spec_class": str,
+            "state": checkpoints.MapOf(torch.Tensor),
+        }
+    ),
+    "optimizers": checkpoints.MapOf({"state": dict, "param_groups": checkpoints.ListOf(dict)}),
+    "rng": checkpoints.MapOf(object),
+    "metrics": {
+        "steps": int,
+        "fitness": checkpoints.ListOf(float),
+        "scores": checkpoints.ListOf(float),
+        "mut": str,
+    },
+    "extra": checkpoints.MapOf(object),
+}
+
+
+def _same_kind(saved: Any, fresh: Any) -> bool:
+    """Whether a saved optimiser setting has the type of the fresh optimiser's."""
+    if isinstance(fresh, bool) or fresh is None or isinstance(fresh, str):
+        return type(saved) is type(fresh)
+    if isinstance(fresh, (int, float)):
+        return isinstance(saved, (int, float)) and not isinstance(saved, bool)
+    if isinstance(fresh, (tuple, list)):
+        return (
+            isinstance(saved, (tuple, list))
+            and len(saved) == len(fresh)
+            and all(_same_kind(s, f) for s, f in zip(saved, fresh, strict=True))
+        )
+    return True
+
+
+def _check_optimizer_state(optimizer: torch.optim.Optimizer, saved: Any, where: str) -> None:
+    """``saved`` fits ``optimizer`` (built over the restored networks): the same parameter
+    groups and settings, and per parameter the state an Adam step keeps, shaped like the
+    parameter. torch's own load would accept a mismatch and fail at the next step."""
+    fresh = optimizer.state_dict()
+    groups = saved["param_groups"]
+    if len(groups) != len(fresh["param_groups"]):
+        raise checkpoints.fail(
+            f"{where}.param_groups",
+            f"{len(groups)} parameter groups, expected {len(fresh['param_groups'])}",
+        )
+    params: dict[int, torch.nn.Parameter] = {}
+    for i, (group, expected) in enumerate(zip(groups, fresh["param_groups"], strict=True)):
+        at = f"{where}.param_groups[{i}]"
+        checkpoints.require_keys(group, list(expected), at, "an optimiser setting")
+        for key, value in expected.items():
+            if key != "params" and not _same_kind(group[key], value):
+                raise checkpoints.fail(f"{at}.{key}", f"{group[key]!r} is not like {value!r}")
+        if group["params"] != expected["params"]:
+            raise checkpoints.fail(
+                f"{at}.params",
+                f"{len(group['params'])} parameters, the network has {len(expected['params'])}",
+            )
+        live = optimizer.param_groups[i]["params"]
+        params.update(zip(expected["params"], live, strict=True))
+    for key, entry in saved["state"].items():
+        at = f"{where}.state[{key!r}]"
+        if key not in params:
+            raise checkpoints.fail(at, "state for a parameter the optimiser does not have")
+        group = next(g for g in groups if key in g["params"])
+        names = ADAM_STATE + (("max_exp_avg_sq",) if group.get("amsgrad") else ())
+        if not isinstance(entry, dict):
+            raise checkpoints.fail(at, f"expected a mapping, found {type(entry).__name__}")
+        checkpoints.require_keys(entry, names, at, "Adam state")
+        checkpoints.require_tensor(entry["step"], f"{at}.step", ())
+        for name in names[1:]:
+            checkpoints.require_tensor(entry[name], f"{at}.{name}", tuple(params[key].shape))
+
+
+#: What torch's Adam keeps per parameter (plus ``max_exp_avg_sq`` with amsgrad).
+ADAM_STATE = ("step", "exp_avg", "exp_avg_sq")

@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from agilerl import checkpoints
+
 #: Fields of a transition, in the order :meth:`ReplayBuffer.add` takes them.
 FIELDS = ("obs", "action", "reward", "next_obs", "done")
 
@@ -149,23 +151,64 @@ class ReplayBuffer:
             }
         return {"max_size": self.max_size, "position": self._pos, "size": self._size, "data": data}
 
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Restore what :meth:`state_dict` saved (onto this buffer's device)."""
-        if int(state["max_size"]) != self.max_size:
-            raise ValueError(
-                f"replay buffer state was saved with max_size {state['max_size']}, "
-                f"this buffer holds {self.max_size}"
+    def load_state_dict(self, state: Mapping[str, Any], where: str = "memory") -> None:
+        """Restore what :meth:`state_dict` saved (onto this buffer's device). The state is
+        checked first (a :class:`~agilerl.checkpoints.CheckpointError` names the key path
+        ``where...``); a refused state leaves the buffer as it was."""
+        checkpoints.require(state, STATE_LAYOUT, where)
+        if state["max_size"] != self.max_size:
+            raise checkpoints.fail(
+                checkpoints.join(where, "max_size"),
+                f"the saved buffer holds {state['max_size']} transitions, this one {self.max_size}",
             )
+        size, position = state["size"], state["position"]
+        if not 0 <= size <= self.max_size or not 0 <= position < self.max_size:
+            raise checkpoints.fail(
+                where, f"size {size} / position {position} do not fit max_size {self.max_size}"
+            )
+        if size < self.max_size and position != size:
+            raise checkpoints.fail(
+                where, f"position {position} of a buffer not yet full must be its size {size}"
+            )
+        data, at = state["data"], checkpoints.join(where, "data")
+        if data is None:
+            if size:
+                raise checkpoints.fail(at, f"missing, though size is {size}")
+        else:
+            checkpoints.require_keys(data, FIELDS, at, "a transition field")
+            for name in FIELDS:
+                _check_leaves(data[name], f"{at}.{name}", size)
         self.clear()
-        if state["data"] is not None:
-            self._allocate(state["data"])
+        if data is not None:
+            self._allocate(data)
             assert self._storage is not None
-            size = int(state["size"])
 
             def fill(store: torch.Tensor, saved: torch.Tensor) -> None:
                 store[:size] = saved.to(self.device)
 
             for name in FIELDS:
-                _map_tree(fill, self._storage[name], state["data"][name])
+                _map_tree(fill, self._storage[name], data[name])
             self._size = size
-            self._pos = int(state["position"])
+            self._pos = position
+
+
+#: A replay buffer's checkpoint state (:meth:`ReplayBuffer.state_dict`).
+STATE_LAYOUT = {
+    "max_size": int,
+    "position": int,
+    "size": int,
+    "data": checkpoints.Nullable(dict),
+}
+
+
+def _check_leaves(tree: Any, where: str, size: int) -> None:
+    """Every leaf of a saved field is a tensor of ``size`` rows."""
+    if isinstance(tree, Mapping):
+        for key, value in tree.items():
+            _check_leaves(value, checkpoints.join(where, key), size)
+    elif isinstance(tree, (tuple, list)):
+        for i, value in enumerate(tree):
+            _check_leaves(value, checkpoints.join(where, i), size)
+    elif not torch.is_tensor(tree) or tree.dim() == 0 or tree.shape[0] != size:
+        found = tuple(tree.shape) if torch.is_tensor(tree) else type(tree).__name__
+        raise checkpoints.fail(where, f"expected a tensor of {size} rows, found {found}")

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from agilerl import checkpoints
+
 KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
 
 
@@ -99,5 +101,7 @@ class Mutations:
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.rng.bit_generator.state = state["rng"]
+    def load_state_dict(self, state: dict[str, Any], where: str = "") -> None:
+        """Restore the generator :meth:`state_dict` saved (checked first)."""
+        checkpoints.require(state, {"rng": dict}, where)
+        self.rng = checkpoints.generator_from_state(state["rng"], checkpoints.join(where, "rng"))

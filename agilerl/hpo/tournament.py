@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from agilerl import checkpoints
+
 
 class TournamentSelection:
     """Pick each slot of the next generation by a tournament of ``tournament_size``
@@ -57,5 +59,7 @@ class TournamentSelection:
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.rng.bit_generator.state = state["rng"]
+    def load_state_dict(self, state: dict[str, Any], where: str = "") -> None:
+        """Restore the generator :meth:`state_dict` saved (checked first)."""
+        checkpoints.require(state, {"rng": dict}, where)
+        self.rng = checkpoints.generator_from_state(state["rng"], checkpoints.join(where, "rng"))

@@ -3,13 +3,16 @@
 A run checkpoint holds every agent (networks, optimisers, hyperparameters, metrics, RNG
 state), the replay buffer's contents (off-policy), the selection and mutation operators'
 random generators, the global torch / numpy / python RNG states, the run's progress
-(:class:`~agilerl.training.evolution.RunState`) and the manifest it was started from.
-It is written atomically (:mod:`agilerl.checkpoints`), so a run killed at any moment
-leaves the previous checkpoint intact.
+(:class:`~agilerl.training.evolution.RunState`) and the manifest it was started from
+(:data:`RUN_LAYOUT`). It is a :mod:`agilerl.checkpoints` file: data only, written
+atomically (a run killed at any moment leaves the previous checkpoint intact), and
+checked part by part before a resumed run uses any of it (:func:`restore`).
 """
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import random
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,6 +27,39 @@ if TYPE_CHECKING:  # evolution builds checkpointers, so it imports this module
 
 KIND = "run"
 
+#: The parts of a run checkpoint and their types (agents: the agent layout, memory: the
+#: replay buffer's; both checked when restored).
+RUN_LAYOUT = {
+    "kind": str,
+    "state": {
+        "seed": int,
+        "generation": int,
+        "steps": int,
+        "env_steps": int,
+        "seconds": float,
+        "history": checkpoints.ListOf(dict),
+        "finished": checkpoints.Nullable(str),
+    },
+    "agents": checkpoints.ListOf(dict),
+    "memory": checkpoints.Nullable(dict),
+    "selection": checkpoints.Nullable(dict),
+    "mutation": checkpoints.Nullable(dict),
+    "rng": {"torch": torch.Tensor, "numpy": tuple, "python": tuple},
+    "manifest": checkpoints.Omittable(dict),
+}
+#: What ``RunCheckpointer(extra=...)`` may add to a checkpoint.
+EXTRA_KEYS = ("manifest",)
+
+#: Manifest settings a resumed run may change (dotted paths, ``*`` wildcards): the
+#: budget and where checkpoints go. Any other difference is refused.
+RESUMABLE = (
+    "training.max_steps",
+    "training.target_score",
+    "training.max_wall_seconds",
+    "training.checkpoint_*",
+    "training.overwrite_checkpoints",
+)
+
 
 def global_rng_state() -> dict[str, Any]:
     return {
@@ -31,6 +67,22 @@ def global_rng_state() -> dict[str, Any]:
         "numpy": np.random.get_state(),
         "python": random.getstate(),
     }
+
+
+def check_global_rng_state(state: dict[str, Any], where: str = "rng") -> None:
+    """Each saved global RNG state is accepted by a scratch generator of its kind, so
+    :func:`set_global_rng_state` cannot fail half-way."""
+    trials = (
+        ("torch", lambda s: torch.Generator().set_state(s)),
+        ("numpy", lambda s: np.random.RandomState().set_state(s)),
+        ("python", lambda s: random.Random().setstate(s)),
+    )
+    for key, trial in trials:
+        try:
+            trial(state[key])
+        except (TypeError, ValueError, RuntimeError, IndexError, OverflowError) as err:
+            problem = f"not a valid {key} RNG state ({err})"
+            raise checkpoints.fail(f"{where}.{key}", problem) from None
 
 
 def set_global_rng_state(state: dict[str, Any]) -> None:
@@ -45,6 +97,7 @@ class RunCheckpointer:
     ``every``: env steps per agent between checkpoints (None: every generation).
     ``overwrite``: False also keeps a copy per checkpoint, ``<stem>_<steps><suffix>``,
     next to the latest one (which is always at ``path``, for resuming).
+    ``extra``: more parts, of :data:`EXTRA_KEYS` (the run's manifest).
     """
 
     def __init__(
@@ -57,6 +110,9 @@ class RunCheckpointer:
         mutation: Any = None,
         extra: dict[str, Any] | None = None,
     ) -> None:
+        unknown = sorted(set(extra or {}) - set(EXTRA_KEYS))
+        if unknown:
+            raise ValueError(f"extra: {unknown} are not run checkpoint parts ({EXTRA_KEYS})")
         self.path = Path(path)
         self.every = every
         self.overwrite = overwrite
@@ -91,8 +147,83 @@ class RunCheckpointer:
 
 
 def load_run(path: str | Path) -> dict[str, Any]:
-    """A run checkpoint's contents (verified; see :func:`agilerl.checkpoints.load`)."""
-    return checkpoints.load(path, kind=KIND)
+    """A run checkpoint's contents, its layout checked (see :func:`agilerl.checkpoints.load`)."""
+    data = checkpoints.load(path, kind=KIND)
+    with checkpoints.restoring(path):
+        checkpoints.require(data, RUN_LAYOUT)
+        check_global_rng_state(data["rng"])
+    return data
+
+
+def restore(
+    data: dict[str, Any],
+    source: str | Path,
+    algo_cls: type,
+    device: Any,
+    memory: Any = None,
+    selection: Any = None,
+    mutation: Any = None,
+) -> tuple[list[Any], RunState]:
+    """Rebuild the population and the run state of :func:`load_run` output, and restore
+    the replay buffer, operators and global RNG states this run uses. Each part is
+    checked before it is used; the global RNG states are set last, once all passed."""
+    from agilerl.training.evolution import RunState
+
+    with checkpoints.restoring(source):
+        population = [
+            algo_cls.from_state_dict(agent, device=device, where=f"agents[{i}]")
+            for i, agent in enumerate(data["agents"])
+        ]
+        if not population:
+            raise checkpoints.fail("agents", "the checkpoint holds no agent")
+        for key, part in (("memory", memory), ("selection", selection), ("mutation", mutation)):
+            if (part is None) != (data[key] is None):
+                held = "holds none" if data[key] is None else "holds one"
+                needed = "this run needs one" if part is not None else "this run has none"
+                raise checkpoints.fail(key, f"the checkpoint {held}, {needed}")
+            if part is not None:
+                part.load_state_dict(data[key], where=key)
+        state = RunState.from_dict(data["state"])
+        set_global_rng_state(data["rng"])
+    return population, state
+
+
+def _show(value: Any) -> str:
+    return "not set" if value is _ABSENT else json.dumps(value)
+
+
+_ABSENT = object()
+
+
+def manifest_differences(saved: Any, current: Any, where: str = "") -> list[str]:
+    """``path: checkpoint X, this run Y`` for every setting in which two manifest
+    documents differ, except the :data:`RESUMABLE` ones."""
+    if any(fnmatch.fnmatchcase(where, pattern) for pattern in RESUMABLE):
+        return []
+    if isinstance(saved, dict) and isinstance(current, dict):
+        keys = [*saved, *(k for k in current if k not in saved)]
+        return [
+            line
+            for key in keys
+            for line in manifest_differences(
+                saved.get(key, _ABSENT), current.get(key, _ABSENT), checkpoints.join(where, key)
+            )
+        ]
+    if saved == current and type(saved) is type(current) or _numbers_equal(saved, current):
+        return []
+    return [f"{where}: checkpoint {_show(saved)}, this run {_show(current)}"]
+
+
+def _numbers_equal(a: Any, b: Any) -> bool:
+    """1 and 1.0 are the same setting; True and 1 are not."""
+    numbers = (int, float)
+    return (
+        isinstance(a, numbers)
+        and isinstance(b, numbers)
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+        and a == b
+    )
 
 
 def checkpointer_for(

@@ -35,7 +35,13 @@ from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.envs import make_vector_env
 from agilerl.training.evolution import RunState
-from agilerl.training.run_checkpoint import checkpointer_for, load_run, set_global_rng_state
+from agilerl.training.preflight import preflight
+from agilerl.training.run_checkpoint import (
+    checkpointer_for,
+    load_run,
+    manifest_differences,
+    restore,
+)
 
 
 class TrainerError(ValueError):
@@ -184,8 +190,13 @@ class LocalTrainer:
     def evo_steps(self) -> int:
         return self.training.evo_steps or self.algorithm.default_evo_steps
 
+    #: Whether this run drew its seed (the manifest left it null); a resume keeps the
+    #: checkpoint's seed then.
+    _seed_drawn = False
+
     def _seed(self) -> int:
         if self.training.seed is None:
+            self._seed_drawn = True
             # Draw one and record it, so the manifest this run writes reproduces it.
             self.training = self.training.model_copy(update={"seed": secrets.randbelow(2**31)})
         return self.training.seed
@@ -292,6 +303,8 @@ class LocalTrainer:
                     f"training.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()
                 )
                 raise TrainerError(problems) from None
+        # Before anything is built or written: paths, memory (PreflightError).
+        preflight(self, output_dir)
         holds = self._hold_outputs(output_dir)
         try:
             return self._run(verbose, output_dir)
@@ -408,30 +421,23 @@ class LocalTrainer:
     ) -> tuple[list[Any], RunState]:
         path = self.resume_from_checkpoint
         data = load_run(path)
-        saved = data.get("manifest", {})
-        mine = self._document()
-        for section, key in (
-            ("algorithm", "name"),
-            ("environment", "name"),
-            ("training", "pop_size"),
-        ):
-            theirs = saved.get(section, {}).get(key)
-            ours = mine.get(section, {}).get(key)
-            if theirs is not None and theirs != ours:
+        if "manifest" in data:
+            saved, mine = dict(data["manifest"]), self._document()
+            if self._seed_drawn:  # the manifest leaves the seed to the run: keep the saved one
+                for doc in (saved, mine):
+                    if isinstance(doc.get("training"), dict):
+                        doc["training"] = {k: v for k, v in doc["training"].items() if k != "seed"}
+            differences = manifest_differences(saved, mine)
+            if differences:
                 raise CheckpointError(
-                    f"{path}: cannot resume: the checkpoint's {section}.{key} is {theirs!r}, "
-                    f"this run's is {ours!r}"
+                    f"{path}: cannot resume: this run's manifest differs from the checkpoint's "
+                    "(a resumed run may change only its budget, training.max_steps, "
+                    "target_score and max_wall_seconds, and its checkpoint settings):\n  "
+                    + "\n  ".join(differences)
                 )
-        algo_cls = self.algorithm.algo_class()
-        population = [algo_cls.from_state_dict(s, device=self.device) for s in data["agents"]]
-        if memory is not None and data.get("memory") is not None:
-            memory.load_state_dict(data["memory"])
-        if selection is not None and data.get("selection") is not None:
-            selection.load_state_dict(data["selection"])
-        if mutation is not None and data.get("mutation") is not None:
-            mutation.load_state_dict(data["mutation"])
-        set_global_rng_state(data["rng"])
-        state = RunState.from_dict(data["state"])
+        population, state = restore(
+            data, path, self.algorithm.algo_class(), self.device, memory, selection, mutation
+        )
         # The run keeps its own seed: resets and selection continue its sequence.
         self.training = self.training.model_copy(update={"seed": state.seed})
         return population, state
