@@ -7,6 +7,7 @@ found there, what was expected and, for files, the line and column.
 from __future__ import annotations
 
 import difflib
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar, get_args
@@ -19,6 +20,19 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 Locator = Callable[[tuple[Any, ...]], "tuple[int, int] | None"]
 
 _MISSING = object()
+
+#: Values in messages are shortened: a document can hold megabytes (an alias bomb printed
+#: whole made an 80 MB error); reprlib never builds the full repr.
+_SHORT = reprlib.Repr()
+_SHORT.maxlevel = 3
+_SHORT.maxlist = _SHORT.maxdict = 10
+_SHORT.maxstring = _SHORT.maxother = 80
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)``, shortened with ``...`` past a few items, levels or characters."""
+    text = _SHORT.repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 @dataclass(frozen=True)
@@ -46,7 +60,7 @@ class Issue:
                 if self.position
                 else f"{source}: "
             )
-        found = "" if self.value is _MISSING else f" (found {self.value!r})"
+        found = "" if self.value is _MISSING else f" (found {short_repr(self.value)})"
         return f"{where}{self.dotted_path}: {self.message}{found}"
 
 
