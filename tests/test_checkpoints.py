@@ -1,47 +1,542 @@
-"""Checkpoint files: atomic writes, and damaged or foreign files refused clearly."""
+"""Checkpoint files: data only (loading never runs code), atomic writes, exact round
+trips, and every damaged, foreign or malformed file refused with a message that says
+what is wrong and where (file, key path)."""
 
+import builtins
+import copy
+import io
+import json
 import os
+import struct
 
+import numpy as np
 import pytest
+import safetensors.torch
 import torch
+from gymnasium import spaces
 
 from agilerl import checkpoints
+from agilerl.algorithms import DQN, PPO, RLAlgorithm
 from agilerl.checkpoints import CheckpointError
+from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.training import LocalTrainer
+from agilerl.training.evolution import RunState
+from agilerl.training.run_checkpoint import RUN_LAYOUT, load_run, manifest_differences
+
+NET = {"encoder_config": {"arch": "mlp", "hidden_size": [8]}, "head_config": {"hidden_size": [8]}}
+
+#: A run small enough to train in about a second, with every part a checkpoint holds:
+#: a population, HPO operators, a replay buffer.
+TINY_RUN = {
+    "algorithm": {"name": "DQN", "batch_size": 16, "lr": 1e-3, "learn_step": 4},
+    "environment": {"name": "CartPole-v1", "num_envs": 2, "sync": True},
+    "network": {"arch": "mlp", "latent_dim": 8, **NET},
+    "training": {"max_steps": 100, "evo_steps": 50, "pop_size": 2, "eval_steps": 20, "seed": 5},
+    "mutation": {"rand_seed": 1},
+    "selection_strategy": {"tournament_size": 2, "elitism": True},
+    "replay_buffer": {"max_size": 500},
+}
 
 
-def test_round_trip(tmp_path):
-    path = checkpoints.save({"kind": "run", "w": torch.arange(5.0)}, tmp_path / "c.pt")
-    loaded = checkpoints.load(path, kind="run")
-    assert torch.equal(loaded["w"], torch.arange(5.0))
+class RunsCode:
+    """Unpickling this creates the file ``marker``: a stand-in for any command."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (builtins.open, (self.marker, "w"))
 
 
-def test_truncated_file_is_refused_with_a_clear_error(tmp_path):
-    path = checkpoints.save({"kind": "run", "w": torch.zeros(1000)}, tmp_path / "c.pt")
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(CheckpointError, match="damaged checkpoint \\(truncated"):
+def torch_pickle(obj) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def raw_file(tree, tensors=None) -> bytes:
+    """A format-2 file with a correct header around an arbitrary (hostile) JSON tree."""
+    data = json.dumps(tree).encode()
+    blob = safetensors.torch.save(tensors or {})
+    return checkpoints.frame(struct.pack("<Q", len(data)) + data + blob)
+
+
+def dqn() -> DQN:
+    return DQN(spaces.Box(-1, 1, (4,)), spaces.Discrete(2), net_config=NET, batch_size=4, seed=0)
+
+
+def trained_dqn() -> DQN:
+    agent = dqn()
+    batch = {
+        "obs": torch.randn(8, 4),
+        "action": torch.randint(0, 2, (8,)),
+        "reward": torch.randn(8),
+        "next_obs": torch.randn(8, 4),
+        "done": torch.zeros(8),
+    }
+    agent.learn(batch)  # optimiser state to save
+    return agent
+
+
+@pytest.fixture
+def agent_file(tmp_path):
+    path = tmp_path / "agent.pt"
+    trained_dqn().save_checkpoint(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def run_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("run") / "run.pt"
+    LocalTrainer.from_manifest(copy.deepcopy(TINY_RUN)).train(verbose=False, checkpoint_path=path)
+    return path
+
+
+def resume(document, path):
+    trainer = LocalTrainer.from_manifest(copy.deepcopy(document), resume_from_checkpoint=path)
+    trainer.train(verbose=False)
+    return trainer
+
+
+# -- no code runs from a file ---------------------------------------------------------
+def old_format_file(path, marker):
+    """What the previous format wrote (header, torch pickle): here one that runs code."""
+    payload = torch_pickle({"kind": "agent", "class": "DQN", "x": RunsCode(marker)})
+    path.write_bytes(checkpoints.frame(payload, version=1))
+    return payload
+
+
+def test_the_old_format_payload_is_live_code(tmp_path):
+    # The check below is only meaningful if unpickling this payload does run code.
+    marker = tmp_path / "marker"
+    payload = old_format_file(tmp_path / "old.pt", marker)
+    torch.load(io.BytesIO(payload), weights_only=False)  # what the old loader did
+    assert marker.exists()
+
+
+@pytest.mark.parametrize(
+    "entry_point",
+    [
+        lambda path: checkpoints.load(path),
+        lambda path: RLAlgorithm.load(path),
+        lambda path: DQN.load(path),
+        lambda path: dqn().load_checkpoint(path),
+        lambda path: resume(TINY_RUN, path),
+    ],
+    ids=["checkpoints.load", "RLAlgorithm.load", "DQN.load", "load_checkpoint", "resume"],
+)
+def test_an_old_format_pickle_is_refused_unread_on_every_entry_point(tmp_path, entry_point):
+    marker = tmp_path / "marker"
+    path = tmp_path / "evil.pt"
+    old_format_file(path, marker)
+    with pytest.raises(CheckpointError, match=r"evil.pt: checkpoint format version 1 \(a torch"):
+        entry_point(path)
+    assert not marker.exists()
+
+
+def smuggled_files(marker):
+    """Every way of slipping a pickle (or a name to call) into a format-2 file."""
+    evil = torch_pickle(RunsCode(marker))
+    tree = {"kind": "agent"}
+    data = json.dumps(tree).encode()
+    return {
+        "payload is a pickle": (checkpoints.frame(evil), "tree length"),
+        "tensor part is a pickle": (
+            checkpoints.frame(struct.pack("<Q", len(data)) + data + evil),
+            "not a valid safetensors file",
+        ),
+        "a $reduce tag": (
+            raw_file({"kind": "agent", "x": {"$reduce": ["builtins.open", [str(marker), "w"]]}}),
+            "x: unknown tagged value '\\$reduce'",
+        ),
+        "a space naming a function": (
+            raw_file({"kind": "agent", "x": {"$space": {"type": "builtins.open"}}}),
+            "x: unknown space type 'builtins.open'",
+        ),
+        "an object numpy scalar": (
+            raw_file({"kind": "agent", "x": {"$numpy": ["O", str(marker)]}}),
+            "x: bad numpy scalar",
+        ),
+        "an agent class naming a function": (
+            raw_file({"kind": "agent", "class": "__getattr__"}),
+            "class: a '__getattr__' agent, not a RLAlgorithm",
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", list(smuggled_files("m")))
+def test_nothing_smuggled_into_the_new_format_is_run(tmp_path, case):
+    marker = tmp_path / "marker"
+    data, message = smuggled_files(marker)[case]
+    path = tmp_path / "evil.pt"
+    path.write_bytes(data)
+    with pytest.raises(CheckpointError, match=message):
+        RLAlgorithm.load(path)
+    assert not marker.exists()
+
+
+def test_a_network_class_in_the_file_is_never_looked_up(agent_file, tmp_path):
+    tree = checkpoints.load(agent_file)
+    tree["networks"]["actor"]["class"] = "EvolvableNetwork"  # importable, but not what DQN builds
+    checkpoints.save(tree, tmp_path / "b.pt")
+    with pytest.raises(CheckpointError, match="networks.actor.class: 'EvolvableNetwork', expected"):
+        RLAlgorithm.load(tmp_path / "b.pt")
+
+
+# -- exact round trips -----------------------------------------------------------------
+def test_the_tree_codec_round_trips_every_type_it_holds(tmp_path):
+    tree = {
+        "kind": "run",
+        "tensors": [torch.arange(6.0).view(2, 3).t(), torch.tensor(3), torch.zeros(0, 2)],
+        "dtypes": [torch.ones(2, dtype=d) for d in (torch.bfloat16, torch.uint8, torch.bool)],
+        "arrays": [np.arange(4, dtype=d) for d in ("uint16", "int8", "float16", "uint64")],
+        "scalars": [np.float32(1.5), np.int64(-3), np.bool_(True)],
+        "numbers": [2**100, -(2**60), float("nan"), float("inf"), 0.1, True, None],
+        "tuples": (1, ("a", [2])),
+        "keys": {0: "int key", (1, 2): "tuple key", "$dollar": "escaped", "plain": 1},
+        "space": spaces.Dict(
+            {
+                "box": spaces.Box(-1, 2, (3,), dtype=np.float64),
+                "discrete": spaces.Discrete(5, start=-2),
+                "multi": spaces.MultiDiscrete([2, 3], start=[1, 0]),
+                "bits": spaces.MultiBinary([2, 2]),
+                "tuple": spaces.Tuple((spaces.Discrete(2),)),
+            }
+        ),
+        "rng": np.random.default_rng(4).bit_generator.state,
+    }
+    back = checkpoints.load(checkpoints.save(tree, tmp_path / "t.pt"), kind="run")
+    for saved, loaded in zip(
+        tree["tensors"] + tree["dtypes"], back["tensors"] + back["dtypes"], strict=True
+    ):
+        assert torch.equal(saved, loaded) and saved.dtype == loaded.dtype
+    for saved, loaded in zip(tree["arrays"], back["arrays"], strict=True):
+        assert isinstance(loaded, np.ndarray) and loaded.dtype == saved.dtype
+        np.testing.assert_array_equal(saved, loaded)
+    assert [(type(s), s) for s in back["scalars"]] == [(type(s), s) for s in tree["scalars"]]
+    assert back["numbers"][:2] == tree["numbers"][:2] and np.isnan(back["numbers"][2])
+    assert back["numbers"][3:] == tree["numbers"][3:]
+    assert back["tuples"] == tree["tuples"] and back["keys"] == tree["keys"]
+    assert back["space"] == tree["space"] and back["rng"] == tree["rng"]
+
+
+def test_what_no_checkpoint_can_hold_is_named_on_save(tmp_path):
+    with pytest.raises(TypeError, match=r"parts\[1\].x: a checkpoint cannot hold a object"):
+        checkpoints.save({"kind": "run", "parts": [1, {"x": object()}]}, tmp_path / "c.pt")
+    with pytest.raises(TypeError, match="a: a checkpoint cannot hold a numpy array of object"):
+        checkpoints.save({"a": np.array([None])}, tmp_path / "c.pt")
+    assert not (tmp_path / "c.pt").exists()
+
+
+@pytest.mark.parametrize("cls", [DQN, PPO])
+def test_agent_round_trip_through_a_file_is_exact(tmp_path, cls):
+    agent = cls(spaces.Box(-1, 1, (4,)), spaces.Discrete(3), net_config=NET, seed=2)
+    agent.mutate_architecture(agent.architecture_mutations()[0], seed=1)
+    agent.fitness, agent.steps = [1.0, float("nan")], 7
+    agent.save_checkpoint(tmp_path / "a.pt")
+    loaded = RLAlgorithm.load(tmp_path / "a.pt")
+    again = loaded.state_dict()
+    saved = agent.state_dict()
+    assert type(loaded) is cls and loaded.hyperparameters() == agent.hyperparameters()
+    for attr, net in saved["networks"].items():
+        assert again["networks"][attr]["spec"] == net["spec"]
+        assert all(
+            torch.equal(v, again["networks"][attr]["state"][k]) for k, v in net["state"].items()
+        )
+    assert again["rng"] == saved["rng"] and again["hp_config"] == saved["hp_config"]
+    assert loaded.steps == 7 and loaded.fitness[0] == 1.0 and np.isnan(loaded.fitness[1])
+    assert loaded.rng.random() == agent.rng.random()  # the generator continues alike
+
+
+def test_replay_buffer_with_tuple_and_dict_observations_round_trips(tmp_path):
+    buffer = ReplayBuffer(6)
+    for step in range(4):
+        obs = {"a": np.full((2, 3), step, np.float32), "b": (np.arange(2) + step,)}
+        buffer.add(obs, np.arange(2), np.ones(2), obs, np.zeros(2, bool))
+    path = checkpoints.save(buffer.state_dict(), tmp_path / "b.pt")
+    restored = ReplayBuffer(6)
+    restored.load_state_dict(checkpoints.load(path))
+    torch.manual_seed(0)
+    first = buffer.sample(5)
+    torch.manual_seed(0)
+    second = restored.sample(5)
+    assert torch.equal(first["obs"]["b"][0], second["obs"]["b"][0])
+    assert torch.equal(first["next_obs"]["a"], second["next_obs"]["a"])
+    assert len(restored) == len(buffer) and restored.position == buffer.position
+
+
+def test_run_layout_names_every_run_state_field():
+    assert set(RUN_LAYOUT["state"]) == set(RunState().to_dict())
+
+
+# -- missing, wrong or misshapen parts -----------------------------------------------------
+def first_weight(tree):
+    return next(iter(tree["networks"]["actor"]["state"]))
+
+
+AGENT_DAMAGE = {
+    "network missing": (
+        lambda t: t["networks"].pop("actor"),
+        r"agent2.pt: networks.actor: missing",
+    ),
+    "optimiser missing": (
+        lambda t: t["optimizers"].pop("optimizer"),
+        r"optimizers.optimizer: missing",
+    ),
+    "weight with the wrong shape": (
+        lambda t: t["networks"]["actor"]["state"].__setitem__(first_weight(t), torch.zeros(3, 3)),
+        r"networks.actor.state.encoder\S*: shape \(3, 3\), expected \(8, 4\)",
+    ),
+    "weight with the wrong dtype": (
+        lambda t: t["networks"]["actor"]["state"].__setitem__(
+            first_weight(t), torch.zeros(8, 4, dtype=torch.float64)
+        ),
+        r"dtype torch.float64, expected torch.float32",
+    ),
+    "weight missing": (
+        lambda t: t["networks"]["actor"]["state"].pop(first_weight(t)),
+        r"networks.actor.state.encoder\S*: missing",
+    ),
+    "weight the network has not": (
+        lambda t: t["networks"]["actor"]["state"].__setitem__("extra", torch.zeros(1)),
+        r"networks.actor.state.extra: not a weight of this network",
+    ),
+    "spec the schema refuses": (
+        lambda t: t["networks"]["actor"]["spec"]["head_config"].__setitem__("hidden_size", [-1]),
+        r"agent2.pt: networks.actor.spec.head_config.hidden_size: every item",
+    ),
+    "optimiser state misshapen": (
+        lambda t: t["optimizers"]["optimizer"]["state"][0].__setitem__("exp_avg", torch.zeros(2)),
+        r"optimizers.optimizer.state\[0\].exp_avg: shape \(2,\), expected \(8, 4\)",
+    ),
+    "optimiser state incomplete": (
+        lambda t: t["optimizers"]["optimizer"]["state"][0].pop("exp_avg_sq"),
+        r"optimizers.optimizer.state\[0\].exp_avg_sq: missing",
+    ),
+    "optimiser groups missing": (
+        lambda t: t["optimizers"]["optimizer"].__setitem__("param_groups", []),
+        r"optimizers.optimizer.param_groups: 0 parameter groups, expected 1",
+    ),
+    "optimiser setting of the wrong type": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("lr", "fast"),
+        r"optimizers.optimizer.param_groups\[0\].lr: 'fast' is not like",
+    ),
+    "hyperparameter missing": (
+        lambda t: t["hyperparameters"].pop("gamma"),
+        r"hyperparameters.gamma: missing",
+    ),
+    "hyperparameter unknown": (
+        lambda t: t["hyperparameters"].__setitem__("learn", 1),
+        r"hyperparameters.learn: not a hyperparameter of DQN",
+    ),
+    "hyperparameter out of range": (
+        lambda t: t["hyperparameters"].__setitem__("gamma", 5.0),
+        r"cannot rebuild the DQN agent: gamma must lie in \[0, 1\]",
+    ),
+    "metric of the wrong type": (
+        lambda t: t["metrics"].__setitem__("steps", "many"),
+        r"metrics.steps: expected an integer, found str",
+    ),
+    "unknown bit generator": (
+        lambda t: t["rng"].__setitem__("bit_generator", "Evil"),
+        r"rng.bit_generator: unknown bit generator 'Evil'",
+    ),
+    "bad generator state": (
+        lambda t: t["rng"].__setitem__("state", "x"),
+        r"rng: not a valid PCG64 state",
+    ),
+    "space of the wrong type": (
+        lambda t: t.__setitem__("action_space", "Discrete(2)"),
+        r"action_space: expected Space, found str",
+    ),
+    "unexpected top-level key": (
+        lambda t: t.__setitem__("code", "import os"),
+        r"code: unexpected key",
+    ),
+    "another algorithm": (
+        lambda t: t.__setitem__("class", "PPO"),
+        r"class: a 'PPO' agent, not a DQN",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(AGENT_DAMAGE))
+def test_a_malformed_agent_file_is_refused_naming_the_key(agent_file, tmp_path, case):
+    damage, message = AGENT_DAMAGE[case]
+    tree = checkpoints.load(agent_file)
+    damage(tree)
+    bad = checkpoints.save(tree, tmp_path / "agent2.pt")  # correct header and checksum
+    with pytest.raises(CheckpointError, match=message) as caught:
+        DQN.load(bad)
+    assert str(caught.value).startswith(f"{bad}: ")
+
+
+def test_a_refused_load_leaves_the_agent_unchanged(agent_file, tmp_path):
+    tree = checkpoints.load(agent_file)
+    tree["optimizers"]["optimizer"]["state"][0]["exp_avg"] = torch.zeros(2)
+    bad = checkpoints.save(tree, tmp_path / "bad.pt")
+    agent = trained_dqn()
+    before = agent.state_dict()
+    with pytest.raises(CheckpointError, match="exp_avg: shape"):
+        agent.load_checkpoint(bad)
+    after = agent.state_dict()
+    assert after["hyperparameters"] == before["hyperparameters"]
+    assert all(
+        torch.equal(v, after["networks"]["actor"]["state"][k])
+        for k, v in before["networks"]["actor"]["state"].items()
+    )
+
+
+RUN_DAMAGE = {
+    "agent network missing": (
+        lambda t: t["agents"][0]["networks"].pop("actor"),
+        r"run2.pt: agents\[0\].networks.actor: missing",
+    ),
+    "agent weight misshapen": (
+        lambda t: t["agents"][1]["networks"]["actor_target"]["state"].__setitem__(
+            first_weight(t["agents"][1]), torch.zeros(1)
+        ),
+        r"agents\[1\].networks.actor_target.state.encoder\S*: shape \(1,\)",
+    ),
+    "memory key missing": (lambda t: t.pop("memory"), r"run2.pt: memory: missing"),
+    "memory absent for an off-policy run": (
+        lambda t: t.__setitem__("memory", None),
+        r"memory: the checkpoint holds none, this run needs one",
+    ),
+    "memory rows missing": (
+        lambda t: t["memory"]["data"].__setitem__("reward", torch.zeros(3)),
+        r"memory.data.reward: expected a tensor of \d+ rows, found \(3,\)",
+    ),
+    "memory field missing": (
+        lambda t: t["memory"]["data"].pop("done"),
+        r"memory.data.done: missing",
+    ),
+    "selection generator missing": (
+        lambda t: t["selection"].pop("rng"),
+        r"selection.rng: missing",
+    ),
+    "global torch RNG wrong": (
+        lambda t: t["rng"].__setitem__("torch", torch.zeros(3, dtype=torch.uint8)),
+        r"rng.torch: not a valid torch RNG state",
+    ),
+    "global numpy RNG wrong": (
+        lambda t: t["rng"].__setitem__("numpy", ("MT19937",)),
+        r"rng.numpy: not a valid numpy RNG state",
+    ),
+    "run state of the wrong type": (
+        lambda t: t["state"].__setitem__("generation", "two"),
+        r"state.generation: expected an integer, found str",
+    ),
+    "no agent": (lambda t: t.__setitem__("agents", []), r"agents: the checkpoint holds no agent"),
+}
+
+
+@pytest.mark.parametrize("case", list(RUN_DAMAGE))
+def test_a_malformed_run_checkpoint_is_refused_naming_the_key(run_file, tmp_path, case):
+    damage, message = RUN_DAMAGE[case]
+    tree = checkpoints.load(run_file)
+    damage(tree)
+    bad = checkpoints.save(tree, tmp_path / "run2.pt")
+    with pytest.raises(CheckpointError, match=message):
+        resume(TINY_RUN, bad)
+
+
+# -- damaged files: say what is wrong ----------------------------------------------------
+def header_with_length(data: bytes, length: int) -> bytes:
+    return data[:14] + struct.pack("<Q", length) + data[22:]
+
+
+FRAME_DAMAGE = {
+    "trailing junk": (lambda d: d + b"junk", r"4 bytes of trailing data after the payload"),
+    "length field larger than the file": (
+        lambda d: header_with_length(d, len(d) + 1000),
+        r"corrupted length field: it gives \d+ bytes, larger than the file",
+    ),
+    "length field too small": (
+        lambda d: header_with_length(d, len(d) - 64),
+        r"corrupted length field: it gives \d+ bytes, smaller than the \d+-byte payload",
+    ),
+    "truncated": (
+        lambda d: d[: len(d) // 2],
+        r"damaged checkpoint \(truncated: \d+ of \d+ payload",
+    ),
+    "truncated inside the header": (lambda d: d[:30], r"truncated inside the header: 30 of 54"),
+    "checksum mismatch": (
+        lambda d: d[:-10] + bytes([d[-10] ^ 0xFF]) + d[-9:],
+        r"checksum mismatch",
+    ),
+    "newer format": (lambda d: d[:13] + b"\x07" + d[14:], r"format version 7 is newer than"),
+    "not a checkpoint": (lambda d: b"PK\x03\x04" + d, r"not an agilerl checkpoint \(bad header\)"),
+    "empty file": (lambda d: b"", r"not an agilerl checkpoint"),
+}
+
+
+@pytest.mark.parametrize("case", list(FRAME_DAMAGE))
+def test_damage_to_the_file_is_named(tmp_path, case):
+    damage, message = FRAME_DAMAGE[case]
+    path = checkpoints.save({"kind": "run", "w": torch.zeros(100)}, tmp_path / "c.pt")
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(CheckpointError, match=message) as caught:
         checkpoints.load(path)
+    assert str(caught.value).startswith(f"{path}: ")
 
 
-def test_corrupted_byte_is_refused(tmp_path):
-    path = checkpoints.save({"kind": "run", "w": torch.zeros(1000)}, tmp_path / "c.pt")
-    data = bytearray(path.read_bytes())
-    data[-10] ^= 0xFF
-    path.write_bytes(bytes(data))
-    with pytest.raises(CheckpointError, match="checksum mismatch"):
-        checkpoints.load(path)
+PAYLOAD_DAMAGE = {
+    "tree length beyond the payload": (
+        checkpoints.frame(struct.pack("<Q", 10**6) + b"{}"),
+        r"the tree length \(1000000 bytes\) is larger than the payload",
+    ),
+    "tree not JSON": (
+        checkpoints.frame(struct.pack("<Q", 3) + b"{x}" + safetensors.torch.save({})),
+        r"the tree is not valid JSON",
+    ),
+    "tensor the tree never names": (
+        raw_file({"kind": "run"}, {"0": torch.zeros(1)}),
+        r"tensors the tree never refers to",
+    ),
+    "tensor the file lacks": (
+        raw_file({"kind": "run", "w": {"$tensor": "9"}}),
+        r"w: refers to tensor '9', which the file does not hold",
+    ),
+    "tensor named twice": (
+        raw_file({"kind": "run", "w": [{"$tensor": "0"}, {"$tensor": "0"}]}, {"0": torch.zeros(1)}),
+        r"w\[1\]: refers to tensor '0' a second time",
+    ),
+    "nesting bomb": (
+        raw_file({"kind": "run", "x": json.loads("[" * 150 + "]" * 150)}),
+        r"nested more than 100 levels deep",
+    ),
+    "a tag beside other keys": (
+        raw_file({"kind": "run", "w": {"$tuple": [], "more": 1}}),
+        r"w: unknown tagged value",
+    ),
+    "a space with foreign fields": (
+        raw_file({"kind": "run", "s": {"$space": {"type": "Discrete", "n": 2, "seed": 1}}}),
+        r"s: a Discrete space needs the fields n, start",
+    ),
+    "an impossible space": (
+        raw_file({"kind": "run", "s": {"$space": {"type": "Discrete", "n": -2, "start": 0}}}),
+        r"s: not a valid Discrete space",
+    ),
+    "a huge $int": (raw_file({"kind": "run", "i": {"$int": "9" * 5000}}), r"i: bad \$int"),
+    "wrong kind": (raw_file({"kind": "agent"}), r"expected a run checkpoint, found 'agent'"),
+}
 
 
-def test_foreign_missing_and_wrong_kind_files(tmp_path):
-    other = tmp_path / "other.pt"
-    torch.save({"x": 1}, other)
-    with pytest.raises(CheckpointError, match="not an agilerl checkpoint"):
-        checkpoints.load(other)
+@pytest.mark.parametrize("case", list(PAYLOAD_DAMAGE))
+def test_a_malformed_payload_with_a_correct_header_is_named(tmp_path, case):
+    data, message = PAYLOAD_DAMAGE[case]
+    path = tmp_path / "c.pt"
+    path.write_bytes(data)
+    with pytest.raises(CheckpointError, match=message):
+        checkpoints.load(path, kind="run")
+
+
+def test_missing_and_directory_paths(tmp_path):
     with pytest.raises(CheckpointError, match="no such checkpoint"):
         checkpoints.load(tmp_path / "absent.pt")
-    path = checkpoints.save({"kind": "agent"}, tmp_path / "a.pt")
-    with pytest.raises(CheckpointError, match="expected a run checkpoint, found 'agent'"):
-        checkpoints.load(path, kind="run")
+    with pytest.raises(CheckpointError, match="is a directory"):
+        checkpoints.load(tmp_path)
 
 
 def test_a_failed_write_leaves_the_previous_checkpoint_and_no_temp_file(tmp_path, monkeypatch):
@@ -53,5 +548,76 @@ def test_a_failed_write_leaves_the_previous_checkpoint_and_no_temp_file(tmp_path
     monkeypatch.setattr(os, "replace", crash)
     with pytest.raises(OSError, match="disk full"):
         checkpoints.save({"kind": "run", "generation": 2}, path)
+    monkeypatch.undo()
     assert checkpoints.load(path)["generation"] == 1
     assert [p.name for p in tmp_path.iterdir()] == ["c.pt"]
+
+
+# -- resuming with a changed manifest ----------------------------------------------------
+def changed(path, value):
+    document = copy.deepcopy(TINY_RUN)
+    *parents, key = path.split(".")
+    node = document
+    for part in parents:
+        node = node[part]
+    node[key] = value
+    return document
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "shown"),
+    [
+        ("replay_buffer.max_size", 600, "replay_buffer.max_size: checkpoint 500, this run 600"),
+        ("algorithm.lr", 2e-3, "algorithm.lr: checkpoint 0.001, this run 0.002"),
+        (
+            "network.encoder_config.hidden_size",
+            [16],
+            "network.encoder_config.hidden_size: checkpoint [8], this run [16]",
+        ),
+        ("training.seed", 6, "training.seed: checkpoint 5, this run 6"),
+        ("environment.num_envs", 3, "environment.num_envs: checkpoint 2, this run 3"),
+        ("training.eval_loop", 2, "training.eval_loop: checkpoint 1, this run 2"),
+    ],
+)
+def test_resume_refuses_a_changed_manifest_listing_the_difference(run_file, path, value, shown):
+    with pytest.raises(CheckpointError, match="cannot resume") as caught:
+        resume(changed(path, value), run_file)
+    assert shown in str(caught.value)
+
+
+def test_every_difference_is_listed_at_once():
+    saved = copy.deepcopy(TINY_RUN)
+    mine = changed("algorithm.lr", 0.5)
+    mine["algorithm"]["gamma"] = 0.5
+    mine["training"]["max_steps"] = 10**6  # the budget may change
+    mine["training"]["checkpoint_path"] = "elsewhere.pt"
+    assert manifest_differences(saved, mine) == [
+        "algorithm.lr: checkpoint 0.001, this run 0.5",
+        "algorithm.gamma: checkpoint not set, this run 0.5",
+    ]
+
+
+def test_a_raised_budget_still_resumes(run_file, tmp_path):
+    document = changed("training.max_steps", 150)
+    document["training"]["target_score"] = 1000.0
+    trainer = resume(document, run_file)
+    assert trainer.state.steps == 150 and load_run(run_file)["state"]["steps"] == 100
+
+
+def test_a_drawn_seed_is_kept_on_resume(tmp_path):
+    document = changed("training.seed", None)
+    path = tmp_path / "run.pt"
+    LocalTrainer.from_manifest(copy.deepcopy(document)).train(verbose=False, checkpoint_path=path)
+    seed = load_run(path)["state"]["seed"]
+    trainer = resume(document, path)  # the manifest still leaves the seed to the run
+    assert trainer.training.seed == seed
+
+
+def test_an_agent_file_is_a_header_a_json_tree_and_safetensors(agent_file):
+    data = agent_file.read_bytes()
+    assert data[:14] == b"AGILERL-CKPT\x00\x02"
+    (tree_length,) = struct.unpack_from("<Q", data, 54)
+    tree = json.loads(data[62 : 62 + tree_length])
+    tensors = safetensors.torch.load(data[62 + tree_length :])
+    assert tree["class"] == "DQN" and tree["networks"]["actor"]["state"]
+    assert all(torch.is_tensor(t) for t in tensors.values()) and len(tensors) > 4

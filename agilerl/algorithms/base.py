@@ -491,7 +491,8 @@ class RLAlgorithm:
             f"a network of {self.name}",
         )  # fmt: skip
         for attr in self._network_attrs():
-            net = self._restored_network(attr, networks[attr], f"{where}.networks.{attr}")
+            at = checkpoints.join(checkpoints.join(where, "networks"), attr)
+            net = self._restored_network(attr, networks[attr], at)
             setattr(self, attr, net.to(self.device))
         self._link_networks()
         self.build_optimizers()
@@ -502,7 +503,8 @@ class RLAlgorithm:
         )  # fmt: skip
         for attr in self.optimizer_specs:
             optimizer = getattr(self, attr)
-            _check_optimizer_state(optimizer, optimizers[attr], f"{where}.optimizers.{attr}")
+            at = checkpoints.join(checkpoints.join(where, "optimizers"), attr)
+            _check_optimizer_state(optimizer, optimizers[attr], at)
             optimizer.load_state_dict(optimizers[attr])
         self.rng = checkpoints.generator_from_state(state["rng"], checkpoints.join(where, "rng"))
         metrics = state["metrics"]
