@@ -154,6 +154,19 @@ def _set_path(data: dict[str, Any], path: tuple[Any, ...], value: Any) -> None:
         raise ValueError(f"{'.'.join(map(str, path[:-1]))} is not a section of the manifest")
 
 
+def _depth_present(data: Any, keys: tuple[Any, ...]) -> int:
+    """How many leading parts of ``keys`` the document already has (before a --set)."""
+    node = data
+    for depth, part in enumerate(keys[:-1]):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return depth
+    return len(keys) - 1
+
+
 def load_with_overrides(path: str, assignments: list[str]) -> Any:
     """The manifest at ``path`` with ``KEY=VALUE`` overrides (dotted keys, YAML values)
     applied, validated like the file itself. Problems are raised as :class:`CliError`
@@ -172,13 +185,16 @@ def load_with_overrides(path: str, assignments: list[str]) -> Any:
         if not sep or not key.strip():
             raise CliError(f"--set {item}: expected KEY=VALUE, e.g. training.max_steps=20000")
         keys = tuple(int(p) if p.isdigit() else p for p in key.strip().split("."))
+        # What the --set brings into the document: the value, and every section on its
+        # path the file lacked (``a.b.c=1`` on a file without ``a`` brings ``a``).
+        brought = keys[: _depth_present(data, keys) + 1]
         try:
             if not isinstance(data, dict):
                 raise ValueError("the manifest is not a mapping")
             _set_path(data, keys, parse_value(text))
         except (ValueError, DocumentError) as err:
             raise CliError(f"--set {item}: {err}") from None
-        overridden[keys] = item
+        overridden[brought] = item
     try:
         return parse_manifest(data, source=path, locate=locate)
     except SpecError as err:
@@ -220,6 +236,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
     from agilerl.training.envs import EnvironmentSpecError
+    from agilerl.training.preflight import PreflightError
 
     try:
         manifest = load_with_overrides(args.manifest, args.set)
@@ -251,6 +268,7 @@ def _train(args: argparse.Namespace) -> int:
         EnvironmentSpecError,
         AlgorithmNotAvailableError,
         OutputError,
+        PreflightError,
     ) as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1

@@ -50,6 +50,10 @@ def test_train_with_overrides_shows_progress_and_writes_outputs(tmp_path, capsys
         ("training.max_steps", "--set training.max_steps: expected KEY=VALUE"),
         ("training.max_steps.deep=1", "--set training.max_steps.deep=1: training.max_steps is not a section"),
         ("training.pop_size=0", "--set training.pop_size=0: training.pop_size: Input should be greater than or equal to 1"),
+        # Sections the --set brings into the document are blamed on it, not on a line.
+        ("training.foo.bar=1", "--set training.foo.bar=1: training.foo: unknown key"),
+        ("a.b.c.d.e=1", "--set a.b.c.d.e=1: a: unknown key"),
+        ("environment.wrappers=[{wraper: a.b}]", "--set environment.wrappers=[{wraper: a.b}]: environment.wrappers[0].wraper: unknown key (did you mean 'wrapper'?"),
     ],
 )  # fmt: skip
 def test_bad_override_is_a_clear_error_without_traceback(override, message, capsys):

@@ -151,6 +151,48 @@ def test_typo_gets_the_closest_key():
     assert found == {"algorithm.learnstep": "unknown key (did you mean 'learn_step'?)"}
 
 
+_MERGED = "unknown key (did you mean {!r}? it is required and missing)"
+
+
+@pytest.mark.parametrize(
+    ("section", "path", "meant"),
+    [
+        # the encoder chosen by its own arch, by network.arch, and the head
+        ({"network": {**GOOD["network"], "arch": None, "encoder_config": {"arch": "mlp", "hiden_size": [64]}}},
+         "network.encoder_config.hiden_size", "hidden_size"),
+        ({"network": {**GOOD["network"], "encoder_config": {"hiden_size": [64]}}},
+         "network.encoder_config.hiden_size", "hidden_size"),
+        ({"network": {**GOOD["network"], "head_config": {"hiden_size": [64]}}},
+         "network.head_config.hiden_size", "hidden_size"),
+        # inside a map of specs
+        ({"mutation": {"rl_hp_selection": {"lr": {"mni": 0.0001, "max": 0.01}}}},
+         "mutation.rl_hp_selection.lr.mni", "min"),
+        ({"mutation": {"rl_hp_selection": {"lr": {"min": 0.0001, "mxa": 0.01}}}},
+         "mutation.rl_hp_selection.lr.mxa", "max"),
+        # inside a list of specs, and a dependent section
+        ({"environment": {"name": "CartPole-v1", "wrappers": [{"wraper": "my.Wrapper"}]}},
+         "environment.wrappers[0].wraper", "wrapper"),
+        ({"environment": {"nam": "CartPole-v1"}}, "environment.nam", "name"),
+    ],
+)  # fmt: skip
+def test_misspelt_required_key_is_one_issue_at_any_depth(section, path, meant):
+    found = problems({**GOOD, **section})
+    assert found[path] == _MERGED.format(meant)
+    missing = path.rsplit(".", 1)[0] + "." + meant
+    assert missing not in found  # not reported a second time as missing
+
+
+def test_suggestion_at_depth_when_the_meant_key_is_present():
+    network = {**GOOD["network"], "encoder_config": {"hidden_size": [64], "layer_nrom": True}}
+    found = problems({**GOOD, "network": network})
+    assert found == {"network.encoder_config.layer_nrom": "unknown key (did you mean 'layer_norm'?)"}
+    selection = {"lr": {"min": 0.0001, "max": 0.01, "grow_fator": 1.5}}
+    found = problems({**GOOD, "mutation": {"rl_hp_selection": selection}})
+    assert found == {
+        "mutation.rl_hp_selection.lr.grow_fator": "unknown key (did you mean 'grow_factor'?)"
+    }
+
+
 def test_unknown_algorithm_names_the_known_ones():
     found = problems({**GOOD, "algorithm": {"name": "DQM"}})
     assert "did you mean 'DQN'?" in found["algorithm.name"] and "PPO" in found["algorithm.name"]

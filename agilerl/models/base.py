@@ -10,63 +10,20 @@ never imports the generated package (that would be circular).
 from __future__ import annotations
 
 import importlib
+import json
 from collections.abc import Mapping
 from enum import Enum
-from typing import Annotated, Any, ClassVar, Literal, get_args, get_origin
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_serializer, model_validator
-from pydantic_core import InitErrorDetails, PydanticCustomError
-from pydantic_core.core_schema import ErrorType
+from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic_core import InitErrorDetails
 
-from agilerl.models.rules import RULES_KEYWORD, check_rules
+from agilerl.models.one_pass import reraisable, validate_document
+from agilerl.models.rules import RULES_KEYWORD
+
+__all__ = ["reraisable"]  # re-exported for the manifest's section validation
 
 ALGORITHM_KEYWORD = "x-agilerl-algorithm"
-
-
-def _integral_floats_to_int(value: Any) -> Any:
-    """JSON Schema counts 8.0 as an integer; pydantic strict mode does not. Agree with
-    the schema by handing an integer field (or a list of them) the integer."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, list):
-        return [_integral_floats_to_int(item) for item in value]
-    return value
-
-
-def _leaf_types(annotation: Any) -> set[Any]:
-    """The scalar types an annotation admits (through aliases, Annotated, unions, lists)."""
-    value = getattr(annotation, "__value__", None)  # a TypeAliasType
-    if value is not None:
-        return _leaf_types(value)
-    if get_origin(annotation) is Literal:
-        return {object}  # literal values are compared as they are
-    args = get_args(annotation)
-    if get_origin(annotation) is Annotated:
-        return _leaf_types(args[0])
-    if args:
-        return set().union(*map(_leaf_types, args))
-    return {annotation}
-
-
-def _is_integer_typed(annotation: Any) -> bool:
-    leaves = _leaf_types(annotation)
-    return int in leaves and not leaves & {float, Any, object}
-
-
-_BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
-
-
-def reraisable(item: dict[str, Any]) -> InitErrorDetails:
-    """A reported error as raisable details, keeping its type and context intact."""
-    if item["type"] in _BUILTIN_ERROR_TYPES:
-        details = InitErrorDetails(type=item["type"], loc=item["loc"], input=item["input"])
-        if "ctx" in item:
-            details["ctx"] = item["ctx"]
-        return details
-    # Our own (cross_field) errors from nested specs: same type, same message.
-    return InitErrorDetails(
-        type=PydanticCustomError(item["type"], item["msg"]), loc=item["loc"], input=item["input"]
-    )
 
 
 def _schema_extra(cls: type[BaseModel], key: str) -> list[Any]:
@@ -104,10 +61,11 @@ class SpecBase(BaseModel):
     # Strict: no "8" -> 8 or true -> 1 coercion, exactly like the JSON Schema.
     # defer_build: a class's validator is built on first use, so importing the ~70 specs
     # stays cheap and a run pays only for the specs it validates.
-    model_config = ConfigDict(strict=True, defer_build=True)
+    # allow_inf_nan=False: JSON has no infinity or NaN, so a document holding one is not
+    # valid for the schema (open maps are checked by the walk).
+    model_config = ConfigDict(strict=True, defer_build=True, allow_inf_nan=False)
 
     spec_rules: ClassVar[tuple[Mapping[str, Any], ...]] = ()
-    integer_fields: ClassVar[frozenset[str]] = frozenset()
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -116,11 +74,6 @@ class SpecBase(BaseModel):
             SPEC_CLASSES[cls.__name__] = cls
         cls.spec_rules = tuple(
             rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules
-        )
-        # Only integer fields get 8.0 -> 8: a float inside an open map (environment
-        # kwargs, quantisation settings) reaches its user untouched.
-        cls.integer_fields = frozenset(
-            name for name, field in cls.model_fields.items() if _is_integer_typed(field.annotation)
         )
 
     @classmethod
@@ -131,38 +84,32 @@ class SpecBase(BaseModel):
         validate and any errors found on the way. The plain spec has nothing to do."""
         return data, []
 
-    @model_validator(mode="wrap")
+    # Validation goes through one walk (agilerl.models.one_pass) and then pydantic-core,
+    # which validates nested specs in Rust: no spec has a Python validator of its own.
+    # Every way in from a document (constructor, model_validate, model_validate_json)
+    # takes the walk; an existing instance was validated when it was made.
+
+    def __init__(self, /, **data: Any) -> None:
+        __tracebackhide__ = True
+        validate_document(type(self), data, self_instance=self)
+
+    # pydantic calls a custom __init__ for every nested spec it builds; marked as the
+    # base initialiser, it lets pydantic-core build nested specs itself (the walk has
+    # already prepared them).
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     @classmethod
-    def _validate_like_the_schema(cls, data: Any, handler: Any) -> Any:
-        if not isinstance(data, dict):
-            return handler(data)  # an existing instance: validated when it was made
-        data = {
-            key: _integral_floats_to_int(value) if key in cls.integer_fields else value
-            for key, value in data.items()
-        }
-        data, errors = cls.prepare_document(data)
-        result = None
-        try:
-            result = handler(data)
-        except ValidationError as error:
-            errors += [reraisable(item) for item in error.errors(include_url=False)]
-        # Rules are checked on the raw document (absent fields take their defaults),
-        # like the JSON Schema keyword, so they are reported together with field errors
-        # instead of only once every field is valid.
-        fields = cls.model_fields
+    def model_validate(cls, obj: Any, **options: Any) -> Any:
+        __tracebackhide__ = True
+        if isinstance(obj, dict):
+            return validate_document(cls, obj, **options)
+        return super().model_validate(obj, **options)
 
-        def lookup(name: str) -> Any:
-            return data[name] if name in data else getattr(fields.get(name), "default", None)
-
-        errors += [
-            InitErrorDetails(
-                type=PydanticCustomError("cross_field", v.message), loc=(v.field,), input=v.value
-            )
-            for v in check_rules(list(cls.spec_rules), lookup)
-        ]
-        if errors:
-            raise ValidationError.from_exception_data(cls.__name__, errors)
-        return result
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **options: Any) -> Any:
+        __tracebackhide__ = True
+        # A JSON document is validated like the same document loaded from YAML.
+        return cls.model_validate(json.loads(json_data), **options)
 
 
 class MlpSpecBase(SpecBase):

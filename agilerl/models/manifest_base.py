@@ -4,7 +4,8 @@ Mirrors the manifest schema's ``oneOf`` on ``algorithm.name`` and its ``if``/``t
 rules: the algorithm section is validated by the registered spec of its ``name``, the
 environment by the spec of the algorithm's agent type, the network by the algorithm's
 kind (with the encoder's ``arch`` given at the top, inside ``encoder_config``, or left
-to inference). Every error is reported at its place in the document, all at once.
+to inference), the ranges of ``mutation.rl_hp_selection`` by the algorithm's
+hyperparameters. Every error is reported at its place in the document, all at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agilerl.models.base import AgentType, AlgorithmBase, SpecBase, reraisable, spec_class
+from agilerl.models.limits import hyperparameter_limits
 from agilerl.models.registry import ALGO_REGISTRY
 
 #: Environment spec (title) per agent type; LLM algorithms by their gym type.
@@ -129,11 +131,11 @@ def _check_encoder(arch: Any, encoder: Any) -> list[InitErrorDetails]:
         return _validate(spec_class(ENCODER_SPECS[chosen]), {**encoder, "arch": chosen}, loc)[1]
     # No arch anywhere: it is inferred from the observation space when the run is built,
     # so the config must be a complete config of some encoder (the schema's anyOf).
-    attempts = {
-        a: _validate(spec_class(title), encoder, loc)[1] for a, title in ENCODER_SPECS.items()
-    }
-    if any(not errs for errs in attempts.values()):
-        return []
+    attempts = {}
+    for a, title in ENCODER_SPECS.items():
+        attempts[a] = _validate(spec_class(title), encoder, loc)[1]
+        if not attempts[a]:
+            return []  # a complete config of this encoder: no need to try the others
     closest = min(attempts, key=lambda a: len(attempts[a]))
     return [
         _error(
@@ -144,6 +146,43 @@ def _check_encoder(arch: Any, encoder: Any) -> list[InitErrorDetails]:
             f"{_message(attempts[closest][0])}",
         )
     ]
+
+
+def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[InitErrorDetails]:
+    """``mutation.rl_hp_selection`` against the algorithm (the schema's per-algorithm
+    ``if``/``then`` clauses): every name is a numeric hyperparameter of it, and ``min``
+    and ``max`` are values that hyperparameter accepts, so no mutation can leave them."""
+    selection = mutation.get("rl_hp_selection") if isinstance(mutation, dict) else None
+    if not isinstance(selection, dict):
+        return []  # absent, or a type error the mutation spec reports
+    limits = hyperparameter_limits(algorithm_cls)
+    algorithm = algorithm_cls.__name__.removesuffix("Spec")
+    loc = ("mutation", "rl_hp_selection")
+    errors = []
+    for name, bounds in selection.items():
+        if name not in limits:
+            close = difflib.get_close_matches(str(name), limits, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            errors.append(
+                _error(
+                    (*loc, name),
+                    bounds,
+                    f"unknown key: {algorithm} has no numeric hyperparameter {name!r}{hint}; "
+                    f"mutable: {', '.join(limits)}",
+                    "unknown_hyperparameter",
+                )
+            )
+            continue
+        for key in ("min", "max"):
+            value = bounds.get(key) if isinstance(bounds, dict) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue  # missing or not a number: the mutation spec reports it
+            problem = limits[name].problem(value)
+            if problem:
+                errors.append(
+                    _error((*loc, name, key), value, f"{algorithm}.{name} {problem}", "range")
+                )
+    return errors
 
 
 def _message(details: InitErrorDetails) -> str:
@@ -177,20 +216,34 @@ class ManifestBase(SpecBase):
         return (inner, "network.encoder_config.arch") if inner else (None, "inferred")
 
     @classmethod
-    def section_class(cls, key: str, document: Any) -> type | None:
-        """The spec class of a dependent section of ``document`` (for error hints)."""
+    def section_class(cls, path: tuple[Any, ...], document: Any) -> type | None:
+        """The spec class of the object at ``path`` of ``document`` when it depends on
+        another part of the document (the sections, the encoder); None otherwise."""
         algorithm = document.get("algorithm") if isinstance(document, dict) else None
         name = algorithm.get("name") if isinstance(algorithm, dict) else None
         if name not in ALGO_REGISTRY:
             return None
         algorithm_cls = ALGO_REGISTRY.get(name).spec_cls
-        if key == "algorithm":
+        llm = algorithm_cls.agent_type is AgentType.LLMAgent
+        if path == ("algorithm",):
             return algorithm_cls
-        if key == "environment":
+        if path == ("environment",):
             return environment_spec_for(algorithm_cls)
-        if key == "network":
-            llm = algorithm_cls.agent_type is AgentType.LLMAgent
+        if path == ("network",):
             return spec_class("FinetuningNetworkSpec" if llm else "NetworkSection")
+        if path == ("network", "encoder_config") and not llm:
+            network = document.get("network")
+            if not isinstance(network, dict):
+                return None
+            encoder = network.get("encoder_config")
+            arch = network.get("arch") or (
+                encoder.get("arch") if isinstance(encoder, dict) else None
+            )
+            return (
+                spec_class(ENCODER_SPECS[arch])
+                if isinstance(arch, str) and arch in ENCODER_SPECS
+                else None
+            )
         return None
 
     @classmethod
@@ -221,4 +274,5 @@ class ManifestBase(SpecBase):
         errors += network_errors
         if network is not None and not network_errors:
             data["network"] = network
+        errors += check_ranges(algorithm_cls, data.get("mutation"))
         return data, errors

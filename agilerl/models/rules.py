@@ -13,6 +13,8 @@ The keyword's value is a list of rules; each rule is one of
 * ``{"field": F, "within": [L, H]}``  L <= every measure of F <= H
 * ``{"sameLength": [F1, F2, ...]}``  the listed arrays all have the length of F1
 * ``{"field": F, "requiredIf": G}``  F is not null when G is ``true``
+* ``{"anyPositive": [F1, F2, ...]}``  at least one of the listed numbers is above 0
+  (reported at F1)
 
 with an optional ``"measure"`` on the first three: ``"value"`` (default; F itself),
 ``"length"`` (the length of array F) or ``"items"`` (each item of array F).
@@ -24,9 +26,10 @@ by the ordinary keywords, and a rule never reports the same problem twice.
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +48,11 @@ class RuleViolation:
 
 
 def _is_number(value: Any) -> bool:
+    kind = type(value)  # the common cases first: rules run on every validated spec
+    if kind is int:
+        return True
+    if kind is float:
+        return not math.isnan(value)
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
@@ -71,45 +79,71 @@ def _number(value: float) -> str:
 _SUBJECT = {"value": "{f}", "length": "length of {f}", "items": "every item of {f}"}
 
 
+#: A compiled rule: ``lookup`` -> its violations.
+Check = Callable[[Callable[[str], Any]], Iterable[RuleViolation]]
+
+
+def compile_rules(rules: Iterable[Mapping[str, Any]]) -> tuple[Check, ...]:
+    """Each rule as a check, decided once (a spec's rules run on every validation)."""
+    return tuple(map(_compile, rules))
+
+
 def check_rules(
-    rules: list[Mapping[str, Any]], lookup: Callable[[str], Any]
+    rules: Iterable[Mapping[str, Any]] | tuple[Check, ...], lookup: Callable[[str], Any]
 ) -> Iterator[RuleViolation]:
-    """Yield the violations of ``rules``; ``lookup(name)`` gives a property's value.
+    """Yield the violations of ``rules`` (as written, or compiled); ``lookup(name)`` gives a
+    property's value.
 
     ``lookup`` must already apply the schema default for absent properties.
     """
-    for rule in rules:
-        if "sameLength" in rule:
-            yield from _check_same_length(rule["sameLength"], lookup)
-            continue
-        if "requiredIf" in rule:
-            yield from _check_required_if(rule["field"], rule["requiredIf"], lookup)
-            continue
-        field, measure = rule["field"], rule.get("measure", "value")
+    for check in rules:
+        yield from (check if callable(check) else _compile(check))(lookup)
+
+
+def _compile(rule: Mapping[str, Any]) -> Check:
+    if "sameLength" in rule:
+        return functools.partial(_check_same_length, rule["sameLength"])
+    if "requiredIf" in rule:
+        return functools.partial(_check_required_if, rule["field"], rule["requiredIf"])
+    if "anyPositive" in rule:
+        return functools.partial(_check_any_positive, rule["anyPositive"])
+    if "within" in rule:
+        low, high = rule["within"]
+        checks = ((low, operator.ge, ">="), (high, operator.le, "<="))
+    elif "atMost" in rule:
+        checks = ((rule["atMost"], operator.le, "<="),)
+    else:
+        checks = ((rule["below"], operator.lt, "<"),)
+    return _bounds_check(rule["field"], rule.get("measure", "value"), checks)
+
+
+def _bounds_check(
+    field: str, measure: str, checks: tuple[tuple[str, Callable[[Any, Any], bool], str], ...]
+) -> Check:
+    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
         value = lookup(field)
         found = _measures(value, measure)
         if not found:
-            continue
-        if "within" in rule:
-            low, high = rule["within"]
-            checks = [(low, operator.ge, ">="), (high, operator.le, "<=")]
-        elif "atMost" in rule:
-            checks = [(rule["atMost"], operator.le, "<=")]
-        else:
-            checks = [(rule["below"], operator.lt, "<")]
-        subject = _SUBJECT[measure].format(f=field)
+            return []
+        violations = []
         for bound_name, holds, expected in checks:
             bound = lookup(bound_name)
             if not _is_number(bound):
                 continue
             bad = [x for x in found if not holds(x, bound)]
             if bad:
-                yield RuleViolation(
-                    field,
-                    value,
-                    f"{subject} must be {expected} {bound_name} ({_number(bound)}), "
-                    f"got {_number(bad[0])}",
+                subject = _SUBJECT[measure].format(f=field)
+                violations.append(
+                    RuleViolation(
+                        field,
+                        value,
+                        f"{subject} must be {expected} {bound_name} ({_number(bound)}), "
+                        f"got {_number(bad[0])}",
+                    )
                 )
+        return violations
+
+    return check
 
 
 def _check_required_if(
@@ -117,6 +151,16 @@ def _check_required_if(
 ) -> Iterator[RuleViolation]:
     if lookup(flag) is True and lookup(field) is None:
         yield RuleViolation(field, None, f"{field} is required when {flag} is true")
+
+
+def _check_any_positive(fields: list[str], lookup: Callable[[str], Any]) -> Iterator[RuleViolation]:
+    values = [lookup(name) for name in fields]
+    if all(_is_number(value) and value <= 0 for value in values):
+        yield RuleViolation(
+            fields[0],
+            values[0],
+            f"at least one of {', '.join(fields)} must be above 0, all are 0 or below",
+        )
 
 
 def _check_same_length(fields: list[str], lookup: Callable[[str], Any]) -> Iterator[RuleViolation]:

@@ -10,9 +10,11 @@ import difflib
 import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, get_args
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from agilerl.models.one_pass import Shape, shape_of
 
 SpecT = TypeVar("SpecT", bound=BaseModel)
 
@@ -114,46 +116,63 @@ RENAMED_KEYS = {
 }
 
 
-def _models_in(annotation: Any) -> list[type[BaseModel]]:
-    """The pydantic models an annotation can hold (through unions, lists, dicts...)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return [annotation]
-    value = getattr(annotation, "__value__", None)  # a TypeAliasType
-    args = get_args(value if value is not None else annotation)
-    return [model for arg in args for model in _models_in(arg)]
+def _shapes_below(shapes: list[Shape], node: Any, part: Any) -> list[Shape]:
+    """The shapes of what ``node[part]`` can hold, ``node`` having one of ``shapes``."""
+    found = []
+    for shape in shapes:
+        if isinstance(part, int):
+            found += [shape.items] if shape.items is not None else []
+            continue
+        if shape.values is not None:  # a map: ``part`` is one of its keys
+            found.append(shape.values)
+        chosen = shape.model_for(node) if isinstance(node, dict) else None
+        for model in [chosen] if chosen else shape.models:
+            info = model.model_fields.get(part)
+            below = info and shape_of(info.annotation, getattr(info, "discriminator", None))
+            found += [below] if below else []
+    return found
 
 
 def known_keys(spec_cls: type[BaseModel], data: Any, path: tuple[Any, ...]) -> list[str]:
-    """Keys allowed in the object at ``path`` of a ``spec_cls`` document (best effort)."""
-    classes: list[type[BaseModel]] = [spec_cls]
+    """Keys allowed in the object at ``path`` of a ``spec_cls`` document (best effort):
+    through nested specs, lists, maps, tagged unions and the sections that depend on
+    other parts of the document (``section_class``)."""
+    shapes = [Shape(models=(spec_cls,))]
     node = data
-    for part in path:
-        if isinstance(part, int):
-            node = node[part] if isinstance(node, list) and part < len(node) else None
-            continue
-        nxt: list[type[BaseModel]] = []
-        for cls in classes:
-            chosen = getattr(cls, "section_class", lambda *_: None)(part, data)
-            if chosen is not None:
-                nxt.append(chosen)
-            elif part in cls.model_fields:
-                nxt += _models_in(cls.model_fields[part].annotation)
-        node = node.get(part) if isinstance(node, dict) else None
-        tag = node.get("arch") if isinstance(node, dict) else None
-        tagged = [
-            c for c in nxt if "arch" in c.model_fields and c.model_fields["arch"].default == tag
-        ]
-        classes = tagged or nxt
+    section_class = getattr(spec_cls, "section_class", None)
+    for depth, part in enumerate(path):
+        chosen = section_class(path[: depth + 1], data) if section_class else None
+        shapes = [Shape(models=(chosen,))] if chosen else _shapes_below(shapes, node, part)
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            node = None
+    classes = set()
+    for shape in shapes:
+        chosen = shape.model_for(node) if isinstance(node, dict) else None
+        classes.update([chosen] if chosen else shape.models)
     return sorted({key for cls in classes for key in cls.model_fields})
 
 
-def _unknown_key_message(key: Any, known: list[str]) -> str:
+def _intended_key(key: Any, known: list[str]) -> tuple[str | None, str]:
+    """The key an unknown ``key`` probably meant, and how the message names it."""
     if key in RENAMED_KEYS and RENAMED_KEYS[key] in known:
-        return f"unknown key (renamed: use {RENAMED_KEYS[key]!r})"
+        return RENAMED_KEYS[key], "renamed: use {!r}"
     close = difflib.get_close_matches(str(key), [k for k in known if k != key], n=1, cutoff=0.6)
-    return (
-        f"unknown key (did you mean {close[0]!r}?)" if close else "unknown key (not allowed here)"
-    )
+    return (close[0], "did you mean {!r}?") if close else (None, "not allowed here")
+
+
+def _unknown_key_message(key: Any, known: list[str], missing: set[Any] = frozenset()) -> str:
+    """ "unknown key (did you mean 'x'?)", saying so when 'x' is required and missing."""
+    intended, hint = _intended_key(key, known)
+    text = hint.format(intended)
+    if intended is not None and intended in missing:
+        text += (
+            " it is required and missing" if text.endswith("?") else "; it is required and missing"
+        )
+    return f"unknown key ({text})"
 
 
 def issues_from_validation_error(
@@ -162,19 +181,31 @@ def issues_from_validation_error(
     locate: Locator | None = None,
     spec_cls: type[BaseModel] | None = None,
 ) -> list[Issue]:
-    """Every pydantic error as an :class:`Issue` with a document path."""
-    issues = []
-    for item in error.errors(include_url=False):
-        path, value = _document_path(tuple(item["loc"]), data)
-        if item["type"] == "missing":
-            message = "required field is missing"
-        elif item["type"] == "extra_forbidden":
+    """Every pydantic error as an :class:`Issue` with a document path.
+
+    An unknown key that is a misspelling of a required key reported missing in the same
+    object gives one issue, at the unknown key, instead of two.
+    """
+    items = [
+        (item, *_document_path(tuple(item["loc"]), data))
+        for item in error.errors(include_url=False)
+    ]
+    missing = {path for item, path, _ in items if item["type"] == "missing"}
+    issues, merged = [], set()
+    for item, path, value in items:
+        if item["type"] == "extra_forbidden":
             known = known_keys(spec_cls, data, path[:-1]) if spec_cls else []
-            message = _unknown_key_message(path[-1], known)
+            absent = {p[-1] for p in missing if p[:-1] == path[:-1]}
+            message = _unknown_key_message(path[-1], known, absent)
+            intended = _intended_key(path[-1], known)[0]
+            if intended in absent:  # one issue says both: drop the "missing" one
+                merged.add((*path[:-1], intended))
         else:
-            message = item["msg"]
+            message = "required field is missing" if item["type"] == "missing" else item["msg"]
         issues.append(Issue(path, value, message, locate(path) if locate else None))
-    return issues
+    return [
+        i for i in issues if not (i.message == "required field is missing" and i.path in merged)
+    ]
 
 
 def parse_spec(

@@ -1,0 +1,309 @@
+"""Validating a spec document in one pass, as the JSON Schema would.
+
+pydantic-core validates a whole document in Rust, nested specs included, as long as no
+spec has a Python validator of its own. What the schema says that pydantic cannot is
+done here, once, in one walk over the document before it is handed over:
+
+* an integral float (``8.0``) becomes an int in integer fields (JSON Schema counts it
+  as an integer; strict pydantic does not);
+* a spec whose parts depend on each other (the manifest) prepares its document
+  through its ``prepare_document`` hook (choosing the algorithm, environment and
+  network sections);
+* the ``x-agilerl-rules`` of every spec in the document are checked on the raw values
+  (absent fields take their defaults), so rule errors come with the field errors;
+* a non-finite number (``inf``, ``nan``) inside an open map is refused: JSON has none,
+  so such a document is not valid for the schema (typed float fields refuse them
+  through ``allow_inf_nan=False``).
+
+The walk knows, for each spec class, which fields can hold nested specs (through
+lists, maps, optional and tagged unions): a :class:`Shape` per field, computed once per
+class from its annotations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core.core_schema import ErrorType
+
+from agilerl.models.rules import Check, compile_rules
+
+try:  # Python >= 3.10: `X | Y` unions
+    from types import UnionType
+except ImportError:  # pragma: no cover
+    UnionType = Union  # type: ignore[misc,assignment]
+
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Where specs (or free-form values) can sit inside one field's value."""
+
+    #: Spec classes a mapping here is validated as, and the tag choosing between them.
+    models: tuple[type[BaseModel], ...] = ()
+    tag: str | None = None
+    #: The shape of each item of a list / each value of a map here.
+    items: Shape | None = None
+    values: Shape | None = None
+    #: A free-form value (``Any`` inside a map or list): JSON numbers only.
+    free: bool = False
+
+    def model_for(self, value: Mapping[str, Any]) -> type[BaseModel] | None:
+        if len(self.models) == 1:
+            return self.models[0]
+        if self.tag is not None:
+            wanted = value.get(self.tag, _MISSING)
+            for model in self.models:
+                if wanted in get_args(model.model_fields[self.tag].annotation):
+                    return model
+        return None  # pydantic reports the missing or unknown tag
+
+
+_FREE = Shape(free=True)
+
+
+def _merge(shapes: list[Shape], tag: str | None) -> Shape | None:
+    models = tuple(model for shape in shapes for model in shape.models)
+    items = next((shape.items for shape in shapes if shape.items is not None), None)
+    values = next((shape.values for shape in shapes if shape.values is not None), None)
+    if not models and items is None and values is None:
+        return None
+    return Shape(models=models, tag=tag if len(models) > 1 else None, items=items, values=values)
+
+
+def shape_of(annotation: Any, tag: str | None = None) -> Shape | None:
+    """The :class:`Shape` of values of ``annotation``; None when nothing in it needs walking."""
+    alias = getattr(annotation, "__value__", None)  # a TypeAliasType
+    if alias is not None:
+        return shape_of(alias, tag)
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return shape_of(args[0], tag)
+    if origin in (Union, UnionType):
+        return _merge([s for s in map(shape_of, args) if s is not None], tag)
+    if origin in (list, set, frozenset, tuple):
+        items = [_FREE if arg is Any else shape_of(arg) for arg in args if arg is not Ellipsis]
+        merged = next((s for s in items if s is not None), None)
+        return Shape(items=merged) if merged is not None else None
+    if origin is dict:
+        values = _FREE if args[1] is Any else shape_of(args[1])
+        return Shape(values=values) if values is not None else None
+    if origin is Literal or not isinstance(annotation, type):
+        return None
+    if issubclass(annotation, BaseModel):
+        return Shape(models=(annotation,))
+    return None
+
+
+def _is_integer_typed(annotation: Any) -> bool:
+    leaves = _leaf_types(annotation)
+    return int in leaves and not leaves & {float, Any, object}
+
+
+def _leaf_types(annotation: Any) -> set[Any]:
+    """The scalar types an annotation admits (through aliases, Annotated, unions, lists)."""
+    value = getattr(annotation, "__value__", None)  # a TypeAliasType
+    if value is not None:
+        return _leaf_types(value)
+    if get_origin(annotation) is Literal:
+        return {object}  # literal values are compared as they are
+    args = get_args(annotation)
+    if get_origin(annotation) is Annotated:
+        return _leaf_types(args[0])
+    if args:
+        return set().union(*map(_leaf_types, args))
+    return {annotation}
+
+
+def _has_integral_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return value.is_integer()
+    return isinstance(value, list) and any(map(_has_integral_float, value))
+
+
+def _integral_floats_to_int(value: Any) -> Any:
+    """JSON Schema counts 8.0 as an integer; pydantic strict mode does not. Agree with
+    the schema by handing an integer field (or a list of them) the integer."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral_floats_to_int(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the walk does for one spec class."""
+
+    integer_fields: tuple[str, ...]
+    nested: tuple[tuple[str, Shape], ...]
+    rules: tuple[Check, ...]
+    #: Whether the class prepares its own document (``prepare_document`` overridden).
+    has_hook: bool
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+
+_PLANS: dict[type, Plan] = {}
+
+
+def plan_of(cls: Any) -> Plan:
+    """The walk's plan for ``cls``, computed once its annotations are resolved."""
+    from agilerl.models.base import SpecBase
+
+    plan = _PLANS.get(cls)
+    if plan is None:
+        cls.__pydantic_validator__  # noqa: B018  (builds a deferred class, resolving its fields)
+        fields = cls.model_fields
+        nested = []
+        for name, info in fields.items():
+            shape = shape_of(info.annotation, getattr(info, "discriminator", None))
+            if shape is not None:
+                nested.append((name, shape))
+        plan = _PLANS[cls] = Plan(
+            integer_fields=tuple(n for n, f in fields.items() if _is_integer_typed(f.annotation)),
+            nested=tuple(nested),
+            rules=compile_rules(cls.spec_rules),
+            has_hook=cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__,
+            defaults={name: getattr(info, "default", None) for name, info in fields.items()},
+        )
+    return plan
+
+
+def _relocated(errors: list[InitErrorDetails], loc: tuple[Any, ...]) -> list[InitErrorDetails]:
+    if loc:
+        for item in errors:
+            item["loc"] = (*loc, *item["loc"])
+    return errors
+
+
+class Walk:
+    """One walk over a document: the prepared document and what was found on the way.
+
+    ``hook_errors`` come from ``prepare_document`` hooks (whole sections validated on
+    their own); ``rule_errors`` from rules and non-finite numbers.
+    """
+
+    def __init__(self) -> None:
+        self.hook_errors: list[InitErrorDetails] = []
+        self.rule_errors: list[InitErrorDetails] = []
+
+    def spec(self, cls: Any, data: dict[str, Any], loc: tuple[Any, ...]) -> dict[str, Any]:
+        """``data`` prepared as a ``cls`` document (a new dict when anything changed)."""
+        plan = _PLANS.get(cls) or plan_of(cls)
+        original = data
+        for name in plan.integer_fields:
+            value = data.get(name)
+            if isinstance(value, (float, list)) and _has_integral_float(value):
+                if data is original:
+                    data = dict(data)
+                data[name] = _integral_floats_to_int(value)
+        if plan.has_hook:
+            data, hook_errors = cls.prepare_document(data)
+            if hook_errors:
+                self.hook_errors += _relocated(hook_errors, loc)
+        for name, shape in plan.nested:
+            value = data.get(name, _MISSING)
+            if value is _MISSING:
+                continue
+            walked = self.value(shape, value, (*loc, name))
+            if walked is not value:
+                if data is original:
+                    data = dict(data)
+                data[name] = walked
+        if plan.rules:
+            defaults = plan.defaults
+
+            def lookup(name: str) -> Any:
+                return data[name] if name in data else defaults.get(name)
+
+            for check in plan.rules:
+                for v in check(lookup):
+                    self.rule_errors.append(
+                        InitErrorDetails(
+                            type=PydanticCustomError("cross_field", v.message),
+                            loc=(*loc, v.field),
+                            input=v.value,
+                        )
+                    )
+        return data
+
+    def value(self, shape: Shape, value: Any, loc: tuple[Any, ...]) -> Any:
+        if shape.free:
+            self.finite(value, loc)
+            return value
+        if isinstance(value, dict):
+            if shape.models:
+                model = shape.model_for(value)
+                return value if model is None else self.spec(model, value, loc)
+            if shape.values is not None:
+                return self._each(shape.values, value, loc)
+        elif isinstance(value, list) and shape.items is not None:
+            return self._each(shape.items, value, loc)
+        return value  # an instance (validated when made) or a type error pydantic reports
+
+    def _each(self, shape: Shape, container: Any, loc: tuple[Any, ...]) -> Any:
+        pairs = container.items() if isinstance(container, dict) else enumerate(container)
+        changed = None
+        for key, item in pairs:
+            walked = self.value(shape, item, (*loc, key))
+            if walked is not item:
+                if changed is None:
+                    changed = dict(container) if isinstance(container, dict) else list(container)
+                changed[key] = walked
+        return container if changed is None else changed
+
+    def finite(self, value: Any, loc: tuple[Any, ...]) -> None:
+        """Refuse inf and nan anywhere in a free-form value (JSON has neither)."""
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                self.rule_errors.append(
+                    InitErrorDetails(type="finite_number", loc=loc, input=value)
+                )
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                self.finite(item, (*loc, key))
+        elif isinstance(value, (list, tuple)):
+            for index, item in enumerate(value):
+                self.finite(item, (*loc, index))
+
+
+_BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
+
+
+def reraisable(item: dict[str, Any]) -> InitErrorDetails:
+    """A reported error as raisable details, keeping its type and context intact."""
+    if item["type"] in _BUILTIN_ERROR_TYPES:
+        details = InitErrorDetails(type=item["type"], loc=item["loc"], input=item["input"])
+        if "ctx" in item:
+            details["ctx"] = item["ctx"]
+        return details
+    # Our own (cross_field, manifest) errors from nested specs: same type, same message.
+    return InitErrorDetails(
+        type=PydanticCustomError(item["type"], item["msg"]), loc=item["loc"], input=item["input"]
+    )
+
+
+def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
+    """Validate ``data`` as ``cls`` in one pass; one ValidationError lists every problem.
+
+    ``options`` go to pydantic-core's ``validate_python`` (``self_instance`` from
+    ``__init__``, ``context``, ...).
+    """
+    walk = Walk()
+    prepared = walk.spec(cls, data, ())
+    field_errors: list[InitErrorDetails] = []
+    result = None
+    try:
+        result = cls.__pydantic_validator__.validate_python(prepared, **options)
+    except ValidationError as error:
+        field_errors = [reraisable(item) for item in error.errors(include_url=False)]
+    errors = walk.hook_errors + field_errors + walk.rule_errors
+    if errors:
+        raise ValidationError.from_exception_data(cls.__name__, errors)
+    return result
