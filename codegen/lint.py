@@ -1,6 +1,7 @@
 """Schema lint: what the generator and the meta-schema do not check.
 
-Run as ``python -m codegen.lint [schemas_dir]``; exits 1 listing every problem.
+Run as ``python -m codegen.lint [--fix-ranges] [schemas_dir]``; exits 1 listing every
+problem (``--fix-ranges`` first rewrites the manifest's derived rl_hp_selection clauses).
 Checks, per file under ``schemas/``:
 
 * valid against the draft 2020-12 meta-schema, declares that ``$schema``, an ``$id``
@@ -18,7 +19,12 @@ Checks, per file under ``schemas/``:
 * discriminated unions have ``type: object``, require the tag, and every branch
   declares the tag ``const``;
 * every ``x-agilerl-rules`` rule is well formed and names properties of its own
-  object that have a default or are required.
+  object that have a default or are required;
+* the manifest's ``mutation.rl_hp_selection`` clauses (one ``if``/``then`` per
+  algorithm) name exactly the algorithm's numeric, non-nullable hyperparameters and
+  ``$ref`` each one's own schema for ``min`` and ``max``: the names are the one thing
+  written twice, so they are checked here (:func:`range_clauses` gives the expected
+  clause).
 
 Strict-mode compilation by ajv is the other half of the lint; the ``schemas`` nox
 session runs it (``node codegen/node/validate.mjs --compile-only``).
@@ -172,6 +178,9 @@ def lint(folder: Path) -> list[str]:
                     f"{name}{pointer[1:]}: object is not closed (additionalProperties: false)"
                 )
 
+    if MANIFEST in docs:
+        problems += _check_range_clauses(docs[MANIFEST], registry)
+
     for name, doc in docs.items():
         for pointer, node in _walk(doc):
             if _is_fragment(node):
@@ -182,6 +191,126 @@ def lint(folder: Path) -> list[str]:
                         "schemas that close it with unevaluatedProperties: false"
                     )
     return problems
+
+
+MANIFEST = "manifest.schema.json"
+
+
+def _numeric(node: dict, resolver: Any) -> bool:
+    """A plain number or integer (through ``$ref``s); a nullable one is not mutable."""
+    while "$ref" in node and "type" not in node:
+        resolved = resolver.lookup(node["$ref"])
+        node, resolver = resolved.contents, resolved.resolver
+    return node.get("type") in ("integer", "number")
+
+
+def _hyperparameters(ref: str, resolver: Any) -> dict[str, str]:
+    """Numeric hyperparameters of an algorithm's ``...Fields`` fragment -> the ``$ref``
+    of the schema that declares each (a fragment's own properties win over the ones it
+    builds on, as in the generated classes)."""
+    resolved = resolver.lookup(ref)
+    node, inner = resolved.contents, resolved.resolver
+    base = ref.split("#")[0]
+    found: dict[str, str] = {}
+    for fragment in node.get("allOf", []):
+        target = fragment["$ref"]
+        if target.startswith("#"):
+            target = base + target
+        found.update(_hyperparameters(target, inner))
+    for name, prop in node.get("properties", {}).items():
+        found.pop(name, None)
+        if _numeric(prop, inner):
+            found[name] = f"{ref}/properties/{name}"
+    return found
+
+
+def range_clauses(manifest: dict, registry: Registry) -> list[dict]:
+    """The ``if``/``then`` clauses the manifest schema must hold, one per algorithm: each
+    name of ``mutation.rl_hp_selection`` is a numeric hyperparameter of the algorithm
+    and its ``min`` and ``max`` are values that hyperparameter accepts."""
+    resolver = registry.resolver(base_uri=manifest["$id"])
+    clauses = []
+    for branch in manifest["properties"]["algorithm"]["oneOf"]:
+        name = branch["properties"]["name"]["const"]
+        refs = _hyperparameters(branch["allOf"][0]["$ref"], resolver)
+        ranges = {
+            key: {"type": "object", "properties": {"min": {"$ref": ref}, "max": {"$ref": ref}}}
+            for key, ref in refs.items()
+        }
+        selection = {"type": "object", "properties": ranges, "additionalProperties": False}
+        # "type" on every object, and null spelt out, for ajv's strict mode.
+        mutation = {
+            "anyOf": [
+                {"type": "object", "properties": {"rl_hp_selection": selection}},
+                {"type": "null"},
+            ]
+        }
+        algorithm = {"type": "object", "properties": {"name": {"enum": [name]}}}
+        clauses.append(
+            {
+                "if": {
+                    "type": "object",
+                    "properties": {"algorithm": {**algorithm, "required": ["name"]}},
+                    "required": ["algorithm"],
+                },
+                "then": {"properties": {"mutation": mutation}},
+            }
+        )
+    return clauses
+
+
+def _is_range_clause(clause: dict) -> bool:
+    return "mutation" in clause.get("then", {}).get("properties", {})
+
+
+def _clause_name(clause: dict) -> str:
+    return clause["if"]["properties"]["algorithm"]["properties"]["name"]["enum"][0]
+
+
+def _clause_ranges(clause: dict) -> dict:
+    return clause["then"]["properties"]["mutation"]["anyOf"][0]["properties"]["rl_hp_selection"][
+        "properties"
+    ]
+
+
+def _check_range_clauses(manifest: dict, registry: Registry) -> list[str]:
+    written = [clause for clause in manifest.get("allOf", []) if _is_range_clause(clause)]
+    expected = {_clause_name(clause): clause for clause in range_clauses(manifest, registry)}
+    fix = "(python -m codegen.lint --fix-ranges rewrites them)"
+    problems = []
+    for clause in written:
+        try:
+            name = _clause_name(clause)
+        except (KeyError, IndexError, TypeError):
+            problems.append(f"{MANIFEST}: a mutation clause of unexpected shape {fix}")
+            continue
+        want = expected.pop(name, None)
+        if want is None:
+            problems.append(f"{MANIFEST}: rl_hp_selection clause for unknown algorithm {name!r}")
+        elif clause != want:
+            have, need = set(_clause_ranges(clause)), set(_clause_ranges(want))
+            problems.append(
+                f"{MANIFEST}: rl_hp_selection clause for {name} differs from the algorithm's "
+                f"numeric hyperparameters (missing {sorted(need - have)}, extra "
+                f"{sorted(have - need)}, or a wrong $ref or shape) {fix}"
+            )
+    problems += [
+        f"{MANIFEST}: no rl_hp_selection clause for {name} {fix}" for name in sorted(expected)
+    ]
+    return problems
+
+
+def fix_ranges(folder: Path) -> None:
+    """Rewrite the manifest schema's rl_hp_selection clauses from the algorithm schemas."""
+    path = folder / MANIFEST
+    docs = [json.loads(p.read_text(encoding="utf-8")) for p in folder.glob("*.schema.json")]
+    registry = Registry().with_resources(
+        (doc["$id"], Resource.from_contents(doc, default_specification=DRAFT202012)) for doc in docs
+    )
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    kept = [clause for clause in manifest["allOf"] if not _is_range_clause(clause)]
+    manifest["allOf"] = kept + range_clauses(manifest, registry)
+    path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def _errors_or_none(validator: Any, instance: Any) -> list[Any]:
@@ -246,13 +375,17 @@ def _check_rules(at: str, node: dict) -> list[str]:
     properties, required = node.get("properties", {}), set(node.get("required", []))
     problems = []
     for rule in rules:
-        names = rule.get("sameLength") or [
-            rule["field"],
-            *(
-                rule.get("within")
-                or [rule.get("atMost") or rule.get("below") or rule["requiredIf"]]
-            ),
-        ]
+        names = (
+            rule.get("sameLength")
+            or rule.get("anyPositive")
+            or [
+                rule["field"],
+                *(
+                    rule.get("within")
+                    or [rule.get("atMost") or rule.get("below") or rule["requiredIf"]]
+                ),
+            ]
+        )
         for field in names:
             if field not in properties:
                 problems.append(f"{at}: rule {rule} names {field!r}, not a property of this object")
@@ -265,7 +398,11 @@ def _check_rules(at: str, node: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    fix = "--fix-ranges" in args
+    args = [arg for arg in args if arg != "--fix-ranges"]
     folder = Path(args[0] if args else "schemas")
+    if fix:
+        fix_ranges(folder)
     problems = lint(folder)
     for problem in problems:
         print(problem, file=sys.stderr)

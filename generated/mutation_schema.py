@@ -13,8 +13,9 @@ RandSeed = TypeAliasType(
     Annotated[
         int,
         Field(
-            description="Seed of the mutation operator's random generator; null for an unseeded one.",
+            description="Seed of the mutation operator's random generator (0 to 2**32 - 1); null for an unseeded one.",
             ge=0,
+            le=4294967295,
         ),
     ],
 )
@@ -22,11 +23,14 @@ RandSeed = TypeAliasType(
 
 class MutationProbabilities(SpecBase):
     """
-    Relative weights of the mutation kinds (normalised over the non-zero ones; they need not sum to 1). `new_layer` is conditional: the chance that an architecture mutation adds a layer or node rather than removing one.
+    Relative weights of the mutation kinds (normalised over the non-zero ones; they need not sum to 1, and at least one must be above 0). `new_layer` is conditional: the chance that an architecture mutation adds a layer or node rather than removing one.
     """
 
     model_config = ConfigDict(
         extra='forbid',
+        json_schema_extra={
+            'x-agilerl-rules': [{'anyPositive': ['no_mut', 'arch_mut', 'params_mut', 'act_mut', 'rl_hp_mut']}]
+        },
     )
     no_mut: Annotated[
         float, Field(description='Weight of leaving an agent unchanged.', ge=0.0, le=1.0)
@@ -99,6 +103,6 @@ class MutationSpec(SpecBase):
     rand_seed: Annotated[
         RandSeed | None,
         Field(
-            description="Seed of the mutation operator's random generator; null for an unseeded one."
+            description="Seed of the mutation operator's random generator (0 to 2**32 - 1); null for an unseeded one."
         ),
     ] = 42

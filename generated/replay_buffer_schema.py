@@ -45,9 +45,14 @@ class ReplayBufferSpec(SpecBase):
     model_config = ConfigDict(
         extra='forbid',
     )
-    max_size: Annotated[int, Field(description='Capacity of the buffer in transitions.', ge=1)] = (
-        100000
-    )
+    max_size: Annotated[
+        int,
+        Field(
+            description="Capacity of the buffer in transitions, at most a billion; whether it fits this machine's memory is checked before a run starts.",
+            ge=1,
+            le=1000000000,
+        ),
+    ] = 100000
     n_step_buffer: Annotated[bool, Field(description='Use an n-step return buffer.')] = False
     n_step_buffer_args: Annotated[NStepBufferArgs, Field(description='Settings of the n-step buffer.', validate_default=True)] = {
         'n_step': 3

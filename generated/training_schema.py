@@ -123,8 +123,9 @@ Seed = TypeAliasType(
     Annotated[
         int,
         Field(
-            description='Seed of the run (initial weights, environment resets, exploration, selection); null to draw one, which the trainer records in the manifest it writes.',
+            description='Seed of the run (initial weights, environment resets, exploration, selection), 0 to 2**32 - 1 (what every random generator of the run and every JSON reader holds exactly); null to draw one, which the trainer records in the manifest it writes.',
             ge=0,
+            le=4294967295,
         ),
     ],
 )
@@ -230,7 +231,7 @@ class TrainingSpec(SpecBase):
     seed: Annotated[
         Seed | None,
         Field(
-            description='Seed of the run (initial weights, environment resets, exploration, selection); null to draw one, which the trainer records in the manifest it writes.'
+            description='Seed of the run (initial weights, environment resets, exploration, selection), 0 to 2**32 - 1 (what every random generator of the run and every JSON reader holds exactly); null to draw one, which the trainer records in the manifest it writes.'
         ),
     ] = None
     hpo: Annotated[

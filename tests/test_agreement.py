@@ -107,6 +107,8 @@ def steer(schema: dict, doc: Any) -> Any:
                     if isinstance(get(other), list) and get(other):
                         doc[other] = (get(other) * len(get(first)))[: len(get(first))]
             continue
+        if "anyPositive" in rule:
+            continue  # random weights are rarely all zero: nothing to steer
         field, measure = rule["field"], rule.get("measure", "value")
         low, high = rule.get("within") or [None, rule.get("atMost") or rule.get("below")]
         low, high = get(low) if low else None, get(high)

@@ -5,47 +5,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from functools import cache
 from typing import Any
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Limits:
-    """The values an algorithm's schema allows for one numeric hyperparameter."""
-
-    low: float = -math.inf
-    high: float = math.inf
-    integer: bool = False
-
-    @classmethod
-    def from_schema(cls, prop: Mapping[str, Any]) -> Limits | None:
-        """From a property's (inlined) schema; None when it is not a plain number."""
-        integer = prop.get("type") == "integer"
-        if not integer and prop.get("type") != "number":
-            return None
-        low, high = prop.get("minimum", -math.inf), prop.get("maximum", math.inf)
-        if "exclusiveMinimum" in prop:  # the least allowed value above the bound
-            bound = prop["exclusiveMinimum"]
-            low = math.floor(bound) + 1 if integer else math.nextafter(bound, math.inf)
-        if "exclusiveMaximum" in prop:
-            bound = prop["exclusiveMaximum"]
-            high = math.ceil(bound) - 1 if integer else math.nextafter(bound, -math.inf)
-        return cls(low, high, integer)
+from agilerl.models.limits import Limits, hyperparameter_limits
 
 
-@cache
 def spec_limits(spec_title: str) -> dict[str, Limits]:
-    """Limits of every numeric hyperparameter of the algorithm spec ``spec_title``
-    (``"DQNSpec"``), read from its schema: the single place they are declared."""
-    from agilerl.schema import inline_schema, schema_titles
+    """Limits of the numeric hyperparameters of the algorithm spec ``spec_title``
+    (``"DQNSpec"``), as its schema declares them; empty for an unknown title."""
+    from agilerl.models.base import spec_class
 
-    if spec_title not in schema_titles():
+    try:
+        return hyperparameter_limits(spec_class(spec_title))
+    except KeyError:
         return {}
-    properties = inline_schema(spec_title).get("properties", {})
-    found = {name: Limits.from_schema(prop) for name, prop in properties.items()}
-    return {name: limits for name, limits in found.items() if limits is not None}
 
 
 @dataclass(frozen=True)
@@ -78,8 +53,7 @@ class RLParameter:
             low, high = math.ceil(low), math.floor(high)
         if not low <= high:
             raise ValueError(
-                f"range [{self.min:g}, {self.max:g}] lies outside the allowed "
-                f"[{limits.low:g}, {limits.high:g}]"
+                f"range [{self.min:g}, {self.max:g}] holds no allowed value ({limits.describe()})"
             )
         return RLParameter(low, high, self.grow_factor, self.shrink_factor)
 

@@ -9,6 +9,7 @@
 //   {"field": F, "within": [L, H]}   L <= every measure of F <= H
 //   {"sameLength": [F1, F2, ...]}    the listed arrays all have the length of F1
 //   {"field": F, "requiredIf": G}    F is not null when G is true
+//   {"anyPositive": [F1, F2, ...]}   at least one of the listed numbers is above 0 (at F1)
 //
 // with an optional "measure" on the first three: "value" (default), "length" or "items".
 // An absent property takes its schema default; a rule whose operands are null, missing
@@ -67,6 +68,10 @@ export function* checkRules(rules, lookup) {
       yield* checkRequiredIf(rule.field, rule.requiredIf, lookup);
       continue;
     }
+    if ("anyPositive" in rule) {
+      yield* checkAnyPositive(rule.anyPositive, lookup);
+      continue;
+    }
     const { field } = rule;
     const measure = rule.measure ?? "value";
     const value = lookup(field);
@@ -92,6 +97,17 @@ function* checkRequiredIf(field, flag, lookup) {
   const value = lookup(field);
   if (lookup(flag) === true && (value === null || value === undefined)) {
     yield { field, value: null, message: `${field} is required when ${flag} is true` };
+  }
+}
+
+function* checkAnyPositive(fields, lookup) {
+  const values = fields.map(lookup);
+  if (values.every((value) => isNumber(value) && value <= 0)) {
+    yield {
+      field: fields[0],
+      value: values[0],
+      message: `at least one of ${fields.join(", ")} must be above 0, all are 0 or below`,
+    };
   }
 }
 

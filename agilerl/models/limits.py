@@ -1,0 +1,84 @@
+"""The limits of an algorithm's numeric hyperparameters, as its schema declares them.
+
+Read from the generated spec classes (whose field constraints come from ``schemas/``),
+so the limits are written once, in the schema. Two users: the manifest, which refuses a
+``mutation.rl_hp_selection`` range outside them (mirroring the manifest schema's
+per-algorithm ``if``/``then`` clauses, see ``codegen/lint.py``), and the engine, which
+narrows every mutation range to them (:mod:`agilerl.algorithms.hyperparameters`).
+
+A hyperparameter is mutable when its field is a plain number or integer: not nullable,
+not a boolean, not an enum.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import annotated_types
+from pydantic import BaseModel
+
+
+def _show(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The values one numeric hyperparameter may take."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    integer: bool = False
+    #: The bounds as written (``>= 1``, ``< 0.5``), for messages.
+    written: tuple[str, ...] = ()
+
+    @classmethod
+    def from_field(cls, annotation: Any, metadata: list[Any]) -> Limits | None:
+        """From a generated field; None when it is not a plain number or integer."""
+        if annotation not in (int, float):
+            return None
+        integer = annotation is int
+        low, high, written = -math.inf, math.inf, []
+        for item in metadata:
+            if isinstance(item, annotated_types.Ge):
+                low = max(low, item.ge)
+                written.append(f">= {_show(item.ge)}")
+            elif isinstance(item, annotated_types.Gt):  # the least value above the bound
+                low = max(
+                    low, math.floor(item.gt) + 1 if integer else math.nextafter(item.gt, 1e309)
+                )
+                written.append(f"> {_show(item.gt)}")
+            elif isinstance(item, annotated_types.Le):
+                high = min(high, item.le)
+                written.append(f"<= {_show(item.le)}")
+            elif isinstance(item, annotated_types.Lt):
+                high = min(
+                    high, math.ceil(item.lt) - 1 if integer else math.nextafter(item.lt, -1e309)
+                )
+                written.append(f"< {_show(item.lt)}")
+        return cls(low, high, integer, tuple(written))
+
+    def problem(self, value: Any) -> str | None:
+        """Why ``value`` is not a value of this hyperparameter; None when it is."""
+        if self.integer and not float(value).is_integer():
+            return "must be an integer"
+        if not self.low <= value <= self.high:
+            return f"must be {' and '.join(self.written)}"
+        return None
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        return f"{kind} {' and '.join(self.written)}".rstrip()
+
+
+@cache
+def hyperparameter_limits(spec_cls: type[BaseModel]) -> dict[str, Limits]:
+    """Mutable hyperparameter name -> its limits, for an algorithm spec class."""
+    found = {
+        name: Limits.from_field(field.annotation, field.metadata)
+        for name, field in spec_cls.model_fields.items()
+    }
+    return {name: limits for name, limits in found.items() if limits is not None}
