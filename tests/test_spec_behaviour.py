@@ -16,6 +16,7 @@ from agilerl.models import (
     AlgorithmRegistry,
     AlgorithmSpec,
     DQNSpec,
+    GymEnvSpec,
     LLMAlgorithmSpec,
     MADDPGSpec,
     MlpSpec,
@@ -25,6 +26,7 @@ from agilerl.models import (
     RainbowDQNSpec,
     RegistryEntry,
     RLAlgorithmSpec,
+    TrainingSpec,
     register,
 )
 from agilerl.models.algo import AlgorithmNotAvailableError
@@ -108,6 +110,103 @@ def test_rule_errors_reported_with_field_errors():
 def test_rule_uses_defaults_of_absent_fields():
     with pytest.raises(ValidationError, match=r"must be >= min_mlp_nodes \(8\), got 4"):
         MlpSpec(hidden_size=[4])
+
+
+# --- one-pass validation: nested specs keep every check --------------------------------
+
+
+def test_rules_of_nested_specs_are_checked_in_the_parent():
+    doc = {"encoder_config": {**MLP, "hidden_size": [4]}, "head_config": {"hidden_size": [4]}}
+    with pytest.raises(ValidationError) as info:
+        QNetworkSpec.model_validate(doc)
+    found = {(e["loc"], e["type"]) for e in info.value.errors()}
+    assert found == {
+        (("encoder_config", "mlp", "hidden_size"), "cross_field"),
+        (("head_config", "hidden_size"), "cross_field"),
+    }
+
+
+def test_nested_integral_floats_become_ints_in_integer_fields_only():
+    spec = QNetworkSpec.model_validate(
+        {"encoder_config": {**MLP, "hidden_size": [64.0]}, "head_config": {"hidden_size": [8.0]}}
+    )
+    assert spec.encoder_config.hidden_size == [64] and spec.head_config.hidden_size == [8]
+    assert all(type(n) is int for n in spec.encoder_config.hidden_size)
+    env = GymEnvSpec(name="CartPole-v1", config={"gravity": 10.0})
+    assert type(env.config["gravity"]) is float  # an open map keeps its floats
+
+
+def test_validation_leaves_the_document_untouched():
+    doc = {"encoder_config": {**MLP, "hidden_size": [64.0]}, "head_config": {"hidden_size": [8]}}
+    QNetworkSpec.model_validate(doc)
+    assert doc["encoder_config"]["hidden_size"] == [64.0]
+    assert type(doc["encoder_config"]["hidden_size"][0]) is float
+
+
+def test_existing_nested_instance_is_accepted_as_made():
+    head = MlpSpec(hidden_size=[32])
+    spec = QNetworkSpec(encoder_config=MlpSpec(hidden_size=[16]), head_config=head)
+    assert spec.head_config is head or spec.head_config == head
+
+
+def test_json_documents_take_the_same_path():
+    assert DQNSpec.model_validate_json('{"batch_size": 64.0}').batch_size == 64
+    with pytest.raises(ValidationError, match="must be >= min_mlp_nodes"):
+        MlpSpec.model_validate_json('{"hidden_size": [4]}')
+
+
+# --- non-finite numbers: JSON has none, so no valid document holds one ------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "loc"),
+    [
+        (lambda: DQNSpec(lr=float("inf")), ("lr",)),
+        (lambda: DQNSpec(lr=1e400), ("lr",)),  # a literal too large for a float is inf
+        (lambda: DQNSpec(lr=float("-inf")), ("lr",)),
+        (lambda: DQNSpec.model_validate({"gamma": float("nan")}), ("gamma",)),
+        (lambda: TrainingSpec(target_score=float("nan")), ("target_score",)),
+        (lambda: GymEnvSpec(name="x", config={"g": [1.0, float("inf")]}), ("config", "g", 1)),
+        (
+            lambda: GymEnvSpec(
+                name="x", wrappers=[{"wrapper": "a.b", "kwargs": {"k": {"deep": float("nan")}}}]
+            ),
+            ("wrappers", 0, "kwargs", "k", "deep"),
+        ),
+        (
+            lambda: QNetworkSpec.model_validate(
+                {"encoder_config": MLP, "head_config": MLP, "random_seed": float("inf")}
+            ),
+            ("random_seed",),
+        ),
+    ],
+)
+def test_non_finite_numbers_are_refused_naming_the_field(build, loc):
+    with pytest.raises(ValidationError) as info:
+        build()
+    (error,) = info.value.errors()
+    assert error["loc"] == loc
+    assert error["type"] in ("finite_number", "int_type")
+    if error["type"] == "finite_number":
+        assert error["msg"] == "Input should be a finite number"
+
+
+def test_non_finite_numbers_in_a_manifest_are_located():
+    from agilerl.models import parse_manifest
+
+    doc = {
+        "algorithm": {"name": "DQN", "lr": float("inf")},
+        "environment": {"name": "CartPole-v1", "config": {"g": float("nan")}},
+        "training": {"target_score": float("nan")},
+    }
+    with pytest.raises(SpecError) as info:
+        parse_manifest(doc)
+    found = {issue.dotted_path: issue.message for issue in info.value.issues}
+    assert found == {
+        "algorithm.lr": "Input should be a finite number",
+        "environment.config.g": "Input should be a finite number",
+        "training.target_score": "Input should be a finite number",
+    }
 
 
 def test_min_equal_to_max_is_allowed():

@@ -143,13 +143,36 @@ class Plan:
 
     integer_fields: tuple[str, ...]
     nested: tuple[tuple[str, Shape], ...]
-    rules: tuple[Check, ...]
+    #: Each rule's check and the fields it reads; the fields are None when the rule
+    #: fails on the defaults alone, else a rule none of whose fields is given is skipped.
+    rules: tuple[tuple[Check, frozenset[str] | None], ...]
     #: Whether the class prepares its own document (``prepare_document`` overridden).
     has_hook: bool
     defaults: dict[str, Any] = field(default_factory=dict)
 
 
 _PLANS: dict[type, Plan] = {}
+
+
+def _names_in(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, (list, tuple)):
+        return set().union(*map(_names_in, value))
+    return set()
+
+
+def _rule_checks(
+    rules: tuple[Mapping[str, Any], ...], fields: Mapping[str, Any]
+) -> tuple[tuple[Check, frozenset[str] | None], ...]:
+    """Each rule compiled, with the fields it can read (any name in it that is a field)."""
+    defaults = {name: getattr(info, "default", None) for name, info in fields.items()}
+    checks = []
+    for rule, check in zip(rules, compile_rules(rules), strict=True):
+        operands = frozenset(_names_in(list(rule.values())) & fields.keys())
+        passes_on_defaults = not list(check(defaults.get))
+        checks.append((check, operands if passes_on_defaults else None))
+    return tuple(checks)
 
 
 def plan_of(cls: Any) -> Plan:
@@ -168,7 +191,7 @@ def plan_of(cls: Any) -> Plan:
         plan = _PLANS[cls] = Plan(
             integer_fields=tuple(n for n, f in fields.items() if _is_integer_typed(f.annotation)),
             nested=tuple(nested),
-            rules=compile_rules(cls.spec_rules),
+            rules=_rule_checks(cls.spec_rules, fields),
             has_hook=cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__,
             defaults={name: getattr(info, "default", None) for name, info in fields.items()},
         )
@@ -222,7 +245,9 @@ class Walk:
             def lookup(name: str) -> Any:
                 return data[name] if name in data else defaults.get(name)
 
-            for check in plan.rules:
+            for check, operands in plan.rules:
+                if operands is not None and operands.isdisjoint(data):
+                    continue  # every operand takes its default, which passes (see Plan)
                 for v in check(lookup):
                     self.rule_errors.append(
                         InitErrorDetails(
@@ -240,7 +265,11 @@ class Walk:
         if isinstance(value, dict):
             if shape.models:
                 model = shape.model_for(value)
-                return value if model is None else self.spec(model, value, loc)
+                if model is None:
+                    return value
+                if shape.tag is not None:  # located like pydantic's own union errors
+                    return self.spec(model, value, (*loc, value[shape.tag]))
+                return self.spec(model, value, loc)
             if shape.values is not None:
                 return self._each(shape.values, value, loc)
         elif isinstance(value, list) and shape.items is not None:
