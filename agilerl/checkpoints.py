@@ -232,7 +232,7 @@ def _decode_scalar(dec: _Decoder, data: Any, where: str, depth: int) -> np.gener
         raise fail(where, "a $numpy value must be [dtype, value]")
     try:
         dtype = np.dtype(data[0])
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):
         raise fail(where, f"unknown numpy dtype {data[0]!r}") from None
     value = dec(data[1], where, depth)
     if dtype.kind not in _NUMPY_KINDS or isinstance(value, (list, dict, str)) or value is None:
@@ -246,7 +246,7 @@ def _decode_scalar(dec: _Decoder, data: Any, where: str, depth: int) -> np.gener
 def _decode_space(dec: _Decoder, data: Any, where: str, depth: int) -> spaces.Space:
     fields = dict(_expect(data, dict, where, "$space"))
     name = fields.pop("type", None)
-    if name not in SPACES:
+    if not isinstance(name, str) or name not in SPACES:
         raise fail(where, f"unknown space type {name!r}; known: {', '.join(SPACES)}")
     cls, to_fields, names = SPACES[name]
     if set(fields) != set(names):
@@ -254,7 +254,7 @@ def _decode_space(dec: _Decoder, data: Any, where: str, depth: int) -> spaces.Sp
     values = dec(fields, where, depth)
     try:
         return cls(**values)
-    except (TypeError, ValueError, AssertionError) as err:
+    except (TypeError, ValueError, AssertionError, OverflowError) as err:
         raise fail(where, f"not a valid {name} space: {err}") from None
 
 
@@ -560,6 +560,6 @@ def generator_from_state(state: Any, where: str) -> np.random.Generator:
     bits = BIT_GENERATORS[name]()
     try:
         bits.state = state
-    except (TypeError, ValueError, KeyError, OverflowError) as err:
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError) as err:
         raise fail(where, f"not a valid {name} state ({err})") from None
     return np.random.Generator(bits)

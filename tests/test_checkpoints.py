@@ -21,7 +21,12 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.components.replay_buffer import ReplayBuffer
 from agilerl.training import LocalTrainer
 from agilerl.training.evolution import RunState
-from agilerl.training.run_checkpoint import RUN_LAYOUT, load_run, manifest_differences
+from agilerl.training.run_checkpoint import (
+    HISTORY_RECORD,
+    RUN_LAYOUT,
+    load_run,
+    manifest_differences,
+)
 
 NET = {"encoder_config": {"arch": "mlp", "hidden_size": [8]}, "head_config": {"hidden_size": [8]}}
 
@@ -265,8 +270,11 @@ def test_replay_buffer_with_tuple_and_dict_observations_round_trips(tmp_path):
     assert len(restored) == len(buffer) and restored.position == buffer.position
 
 
-def test_run_layout_names_every_run_state_field():
+def test_run_layout_names_every_run_state_field(run_file):
     assert set(RUN_LAYOUT["state"]) == set(RunState().to_dict())
+    record = load_run(run_file)["state"]["history"][0]  # what the generation loop writes
+    assert set(record) == set(HISTORY_RECORD)
+    assert set(record["agents"][0]) == set(HISTORY_RECORD["agents"].item)
 
 
 # -- missing, wrong or misshapen parts -----------------------------------------------------
@@ -345,6 +353,14 @@ AGENT_DAMAGE = {
         lambda t: t["rng"].__setitem__("state", "x"),
         r"rng: not a valid PCG64 state",
     ),
+    "generator state of the wrong type": (
+        lambda t: t["rng"].__setitem__("state", np.float32(1)),
+        r"rng: not a valid PCG64 state",
+    ),
+    "optimiser parameter list not a list": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("params", 1.5),
+        r"param_groups\[0\].params: 1.5, the network has \d+ parameters",
+    ),
     "space of the wrong type": (
         lambda t: t.__setitem__("action_space", "Discrete(2)"),
         r"action_space: expected Space, found str",
@@ -369,6 +385,17 @@ def test_a_malformed_agent_file_is_refused_naming_the_key(agent_file, tmp_path, 
     with pytest.raises(CheckpointError, match=message) as caught:
         DQN.load(bad)
     assert str(caught.value).startswith(f"{bad}: ")
+
+
+def test_a_ppo_file_asking_for_what_the_engine_lacks_is_refused(tmp_path):
+    PPO(spaces.Box(-1, 1, (4,)), spaces.Discrete(2), net_config=NET).save_checkpoint(
+        tmp_path / "ppo.pt"
+    )
+    tree = checkpoints.load(tmp_path / "ppo.pt")
+    tree["hyperparameters"]["recurrent"] = True
+    bad = checkpoints.save(tree, tmp_path / "bad.pt")
+    with pytest.raises(CheckpointError, match="cannot rebuild the PPO agent: recurrent PPO"):
+        RLAlgorithm.load(bad)
 
 
 def test_a_refused_load_leaves_the_agent_unchanged(agent_file, tmp_path):
@@ -428,6 +455,10 @@ RUN_DAMAGE = {
         r"state.generation: expected an integer, found str",
     ),
     "no agent": (lambda t: t.__setitem__("agents", []), r"agents: the checkpoint holds no agent"),
+    "history record incomplete": (
+        lambda t: t["state"]["history"][0]["agents"][1].pop("fitness"),
+        r"state.history\[0\].agents\[1\].fitness: missing",
+    ),
 }
 
 
@@ -519,6 +550,14 @@ PAYLOAD_DAMAGE = {
         r"s: not a valid Discrete space",
     ),
     "a huge $int": (raw_file({"kind": "run", "i": {"$int": "9" * 5000}}), r"i: bad \$int"),
+    "a space type that is not a name": (
+        raw_file({"kind": "run", "s": {"$space": {"type": {"$tuple": []}}}}),
+        r"s: unknown space type",
+    ),
+    "a space too large for its dtype": (
+        raw_file({"kind": "run", "s": {"$space": {"type": "Discrete", "n": 10**30, "start": 0}}}),
+        r"s: not a valid Discrete space",
+    ),
     "wrong kind": (raw_file({"kind": "agent"}), r"expected a run checkpoint, found 'agent'"),
 }
 

@@ -475,7 +475,7 @@ class RLAlgorithm:
                 hp_config=state["hp_config"],
                 **hyper,
             )
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, NotImplementedError) as err:
             raise checkpoints.fail(
                 where, f"cannot rebuild the {cls.__name__} agent: {err}"
             ) from None
@@ -565,6 +565,8 @@ class RLAlgorithm:
         state = checkpoints.load(path, kind=CHECKPOINT_KIND)
         with checkpoints.restoring(path):
             name = state.get("class")
+            if name is None:
+                raise checkpoints.fail("class", "missing")
             # Only the algorithms this package defines: a file never names what is built.
             known = isinstance(name, str) and name in agilerl.algorithms.NAMES
             algo_cls = getattr(agilerl.algorithms, name) if known else None
@@ -650,10 +652,11 @@ def _check_optimizer_state(optimizer: torch.optim.Optimizer, saved: Any, where: 
         for key, value in expected.items():
             if key != "params" and not _same_kind(group[key], value):
                 raise checkpoints.fail(f"{at}.{key}", f"{group[key]!r} is not like {value!r}")
-        if group["params"] != expected["params"]:
+        found = group["params"]
+        if not isinstance(found, list) or found != expected["params"]:
+            found = f"{len(found)} parameters" if isinstance(found, list) else repr(found)
             raise checkpoints.fail(
-                f"{at}.params",
-                f"{len(group['params'])} parameters, the network has {len(expected['params'])}",
+                f"{at}.params", f"{found}, the network has {len(expected['params'])} parameters"
             )
         live = optimizer.param_groups[i]["params"]
         params.update(zip(expected["params"], live, strict=True))

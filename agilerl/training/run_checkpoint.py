@@ -27,6 +27,26 @@ if TYPE_CHECKING:  # evolution builds checkpointers, so it imports this module
 
 KIND = "run"
 
+#: One generation's record in the run's history (written by the generation loop, read
+#: by the progress report, the plot and ``history.json``).
+HISTORY_RECORD = {
+    "generation": int,
+    "steps": int,
+    "env_steps": int,
+    "seconds": float,
+    "env_steps_per_s": float,
+    "agents": checkpoints.ListOf(
+        {
+            "index": int,
+            "fitness": float,
+            "train_score": checkpoints.Nullable(float),
+            "mutation": str,
+            "mutable": checkpoints.MapOf(object),
+            "hyperparameters": checkpoints.MapOf(object),
+        }
+    ),
+}
+
 #: The parts of a run checkpoint and their types (agents: the agent layout, memory: the
 #: replay buffer's; both checked when restored).
 RUN_LAYOUT = {
@@ -37,7 +57,7 @@ RUN_LAYOUT = {
         "steps": int,
         "env_steps": int,
         "seconds": float,
-        "history": checkpoints.ListOf(dict),
+        "history": checkpoints.ListOf(HISTORY_RECORD),
         "finished": checkpoints.Nullable(str),
     },
     "agents": checkpoints.ListOf(dict),
