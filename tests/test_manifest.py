@@ -342,7 +342,8 @@ def test_cli_init_writes_a_valid_manifest_with_modeline(tmp_path, capsys):
 def test_malformed_yaml_is_a_clear_error_not_a_traceback(tmp_path):
     from agilerl.documents import DocumentError
 
-    for text in ("algorithm: [\n", "lr: 0x_\n", "a: !!python/object x\n"):
+    # (``0x_`` is the string "0x_" in the dialect: tests/test_yaml_dialect.py.)
+    for text in ("algorithm: [\n", "lr: .inf\n", "a: !!python/object x\n", "a: !!map:x {}\n"):
         path = tmp_path / "broken.yaml"
         path.write_text(text)
         with pytest.raises(DocumentError, match=f"^{path}"):

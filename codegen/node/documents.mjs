@@ -1,121 +1,384 @@
-// The YAML dialect of AgileRL documents, as Python reads it (agilerl/documents.py).
+// The YAML dialect of AgileRL documents: the Node twin of agilerl/documents.py.
 //
-// YAML 1.2 core schema, plus what ruamel.yaml (`YAML(typ="rt")`, the Python loader)
-// adds to the numbers of that schema:
+// YAML 1.2 core schema, plus `_` digit separators (one `_` between two digits of an
+// integer, or of a float's digits before its exponent: `1_000_000`, `0.000_1`), explicit
+// core tags on scalars (`!!str`, `!!int`, `!!float`, `!!bool`, `!!null`) and `<<` merge
+// keys. `yes`/`no`/`on`/`off`, dates, `0b101`, `-0x10`, `_1`, `1_` and `1__0` are strings.
+// Any other tag is refused, as are numbers JSON cannot carry (`.inf`, `.nan`, `1e400`),
+// aliases adding more than MAX_ALIAS_NODES nodes, nesting deeper than MAX_DEPTH and
+// files over MAX_DOCUMENT_BYTES or not UTF-8 (README, "Loading limits").
 //
-//   - `_` digit separators: `1_000_000` -> 1000000, `1_0.5` -> 10.5, `1_e3` -> 1000;
-//   - binary `0b101`, and a sign on hex/octal (`-0x10`, `+0o7`);
-//   - a leading zero stays decimal (`010` -> 10, as in the core schema);
-//   - an exponent without a sign is not allowed after a bare fraction (`-.5e3` is a
-//     string, `-.5e+3` a float), ruamel's regular expression being so.
-//
-// Everything else is the core schema: `yes`/`no`/`on`/`off` are strings, an empty
-// value and `~` are null, quoted scalars are strings, `<<` merge keys are merged. Only
-// plain scalars are resolved by these tests: a quoted '1_000' stays a string.
-//
-// The number tags below are ports of ruamel.yaml's YAML 1.2 implicit resolvers and of
-// its int/float constructors; tests/test_yaml_dialect.py holds the two loaders to the
-// same JSON tree on every manifest and on a table of tricky scalars.
+// The `yaml` package parses (failsafe schema: every scalar stays its text, every tag
+// stays as written); the values are built here, under the same rules and with the same
+// messages as the Python loader builds them from libyaml's events.
+// tests/test_yaml_dialect.py holds the two to the same trees and verdicts.
+
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 
 import YAML from "yaml";
 
-const INT_TAG = "tag:yaml.org,2002:int";
-const FLOAT_TAG = "tag:yaml.org,2002:float";
+export const MAX_DOCUMENT_BYTES = 1 << 20;
+export const MAX_ALIAS_NODES = 10_000;
+export const MAX_DEPTH = 100;
 
-// ruamel.yaml's 1.2 resolvers (resolver.py); ruamel also looks a resolver up by the
-// scalar's first character, hence the leading lookahead.
-const INT_PATTERN = /^(?=[-+0-9])(?:[-+]?0b[0-1_]+|[-+]?0o?[0-7_]+|[-+]?[0-9_]+|[-+]?0x[0-9a-fA-F_]+)$/;
-const FLOAT_PATTERN = new RegExp(
-  "^(?=[-+0-9.])(?:" +
-    [
-      "[-+]?(?:[0-9][0-9_]*)\\.[0-9_]*(?:[eE][-+]?[0-9]+)?",
-      "[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)",
-      "[-+]?\\.[0-9_]+(?:[eE][-+][0-9]+)?",
-      "[-+]?\\.(?:inf|Inf|INF)",
-      "\\.(?:nan|NaN|NAN)",
-    ].join("|") +
-    ")$",
+/** A document the dialect refuses; the message names `file:line:column` when known. */
+export class DocumentError extends Error {}
+
+/** A refused value, at `offset` of the text once the walk knows where. */
+class Problem extends Error {
+  constructor(message, offset) {
+    super(message);
+    this.offset = offset;
+  }
+}
+
+const DIGITS = "[0-9]+(?:_[0-9]+)*";
+const NAMED_FLOATS = new Map([
+  ...["", "+"].flatMap((sign) =>
+    ["inf", "Inf", "INF"].map((name) => [`${sign}.${name}`, Number.POSITIVE_INFINITY]),
+  ),
+  ...["inf", "Inf", "INF"].map((name) => [`-.${name}`, Number.NEGATIVE_INFINITY]),
+  ...["nan", "NaN", "NAN"].map((name) => [`.${name}`, Number.NaN]),
+]);
+const NULLS = new Map(["", "~", "null", "Null", "NULL"].map((text) => [text, null]));
+const BOOLS = new Map(
+  ["true", "True", "TRUE", "false", "False", "FALSE"].map((text) => [text, "tT".includes(text[0])]),
 );
+const NUMBER_START = new Set("-+.0123456789");
+const STR = "tag:yaml.org,2002:str";
 
-/** ruamel's construct_yaml_int: underscores dropped, then sign and radix prefix. */
-function resolveInt(source, onError) {
-  let digits = source.replaceAll("_", "");
-  let sign = 1;
-  if (digits[0] === "-" || digits[0] === "+") {
-    if (digits[0] === "-") sign = -1;
-    digits = digits.slice(1);
-  }
-  let value;
-  if (digits.startsWith("0b")) value = parseInt(digits.slice(2), 2);
-  else if (digits.startsWith("0x")) value = parseInt(digits.slice(2), 16);
-  else if (digits.startsWith("0o")) value = parseInt(digits.slice(2), 8);
-  else value = parseInt(digits, 10);
-  if (Number.isNaN(value)) {
-    onError(`not an integer: ${source}`);
-    return source;
-  }
-  return sign * value + 0; // + 0: -0 is plain 0, as a Python int is
+const short = (text) => (text.length <= 40 ? text : `${text.slice(0, 40)}...`);
+
+/** A scalar as Python's repr writes it in the messages both loaders share. */
+function pyRepr(value) {
+  if (typeof value === "string") return `'${value}'`;
+  if (value === null) return "None";
+  if (typeof value === "boolean") return value ? "True" : "False";
+  return String(value);
 }
 
-/** ruamel's construct_yaml_float: underscores dropped, `.inf`/`.nan` by name. */
-function resolveFloat(source, onError) {
-  const text = source.replaceAll("_", "").toLowerCase();
-  const sign = text[0] === "-" ? -1 : 1;
-  const unsigned = text[0] === "-" || text[0] === "+" ? text.slice(1) : text;
-  if (unsigned === ".inf") return sign * Number.POSITIVE_INFINITY;
-  if (unsigned === ".nan") return Number.NaN;
-  const value = Number(unsigned);
-  if (unsigned === "" || Number.isNaN(value)) {
-    onError(`not a float: ${source}`);
-    return source;
+const notFinite = (text) =>
+  new Problem(`'${short(text)}' is not a finite number (JSON has no infinity or NaN)`);
+
+/** One group per kind of number (the match's defined group names the kind). */
+const NUMBER = new RegExp(
+  `^(?:(?<int>[-+]?${DIGITS})|0o(?<octal>[0-7]+(?:_[0-7]+)*)|0x(?<hex>[0-9a-fA-F]+(?:_[0-9a-fA-F]+)*)` +
+    `|(?<float>[-+]?(?:\\.${DIGITS}|${DIGITS}(?:\\.(?:${DIGITS})?)?)(?:[eE][-+]?[0-9]+)?))$`,
+);
+const BASES = { int: 10, octal: 8, hex: 16 };
+
+/**
+ * The number `text` is in the dialect, or undefined if it is not one. JSON has no
+ * infinity or NaN: `.inf`, `.nan` and numbers beyond a float throw.
+ */
+function numberValue(text) {
+  const match = NUMBER.exec(text);
+  if (match === null) {
+    if (NAMED_FLOATS.has(text)) throw notFinite(text);
+    return undefined;
   }
-  return sign * value;
+  const kind = Object.keys(BASES).find((name) => match.groups[name] !== undefined) ?? "float";
+  const digits = match.groups[kind].replaceAll("_", "");
+  const value = kind === "float" || kind === "int" ? Number(digits) : Number.parseInt(digits, BASES[kind]);
+  if (!Number.isFinite(value)) throw notFinite(text);
+  return kind === "float" ? value : value + 0; // + 0: -0 is plain 0, as a Python int is
 }
 
-const stringifyNumber = (node) => String(node.value);
+/** The reader of an explicit number tag: a number of the dialect that `accepts` takes. */
+function explicitNumber(name, accepts) {
+  return (text) => {
+    const value = numberValue(text);
+    if (value === undefined || !accepts(text)) {
+      throw new Problem(`'${short(text)}' is not a valid ${name}`);
+    }
+    return value;
+  };
+}
 
-export const INT = {
-  identify: (value) => Number.isInteger(value),
-  default: true,
-  tag: INT_TAG,
-  test: INT_PATTERN,
-  resolve: resolveInt,
-  stringify: stringifyNumber,
+function fromTable(table, name) {
+  return (text) => {
+    if (!table.has(text)) throw new Problem(`'${short(text)}' is not a valid ${name}`);
+    return table.get(text);
+  };
+}
+
+const identity = (text) => text;
+
+/** Explicit tags a scalar may carry, and how each reads the scalar's text. */
+const SCALAR_TAGS = new Map([
+  ["!", identity], // the non-specific tag: a string, as YAML says
+  [STR, identity],
+  ["tag:yaml.org,2002:int", explicitNumber("int", (text) => NUMBER.exec(text).groups.float === undefined)],
+  ["tag:yaml.org,2002:float", explicitNumber("float", () => true)],
+  ["tag:yaml.org,2002:bool", fromTable(BOOLS, "bool")],
+  ["tag:yaml.org,2002:null", fromTable(NULLS, "null")],
+]);
+/** Explicit tags a collection may carry (they say what it already is). */
+const COLLECTION_TAGS = {
+  seq: new Set([undefined, "!", "tag:yaml.org,2002:seq"]),
+  map: new Set([undefined, "!", "tag:yaml.org,2002:map"]),
 };
 
-export const FLOAT = {
-  identify: (value) => typeof value === "number",
-  default: true,
-  tag: FLOAT_TAG,
-  test: FLOAT_PATTERN,
-  resolve: resolveFloat,
-  stringify: stringifyNumber,
-};
+/** A plain (unquoted, untagged) scalar's value in the dialect. */
+export function plainValue(text) {
+  if (NUMBER_START.has(text[0])) return numberValue(text) ?? text;
+  return NULLS.has(text) ? null : BOOLS.has(text) ? BOOLS.get(text) : text;
+}
 
-// An explicit `!!int` / `!!float` applies whatever the text looks like (`!!float 1` is
-// 1.0, `!!int "1_000"` is 1000): these untested twins are what the tag name selects.
-const EXPLICIT = [INT, FLOAT].map(({ test: _test, ...tag }) => ({ ...tag, default: false }));
+function scalarValue(node) {
+  const text = node.source;
+  if (node.tag === undefined) return node.type === "PLAIN" ? plainValue(text) : text;
+  if (!SCALAR_TAGS.has(node.tag)) {
+    throw new Problem(`unsupported YAML tag '${node.tag}' (JSON values only)`);
+  }
+  return SCALAR_TAGS.get(node.tag)(text);
+}
 
-/** The core schema's tags with its int and float tags replaced by ruamel's. */
-function dialectTags(tags) {
-  const others = tags.filter((tag) => tag.tag !== INT_TAG && tag.tag !== FLOAT_TAG);
-  return [...others, INT, FLOAT, ...EXPLICIT];
+/**
+ * Where a node's properties (`&anchor`, `!tag`) begin, on the node's line: libyaml,
+ * hence Python, places a node there, the `yaml` package after them.
+ */
+function propertiesStart(text, offset) {
+  let start = offset;
+  for (;;) {
+    let end = start;
+    while (end > 0 && (text[end - 1] === " " || text[end - 1] === "\t")) end -= 1;
+    let begin = end;
+    while (begin > 0 && !" \t\r\n[]{},".includes(text[begin - 1])) begin -= 1;
+    if (begin === end || (text[begin] !== "!" && text[begin] !== "&")) return start;
+    start = begin;
+  }
+}
+
+const MERGE = Symbol("<<");
+
+function setKey(object, key, value) {
+  // `__proto__` is a key like any other in a document, not the object's prototype.
+  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** The value of the document's root node, built under the dialect's rules. */
+function build(text, root) {
+  const anchors = new Map(); // name -> {value, size}, the latest complete definition
+  const open = []; // anchors of the collections being built
+  let aliased = 0;
+
+  const at = (node, action) => {
+    try {
+      return action();
+    } catch (error) {
+      if (error instanceof Problem && error.offset === undefined) {
+        error.offset = propertiesStart(text, node.range[0]);
+      }
+      throw error;
+    }
+  };
+
+  /** [value, nodes]: nodes counts scalars, keys included, and collections. */
+  function walk(node, depth) {
+    if (node === null || node === undefined) return [null, 1]; // an empty key or value
+    let result;
+    if (YAML.isAlias(node)) {
+      const offset = node.range[0];
+      if (open.includes(node.source)) {
+        throw new Problem(`alias *${node.source} is inside the node it names`, offset);
+      }
+      const target = anchors.get(node.source);
+      if (target === undefined) {
+        throw new Problem(`alias *${node.source} has no anchor before it`, offset);
+      }
+      aliased += target.size;
+      if (aliased > MAX_ALIAS_NODES) {
+        const message = `aliases expand to more than ${MAX_ALIAS_NODES} nodes (the limit of a document)`;
+        throw new Problem(message, offset);
+      }
+      return [target.value, target.size];
+    }
+    if (YAML.isScalar(node)) {
+      result = [at(node, () => scalarValue(node)), 1];
+    } else {
+      const kind = YAML.isMap(node) ? "map" : "seq";
+      at(node, () => {
+        if (!COLLECTION_TAGS[kind].has(node.tag)) {
+          throw new Problem(`unsupported YAML tag '${node.tag}' (JSON values only)`);
+        }
+        if (depth >= MAX_DEPTH) throw new Problem(`nested more than ${MAX_DEPTH} levels deep`);
+      });
+      open.push(node.anchor);
+      result = kind === "map" ? walkMap(node, depth + 1) : walkSeq(node, depth + 1);
+      open.pop();
+    }
+    if (node.anchor !== undefined) anchors.set(node.anchor, { value: result[0], size: result[1] });
+    return result;
+  }
+
+  function walkSeq(node, depth) {
+    const items = [];
+    let size = 1;
+    for (const item of node.items) {
+      const [value, nodes] = walk(item, depth);
+      items.push(value);
+      size += nodes;
+    }
+    return [items, size];
+  }
+
+  function walkMap(node, depth) {
+    const explicit = {};
+    const sources = [];
+    let size = 1;
+    for (const { key, value } of node.items) {
+      const isMerge = YAML.isScalar(key) && key.type === "PLAIN" && key.tag === undefined;
+      let name;
+      if (isMerge && key.source === "<<") {
+        name = MERGE;
+        size += 1;
+      } else {
+        const [keyValue, keyNodes] = walk(key, depth);
+        if (keyValue !== null && typeof keyValue === "object") {
+          const message = "a mapping key must be a scalar (JSON keys are strings)";
+          throw new Problem(message, propertiesStart(text, key.range[0]));
+        }
+        if (Object.hasOwn(explicit, String(keyValue))) {
+          throw new Problem(`duplicate key ${pyRepr(keyValue)}`, propertiesStart(text, key.range[0]));
+        }
+        name = String(keyValue);
+        size += keyNodes;
+      }
+      const [item, nodes] = walk(value, depth);
+      size += nodes;
+      if (name !== MERGE) {
+        setKey(explicit, name, item);
+        continue;
+      }
+      const merged = Array.isArray(item) ? item : [item];
+      if (!merged.every((source) => source !== null && typeof source === "object" && !Array.isArray(source))) {
+        const offset = value ? propertiesStart(text, value.range[0]) : key.range[1];
+        throw new Problem("a merge key (<<) takes a mapping or a list of mappings", offset);
+      }
+      sources.push(...merged);
+    }
+    if (sources.length === 0) return [explicit, size];
+    const result = {};
+    for (const source of sources) {
+      for (const [name, item] of Object.entries(source)) {
+        if (!Object.hasOwn(result, name)) setKey(result, name, item);
+      }
+    }
+    for (const [name, item] of Object.entries(explicit)) setKey(result, name, item);
+    return [result, size];
+  }
+
+  return walk(root, 0)[0];
 }
 
 export const PARSE_OPTIONS = Object.freeze({
   version: "1.2",
-  schema: "core",
-  customTags: dialectTags,
-  merge: true,
-  uniqueKeys: true,
+  schema: "failsafe", // scalars stay text; build() resolves them
+  resolveKnownTags: false, // tags stay as written; build() judges them
+  uniqueKeys: false, // build() compares keys by their values, as Python does
+  merge: false, // build() merges, as Python does
 });
 
 /**
  * The plain value of the one YAML document in `text` (JSON is YAML too). Throws a
- * YAMLError naming line and column on malformed input or duplicate keys.
+ * DocumentError whose message starts with `line:column:`.
  */
 export function parseDocument(text) {
-  const doc = YAML.parseDocument(text, PARSE_OPTIONS);
-  if (doc.errors.length > 0) throw doc.errors[0];
-  return doc.toJS({ maxAliasCount: -1 });
+  const lineCounter = new YAML.LineCounter();
+  const doc = YAML.parseDocument(text, { ...PARSE_OPTIONS, lineCounter });
+  const where = (offset) => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `${line}:${col}`;
+  };
+  if (doc.errors.length > 0) {
+    const [error] = doc.errors;
+    throw new DocumentError(`${where(error.pos[0])}: not valid YAML: ${error.message.split("\n")[0]}`);
+  }
+  try {
+    return build(text, doc.contents);
+  } catch (error) {
+    if (!(error instanceof Problem)) throw error;
+    throw new DocumentError(`${where(error.offset)}: ${error.message}`);
+  }
+}
+
+/** Offset of the first byte of `bytes` that does not start valid UTF-8 (as Python finds it). */
+function invalidUtf8(bytes) {
+  for (let index = 0; index < bytes.length; ) {
+    const lead = bytes[index];
+    if (lead < 0x80) {
+      index += 1;
+      continue;
+    }
+    let [count, low, high] = [0, 0x80, 0xbf];
+    if (lead >= 0xc2 && lead <= 0xdf) count = 1;
+    else if (lead >= 0xe0 && lead <= 0xef) {
+      count = 2;
+      if (lead === 0xe0) low = 0xa0;
+      if (lead === 0xed) high = 0x9f; // no surrogates
+    } else if (lead >= 0xf0 && lead <= 0xf4) {
+      count = 3;
+      if (lead === 0xf0) low = 0x90;
+      if (lead === 0xf4) high = 0x8f;
+    } else return index;
+    for (let next = 1; next <= count; next += 1) {
+      const byte = bytes[index + next];
+      const [min, max] = next === 1 ? [low, high] : [0x80, 0xbf];
+      if (byte === undefined || byte < min || byte > max) return index;
+    }
+    index += count + 1;
+  }
+  return -1;
+}
+
+/** At most MAX_DOCUMENT_BYTES + 1 bytes of `file`, refusing a larger one before reading. */
+function readBounded(file) {
+  const fd = openSync(file, "r");
+  try {
+    const { size } = fstatSync(fd);
+    const buffer = Buffer.alloc(size > MAX_DOCUMENT_BYTES ? 0 : MAX_DOCUMENT_BYTES + 1);
+    let length = 0;
+    while (length < buffer.length) {
+      const read = readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+    }
+    const seen = Math.max(size, length); // pipes and devices report no size
+    if (seen > MAX_DOCUMENT_BYTES) {
+      throw new DocumentError(
+        `${file}: larger than the ${MAX_DOCUMENT_BYTES} bytes a document may have (${seen} bytes or more)`,
+      );
+    }
+    return buffer.subarray(0, length);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/** The document in `file`; a DocumentError names `file:line:column` (or the file). */
+export function loadDocument(file) {
+  let bytes;
+  try {
+    bytes = readBounded(file);
+  } catch (error) {
+    if (error instanceof DocumentError) throw error;
+    throw new DocumentError(`${file}: cannot read: ${error.message}`);
+  }
+  let text;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    const offset = invalidUtf8(bytes);
+    const byte = bytes[offset].toString(16).padStart(2, "0");
+    throw new DocumentError(`${file}: not UTF-8 text (byte 0x${byte} at offset ${offset})`);
+  }
+  try {
+    return parseDocument(text);
+  } catch (error) {
+    if (!(error instanceof DocumentError)) throw error;
+    throw new DocumentError(`${file}:${error.message}`);
+  }
 }

@@ -12,7 +12,9 @@
 //   node codegen/node/validate.mjs --schemas <dir> --spec <title> <file>...
 //       Each file (the YAML dialect of documents.mjs, so JSON too) is one document of
 //       <title> (`--spec TrainingManifest` for manifests). Prints the same report keyed
-//       by file name; exits 1 when any file is invalid.
+//       by file name; exits 1 when any file is invalid. A file the dialect refuses
+//       (bad YAML, over a limit, not UTF-8) is invalid with one error of keyword
+//       "document" whose message is the Python loader's, and the other files go on.
 //   node codegen/node/validate.mjs --dump <file>...
 //       Prints {"<file>": <document as JSON>}: what the dialect reads from each file
 //       (tests compare it with the Python loader's tree). Needs no schemas.
@@ -25,7 +27,7 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 import Ajv2020 from "ajv/dist/2020.js";
-import { parseDocument } from "./documents.mjs";
+import { DocumentError, loadDocument } from "./documents.mjs";
 import { addAgileRLKeywords } from "./keywords.mjs";
 
 export const AJV_OPTIONS = {
@@ -140,12 +142,19 @@ function readJson(file) {
   }
 }
 
+/** The document in `file` (documents.mjs: its dialect and limits). */
 function readYaml(file) {
   try {
-    return parseDocument(readFileSync(file, "utf8"));
+    return loadDocument(file);
   } catch (error) {
-    throw new UsageError(`cannot read ${file}: ${error.message}`);
+    if (!(error instanceof DocumentError)) throw error;
+    throw new UsageError(`cannot read ${error.message}`);
   }
+}
+
+/** A file's report entry when it cannot be read as a document (the batch goes on). */
+function unreadable(error) {
+  return { valid: false, errors: [{ path: "", message: error.message, keyword: "document", params: {} }] };
 }
 
 /** The corpus file as [{id, spec, document}]. */
@@ -210,15 +219,22 @@ export function main(argv) {
   const entries =
     values.corpus !== undefined
       ? corpusEntries(values.corpus)
-      : positionals.map((file) => ({ id: file, spec: values.spec, document: readYaml(file) }));
+      : positionals.map((file) => {
+          try {
+            return { id: file, spec: values.spec, document: loadDocument(file) };
+          } catch (error) {
+            if (!(error instanceof DocumentError)) throw error;
+            return { id: file, spec: values.spec, refused: unreadable(error) };
+          }
+        });
   if (entries.length === 0) {
     throw new UsageError("nothing to validate: give --corpus, files or --compile-only");
   }
 
   const report = {};
-  for (const { id, spec, document } of entries) {
+  for (const { id, spec, document, refused } of entries) {
     if (Object.hasOwn(report, id)) throw new UsageError(`duplicate id ${JSON.stringify(id)}`);
-    report[id] = validateDocument(compiled.byTitle, spec, document);
+    report[id] = refused ?? validateDocument(compiled.byTitle, spec, document);
   }
   process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   const allValid = Object.values(report).every((result) => result.valid);
