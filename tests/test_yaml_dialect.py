@@ -11,13 +11,24 @@ binary files, ...) with the same ``file:line:column`` message.
 from __future__ import annotations
 
 import json
-import math
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agilerl.documents import load_document
+from agilerl.documents import (
+    MAX_ALIAS_NODES,
+    MAX_DEPTH,
+    MAX_DOCUMENT_BYTES,
+    DocumentError,
+    dump_yaml,
+    load_document,
+    parse_value,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TESTS = REPO_ROOT / "tests"
@@ -252,3 +263,250 @@ def test_node_merges_keys_as_python_does(node_toolchain: Any, tmp_path: Path) ->
     node = node_trees(node_toolchain, [path])[str(path)]
     assert same_tree(node, python_tree(path))
     assert node["run"] == {"lr": 0.2, "gamma": 0.9}
+
+
+# --- Refused documents: the same verdict and message in both languages ------------------
+
+
+def alias_bomb(levels: int) -> str:
+    """``a0: &a0 [lol, ...x10]``, ``a1: &a1 [*a0, ...x10]``, ...: 10**levels strings."""
+    lines = ["a0: &a0 [" + ", ".join(["lol"] * 10) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def aliased_list(items: int) -> str:
+    """An anchored list of ``items`` scalars (``items + 1`` nodes) aliased once."""
+    return "a: &a [" + ", ".join(["1"] * items) + "]\nb: *a\n"
+
+
+NOT_FINITE = "is not a finite number (JSON has no infinity or NaN)"
+TOO_MANY_ALIASES = f"aliases expand to more than {MAX_ALIAS_NODES} nodes (the limit of a document)"
+PYTHON_TAG = "tag:yaml.org,2002:python/object:os.system"
+
+#: (id, file content, what both loaders say after the file name)
+REFUSED: list[tuple[str, str | bytes, str]] = [
+    # YAML tags: only the core tags of JSON values, on the kind of node they name.
+    ("tag-on-mapping", "algorithm: !!python/object:os.system {name: DQN}\n",
+     f":1:12: unsupported YAML tag '{PYTHON_TAG}' (JSON values only)"),
+    ("tag-on-block-mapping", "algorithm: !!python/object:os.system\n  name: DQN\n",
+     f":1:12: unsupported YAML tag '{PYTHON_TAG}' (JSON values only)"),
+    ("local-tag-on-sequence", "a: !foo [1]\n", ":1:4: unsupported YAML tag '!foo' (JSON values only)"),
+    ("scalar-tag-on-sequence", "a: !!str [1]\n",
+     ":1:4: unsupported YAML tag 'tag:yaml.org,2002:str' (JSON values only)"),
+    ("binary-tag", "a: !!binary aGk=\n",
+     ":1:4: unsupported YAML tag 'tag:yaml.org,2002:binary' (JSON values only)"),
+    ("timestamp-tag", "a: !!timestamp 2024-01-01\n",
+     ":1:4: unsupported YAML tag 'tag:yaml.org,2002:timestamp' (JSON values only)"),
+    ("local-tag-on-scalar", "a: !foo x\n", ":1:4: unsupported YAML tag '!foo' (JSON values only)"),
+    ("explicit-int-of-binary", "a: !!int 0b101\n", ":1:4: '0b101' is not a valid int"),
+    ("explicit-int-of-float", "a: !!int 1.5\n", ":1:4: '1.5' is not a valid int"),
+    ("explicit-float-of-word", "a: !!float one\n", ":1:4: 'one' is not a valid float"),
+    ("explicit-bool-of-yes", "a: !!bool yes\n", ":1:4: 'yes' is not a valid bool"),
+    # JSON has no infinity or NaN.
+    ("infinity", "lr: .inf\n", f":1:5: '.inf' {NOT_FINITE}"),
+    ("negative-infinity", "lr: -.inf\n", f":1:5: '-.inf' {NOT_FINITE}"),
+    ("signed-capital-infinity", "lr: +.INF\n", f":1:5: '+.INF' {NOT_FINITE}"),
+    ("nan", "training:\n  target_score: .nan\n", f":2:17: '.nan' {NOT_FINITE}"),
+    ("nan-in-a-list", "a: [1, .NaN]\n", f":1:8: '.NaN' {NOT_FINITE}"),
+    ("float-overflow", "lr: 1e400\n", f":1:5: '1e400' {NOT_FINITE}"),
+    ("integer-overflow", "a: " + "9" * 400 + "\n", f":1:4: '{'9' * 40}...' {NOT_FINITE}"),
+    ("tagged-infinity", "lr: !!float .inf\n", f":1:5: '.inf' {NOT_FINITE}"),
+    ("anchored-infinity", "lr: &x .inf\n", f":1:5: '.inf' {NOT_FINITE}"),
+    # Aliases: bounded, defined before use, never inside what they name.
+    ("alias-bomb-7-levels", alias_bomb(7), f":4:45: {TOO_MANY_ALIASES}"),
+    ("alias-bomb-9-levels", alias_bomb(9), f":4:45: {TOO_MANY_ALIASES}"),
+    ("one-wide-alias", aliased_list(MAX_ALIAS_NODES), f":2:4: {TOO_MANY_ALIASES}"),
+    ("recursive-alias", "a: &x [1, *x]\n", ":1:11: alias *x is inside the node it names"),
+    ("undefined-alias", "a: *nope\n", ":1:4: alias *nope has no anchor before it"),
+    # Mappings are JSON objects.
+    ("duplicate-key", "a: 1\nb: 2\na: 3\n", ":3:1: duplicate key 'a'"),
+    ("duplicate-key-after-resolution", "1: a\n01: b\n", ":2:1: duplicate key 1"),
+    ("complex-key", "? [1, 2]\n: x\n", ":1:3: a mapping key must be a scalar (JSON keys are strings)"),
+    ("merge-of-a-scalar", "a: {<<: 5}\n", ":1:9: a merge key (<<) takes a mapping or a list of mappings"),
+    ("too-deep", "a: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n",
+     f":1:{3 + MAX_DEPTH}: nested more than {MAX_DEPTH} levels deep"),
+    # Files: UTF-8 text of a bounded size.
+    ("png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", ": not UTF-8 text (byte 0x89 at offset 0)"),
+    ("latin-1", "name: café\n".encode("latin-1"), ": not UTF-8 text (byte 0xe9 at offset 9)"),
+    ("truncated-sequence", b"a: \xe2\x82", ": not UTF-8 text (byte 0xe2 at offset 3)"),
+    ("surrogate", b"a: \xed\xa0\x80\n", ": not UTF-8 text (byte 0xed at offset 3)"),
+    ("overlong", b"a: 1\nb: \xc0\xaf\n", ": not UTF-8 text (byte 0xc0 at offset 8)"),
+    ("over-the-size-limit", b"#" * (MAX_DOCUMENT_BYTES + 1),
+     f": larger than the {MAX_DOCUMENT_BYTES} bytes a document may have"
+     f" ({MAX_DOCUMENT_BYTES + 1} bytes or more)"),
+]  # fmt: skip
+
+#: (id, file content): documents right at a limit, which both loaders read alike.
+AT_THE_LIMITS: list[tuple[str, str]] = [
+    ("aliases-at-the-limit", aliased_list(MAX_ALIAS_NODES - 1)),
+    ("nesting-at-the-limit", "a: " + "[" * (MAX_DEPTH - 1) + "]" * (MAX_DEPTH - 1) + "\n"),
+    ("small-alias-bomb", alias_bomb(3)),
+    ("merge-keys", "base: &b {lr: 0.1, gamma: 0.9}\nrun:\n  <<: [*b, {tau: 1}]\n  lr: 0.2\n"),
+    ("quoted-merge-key", "'<<': 1\n"),
+    ("proto-key", "__proto__: {polluted: true}\n"),
+    ("size-at-the-limit", "a: 1\n" + "#" * (MAX_DOCUMENT_BYTES - 6) + "\n"),
+]
+
+
+def _write_all(folder: Path, cases: list[tuple[Any, ...]]) -> dict[str, Path]:
+    files = {}
+    for name, content, *_ in cases:
+        files[name] = folder / f"{name}.yaml"
+        if isinstance(content, bytes):
+            files[name].write_bytes(content)
+        else:
+            files[name].write_text(content, encoding="utf-8")
+    return files
+
+
+@pytest.fixture(scope="module")
+def refused_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _write_all(tmp_path_factory.mktemp("refused"), REFUSED)
+
+
+@pytest.mark.parametrize(("name", "content", "message"), REFUSED, ids=[c[0] for c in REFUSED])
+def test_python_refuses(name: str, content: Any, message: str, refused_files: dict[str, Path]):
+    path = refused_files[name]
+    with pytest.raises(DocumentError) as caught:
+        load_document(path)
+    assert str(caught.value) == f"{path}{message}"
+
+
+@pytest.mark.node
+def test_node_refuses_the_same_with_the_same_message(
+    node_toolchain: Any, refused_files: dict[str, Path]
+) -> None:
+    # One batch: a refused file is reported and the next one is read (validate.mjs).
+    result = node_toolchain.run(
+        "validate.mjs", "--schemas", REPO_ROOT / "schemas", "--spec", "TrainingManifest",
+        *refused_files.values(),
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    for name, _, message in REFUSED:
+        path = refused_files[name]
+        assert report[str(path)] == {
+            "valid": False,
+            "errors": [
+                {"path": "", "message": f"{path}{message}", "keyword": "document", "params": {}}
+            ],
+        }, name
+
+
+@pytest.mark.node
+def test_both_languages_read_documents_at_the_limits(node_toolchain: Any, tmp_path: Path) -> None:
+    files = _write_all(tmp_path, AT_THE_LIMITS)
+    node = node_trees(node_toolchain, list(files.values()))
+    for name, path in files.items():
+        assert same_tree(python_tree(path), node[str(path)]), name
+    assert python_tree(files["merge-keys"])["run"] == {"lr": 0.2, "gamma": 0.9, "tau": 1}
+    assert python_tree(files["proto-key"]) == {"__proto__": {"polluted": True}}
+    assert python_tree(files["quoted-merge-key"]) == {"<<": 1}
+
+
+def test_python_reads_documents_at_the_limits(tmp_path: Path) -> None:
+    files = _write_all(tmp_path, AT_THE_LIMITS)
+    data = load_document(files["aliases-at-the-limit"])[0]
+    assert data["a"] == data["b"] and data["a"] is not data["b"]  # a tree, as in JSON
+    assert len(json.dumps(load_document(files["small-alias-bomb"])[0])) > 1000
+
+
+# --- Bombs, with a memory limit on the process that reads them --------------------------
+
+#: The address space the loading processes below may use: a regression fails the test,
+#: it cannot take the machine down.
+MEMORY_LIMIT = 1 << 30
+
+
+def _limited_memory() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
+def test_agilerl_validate_refuses_bombs_in_bounded_memory_and_goes_on(tmp_path: Path) -> None:
+    files = {
+        "bomb": alias_bomb(9),
+        "binary": b"\x89PNG\r\n\x1a\n\xff\xfe",
+        "sparse": None,  # 8 GiB that must not be read
+        "good": (REPO_ROOT / "configs" / "dqn.yaml").read_text(),
+    }
+    paths = {}
+    for name, content in files.items():
+        paths[name] = tmp_path / f"{name}.yaml"
+        if content is None:
+            with paths[name].open("wb") as sparse:
+                sparse.truncate(8 << 30)
+        elif isinstance(content, bytes):
+            paths[name].write_bytes(content)
+        else:
+            paths[name].write_text(content)
+    args = ["validate", *map(str, paths.values()), "/dev/zero"]
+    result = subprocess.run(
+        [sys.executable, "-m", "agilerl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limited_memory,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        check=False,
+    )
+    assert result.returncode == 1, result.stderr
+    assert f"{paths['good']}: valid" in result.stdout  # the batch went on past the others
+    errors = result.stderr.splitlines()
+    assert errors == [
+        f"{paths['bomb']}:4:45: {TOO_MANY_ALIASES}",
+        f"{paths['binary']}: not UTF-8 text (byte 0x89 at offset 0)",
+        f"{paths['sparse']}: larger than the {MAX_DOCUMENT_BYTES} bytes a document may have"
+        f" ({8 << 30} bytes or more)",
+        f"/dev/zero: larger than the {MAX_DOCUMENT_BYTES} bytes a document may have"
+        f" ({MAX_DOCUMENT_BYTES + 1} bytes or more)",
+    ]
+
+
+@pytest.mark.node
+def test_node_refuses_a_bomb_in_bounded_memory(node_toolchain: Any, tmp_path: Path) -> None:
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb(9))
+    result = subprocess.run(
+        [node_toolchain.node, "--max-old-space-size=64", node_toolchain.project / "validate.mjs",
+         "--dump", path],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == f"validate.mjs: cannot read {path}:4:45: {TOO_MANY_ALIASES}\n"
+
+
+# --- Positions, inline values and the writer --------------------------------------------
+
+
+def test_locate_names_keys_items_and_the_closest_parent(tmp_path: Path) -> None:
+    path = tmp_path / "doc.yaml"
+    path.write_text("a:\n  'b': [1, {c: 2}]\n  d: &x\n    - e\nf: *x\n")
+    data, locate = load_document(path)
+    assert data == {"a": {"b": [1, {"c": 2}], "d": ["e"]}, "f": ["e"]}
+    assert locate(()) == (1, 1)
+    assert locate(("a",)) == (1, 1)
+    assert locate(("a", "b")) == (2, 3)
+    assert locate(("a", "b", 1)) == (2, 12)
+    assert locate(("a", "b", 1, "c")) == (2, 13)
+    assert locate(("a", "d", 0)) == (4, 7)
+    assert locate(("a", "b", 7)) == (2, 3)  # no such item: its parent
+    assert locate(("a", "nope", "x")) == (1, 1)
+    assert locate(("f", 0)) == (4, 7)  # an alias's items are where its anchor's are
+
+
+def test_set_values_are_read_in_the_same_dialect() -> None:
+    assert parse_value("1_000") == 1000 and parse_value("50_000_") == "50_000_"
+    assert parse_value("[64, 64]") == [64, 64] and parse_value("") is None
+    for text, message in ((".inf", NOT_FINITE), ("!!binary aGk=", "unsupported YAML tag")):
+        with pytest.raises(DocumentError, match=re.escape(message)):
+            parse_value(text)
+
+
+def test_dump_yaml_quotes_strings_the_dialect_would_read_as_something_else() -> None:
+    strings = [text for _, text, _ in SCALARS] + ["1e6", "0o7", ".inf", "1e400", "-.5e3", "<<"]
+    data = {"strings": strings, "numbers": [1, -2, 0.5, 1e-06, 1e20, 10**30], "none": None}
+    data |= {"flags": [True, False], "nested": {"a": {"b": ["c"]}}, "text": "café\nline"}
+    assert parse_value(dump_yaml(data)) == data

@@ -135,19 +135,22 @@ function scalarValue(node) {
 }
 
 /**
- * Where a node's properties (`&anchor`, `!tag`) begin, on the node's line: libyaml,
- * hence Python, places a node there, the `yaml` package after them.
+ * Where a node starts, its properties (`&anchor`, `!tag`) included: libyaml, hence
+ * Python, places a node there, the `yaml` package after them. The properties are the
+ * tokens right before the value, on its line or the lines above.
  */
-function propertiesStart(text, offset) {
-  let start = offset;
-  for (;;) {
+function nodeStart(text, node) {
+  let start = node.range[0];
+  const properties = (node.anchor !== undefined) + (node.tag !== undefined);
+  for (let found = 0; found < properties; found += 1) {
     let end = start;
-    while (end > 0 && (text[end - 1] === " " || text[end - 1] === "\t")) end -= 1;
+    while (end > 0 && " \t\r\n".includes(text[end - 1])) end -= 1;
     let begin = end;
     while (begin > 0 && !" \t\r\n[]{},".includes(text[begin - 1])) begin -= 1;
-    if (begin === end || (text[begin] !== "!" && text[begin] !== "&")) return start;
+    if (begin === end || (text[begin] !== "!" && text[begin] !== "&")) break;
     start = begin;
   }
+  return start;
 }
 
 const MERGE = Symbol("<<");
@@ -168,7 +171,7 @@ function build(text, root) {
       return action();
     } catch (error) {
       if (error instanceof Problem && error.offset === undefined) {
-        error.offset = propertiesStart(text, node.range[0]);
+        error.offset = nodeStart(text, node);
       }
       throw error;
     }
@@ -237,10 +240,10 @@ function build(text, root) {
         const [keyValue, keyNodes] = walk(key, depth);
         if (keyValue !== null && typeof keyValue === "object") {
           const message = "a mapping key must be a scalar (JSON keys are strings)";
-          throw new Problem(message, propertiesStart(text, key.range[0]));
+          throw new Problem(message, nodeStart(text, key));
         }
         if (Object.hasOwn(explicit, String(keyValue))) {
-          throw new Problem(`duplicate key ${pyRepr(keyValue)}`, propertiesStart(text, key.range[0]));
+          throw new Problem(`duplicate key ${pyRepr(keyValue)}`, nodeStart(text, key));
         }
         name = String(keyValue);
         size += keyNodes;
@@ -253,7 +256,7 @@ function build(text, root) {
       }
       const merged = Array.isArray(item) ? item : [item];
       if (!merged.every((source) => source !== null && typeof source === "object" && !Array.isArray(source))) {
-        const offset = value ? propertiesStart(text, value.range[0]) : key.range[1];
+        const offset = value ? nodeStart(text, value) : key.range[1];
         throw new Problem("a merge key (<<) takes a mapping or a list of mappings", offset);
       }
       sources.push(...merged);
