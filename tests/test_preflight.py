@@ -286,6 +286,16 @@ MEMORY = {
         manifest(replay_buffer={"max_size": 1_000_000_000}),
         "replay_buffer.max_size",
     ),
+    "a network of 2.5 billion parameters (measured on the meta device, not allocated)": (
+        {
+            **manifest(),
+            "network": {
+                "encoder_config": {"hidden_size": [50_000, 50_000], "max_mlp_nodes": 100_000},
+                "head_config": {"hidden_size": [64]},
+            },
+        },
+        "training.pop_size",
+    ),
     "PPO rollouts of a billion steps": (
         {**manifest(training={"pop_size": 4}), "algorithm": {"name": "PPO", "learn_step": 10**9}},
         "algorithm.learn_step",

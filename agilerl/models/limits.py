@@ -48,7 +48,7 @@ class Limits:
                 written.append(f">= {_show(item.ge)}")
             elif isinstance(item, annotated_types.Gt):  # the least value above the bound
                 low = max(
-                    low, math.floor(item.gt) + 1 if integer else math.nextafter(item.gt, 1e309)
+                    low, math.floor(item.gt) + 1 if integer else math.nextafter(item.gt, math.inf)
                 )
                 written.append(f"> {_show(item.gt)}")
             elif isinstance(item, annotated_types.Le):
@@ -56,7 +56,7 @@ class Limits:
                 written.append(f"<= {_show(item.le)}")
             elif isinstance(item, annotated_types.Lt):
                 high = min(
-                    high, math.ceil(item.lt) - 1 if integer else math.nextafter(item.lt, -1e309)
+                    high, math.ceil(item.lt) - 1 if integer else math.nextafter(item.lt, -math.inf)
                 )
                 written.append(f"< {_show(item.lt)}")
         return cls(low, high, integer, tuple(written))

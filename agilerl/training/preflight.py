@@ -6,23 +6,27 @@ whose outputs cannot be written (``--out`` naming a file, a checkpoint path that
 directory, a read-only folder). Both used to surface after a generation of work, with a
 traceback and a poisoned checkpoint. :func:`preflight` finds them first, cheapest check
 first: the paths (no environment needed), the replay buffer against the batch size,
-then one environment (not the vector) and one agent are built to learn the spaces and
-the size of an agent, and what the whole run allocates is estimated and compared with
+then one environment (not the vector) and one agent (on the meta device: shapes, no
+storage) are built to learn the spaces and the size of an agent, and what the whole run allocates is estimated and compared with
 the memory this machine has available. A refusal is a :class:`PreflightError` whose
 message names the field and gives the figures.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
+import torch
 
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.training.envs import make_env
@@ -223,6 +227,24 @@ def _agent_bytes(agent: Any) -> int:
     return total
 
 
+@contextmanager
+def _parameters_on_meta() -> Iterator[None]:
+    """Every parameter a module registers moves to the meta device at once, before its
+    initialisation writes it: the parameter's host memory is reserved, never used."""
+    register = torch.nn.Module.register_parameter
+
+    def on_meta(module: torch.nn.Module, name: str, param: Any) -> None:
+        if param is not None and param.device.type != "meta":
+            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        register(module, name, param)
+
+    torch.nn.Module.register_parameter = on_meta  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.nn.Module.register_parameter = register  # type: ignore[method-assign]
+
+
 def _build_one_env(spec: Any) -> tuple[Any, int]:
     """One environment of ``spec`` and the bytes its construction allocated."""
     tracing = tracemalloc.is_tracing()
@@ -250,8 +272,13 @@ def estimate(trainer: Any) -> Estimate:
     shim = SimpleNamespace(
         single_observation_space=obs_space, single_action_space=action_space, num_envs=num_envs
     )
+    # On the meta device: the agent's tensors get shapes but no storage, so an
+    # oversized network is measured, not allocated.
+    probe = copy.copy(trainer)
+    probe.device, probe.accelerator = torch.device("meta"), None
     try:
-        agent = trainer._build_agent(shim, 0, 0)
+        with _parameters_on_meta():
+            agent = probe._build_agent(shim, 0, 0)
     except NotImplementedError as err:  # a feature the engine lacks (recurrent PPO)
         if isinstance(err, AlgorithmNotAvailableError):
             raise
@@ -293,7 +320,7 @@ def estimate(trainer: Any) -> Estimate:
                 algorithm.batch_size * transition,
             )
         )
-    elif hasattr(agent, "rollout_length"):
+    else:  # on-policy: a rollout of learn_step steps (whole vector steps) per agent
         steps = -(-agent.learn_step // num_envs) * num_envs
         per_step = obs + action + ROLLOUT_EXTRA_BYTES
         needs.append(
