@@ -124,7 +124,11 @@ def _leaf_types(annotation: Any) -> set[Any]:
 def _has_integral_float(value: Any) -> bool:
     if isinstance(value, float):
         return value.is_integer()
-    return isinstance(value, list) and any(map(_has_integral_float, value))
+    if isinstance(value, list):
+        for item in value:
+            if isinstance(item, (float, list)) and _has_integral_float(item):
+                return True
+    return False
 
 
 def _integral_floats_to_int(value: Any) -> Any:
@@ -332,7 +336,7 @@ def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
         result = cls.__pydantic_validator__.validate_python(prepared, **options)
     except ValidationError as error:
         field_errors = [reraisable(item) for item in error.errors(include_url=False)]
-    errors = walk.hook_errors + field_errors + walk.rule_errors
-    if errors:
+    if walk.hook_errors or field_errors or walk.rule_errors:
+        errors = walk.hook_errors + field_errors + walk.rule_errors
         raise ValidationError.from_exception_data(cls.__name__, errors)
     return result

@@ -52,7 +52,7 @@ def _is_number(value: Any) -> bool:
     if kind is int:
         return True
     if kind is float:
-        return not math.isnan(value)
+        return value == value  # False only for NaN
     return (
         isinstance(value, (int, float))
         and not isinstance(value, bool)
@@ -60,10 +60,13 @@ def _is_number(value: Any) -> bool:
     )
 
 
-def _measures(value: Any, measure: str) -> list[Any] | None:
+_NONE: list[RuleViolation] = []  # shared "no violation" result; never appended to
+
+
+def _measures(value: Any, measure: str) -> tuple[Any, ...] | list[Any] | None:
     """The numbers a rule compares for ``value``, or None when the rule does not apply."""
     if measure == "value":
-        return [value] if _is_number(value) else None
+        return (value,) if _is_number(value) else None
     if not isinstance(value, list):
         return None
     if measure == "length":
@@ -124,23 +127,21 @@ def _bounds_check(
         value = lookup(field)
         found = _measures(value, measure)
         if not found:
-            return []
-        violations = []
+            return _NONE
+        violations = _NONE
         for bound_name, holds, expected in checks:
             bound = lookup(bound_name)
             if not _is_number(bound):
                 continue
-            bad = [x for x in found if not holds(x, bound)]
-            if bad:
-                subject = _SUBJECT[measure].format(f=field)
-                violations.append(
-                    RuleViolation(
-                        field,
-                        value,
+            for x in found:
+                if not holds(x, bound):
+                    subject = _SUBJECT[measure].format(f=field)
+                    message = (
                         f"{subject} must be {expected} {bound_name} ({_number(bound)}), "
-                        f"got {_number(bad[0])}",
+                        f"got {_number(x)}"
                     )
-                )
+                    violations = [*violations, RuleViolation(field, value, message)]
+                    break
         return violations
 
     return check
