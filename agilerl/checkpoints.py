@@ -430,11 +430,21 @@ def restoring(source: str | os.PathLike[str]) -> Iterator[None]:
 
 
 # -- layouts: what a restorer checks before it uses a tree -------------------------------
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
 class ListOf:
     """Layout of a list whose items all match ``item``."""
 
     def __init__(self, item: Any) -> None:
         self.item = item
+
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, list):
+            raise fail(where, f"expected a list, found {_type_name(value)}")
+        for i, item in enumerate(value):
+            require(item, self.item, join(where, i))
 
 
 class MapOf:
@@ -443,12 +453,24 @@ class MapOf:
     def __init__(self, value: Any) -> None:
         self.value = value
 
+    def check(self, value: Any, where: str) -> None:
+        if not isinstance(value, dict):
+            raise fail(where, f"expected a mapping, found {_type_name(value)}")
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise fail(where, f"keys must be strings, found {key!r}")
+            require(item, self.value, join(where, key))
+
 
 class Nullable:
     """Layout of None or a value matching ``layout``."""
 
     def __init__(self, layout: Any) -> None:
         self.layout = layout
+
+    def check(self, value: Any, where: str) -> None:
+        if value is not None:
+            require(value, self.layout, where)
 
 
 class Omittable:
@@ -458,8 +480,29 @@ class Omittable:
         self.layout = layout
 
 
-def _type_name(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+def _check_fields(value: Any, layout: dict[str, Any], where: str) -> None:
+    if not isinstance(value, dict):
+        raise fail(where, f"expected a mapping, found {_type_name(value)}")
+    for key, sub in layout.items():
+        if key in value:
+            require(value[key], sub.layout if isinstance(sub, Omittable) else sub, join(where, key))
+        elif not isinstance(sub, Omittable):
+            raise fail(join(where, key), "missing")
+    for key in value:
+        if key not in layout:
+            raise fail(join(where, key), f"unexpected key (expected {', '.join(layout)})")
+
+
+#: How a layout's types are named in errors (a float layout takes any number).
+_TYPE_NAMES = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
+
+
+def _check_type(value: Any, layout: type | tuple[type, ...], where: str) -> None:
+    kinds = layout if isinstance(layout, tuple) else (layout,)
+    accepted = (*kinds, int) if float in kinds else kinds
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, accepted):
+        names = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+        raise fail(where, f"expected {names}, found {_type_name(value)}")
 
 
 def require(value: Any, layout: Any, where: str = "") -> None:
@@ -468,48 +511,12 @@ def require(value: Any, layout: Any, where: str = "") -> None:
     layouts; :class:`Omittable` ones may be absent; other keys are refused),
     :class:`ListOf`, :class:`MapOf`, :class:`Nullable`, or ``object`` (anything).
     Raises :class:`CheckpointError` naming the key path of the first mismatch."""
-    if isinstance(layout, Nullable):
-        if value is not None:
-            require(value, layout.layout, where)
+    if isinstance(layout, (ListOf, MapOf, Nullable)):
+        layout.check(value, where)
     elif isinstance(layout, dict):
-        if not isinstance(value, dict):
-            raise fail(where, f"expected a mapping, found {_type_name(value)}")
-        for key, sub in layout.items():
-            if key in value:
-                inner = sub.layout if isinstance(sub, Omittable) else sub
-                require(value[key], inner, join(where, key))
-            elif not isinstance(sub, Omittable):
-                raise fail(join(where, key), "missing")
-        for key in value:
-            if key not in layout:
-                raise fail(join(where, key), f"unexpected key (expected {', '.join(layout)})")
-    elif isinstance(layout, ListOf):
-        if not isinstance(value, list):
-            raise fail(where, f"expected a list, found {_type_name(value)}")
-        for i, item in enumerate(value):
-            require(item, layout.item, join(where, i))
-    elif isinstance(layout, MapOf):
-        if not isinstance(value, dict):
-            raise fail(where, f"expected a mapping, found {_type_name(value)}")
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise fail(where, f"keys must be strings, found {key!r}")
-            require(item, layout.value, join(where, key))
+        _check_fields(value, layout, where)
     elif layout is not object:
-        kinds = layout if isinstance(layout, tuple) else (layout,)
-        if float in kinds:
-            kinds = (*kinds, int)
-        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-            names = " or ".join(_LAYOUT_NAMES.get(k, k.__name__) for k in layout_types(layout))
-            raise fail(where, f"expected {names}, found {_type_name(value)}")
-
-
-#: How a layout's types are named in errors (a float layout takes any number).
-_LAYOUT_NAMES = {float: "a number", int: "an integer", str: "a string", bool: "true or false"}
-
-
-def layout_types(layout: Any) -> tuple[type, ...]:
-    return layout if isinstance(layout, tuple) else (layout,)
+        _check_type(value, layout, where)
 
 
 def require_keys(value: Mapping[str, Any], expected: Any, where: str, what: str) -> None:
