@@ -235,22 +235,22 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.checkpoints import CheckpointError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
+    from agilerl.training import LocalTrainer, TrainerError
     from agilerl.training.envs import EnvironmentSpecError
     from agilerl.training.preflight import PreflightError
 
     try:
         manifest = load_with_overrides(args.manifest, args.set)
         out = Path(args.out) if args.out else Path("runs") / Path(args.manifest).stem
-        checkpoint = args.checkpoint_path or manifest.training.checkpoint_path
+        # training may be absent (null: every default)
+        checkpoint = args.checkpoint_path or getattr(manifest.training, "checkpoint_path", None)
         checkpoint = checkpoint or str(out / "checkpoint.pt")
         resume = checkpoint if args.resume is True else args.resume
         device = _device(args.device)
-        from agilerl.training import LocalTrainer, TrainerError
-
         trainer = LocalTrainer.from_manifest(manifest, device=device, resume_from_checkpoint=resume)
         print(
             f"training {manifest.algorithm.name} on {manifest.environment.name}: population "
-            f"{manifest.training.pop_size}, {manifest.training.max_steps:,} steps per agent, "
+            f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per agent, "
             f"output in {out}/" + (f", resuming from {resume}" if resume else ""),
             file=sys.stderr,
         )

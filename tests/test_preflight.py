@@ -415,7 +415,9 @@ def test_train_refuses_before_building_anything(tmp_path: Path) -> None:
     assert trainer.population is None and not out.exists()
 
 
-@pytest.mark.parametrize("problem", ["out is a file", "checkpoint is /", "pop_size 1e9"])
+@pytest.mark.parametrize(
+    "problem", ["out is a file", "checkpoint is /", "pop_size 1e9", "no training section"]
+)
 def test_agilerl_train_reports_a_refusal_in_one_line(tmp_path: Path, capsys, problem) -> None:
     doc = manifest()
     out = tmp_path / "run"
@@ -423,8 +425,11 @@ def test_agilerl_train_reports_a_refusal_in_one_line(tmp_path: Path, capsys, pro
         out.write_text("not a directory")
     elif problem == "checkpoint is /":
         doc["training"]["checkpoint_path"] = "/"
-    else:
+    elif problem == "pop_size 1e9":
         doc["training"]["pop_size"] = 1_000_000_000
+    else:  # training takes every default; the environment is too large
+        del doc["training"]
+        doc["environment"] = {"name": "CartPole-v1", "num_envs": 100_000}
     path = tmp_path / "run.yaml"
     path.write_text(json.dumps(doc))  # JSON is YAML
     assert main(["train", str(path), "--out", str(out), "--quiet"]) == 1
