@@ -14,11 +14,12 @@ version 2 (all integers little-endian)::
 
 The tree is JSON with a few tagged values, each a one-key object (see :data:`DECODERS`):
 ``{"$tensor": name}`` and ``{"$ndarray": name}`` refer to the safetensors part (arrays
-come back as numpy arrays of their dtype), ``$tuple``, ``$dict`` (non-string keys),
-``$int`` (beyond 2**53), ``$float`` (nan, inf), ``$numpy`` (numpy scalars) and ``$space``
-(gymnasium spaces). Nothing in it names a class or a function to call, so loading a file
-from someone else cannot run code. Format version 1 (a ``torch.save`` pickle after the
-same header) is refused, never unpickled.
+come back as numpy arrays of their dtype), ``$tuple``, ``$dict`` (keys that are not
+plain strings), ``$int`` (beyond 2**53), ``$float`` (nan, inf), ``$numpy`` (numpy
+scalars) and ``$space`` (gymnasium spaces). The few names a file holds (space types,
+bit generators, algorithm and network classes) are looked up in fixed tables of this
+package only, so loading a file from someone else cannot run code. Format version 1 (a
+``torch.save`` pickle after the same header) is refused, never unpickled.
 
 :func:`require` checks a decoded tree against a layout (required keys, their types) so
 that the code restoring an agent or a run refuses a wrong file with a message naming the
