@@ -296,6 +296,14 @@ MEMORY = {
         },
         "training.pop_size",
     ),
+    "tournaments of 10**15 entrants": (
+        {
+            **manifest(),
+            "mutation": {},
+            "selection_strategy": {"tournament_size": 10**15},
+        },
+        "selection_strategy.tournament_size",
+    ),
     "PPO rollouts of a billion steps": (
         {**manifest(training={"pop_size": 4}), "algorithm": {"name": "PPO", "learn_step": 10**9}},
         "algorithm.learn_step",

@@ -303,6 +303,15 @@ def estimate(trainer: Any) -> Estimate:
             num_envs * per_env,
         )
     )
+    if trainer.evolving:  # each slot's tournament draws its entrants' indices at once
+        size = trainer.selection_strategy.tournament_size
+        needs.append(
+            Need(
+                "selection_strategy.tournament_size",
+                f"tournaments of {size:,} entrants (8 B each)",
+                8 * size,
+            )
+        )
     if algorithm.off_policy or algorithm.offline:
         transition = 2 * obs + action + TRANSITION_EXTRA_BYTES
         size = trainer.replay_buffer.max_size if trainer.replay_buffer else _default_buffer()
