@@ -184,6 +184,16 @@ SCALARS: list[tuple[str, str, Any]] = [
     ("negative-float-zero", "-0.0", -0.0),
     ("huge-integer-within-float", "1" + "0" * 300, 10**300),
     ("merge-key-as-value-is-string", "<<", "<<"),
+    ("two-signs-is-string", "+-1", "+-1"),
+    ("exponent-without-digits-is-string", "1e", "1e"),
+    ("exponent-sign-without-digits-is-string", "1e+", "1e+"),
+    ("dot-exponent", "1.e5", 100000.0),
+    ("lone-dot-is-string", ".", "."),
+    ("signed-dot-is-string", "+.", "+."),
+    ("capital-exponent", "2E-3", 0.002),
+    ("plus-float", "+0.5", 0.5),
+    ("underscore-fraction-exponent", "1_0.0_1e2", 1001.0),
+    ("non-ascii-digit-is-string", "1\u0663", "1\u0663"),
 ]
 
 #: Where the Python loader misses the dialect (agilerl/documents.py is to be fixed).
