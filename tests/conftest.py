@@ -13,6 +13,24 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Every test runs torch on one intra-op thread: the tiny networks of the tests gain
+    nothing from more, idle threads spinning on a busy 2-core machine make each backward
+    pass many times slower, and a learning test's outcome must not depend on how many
+    cores the machine has (the thread count changes float reduction order)."""
+    import sys
+
+    torch = sys.modules.get("torch")  # spec-only sessions never import torch
+    if torch is None:
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 # --- Node toolchain (tests marked `node`) --------------------------------------------
 
 NODE_PROJECT = REPO_ROOT / "codegen" / "node"

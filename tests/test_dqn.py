@@ -22,14 +22,6 @@ SMALL_NET = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny networks: one intra-op thread is faster and immune to a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _agent(action_space=None, seed=0, **kwargs):
     torch.manual_seed(seed)

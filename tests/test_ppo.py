@@ -67,15 +67,6 @@ class ToyEnv(gym.Env):
         return self._obs(), 1.0, terminated, truncated, self._info()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_torch_thread():
-    """Tiny networks gain nothing from intra-op threads, and on a busy machine idle
-    threads spinning for work make every backward pass many times slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def vec_env(action_space, n=2, **kwargs):
     fns = [lambda i=i: ToyEnv(action_space, env_id=i, **kwargs) for i in range(n)]

@@ -26,14 +26,6 @@ ENCODERS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny networks: one intra-op thread is faster and immune to a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
 
 def _net(space_name="box", layer_norm=True, **kwargs):
     head = {"hidden_size": [16], "layer_norm": layer_norm}
