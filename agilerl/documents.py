@@ -11,7 +11,9 @@ twin and tests/test_yaml_dialect.py holds the two to the same trees and verdicts
   ``1__0`` and ``1e1_0`` are strings;
 - explicit core tags on scalars (``!!str``, ``!!int``, ``!!float``, ``!!bool``,
   ``!!null``) and ``<<`` merge keys; any other tag, on a scalar or a collection, is
-  refused.
+  refused;
+- mapping keys are strings, as in JSON: a key is the text it is written with (``1: a``
+  has the key ``"1"``); a collection or an alias as a key is refused.
 
 Loading is bounded (README, "Loading limits"): at most :data:`MAX_DOCUMENT_BYTES`
 bytes of UTF-8 text, :data:`MAX_ALIAS_NODES` nodes produced through aliases,
@@ -224,8 +226,12 @@ def _copy(value: Any) -> Any:
 def _tagged(tag: str, text: str) -> Any:
     """A scalar with an explicit tag: only the core tags of JSON values."""
     if tag not in _SCALAR_TAGS:
-        raise ValueError(f"unsupported YAML tag {tag!r} (JSON values only)")
+        raise _unsupported(tag)
     return _SCALAR_TAGS[tag](text)
+
+
+def _unsupported(tag: str) -> ValueError:
+    return ValueError(f"unsupported YAML tag {tag!r} (JSON values only)")
 
 
 def _is_open(anchor: str, frame: _Collection | None, stack: list[tuple[Any, ...]]) -> bool:
@@ -256,14 +262,18 @@ def _build(text: str | bytes) -> Any:
                 produced += 1
                 size, anchor, text = 1, event.anchor, event.value
                 try:
-                    if event.tag is not None:
+                    if key is _NO_KEY and type(container) is dict:
+                        # JSON keys are strings: a key is the text it is written with.
+                        if event.tag is not None and event.tag not in _SCALAR_TAGS:
+                            raise _unsupported(event.tag)
+                        plain = event.tag is None and event.implicit[0]
+                        value = _MERGE if text == "<<" and plain else text
+                    elif event.tag is not None:
                         value = _tagged(event.tag, text)
                     elif not event.implicit[0]:
                         value = text  # quoted or a block scalar: a string
                     elif text[:1] not in _NUMBER_START:
                         value = _WORDS.get(text, text)
-                        if text == "<<" and key is _NO_KEY and type(container) is dict:
-                            value = _MERGE  # the plain key ``<<`` merges
                     else:
                         value = _number(text)
                         if value is None:
@@ -273,8 +283,7 @@ def _build(text: str | bytes) -> Any:
                 mark = event.start_mark
             elif kind is MappingStartEvent or kind is SequenceStartEvent:
                 if event.tag not in _COLLECTION_TAGS[kind]:
-                    message = f"unsupported YAML tag {event.tag!r} (JSON values only)"
-                    raise _Problem(message, event.start_mark)
+                    raise _Problem(str(_unsupported(event.tag)), event.start_mark)
                 if len(stack) >= MAX_DEPTH:
                     message = f"nested more than {MAX_DEPTH} levels deep"
                     raise _Problem(message, event.start_mark)
@@ -290,6 +299,8 @@ def _build(text: str | bytes) -> Any:
                 container, is_list, key, key_mark, frame = stack.pop()
             elif kind is AliasEvent:
                 name, anchor, mark = event.anchor, None, event.start_mark
+                if key is _NO_KEY and type(container) is dict:
+                    raise _Problem(f"alias *{name} as a mapping key (JSON keys are strings)", mark)
                 if _is_open(name, frame, stack):
                     raise _Problem(f"alias *{name} is inside the node it names", mark)
                 if name not in anchors:
@@ -310,8 +321,8 @@ def _build(text: str | bytes) -> Any:
                 return result
             else:
                 continue
-            if anchor is not None:
-                anchors[anchor] = (value, size)
+            if anchor is not None:  # (an anchored ``<<`` names its text)
+                anchors[anchor] = (text if value is _MERGE else value, size)
             if container is None:
                 result = value
             elif is_list:
@@ -367,7 +378,7 @@ def _locator(text: str) -> Callable[[tuple[Any, ...]], tuple[int, int] | None]:
             child = None
             if node is not None and node.id == "mapping":
                 for key, value in node.value:
-                    if key.id == "scalar" and _key(key) == part:
+                    if key.id == "scalar" and key.value == part:  # keys are their text
                         child, mark = value, key.start_mark
             elif node is not None and node.id == "sequence" and isinstance(part, int):
                 if 0 <= part < len(node.value):
@@ -382,27 +393,16 @@ def _locator(text: str) -> Callable[[tuple[Any, ...]], tuple[int, int] | None]:
 
 
 class _Composer(CParser):
-    """libyaml's composer (a node graph with marks), tags left as written: a plain
-    scalar gets the tag ``?``, read by :func:`_key` as the loader reads it."""
+    """libyaml's composer (a node graph with marks); tags are not needed to find keys."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> str:
-        return "?" if kind.id == "scalar" and implicit[0] else _STR
+        return _STR
 
     def descend_resolver(self, parent: Any, index: Any) -> None:
         pass
 
     def ascend_resolver(self) -> None:
         pass
-
-
-def _key(node: Any) -> Any:
-    """A composed key node's value, read as the loader reads it (None when refused)."""
-    try:
-        if node.tag == "?":
-            return _plain(node.value)
-        return _SCALAR_TAGS[node.tag](node.value) if node.tag in _SCALAR_TAGS else None
-    except ValueError:
-        return None
 
 
 # --- Public API -------------------------------------------------------------------------

@@ -331,7 +331,9 @@ REFUSED: list[tuple[str, str | bytes, str]] = [
     ("undefined-alias", "a: *nope\n", ":1:4: alias *nope has no anchor before it"),
     # Mappings are JSON objects.
     ("duplicate-key", "a: 1\nb: 2\na: 3\n", ":3:1: duplicate key 'a'"),
-    ("duplicate-key-after-resolution", "1: a\n01: b\n", ":2:1: duplicate key 1"),
+    ("duplicate-key-quoted-and-plain", "1: a\n'1': b\n", ":2:1: duplicate key '1'"),
+    ("alias-as-key", "a: &k x\n*k : 1\n", ":2:1: alias *k as a mapping key (JSON keys are strings)"),
+    ("tag-on-key", "!foo a: 1\n", ":1:1: unsupported YAML tag '!foo' (JSON values only)"),
     ("complex-key", "? [1, 2]\n: x\n", ":1:3: a mapping key must be a scalar (JSON keys are strings)"),
     ("merge-of-a-scalar", "a: {<<: 5}\n", ":1:9: a merge key (<<) takes a mapping or a list of mappings"),
     ("too-deep", "a: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n",
@@ -355,6 +357,7 @@ AT_THE_LIMITS: list[tuple[str, str]] = [
     ("merge-keys", "base: &b {lr: 0.1, gamma: 0.9}\nrun:\n  <<: [*b, {tau: 1}]\n  lr: 0.2\n"),
     ("quoted-merge-key", "'<<': 1\n"),
     ("proto-key", "__proto__: {polluted: true}\n"),
+    ("keys-are-their-text", "1: a\n01: b\ntrue: c\nnull: d\n!!str 2: e\n1.0: f\n&k g: *k\n"),
     ("size-at-the-limit", "a: 1\n" + "#" * (MAX_DOCUMENT_BYTES - 6) + "\n"),
 ]
 
@@ -413,6 +416,8 @@ def test_both_languages_read_documents_at_the_limits(node_toolchain: Any, tmp_pa
     assert python_tree(files["merge-keys"])["run"] == {"lr": 0.2, "gamma": 0.9, "tau": 1}
     assert python_tree(files["proto-key"]) == {"__proto__": {"polluted": True}}
     assert python_tree(files["quoted-merge-key"]) == {"<<": 1}
+    keys = {"1": "a", "01": "b", "true": "c", "null": "d", "2": "e", "1.0": "f", "g": "g"}
+    assert python_tree(files["keys-are-their-text"]) == keys
 
 
 def test_python_reads_documents_at_the_limits(tmp_path: Path) -> None:

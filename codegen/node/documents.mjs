@@ -49,14 +49,6 @@ const STR = "tag:yaml.org,2002:str";
 
 const short = (text) => (text.length <= 40 ? text : `${text.slice(0, 40)}...`);
 
-/** A scalar as Python's repr writes it in the messages both loaders share. */
-function pyRepr(value) {
-  if (typeof value === "string") return `'${value}'`;
-  if (value === null) return "None";
-  if (typeof value === "boolean") return value ? "True" : "False";
-  return String(value);
-}
-
 const notFinite = (text) =>
   new Problem(`'${short(text)}' is not a finite number (JSON has no infinity or NaN)`);
 
@@ -226,28 +218,37 @@ function build(text, root) {
     return [items, size];
   }
 
+  /** A mapping key: JSON keys are strings, so a key is the text it is written with. */
+  function keyName(key, depth) {
+    if (key === null || key === undefined) return ""; // `: x`, an empty key
+    if (YAML.isAlias(key)) {
+      const message = `alias *${key.source} as a mapping key (JSON keys are strings)`;
+      throw new Problem(message, key.range[0]);
+    }
+    if (!YAML.isScalar(key)) {
+      walk(key, depth); // its own problems first, as Python meets them
+      const message = "a mapping key must be a scalar (JSON keys are strings)";
+      throw new Problem(message, nodeStart(text, key));
+    }
+    if (key.tag !== undefined && !SCALAR_TAGS.has(key.tag)) {
+      throw new Problem(`unsupported YAML tag '${key.tag}' (JSON values only)`, nodeStart(text, key));
+    }
+    if (key.anchor !== undefined) anchors.set(key.anchor, { value: key.source, size: 1 });
+    const plain = key.type === "PLAIN" && key.tag === undefined;
+    return plain && key.source === "<<" ? MERGE : key.source;
+  }
+
   function walkMap(node, depth) {
     const explicit = {};
     const sources = [];
     let size = 1;
     for (const { key, value } of node.items) {
-      const isMerge = YAML.isScalar(key) && key.type === "PLAIN" && key.tag === undefined;
-      let name;
-      if (isMerge && key.source === "<<") {
-        name = MERGE;
-        size += 1;
-      } else {
-        const [keyValue, keyNodes] = walk(key, depth);
-        if (keyValue !== null && typeof keyValue === "object") {
-          const message = "a mapping key must be a scalar (JSON keys are strings)";
-          throw new Problem(message, nodeStart(text, key));
-        }
-        if (Object.hasOwn(explicit, String(keyValue))) {
-          throw new Problem(`duplicate key ${pyRepr(keyValue)}`, nodeStart(text, key));
-        }
-        name = String(keyValue);
-        size += keyNodes;
+      const name = keyName(key, depth);
+      if (name !== MERGE && Object.hasOwn(explicit, name)) {
+        const offset = key ? nodeStart(text, key) : node.range[0];
+        throw new Problem(`duplicate key '${name}'`, offset);
       }
+      size += 1;
       const [item, nodes] = walk(value, depth);
       size += nodes;
       if (name !== MERGE) {
