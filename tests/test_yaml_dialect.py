@@ -525,3 +525,17 @@ def test_dump_yaml_quotes_strings_the_dialect_would_read_as_something_else() -> 
     data = {"strings": strings, "numbers": [1, -2, 0.5, 1e-06, 1e20, 10**30], "none": None}
     data |= {"flags": [True, False], "nested": {"a": {"b": ["c"]}}, "text": "café\nline"}
     assert parse_value(dump_yaml(data)) == data
+
+
+def test_errors_print_a_shortened_value(tmp_path: Path) -> None:
+    # Within the alias limit, a wrong value can still be large: the error shows its start.
+    from agilerl.models.manifest import load_manifest
+    from agilerl.models.validation import SpecError
+
+    path = tmp_path / "big.yaml"
+    rows = "big: &big [" + ", ".join(["[" + ", ".join(["lol"] * 90) + "]"] * 100) + "]\n"
+    path.write_text(rows + "algorithm: {name: DQN, batch_size: *big}\nenvironment: {name: X}\n")
+    with pytest.raises(SpecError) as caught:
+        load_manifest(path)
+    line = next(line for line in str(caught.value).splitlines() if "batch_size" in line)
+    assert "(found [['lol', 'lol'," in line and line.endswith("...)") and len(line) < 400
