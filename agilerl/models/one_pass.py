@@ -152,7 +152,14 @@ class Plan:
     rules: tuple[tuple[Check, frozenset[str] | None], ...]
     #: Whether the class prepares its own document (``prepare_document`` overridden).
     has_hook: bool
+    #: The nested fields below which some rule or free-form value is checked.
+    checked: tuple[tuple[str, Shape], ...] = ()
     defaults: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def has_checks(self) -> bool:
+        """Whether a document of this class ever needs the rules walk."""
+        return bool(self.rules or self.checked)
 
 
 _PLANS: dict[type, Plan] = {}
@@ -197,9 +204,18 @@ def plan_of(cls: Any) -> Plan:
             nested=tuple(nested),
             rules=_rule_checks(cls.spec_rules, fields),
             has_hook=cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__,
+            checked=tuple((name, shape) for name, shape in nested if _has_checks(shape)),
             defaults={name: getattr(info, "default", None) for name, info in fields.items()},
         )
     return plan
+
+
+def _has_checks(shape: Shape | None) -> bool:
+    if shape is None:
+        return False
+    if shape.free or any(plan_of(model).has_checks for model in shape.models):
+        return True
+    return _has_checks(shape.items) or _has_checks(shape.values)
 
 
 def _relocated(errors: list[InitErrorDetails], loc: tuple[Any, ...]) -> list[InitErrorDetails]:
@@ -216,13 +232,24 @@ class Walk:
     their own); ``rule_errors`` from rules and non-finite numbers.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, prepare: bool = True) -> None:
+        #: False for a document pydantic-core has accepted as it is: nothing to convert
+        #: or select, only rules and free-form values to check.
+        self.prepare = prepare
         self.hook_errors: list[InitErrorDetails] = []
         self.rule_errors: list[InitErrorDetails] = []
 
     def spec(self, cls: Any, data: dict[str, Any], loc: tuple[Any, ...]) -> dict[str, Any]:
         """``data`` prepared as a ``cls`` document (a new dict when anything changed)."""
         plan = _PLANS.get(cls) or plan_of(cls)
+        if not self.prepare:
+            for name, shape in plan.checked:
+                value = data.get(name, _MISSING)
+                if value is not _MISSING:
+                    self.value(shape, value, (*loc, name))
+            if plan.rules:
+                self._check_rules(plan, data, loc)
+            return data
         original = data
         for name in plan.integer_fields:
             value = data.get(name)
@@ -244,23 +271,26 @@ class Walk:
                     data = dict(data)
                 data[name] = walked
         if plan.rules:
-            defaults = plan.defaults
-
-            def lookup(name: str) -> Any:
-                return data[name] if name in data else defaults.get(name)
-
-            for check, operands in plan.rules:
-                if operands is not None and operands.isdisjoint(data):
-                    continue  # every operand takes its default, which passes (see Plan)
-                for v in check(lookup):
-                    self.rule_errors.append(
-                        InitErrorDetails(
-                            type=PydanticCustomError("cross_field", v.message),
-                            loc=(*loc, v.field),
-                            input=v.value,
-                        )
-                    )
+            self._check_rules(plan, data, loc)
         return data
+
+    def _check_rules(self, plan: Plan, data: dict[str, Any], loc: tuple[Any, ...]) -> None:
+        defaults = plan.defaults
+
+        def lookup(name: str) -> Any:
+            return data[name] if name in data else defaults.get(name)
+
+        for check, operands in plan.rules:
+            if operands is not None and operands.isdisjoint(data):
+                continue  # every operand takes its default, which passes (see Plan)
+            for v in check(lookup):
+                self.rule_errors.append(
+                    InitErrorDetails(
+                        type=PydanticCustomError("cross_field", v.message),
+                        loc=(*loc, v.field),
+                        input=v.value,
+                    )
+                )
 
     def value(self, shape: Shape, value: Any, loc: tuple[Any, ...]) -> Any:
         if shape.free:
@@ -327,13 +357,35 @@ def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
 
     ``options`` go to pydantic-core's ``validate_python`` (``self_instance`` from
     ``__init__``, ``context``, ...).
+
+    Most documents are valid as written, so pydantic-core sees the document first (after
+    the class's own hook): if it accepts it, no integer field held a float (strict mode
+    refuses one), so nothing needed converting, and only rules and free-form values are
+    left to check. Otherwise the full walk prepares the document and every problem is
+    collected, exactly as if the first attempt had not been made.
     """
+    validator = cls.__pydantic_validator__
+    plan = _PLANS.get(cls) or plan_of(cls)
+    hooked, hook_errors = cls.prepare_document(data) if plan.has_hook else (data, None)
+    if not hook_errors:
+        try:
+            result = validator.validate_python(hooked, **options)
+        except ValidationError:
+            pass  # reported by the full walk below
+        else:
+            if not plan.has_checks:
+                return result
+            walk = Walk(prepare=False)
+            walk.spec(cls, hooked, ())
+            if not walk.rule_errors:
+                return result
+            raise ValidationError.from_exception_data(cls.__name__, walk.rule_errors)
     walk = Walk()
     prepared = walk.spec(cls, data, ())
     field_errors: list[InitErrorDetails] = []
     result = None
     try:
-        result = cls.__pydantic_validator__.validate_python(prepared, **options)
+        result = validator.validate_python(prepared, **options)
     except ValidationError as error:
         field_errors = [reraisable(item) for item in error.errors(include_url=False)]
     if walk.hook_errors or field_errors or walk.rule_errors:
