@@ -323,6 +323,9 @@ REFUSED: list[tuple[str, str | bytes, str]] = [
     ("integer-overflow", "a: " + "9" * 400 + "\n", f":1:4: '{'9' * 40}...' {NOT_FINITE}"),
     ("tagged-infinity", "lr: !!float .inf\n", f":1:5: '.inf' {NOT_FINITE}"),
     ("anchored-infinity", "lr: &x .inf\n", f":1:5: '.inf' {NOT_FINITE}"),
+    ("infinity-after-an-emoji", "x: [\U0001f600, .inf]\n", f":1:8: '.inf' {NOT_FINITE}"),
+    ("infinity-after-crlf", "a: 1\r\nb: .inf\r\n", f":2:4: '.inf' {NOT_FINITE}"),
+    ("infinity-after-bom", "\ufeffa: .inf\n", f":1:4: '.inf' {NOT_FINITE}"),
     # Aliases: bounded, defined before use, never inside what they name.
     ("alias-bomb-7-levels", alias_bomb(7), f":4:45: {TOO_MANY_ALIASES}"),
     ("alias-bomb-9-levels", alias_bomb(9), f":4:45: {TOO_MANY_ALIASES}"),

@@ -293,7 +293,9 @@ export function parseDocument(text) {
   const doc = YAML.parseDocument(text, { ...PARSE_OPTIONS, lineCounter });
   const where = (offset) => {
     const { line, col } = lineCounter.linePos(offset);
-    return `${line}:${col}`;
+    // Columns count characters, as libyaml does, not UTF-16 units (an emoji is one).
+    const column = [...text.slice(offset - (col - 1), offset)].length + 1;
+    return `${line}:${column}`;
   };
   if (doc.errors.length > 0) {
     const [error] = doc.errors;
