@@ -47,6 +47,7 @@ const BOOLS = new Map(
 const NUMBER_START = new Set("-+.0123456789");
 const STR = "tag:yaml.org,2002:str";
 
+const unsupported = (tag) => `unsupported YAML tag '${tag}' (JSON values only)`;
 const short = (text) => (text.length <= 40 ? text : `${text.slice(0, 40)}...`);
 
 const notFinite = (text) =>
@@ -54,7 +55,8 @@ const notFinite = (text) =>
 
 /** One group per kind of number (the match's defined group names the kind). */
 const NUMBER = new RegExp(
-  `^(?:(?<int>[-+]?${DIGITS})|0o(?<octal>[0-7]+(?:_[0-7]+)*)|0x(?<hex>[0-9a-fA-F]+(?:_[0-9a-fA-F]+)*)` +
+  `^(?:(?<int>[-+]?${DIGITS})|0o(?<octal>[0-7]+(?:_[0-7]+)*)` +
+    "|0x(?<hex>[0-9a-fA-F]+(?:_[0-9a-fA-F]+)*)" +
     `|(?<float>[-+]?(?:\\.${DIGITS}|${DIGITS}(?:\\.(?:${DIGITS})?)?)(?:[eE][-+]?[0-9]+)?))$`,
 );
 const BASES = { int: 10, octal: 8, hex: 16 };
@@ -71,7 +73,8 @@ function numberValue(text) {
   }
   const kind = Object.keys(BASES).find((name) => match.groups[name] !== undefined) ?? "float";
   const digits = match.groups[kind].replaceAll("_", "");
-  const value = kind === "float" || kind === "int" ? Number(digits) : Number.parseInt(digits, BASES[kind]);
+  const decimal = kind === "float" || kind === "int";
+  const value = decimal ? Number(digits) : Number.parseInt(digits, BASES[kind]);
   if (!Number.isFinite(value)) throw notFinite(text);
   return kind === "float" ? value : value + 0; // + 0: -0 is plain 0, as a Python int is
 }
@@ -100,7 +103,7 @@ const identity = (text) => text;
 const SCALAR_TAGS = new Map([
   ["!", identity], // the non-specific tag: a string, as YAML says
   [STR, identity],
-  ["tag:yaml.org,2002:int", explicitNumber("int", (text) => NUMBER.exec(text).groups.float === undefined)],
+  ["tag:yaml.org,2002:int", explicitNumber("int", (text) => !NUMBER.exec(text).groups.float)],
   ["tag:yaml.org,2002:float", explicitNumber("float", () => true)],
   ["tag:yaml.org,2002:bool", fromTable(BOOLS, "bool")],
   ["tag:yaml.org,2002:null", fromTable(NULLS, "null")],
@@ -121,7 +124,7 @@ function scalarValue(node) {
   const text = node.source;
   if (node.tag === undefined) return node.type === "PLAIN" ? plainValue(text) : text;
   if (!SCALAR_TAGS.has(node.tag)) {
-    throw new Problem(`unsupported YAML tag '${node.tag}' (JSON values only)`);
+    throw new Problem(unsupported(node.tag));
   }
   return SCALAR_TAGS.get(node.tag)(text);
 }
@@ -149,7 +152,8 @@ const MERGE = Symbol("<<");
 
 function setKey(object, key, value) {
   // `__proto__` is a key like any other in a document, not the object's prototype.
-  Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  const property = { value, enumerable: true, writable: true, configurable: true };
+  Object.defineProperty(object, key, property);
 }
 
 /** The value of the document's root node, built under the dialect's rules. */
@@ -184,7 +188,8 @@ function build(text, root) {
       }
       aliased += target.size;
       if (aliased > MAX_ALIAS_NODES) {
-        const message = `aliases expand to more than ${MAX_ALIAS_NODES} nodes (the limit of a document)`;
+        const message =
+          `aliases expand to more than ${MAX_ALIAS_NODES} nodes` + " (the limit of a document)";
         throw new Problem(message, offset);
       }
       return [target.value, target.size];
@@ -195,7 +200,7 @@ function build(text, root) {
       const kind = YAML.isMap(node) ? "map" : "seq";
       at(node, () => {
         if (!COLLECTION_TAGS[kind].has(node.tag)) {
-          throw new Problem(`unsupported YAML tag '${node.tag}' (JSON values only)`);
+          throw new Problem(unsupported(node.tag));
         }
         if (depth >= MAX_DEPTH) throw new Problem(`nested more than ${MAX_DEPTH} levels deep`);
       });
@@ -231,7 +236,7 @@ function build(text, root) {
       throw new Problem(message, nodeStart(text, key));
     }
     if (key.tag !== undefined && !SCALAR_TAGS.has(key.tag)) {
-      throw new Problem(`unsupported YAML tag '${key.tag}' (JSON values only)`, nodeStart(text, key));
+      throw new Problem(unsupported(key.tag), nodeStart(text, key));
     }
     if (key.anchor !== undefined) anchors.set(key.anchor, { value: key.source, size: 1 });
     const plain = key.type === "PLAIN" && key.tag === undefined;
@@ -256,7 +261,9 @@ function build(text, root) {
         continue;
       }
       const merged = Array.isArray(item) ? item : [item];
-      if (!merged.every((source) => source !== null && typeof source === "object" && !Array.isArray(source))) {
+      const isMapping = (source) =>
+        source !== null && typeof source === "object" && !Array.isArray(source);
+      if (!merged.every(isMapping)) {
         const offset = value ? nodeStart(text, value) : key.range[1];
         throw new Problem("a merge key (<<) takes a mapping or a list of mappings", offset);
       }
@@ -299,7 +306,8 @@ export function parseDocument(text) {
   };
   if (doc.errors.length > 0) {
     const [error] = doc.errors;
-    throw new DocumentError(`${where(error.pos[0])}: not valid YAML: ${error.message.split("\n")[0]}`);
+    const [message] = error.message.split("\n");
+    throw new DocumentError(`${where(error.pos[0])}: not valid YAML: ${message}`);
   }
   try {
     return build(text, doc.contents);
@@ -353,7 +361,8 @@ function readBounded(file) {
     const seen = Math.max(size, length); // pipes and devices report no size
     if (seen > MAX_DOCUMENT_BYTES) {
       throw new DocumentError(
-        `${file}: larger than the ${MAX_DOCUMENT_BYTES} bytes a document may have (${seen} bytes or more)`,
+        `${file}: larger than the ${MAX_DOCUMENT_BYTES} bytes a document may have` +
+          ` (${seen} bytes or more)`,
       );
     }
     return buffer.subarray(0, length);

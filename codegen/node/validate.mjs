@@ -154,7 +154,8 @@ function readYaml(file) {
 
 /** A file's report entry when it cannot be read as a document (the batch goes on). */
 function unreadable(error) {
-  return { valid: false, errors: [{ path: "", message: error.message, keyword: "document", params: {} }] };
+  const problem = { path: "", message: error.message, keyword: "document", params: {} };
+  return { valid: false, errors: [problem] };
 }
 
 /** The corpus file as [{id, spec, document}]. */
