@@ -230,6 +230,17 @@ def _device(name: str) -> Any:
     return device
 
 
+def _tracking_overrides(args: argparse.Namespace) -> list[str]:
+    """``--tensorboard`` / ``--wandb`` as the ``--set`` assignments they stand for (values
+    quoted: JSON strings are YAML strings, so a DIR like ``123`` or ``null`` stays text)."""
+    fields = {"tensorboard": "training.tensorboard_log_dir", "wandb": "training.wandb.project"}
+    return [
+        f"{key}={json.dumps(getattr(args, flag))}"
+        for flag, key in fields.items()
+        if getattr(args, flag) is not None
+    ]
+
+
 def _train(args: argparse.Namespace) -> int:
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
@@ -238,16 +249,19 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.training import LocalTrainer, TrainerError
     from agilerl.training.envs import EnvironmentSpecError
     from agilerl.training.preflight import PreflightError
+    from agilerl.training.run_directory import EarlierRunError
 
     try:
-        manifest = load_with_overrides(args.manifest, args.set)
+        manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
         out = Path(args.out) if args.out else Path("runs") / Path(args.manifest).stem
         # training may be absent (null: every default)
         checkpoint = args.checkpoint_path or getattr(manifest.training, "checkpoint_path", None)
         checkpoint = checkpoint or str(out / "checkpoint.pt")
         resume = checkpoint if args.resume is True else args.resume
         device = _device(args.device)
-        trainer = LocalTrainer.from_manifest(manifest, device=device, resume_from_checkpoint=resume)
+        trainer = LocalTrainer.from_manifest(
+            manifest, device=device, resume_from_checkpoint=resume, num_threads=args.threads
+        )
         print(
             f"training {manifest.algorithm.name} on {manifest.environment.name}: population "
             f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per agent, "
@@ -261,7 +275,19 @@ def _train(args: argparse.Namespace) -> int:
             output_dir=out,
             checkpoint_path=checkpoint,
             checkpoint_steps=args.checkpoint_steps,
+            force=args.force,
         )
+        if args.quiet:  # the one line a quiet run prints: where its outputs are
+            print(f"outputs in {out}/ (best agent: {trainer.best_summary()})")
+    except EarlierRunError as err:
+        print(
+            f"agilerl: {err.where()}: holds an earlier run's outputs ({err.names()}). "
+            "Continue that run with --resume, write this one elsewhere with --out DIR, or "
+            "replace it with --force (deletes the earlier run's outputs and checkpoint "
+            "first)",
+            file=sys.stderr,
+        )
+        return 1
     except (
         CliError,
         CheckpointError,
@@ -283,6 +309,93 @@ def _train(args: argparse.Namespace) -> int:
         )
         return 130
     return 0
+
+
+def _evaluation_environment(args: argparse.Namespace, agent: Any) -> Any:
+    """The environment to evaluate on: --env, the manifest's, or the one the agent file
+    records (agents written by ``agilerl train`` record theirs)."""
+    from pydantic import ValidationError
+
+    from agilerl.models.env import GymEnvSpec
+
+    if args.manifest:
+        environment = load_with_overrides(args.manifest, []).environment
+        if not isinstance(environment, GymEnvSpec):
+            raise CliError(
+                f"{args.manifest}: environment: evaluate runs Gymnasium environments, not a "
+                f"{type(environment).__name__}"
+            )
+        return environment
+    where, document = (
+        ("--env", {"name": args.env})
+        if args.env
+        else (f"{args.agent}: environment", agent.environment)
+    )
+    if document is None:
+        raise CliError(
+            f"{args.agent} records no environment (only agents that agilerl train wrote do); "
+            "name one with --env ID or --manifest FILE"
+        )
+    try:
+        return GymEnvSpec.model_validate(document)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(map(str, first["loc"]))
+        raise CliError(f"{where}: {loc}: {first['msg']}") from None
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    import os
+    from types import SimpleNamespace
+
+    from agilerl.algorithms import RLAlgorithm
+    from agilerl.atomic import OutputError
+    from agilerl.checkpoints import CheckpointError
+    from agilerl.evaluation import EvaluationError, evaluate_agent
+    from agilerl.manifest_code import code_references
+    from agilerl.training.envs import EnvironmentSpecError
+
+    try:
+        agent = RLAlgorithm.load(args.agent, device=_device(args.device))
+        environment = _evaluation_environment(args, agent)
+        print(
+            f"evaluating {args.agent} ({agent.name}) on {environment.entrypoint or environment.name}",
+            file=sys.stderr,
+        )
+        for ref in code_references(SimpleNamespace(environment=environment)):
+            print(ref.line(), file=sys.stderr)  # before any of it is imported
+        if args.video:
+            # rgb_array frames need no display; without one SDL (pygame) complains.
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        result = evaluate_agent(
+            agent,
+            environment,
+            episodes=args.episodes,
+            seed=args.seed,
+            deterministic=not args.stochastic,
+            video=args.video,
+            max_episode_steps=args.max_episode_steps,
+        )
+    except (
+        CliError,
+        CheckpointError,
+        EnvironmentSpecError,
+        EvaluationError,
+        OutputError,
+    ) as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
+    if args.format == "json":
+        print(json.dumps({"agent": args.agent, **result.to_json()}, indent=2))
+    else:
+        print(result.summary())
+    return 0
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
+    return int(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -354,8 +467,72 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="CHECKPOINT",
         help="continue from a run checkpoint (default: the run's checkpoint path)",
     )
-    train.add_argument("--quiet", action="store_true", help="no progress bar or summaries")
+    train.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an earlier run in the output directory: delete its outputs and "
+        "checkpoint first (other files stay); without it such a run is refused",
+    )
+    train.add_argument(
+        "--threads",
+        type=_positive,
+        metavar="N",
+        help="torch CPU threads (default: 1 for small networks on the CPU; also "
+        "AGILERL_NUM_THREADS)",
+    )
+    train.add_argument(
+        "--tensorboard",
+        metavar="DIR",
+        help="write TensorBoard event files to DIR every generation (training."
+        "tensorboard_log_dir; needs agilerl[tensorboard])",
+    )
+    train.add_argument(
+        "--wandb",
+        metavar="PROJECT",
+        help="log every generation to this Weights & Biases project (training.wandb."
+        "project; needs agilerl[wandb]; WANDB_MODE=offline keeps it on this machine)",
+    )
+    train.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar or summaries; one final line says where the outputs are",
+    )
     train.set_defaults(handler=_train)
+
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="run a saved agent for some episodes: mean and spread of the return, a video",
+    )
+    evaluate.add_argument("agent", metavar="AGENT", help="agent file, e.g. runs/ppo/best_agent.pt")
+    where = evaluate.add_mutually_exclusive_group()
+    where.add_argument(
+        "--env", help="Gymnasium environment id (default: the one the agent file records)"
+    )
+    where.add_argument(
+        "--manifest", help="take the environment (entry point, config, wrappers) from a manifest"
+    )
+    evaluate.add_argument("--episodes", type=int, default=10, help="episodes (default 10)")
+    evaluate.add_argument(
+        "--seed", type=int, default=0, help="episode i resets with seed S+i (default 0)"
+    )
+    evaluate.add_argument(
+        "--stochastic",
+        action="store_true",
+        help="sample actions from the policy (default: deterministic, the most likely)",
+    )
+    evaluate.add_argument(
+        "--video",
+        metavar="FILE",
+        help="record the first episode: .gif, or .mp4 (needs the video extra)",
+    )
+    evaluate.add_argument(
+        "--max-episode-steps",
+        type=int,
+        help="cut longer episodes (for environments without a time limit)",
+    )
+    evaluate.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    evaluate.add_argument("--format", choices=["text", "json"], default="text")
+    evaluate.set_defaults(handler=_evaluate)
     return parser
 
 

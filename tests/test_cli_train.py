@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,7 +34,9 @@ def test_train_with_overrides_shows_progress_and_writes_outputs(tmp_path, capsys
     assert rc == 0, captured.err
     assert "generation 0" in captured.err and "generation 1" in captured.err  # summaries
     assert "mutation" in captured.err and "fitness" in captured.err
-    assert "step/s" in captured.err  # the progress bar's rate
+    assert "env steps/s" in captured.err  # the progress bar's one rate
+    assert not re.search(r"\dk?steps?/s", captured.err)  # not tqdm's own, of budget steps
+    assert "100%" in captured.err  # the bar ends full when the budget is used
     assert "finished (step budget used) after 2 generations" in captured.err
     assert (out / "fitness.png").read_bytes()[:4] == b"\x89PNG"
     final = load_manifest(out / "manifest.yaml")

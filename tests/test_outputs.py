@@ -34,7 +34,7 @@ from agilerl.training.run_checkpoint import load_run
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and flock")
 
 ROOT = Path(__file__).resolve().parents[1]
-OUTPUTS = ("best_agent.pt", "manifest.yaml", "fitness.png", "history.json")
+OUTPUTS = ("best_agent.pt", "population.pt", "manifest.yaml", "fitness.png", "history.json")
 TINY = {
     "algorithm": {"name": "DQN", "batch_size": 32, "learn_step": 4},
     "environment": {"name": "CartPole-v1", "num_envs": 2, "sync": True},
@@ -190,7 +190,8 @@ def test_stale_temporaries_of_a_killed_writer_go_on_the_next_start(tmp_path):
     for path in stale + kept:
         path.write_bytes(b"half a checkpoint")
     trainer = LocalTrainer.from_manifest(json.loads(json.dumps(TINY)))
-    trainer.train(verbose=False, output_dir=out, checkpoint_path=elsewhere / "ck.pt")
+    # force: the directory holds a file of the user's (a new run is otherwise refused)
+    trainer.train(verbose=False, output_dir=out, checkpoint_path=elsewhere / "ck.pt", force=True)
     assert not any(path.exists() for path in stale)
     assert all(path.exists() for path in kept)  # not ours: another run's, or the user's
     assert temporaries(out) == ["notes.tmp"]

@@ -12,7 +12,9 @@ A subclass declares its networks and optimisers as class attributes and builds t
 
 Subclass contract (see ``dqn.py``): set the hyperparameters named in ``init_args`` as
 attributes, build every network named in ``eval_networks`` and ``target_networks``, then
-call :meth:`finish_init`. Implement ``get_action``, ``learn`` and ``eval_action``.
+call :meth:`finish_init`. Implement ``get_action``, ``learn`` and ``eval_action``;
+``learn`` returns a dict of the metrics named in ``learn_metrics`` (the one metrics
+protocol of every family: the training loops average it, the trackers log it).
 """
 
 from __future__ import annotations
@@ -122,6 +124,13 @@ class RLAlgorithm:
     target_networks: ClassVar[Mapping[str, str]] = {}
     #: Optimiser attribute -> (network attributes it trains, learning-rate attribute).
     optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {}
+    #: What :meth:`learn` reports: metric name -> what it measures. ``learn`` returns a
+    #: dict of floats with these keys; the training loop averages them over a generation
+    #: (:class:`agilerl.training.tracking.MeanMetrics`) into the history, the trackers
+    #: (TensorBoard, W&B) and the fitness plot.
+    learn_metrics: ClassVar[Mapping[str, str]] = {}
+    #: The metric of :attr:`learn_metrics` the fitness plot draws as "the loss".
+    main_loss: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -156,6 +165,9 @@ class RLAlgorithm:
         self.scores: list[float] = []
         self.mut = "None"
         self.hp_config: dict[str, RLParameter] = {}
+        #: The environment section (a ``GymEnvSpec`` document) the agent was trained on,
+        #: if known; saved in its checkpoint, so ``agilerl evaluate`` can rebuild it.
+        self.environment: dict[str, Any] | None = None
 
     # -- to implement ---------------------------------------------------------------------
     def get_action(self, obs: Any, *args: Any, **kwargs: Any) -> Any:
@@ -167,6 +179,11 @@ class RLAlgorithm:
     def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Greedy / deterministic actions for a batch of observations (evaluation)."""
         raise NotImplementedError
+
+    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Actions drawn from the agent's stochastic policy for a batch of observations,
+        as :meth:`eval_action` returns them (``predict(..., deterministic=False)``)."""
+        raise NotImplementedError(f"{self.name} has no stochastic policy to sample from")
 
     def _link_networks(self) -> None:
         """Hook: restore links between networks (a shared encoder) after they were
@@ -355,6 +372,38 @@ class RLAlgorithm:
             out[name] = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
         return out
 
+    # -- inference ------------------------------------------------------------------------
+    def predict(self, obs: Any, deterministic: bool = True, action_mask: Any = None) -> Any:
+        """The action(s) to take, as the environment's action space takes them.
+
+        ``obs`` is one observation, as ``env.reset()`` / ``env.step()`` return it, or a
+        batch (a leading dimension on every leaf of a Dict/Tuple observation); which one
+        is read from the observation space's shapes. ``action_mask`` (Discrete and
+        MultiDiscrete actions: 1/True marks an allowed action) is shaped like the
+        observation: one row, or one per observation of the batch.
+
+        Returns, for one observation, one action: a Python ``int`` for Discrete, a numpy
+        array of the space's shape and dtype otherwise (MultiDiscrete, MultiBinary, Box
+        clipped or squashed into its bounds); for a batch, a numpy array with a leading
+        batch dimension. ``deterministic`` gives the greedy / most likely action; False
+        samples the policy (:meth:`sample_action`). Unlike Stable-Baselines3's
+        ``predict`` there is no recurrent state: only the action is returned.
+        """
+        from agilerl.observations import add_batch_dim, batch_size
+
+        single = batch_size(obs, self.observation_space) is None
+        if single:
+            obs = add_batch_dim(obs, self.observation_space)
+            if action_mask is not None:
+                action_mask = np.asarray(action_mask)[None]
+        act = self.eval_action if deterministic else self.sample_action
+        with torch.no_grad():
+            actions = act(obs, action_mask)
+        if not single:
+            return actions
+        action = actions[0]
+        return int(action) if isinstance(self.action_space, spaces.Discrete) else action
+
     # -- evaluation -----------------------------------------------------------------------
     def test(
         self,
@@ -405,7 +454,7 @@ class RLAlgorithm:
                 "spec_class": type(net.spec).__name__,
                 "state": {k: v.detach().cpu().clone() for k, v in net.state_dict().items()},
             }
-        return {
+        state = {
             "kind": CHECKPOINT_KIND,
             "class": self.name,
             "index": self.index,
@@ -427,6 +476,9 @@ class RLAlgorithm:
             },
             "extra": self.extra_state(),
         }
+        if self.environment is not None:
+            state["environment"] = copy.deepcopy(self.environment)
+        return state
 
     def extra_state(self) -> dict[str, Any]:
         """Hook: algorithm-specific state to checkpoint (e.g. a learn counter)."""
@@ -513,6 +565,7 @@ class RLAlgorithm:
         self.scores = list(metrics["scores"])
         self.mut = metrics["mut"]
         self.load_extra_state(state["extra"], checkpoints.join(where, "extra"))
+        self.environment = state.get("environment")
 
     def _restored_network(self, attr: str, saved: dict[str, Any], where: str) -> EvolvableNetwork:
         """Network ``attr`` rebuilt from its saved spec, of the class this agent builds,
@@ -560,19 +613,25 @@ class RLAlgorithm:
     def load(cls, path: str | os.PathLike[str], device: str | torch.device = "cpu") -> RLAlgorithm:
         """The agent saved at ``path`` (``RLAlgorithm.load`` builds whichever algorithm
         the file holds; ``DQN.load`` insists on a DQN)."""
-        import agilerl.algorithms
-
         state = checkpoints.load(path, kind=CHECKPOINT_KIND)
         with checkpoints.restoring(path):
-            name = state.get("class")
-            if name is None:
-                raise checkpoints.fail("class", "missing")
-            # Only the algorithms this package defines: a file never names what is built.
-            known = isinstance(name, str) and name in agilerl.algorithms.NAMES
-            algo_cls = getattr(agilerl.algorithms, name) if known else None
-            if algo_cls is None or not issubclass(algo_cls, cls):
-                raise checkpoints.fail("class", f"a {name!r} agent, not a {cls.__name__}")
-            return algo_cls.from_state_dict(state, device=device)
+            return cls.class_of(state).from_state_dict(state, device=device)
+
+    @classmethod
+    def class_of(cls, state: Any, where: str = "") -> type[RLAlgorithm]:
+        """The algorithm class a saved agent state names: one this package defines (a
+        file never names what is built) and a ``cls``; else a CheckpointError."""
+        import agilerl.algorithms
+
+        at = checkpoints.join(where, "class")
+        name = state.get("class") if isinstance(state, dict) else None
+        if name is None:
+            raise checkpoints.fail(at, "missing")
+        known = isinstance(name, str) and name in agilerl.algorithms.NAMES
+        algo_cls = getattr(agilerl.algorithms, name) if known else None
+        if algo_cls is None or not issubclass(algo_cls, cls):
+            raise checkpoints.fail(at, f"a {name!r} agent, not a {cls.__name__}")
+        return algo_cls
 
     def clone(self, index: int | None = None) -> RLAlgorithm:
         """An independent copy (networks, optimiser states, hyperparameters, metrics);
@@ -616,6 +675,8 @@ AGENT_LAYOUT = {
         "mut": str,
     },
     "extra": checkpoints.MapOf(object),
+    # Files written before agents recorded their environment have none.
+    "environment": checkpoints.Omittable(checkpoints.MapOf(object)),
 }
 
 

@@ -13,19 +13,22 @@ trains 400k environment steps (plus evaluation steps).
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
 
-from agilerl.training.report import Progress, generation_summary
+from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 
-#: train_agent(agent, slot, budget, state) -> (env steps taken, completed episode returns)
-TrainAgent = Callable[[Any, int, int, "RunState"], tuple[int, list[float]]]
+#: train_agent(agent, slot, budget, state) -> (env steps taken, completed episode returns,
+#: metrics): the metrics are the means over the generation of what the agent's ``learn``
+#: reported (:class:`~agilerl.training.tracking.MeanMetrics`), plus what the loop adds.
+TrainAgent = Callable[[Any, int, int, "RunState"], tuple[int, list[float], dict[str, float]]]
 
 
 @dataclass
@@ -39,19 +42,70 @@ class RunState:
     seconds: float = 0.0  # wall time spent in generations (resumed runs add up)
     history: list[dict[str, Any]] = field(default_factory=list)
     finished: str | None = None  # why the run stopped: "max_steps", "target_score", ...
+    #: The best agent ever evaluated in the run ("elite"): its fitness, generation and
+    #: population index; the agent itself is :attr:`elite`.
+    best: dict[str, Any] | None = None
+    #: A copy of that agent, taken right after its evaluation, so no later training or
+    #: mutation changes it (saved in run checkpoints beside the state, not in it).
+    elite: Any = field(default=None, init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.init}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunState:
         return cls(**data)
 
+    def consider(self, agent: Any, fitness: float) -> bool:
+        """Keep ``agent`` (just evaluated at ``fitness``) as the elite if it beats every
+        agent evaluated before; returns whether it did."""
+        if self.best is not None and fitness <= self.best["fitness"]:
+            return False
+        self.best = {"fitness": fitness, "generation": self.generation, "index": agent.index}
+        self.elite = snapshot(agent)
+        return True
+
     @property
-    def best(self) -> float | None:
-        if not self.history:
-            return None
-        return max(a["fitness"] for r in self.history for a in r["agents"])
+    def best_fitness(self) -> float | None:
+        return None if self.best is None else self.best["fitness"]
+
+
+def snapshot(agent: Any) -> Any:
+    """An exact, independent copy of ``agent``. Taking one changes nothing in the run:
+    building the copy's networks draws initial weights from torch's global generator,
+    whose state is put back (the saved weights replace those draws anyway)."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        return type(agent).from_state_dict(agent.state_dict(), device=agent.device)
+
+
+def next_generation(population: list[Any], selection: Any, mutation: Any) -> list[Any]:
+    """Tournament selection, then mutation (the elite slot, with elitism, unmutated)."""
+    population = selection.select(population)[1]
+    mutation.mutation(population, skip_first=selection.elitism)
+    return population
+
+
+#: Why a run stops, and whether that still holds for a (resumed) run's training spec:
+#: a run resumed with a raised budget, or a raised or removed target, goes on.
+STOP_REASONS: dict[str, Callable[[RunState, Any], bool]] = {
+    "max_steps": lambda state, training: state.steps >= training.max_steps,
+    "target_score": lambda state, training: (
+        training.target_score is not None
+        and state.best is not None
+        and state.best_fitness >= training.target_score
+    ),
+    "max_wall_seconds": lambda state, training: (
+        training.max_wall_seconds is not None and state.seconds >= training.max_wall_seconds
+    ),
+}
+
+
+def still_finished(state: RunState, training: Any) -> bool:
+    """Whether a run that stopped (``state.finished``) stays stopped under ``training``."""
+    holds = STOP_REASONS.get(state.finished or "")
+    return state.finished is not None and (holds is None or holds(state, training))
 
 
 def reset_seed(state: RunState, slot: int, purpose: int) -> int:
@@ -126,12 +180,16 @@ def evolve(
             gen_env_steps = 0
             records = []
             trained = 0
+            gen_best = -math.inf
             for slot, agent in enumerate(population):
-                taken, scores = train_agent(agent, slot, budget, state)
+                agent_start = time.perf_counter()
+                taken, scores, metrics = train_agent(agent, slot, budget, state)
                 fitness = agent.test(
                     env, max_steps=eval_steps, loop=eval_loop, seed=reset_seed(state, slot, 1)
                 )
-                gen_env_steps += taken + agent.eval_steps_taken
+                agent_steps = taken + agent.eval_steps_taken
+                agent_seconds = time.perf_counter() - agent_start
+                gen_env_steps += agent_steps
                 trained = max(trained, taken)
                 hyper = agent.hyperparameters()
                 records.append(
@@ -139,18 +197,25 @@ def evolve(
                         "index": agent.index,
                         "fitness": fitness,
                         "train_score": float(np.mean(scores)) if scores else None,
+                        "episodes": len(scores),
+                        "metrics": metrics,
+                        "env_steps": agent_steps,  # training and evaluation
+                        "env_steps_per_s": agent_steps / max(agent_seconds, 1e-9),
                         "mutation": agent.mut,
                         "mutable": {n: hyper[n] for n in sorted(agent.hp_config)},
                         "hyperparameters": hyper,
                     }
                 )
+                gen_best = max(gen_best, fitness)
                 progress.update(
-                    taken,
+                    min(taken, budget),
                     gen_env_steps / max(time.perf_counter() - gen_start, 1e-9),
-                    state.best if state.best is not None else fitness,
+                    gen_best if state.best is None else max(gen_best, state.best_fitness),
                     state.generation,
                 )
             elapsed = time.perf_counter() - gen_start
+            champion = max(population, key=lambda a: a.fitness[-1])  # first of equals
+            state.consider(champion, champion.fitness[-1])
             state.steps += trained
             state.env_steps += gen_env_steps
             record = {
@@ -162,9 +227,8 @@ def evolve(
                 "agents": records,
             }
             state.history.append(record)
-            progress.write(generation_summary(record, max_steps))
-            best = max(r["fitness"] for r in records)
-            if target is not None and best >= target:
+            progress.write(generation_summary(record, max_steps, state.best))
+            if target is not None and state.best_fitness >= target:
                 state.finished = "target_score"
             elif state.steps >= max_steps:
                 state.finished = "max_steps"
@@ -172,15 +236,14 @@ def evolve(
                 state.finished = "max_wall_seconds"
             state.generation += 1
             if state.finished is None and evolving:
-                population = selection.select(population)[1]
-                mutation.mutation(population, skip_first=selection.elitism)
+                population = next_generation(population, selection, mutation)
             state.seconds = time.perf_counter() - started
             if checkpointer is not None and (state.finished or checkpointer.due(state)):
                 checkpointer.write(population, state)
             if on_generation is not None:
                 on_generation(state)
     finally:
-        progress.close()
+        progress.close(done=state.finished == "max_steps")
     if state.finished and verbose:
         progress.write(_closing_line(state))
     return population, [agent.fitness[-1] for agent in population]
@@ -195,8 +258,8 @@ def _closing_line(state: RunState) -> str:
     }.get(state.finished or "", state.finished)
     return (
         f"finished ({reason}) after {state.generation} generation"
-        f"{'s' if state.generation != 1 else ''}: best fitness "
-        f"{state.best:.1f}, {state.env_steps:,} env steps in {state.seconds:.1f} s "
+        f"{'s' if state.generation != 1 else ''}: {describe_best(state.best)}, "
+        f"{state.env_steps:,} env steps in {state.seconds:.1f} s "
         f"({rate:,.0f} env steps/s)"
     )
 

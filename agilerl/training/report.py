@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +20,17 @@ def _fmt(value: Any) -> str:
 
 
 class Progress:
-    """A tqdm bar over the population's training steps, with steps/s (training and
-    evaluation steps counted) and the best fitness so far; silent when not verbose."""
+    """A tqdm bar over the run's budget (``max_steps`` per agent, times the population),
+    showing one rate, env steps/s (every env step: training and evaluation, all agents),
+    and ``best``, the best fitness ever evaluated in the run; silent when not verbose.
+
+    An agent's rollouts may overshoot its share of the budget (PPO collects whole
+    rollouts): the bar counts the budget used, never more, and :meth:`close` with
+    ``done`` fills it, so a run that used its budget ends at 100%.
+    """
+
+    #: tqdm's default bar without its own rate (ours, env steps/s, is in the postfix).
+    FORMAT = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]"
 
     def __init__(self, total: int, initial: int, verbose: bool, desc: str) -> None:
         self.verbose = verbose
@@ -34,6 +44,7 @@ class Progress:
                 dynamic_ncols=True,
                 file=sys.stderr,
                 mininterval=0.5,
+                bar_format=self.FORMAT,
             )
             if verbose
             else None
@@ -44,7 +55,7 @@ class Progress:
     ) -> None:
         if self.bar is None:
             return
-        self.bar.update(steps)
+        self.bar.update(min(steps, self.bar.total - self.bar.n))
         postfix = {"gen": generation, "env steps/s": f"{env_steps_per_s:,.0f}"}
         if best is not None:
             postfix["best"] = f"{best:.1f}"
@@ -58,20 +69,38 @@ class Progress:
         else:
             print(text, file=sys.stderr)
 
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+    def close(self, done: bool = False) -> None:
+        if self.bar is None:
+            return
+        if done:
+            self.bar.update(self.bar.total - self.bar.n)
+        self.bar.close()
 
 
-def generation_summary(record: dict[str, Any], max_steps: int) -> str:
+def describe_best(best: dict[str, Any] | None) -> str:
+    """The best agent ever evaluated in a run (``RunState.best``), as the generation
+    summaries, the closing line and the trainer's output listing all name it."""
+    if best is None:
+        return "no agent evaluated yet"
+    return (
+        f"best ever {best['fitness']:.1f} (agent {best['index']}, generation {best['generation']})"
+    )
+
+
+def generation_summary(
+    record: dict[str, Any], max_steps: int, best_ever: dict[str, Any] | None = None
+) -> str:
     """A short table: fitness per agent, its mutable hyperparameters, the mutation it
-    received before this generation's training."""
+    received before this generation's training. The head names this generation's best
+    and, given ``best_ever`` (``RunState.best``), the best agent of the whole run."""
     agents = record["agents"]
     hp_names = sorted({name for agent in agents for name in agent["mutable"]})
     best = max(agents, key=lambda a: a["fitness"])
+    ever = f"  {describe_best(best_ever)}" if best_ever is not None else ""
     head = (
         f"generation {record['generation']}  steps {record['steps']:,}/{max_steps:,} per agent  "
-        f"best {best['fitness']:.1f} (agent {best['index']})  {record['env_steps_per_s']:,.0f} env steps/s"
+        f"best of generation {best['fitness']:.1f} (agent {best['index']}){ever}  "
+        f"{record['env_steps_per_s']:,.0f} env steps/s"
     )
     columns = ["agent", "fitness", "train score", *hp_names, "mutation"]
     rows = [
@@ -90,28 +119,68 @@ def generation_summary(record: dict[str, Any], max_steps: int) -> str:
     return "\n".join(lines)
 
 
-def plot_fitness(history: list[dict[str, Any]], path: str | Path, title: str) -> Path:
-    """PNG of every agent's evaluation fitness per generation, with the best and mean,
-    written atomically (:func:`agilerl.atomic.write_bytes`)."""
+def _panel(
+    ax: Any, steps: list[int], values: list[list[float]], ylabel: str, best: bool = True
+) -> bool:
+    """Every agent's value per generation (dots) with the population mean and, where the
+    highest value is the best one (``best``), the best agent's (lines); generations
+    without a value are skipped. Returns whether anything was drawn."""
+    drawn = [(x, v) for x, v in zip(steps, values, strict=True) if v]
+    for x, v in drawn:
+        ax.scatter([x] * len(v), v, s=12, color="tab:blue", alpha=0.4)
+    if drawn:
+        xs = [x for x, _ in drawn]
+        if best:
+            ax.plot(xs, [max(v) for _, v in drawn], color="tab:green", label="best agent")
+        mean = [sum(v) / len(v) for _, v in drawn]
+        ax.plot(xs, mean, color="tab:orange", label="population mean")
+        ax.legend(loc="best", fontsize="small")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    return bool(drawn)
+
+
+def plot_fitness(
+    history: list[dict[str, Any]], path: str | Path, title: str, loss: str | None = None
+) -> Path:
+    """PNG of :func:`fitness_figure`, written atomically (:func:`agilerl.atomic.write_bytes`)."""
+    import matplotlib.pyplot as plt
+
+    fig = fitness_figure(history, title, loss)
+    png = io.BytesIO()
+    fig.savefig(png, format="png")
+    plt.close(fig)
+    return write_bytes(path, png.getvalue())
+
+
+def fitness_figure(history: list[dict[str, Any]], title: str, loss: str | None = None) -> Any:
+    """A run's generations in three panels sharing the x-axis (environment steps per
+    agent): every agent's evaluation fitness, its training score (mean return of the
+    training episodes that ended) and its ``loss`` (the algorithm's ``main_loss``
+    metric, averaged over the generation), with the population mean (and, for fitness
+    and score, the best agent's)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
 
     steps = [r["steps"] for r in history]
-    fitness = [[a["fitness"] for a in r["agents"]] for r in history]
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    for x, values in zip(steps, fitness, strict=True):
-        ax.scatter([x] * len(values), values, s=12, color="tab:blue", alpha=0.4)
-    ax.plot(steps, [max(v) for v in fitness], color="tab:green", label="best agent")
-    ax.plot(steps, [sum(v) / len(v) for v in fitness], color="tab:orange", label="population mean")
-    ax.set_xlabel("environment steps per agent")
-    ax.set_ylabel("evaluation fitness (mean return)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="best")
+
+    def per_agent(value: Callable[[dict[str, Any]], Any]) -> list[list[float]]:
+        found = [[value(a) for a in r["agents"]] for r in history]
+        return [[float(v) for v in gen if v is not None] for gen in found]
+
+    fig, axes = plt.subplots(3, 1, figsize=(7, 8.5), dpi=100, sharex=True)
+    _panel(axes[0], steps, per_agent(lambda a: a["fitness"]), "evaluation fitness\n(mean return)")
+    _panel(axes[1], steps, per_agent(lambda a: a["train_score"]), "training score\n(mean return)")
+    losses = per_agent(lambda a: a["metrics"].get(loss)) if loss else []
+    label = f"{(loss or 'loss').replace('_', ' ')}\n(mean per generation)"
+    if not _panel(axes[2], steps if loss else [], losses, label, best=False):
+        axes[2].text(
+            0.5, 0.5, "no learning updates recorded", ha="center", va="center",
+            transform=axes[2].transAxes, color="gray",
+        )  # fmt: skip
+    axes[0].set_title(title)
+    axes[-1].set_xlabel("environment steps per agent")
     fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png")
-    plt.close(fig)
-    return write_bytes(path, png.getvalue())
+    return fig

@@ -3,8 +3,9 @@
 A run checkpoint holds every agent (networks, optimisers, hyperparameters, metrics, RNG
 state), the replay buffer's contents (off-policy), the selection and mutation operators'
 random generators, the global torch / numpy / python RNG states, the run's progress
-(:class:`~agilerl.training.evolution.RunState`) and the manifest it was started from
-(:data:`RUN_LAYOUT`). It is a :mod:`agilerl.checkpoints` file: data only, written
+(:class:`~agilerl.training.evolution.RunState`), the best agent ever evaluated (the
+"elite", kept apart from the population so later mutation cannot touch it) and the
+manifest it was started from (:data:`RUN_LAYOUT`). It is a :mod:`agilerl.checkpoints` file: data only, written
 atomically (a run killed at any moment leaves the previous checkpoint intact), and
 checked part by part before a resumed run uses any of it (:func:`restore`).
 """
@@ -40,6 +41,10 @@ HISTORY_RECORD = {
             "index": int,
             "fitness": float,
             "train_score": checkpoints.Nullable(float),
+            "episodes": int,
+            "metrics": checkpoints.MapOf(float),
+            "env_steps": int,
+            "env_steps_per_s": float,
             "mutation": str,
             "mutable": checkpoints.MapOf(object),
             "hyperparameters": checkpoints.MapOf(object),
@@ -59,8 +64,10 @@ RUN_LAYOUT = {
         "seconds": float,
         "history": checkpoints.ListOf(HISTORY_RECORD),
         "finished": checkpoints.Nullable(str),
+        "best": checkpoints.Nullable({"fitness": float, "generation": int, "index": int}),
     },
     "agents": checkpoints.ListOf(dict),
+    "elite": checkpoints.Nullable(dict),  # the best agent ever evaluated (state.best)
     "memory": checkpoints.Nullable(dict),
     "selection": checkpoints.Nullable(dict),
     "mutation": checkpoints.Nullable(dict),
@@ -71,13 +78,16 @@ RUN_LAYOUT = {
 EXTRA_KEYS = ("manifest",)
 
 #: Manifest settings a resumed run may change (dotted paths, ``*`` wildcards): the
-#: budget and where checkpoints go. Any other difference is refused.
+#: budget, where checkpoints go and where the metrics are tracked. Any other difference
+#: is refused.
 RESUMABLE = (
     "training.max_steps",
     "training.target_score",
     "training.max_wall_seconds",
     "training.checkpoint_*",
     "training.overwrite_checkpoints",
+    "training.tensorboard_log_dir",
+    "training.wandb",
 )
 
 
@@ -152,6 +162,7 @@ class RunCheckpointer:
             "kind": KIND,
             "state": state.to_dict(),
             "agents": [agent.state_dict() for agent in population],
+            "elite": None if state.elite is None else state.elite.state_dict(),
             "memory": None if self.memory is None else self.memory.state_dict(),
             "selection": None if self.selection is None else self.selection.state_dict(),
             "mutation": None if self.mutation is None else self.mutation.state_dict(),
@@ -204,8 +215,42 @@ def restore(
             if part is not None:
                 part.load_state_dict(data[key], where=key)
         state = RunState.from_dict(data["state"])
+        if (data["elite"] is None) != (state.best is None):
+            held = "holds no agent" if data["elite"] is None else "holds an agent"
+            raise checkpoints.fail("elite", f"{held}, but state.best says otherwise")
+        if data["elite"] is not None:
+            state.elite = algo_cls.from_state_dict(data["elite"], device=device, where="elite")
         set_global_rng_state(data["rng"])
     return population, state
+
+
+#: A run's final population (``population.pt``): every agent, as in a run checkpoint.
+POPULATION_KIND = "population"
+POPULATION_LAYOUT = {"kind": str, "agents": checkpoints.ListOf(dict)}
+
+
+def save_population(population: list[Any], path: str | Path) -> Path:
+    """Write ``population`` to one :mod:`agilerl.checkpoints` file, atomically."""
+    agents = [agent.state_dict() for agent in population]
+    return checkpoints.save({"kind": POPULATION_KIND, "agents": agents}, path)
+
+
+def load_population(path: str | Path, device: Any = "cpu") -> list[Any]:
+    """The agents of a ``population.pt``, each checked and rebuilt as the algorithm it
+    names (one of this package's, as :meth:`RLAlgorithm.load` does)."""
+    from agilerl.algorithms import RLAlgorithm
+
+    data = checkpoints.load(path, kind=POPULATION_KIND)
+    with checkpoints.restoring(path):
+        checkpoints.require(data, POPULATION_LAYOUT)
+        if not data["agents"]:
+            raise checkpoints.fail("agents", "the file holds no agent")
+        return [
+            RLAlgorithm.class_of(agent, where=f"agents[{i}]").from_state_dict(
+                agent, device=device, where=f"agents[{i}]"
+            )
+            for i, agent in enumerate(data["agents"])
+        ]
 
 
 def _show(value: Any) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 import secrets
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +35,24 @@ from agilerl.models.manifest import (
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.envs import make_vector_env
-from agilerl.training.evolution import RunState
+from agilerl.training.evolution import RunState, next_generation, still_finished
 from agilerl.training.preflight import preflight
+from agilerl.training.report import describe_best
 from agilerl.training.run_checkpoint import (
     checkpointer_for,
     load_run,
     manifest_differences,
     restore,
+    save_population,
 )
+from agilerl.training.run_directory import (
+    OUTPUT_NAMES,
+    EarlierRunError,
+    earlier_outputs,
+    remove_earlier_outputs,
+)
+from agilerl.training.threads import choose_threads
+from agilerl.training.tracking import Reporter
 
 
 class TrainerError(ValueError):
@@ -104,6 +115,8 @@ class LocalTrainer:
         resume_from_checkpoint: a run checkpoint to continue from.
         device / accelerator: where the agents live (an accelerator supplies the device;
             distributed RL training is not implemented).
+        num_threads: torch's CPU threads for the run (None: the rule of
+            :mod:`agilerl.training.threads`, one thread for small agents on the CPU).
     """
 
     def __init__(
@@ -121,6 +134,7 @@ class LocalTrainer:
         device: str | torch.device = "cpu",
         accelerator: Any = None,
         version: int | None = None,
+        num_threads: int | None = None,
     ) -> None:
         if isinstance(algorithm, str):
             if algorithm not in ALGO_REGISTRY:
@@ -152,6 +166,9 @@ class LocalTrainer:
         self.resume_from_checkpoint = resume_from_checkpoint
         self.accelerator = accelerator
         self.device = torch.device(accelerator.device if accelerator is not None else device)
+        self.num_threads = num_threads
+        #: torch's CPU thread count during the last run (:mod:`agilerl.training.threads`).
+        self.threads: int | None = None
         self.population: list[Any] | None = None
         self.state: RunState | None = None
         #: Called with the run state after every generation (e.g. to record figures).
@@ -214,7 +231,7 @@ class LocalTrainer:
         if "num_envs" in kwargs:  # the environment decides how many envs run
             kwargs["num_envs"] = env.num_envs
         try:
-            return self.algorithm.algo_class()(
+            agent = self.algorithm.algo_class()(
                 observation_space=env.single_observation_space,
                 action_space=env.single_action_space,
                 index=index,
@@ -227,6 +244,9 @@ class LocalTrainer:
         except (TypeError, ValueError) as err:
             where = "mutation.rl_hp_selection" if str(err).startswith("hp_config.") else "network"
             raise TrainerError(f"{where}: {err}") from err
+        # Recorded in the agent's files: `agilerl evaluate AGENT.pt` rebuilds it from there.
+        agent.environment = self.environment.model_dump(mode="json", exclude_none=True)
+        return agent
 
     def _build_memory(self) -> Any:
         if not (self.algorithm.off_policy or self.algorithm.offline):
@@ -267,17 +287,28 @@ class LocalTrainer:
         checkpoint_path: str | Path | None = None,
         checkpoint_steps: int | None = None,
         overwrite_checkpoints: bool | None = None,
+        *,
+        resume: bool = False,
+        force: bool = False,
     ) -> tuple[list[Any], list[float]]:
         """Run (or resume) the training; returns ``(population, fitnesses)``.
 
         Arguments given here override the training spec. With ``output_dir`` the run
-        checkpoints there by default and, at the end, writes ``best_agent.pt``,
+        checkpoints there by default and, at the end, writes ``best_agent.pt`` (the best
+        agent ever evaluated), ``population.pt`` (the final population),
         ``manifest.yaml`` (:meth:`to_manifest`), ``fitness.png`` and ``history.json``,
         each atomically. The run holds ``output_dir`` (and the checkpoint) for its whole
         length: a second run on them is refused with :class:`~agilerl.atomic.OutputInUseError`.
         A file that cannot be written (a full disk) raises :class:`~agilerl.atomic.OutputError`
         and leaves the previous one intact; a failed checkpoint stops the run, after
         writing the outputs of the generations done so far where it can.
+
+        A new run never overwrites an earlier one (:mod:`agilerl.training.run_directory`):
+        where ``output_dir`` is not empty or the checkpoint file exists, it is refused
+        with :class:`~agilerl.training.run_directory.EarlierRunError` unless it resumes
+        (``resume=True``: from the run checkpoint, or ``resume_from_checkpoint``) or
+        ``force`` is given, which deletes the earlier run's output and checkpoint files
+        (no other file) before this run starts.
         """
         updates = {
             key: value
@@ -303,14 +334,39 @@ class LocalTrainer:
                     f"training.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()
                 )
                 raise TrainerError(problems) from None
+        if resume and self.resume_from_checkpoint is None:
+            if self.training.checkpoint_path is None:
+                raise TrainerError("resume: this run has no checkpoint path to resume from")
+            self.resume_from_checkpoint = self.training.checkpoint_path
         # Before anything is built or written: paths, memory (PreflightError).
         preflight(self, output_dir)
         holds = self._hold_outputs(output_dir)
+        threads = torch.get_num_threads()
         try:
+            self._claim_outputs(output_dir, force, verbose)
             return self._run(verbose, output_dir)
         finally:
+            torch.set_num_threads(threads)  # the run's choice ends with the run
             for lock in holds:
                 lock.release()
+
+    def _claim_outputs(self, output_dir: str | Path | None, force: bool, verbose: bool) -> None:
+        """Refuse to start a new run over an earlier one's outputs, or (``force``) delete
+        them; a resumed run continues its own outputs."""
+        if self.resume_from_checkpoint is not None:
+            return
+        out = None if output_dir is None else Path(output_dir)
+        checkpoint = self.training.checkpoint_path
+        checkpoint = None if checkpoint is None else Path(checkpoint)
+        found = earlier_outputs(out, checkpoint)
+        if not found:
+            return
+        if not force:
+            raise EarlierRunError(out, found)
+        removed = remove_earlier_outputs(out, checkpoint)
+        if verbose and removed:
+            names = ", ".join(str(p) for p in removed)
+            print(f"replacing the earlier run: deleted {names}", file=sys.stderr)
 
     def _hold_outputs(self, output_dir: str | Path | None) -> list[DirectoryLock]:
         """Hold the output directory (and the checkpoint, where it lies elsewhere) for
@@ -354,8 +410,19 @@ class LocalTrainer:
                 seeds = np.random.SeedSequence(seed).generate_state(training.pop_size)
                 population = [self._build_agent(env, i, int(s)) for i, s in enumerate(seeds)]
                 state = RunState(seed=seed)
-            if state.finished == "max_steps" and state.steps < training.max_steps:
-                state.finished = None  # the budget was raised: carry on
+            self._set_threads(population[0], env)
+            if state.finished is not None and not still_finished(state, training):
+                state.finished = None  # the budget was raised or the target removed: go on
+                if selection is not None and mutation is not None:
+                    # a finished run's checkpoint holds its last evaluated population
+                    population = next_generation(population, selection, mutation)
+            elif state.finished is not None and verbose:
+                print(
+                    f"the resumed run had already finished ({state.finished}); raise "
+                    "training.max_steps or max_wall_seconds, or raise or remove "
+                    "target_score, to continue it",
+                    file=sys.stderr,
+                )
             checkpointer = checkpointer_for(
                 None,
                 training.checkpoint_steps,
@@ -375,6 +442,7 @@ class LocalTrainer:
             for key in ("checkpoint", "checkpoint_path", "overwrite_checkpoints"):
                 kwargs.pop(key)  # the checkpointer built here carries them
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
+            reporter = Reporter.open(training, self._document())  # TensorBoard, W&B
             try:
                 self.population, fitnesses = self.algorithm.get_training_fn()(
                     env,
@@ -387,18 +455,31 @@ class LocalTrainer:
                     state=state,
                     max_wall_seconds=training.max_wall_seconds,
                     verbose=verbose,
-                    on_generation=self.on_generation,
+                    on_generation=reporter.chain(self.on_generation),
                     **kwargs,
                 )
             except _CheckpointFailed as failed:
                 self.population, self.state = failed.population, state
                 raise self._stopped(str(failed), output_dir) from None
+            finally:
+                reporter.close()
         finally:
             env.close()
         self.state = state
         if output_dir is not None:
             self._write_outputs(output_dir, verbose=verbose)
         return self.population, fitnesses
+
+    def _set_threads(self, agent: Any, env: Any) -> None:
+        """torch's thread count for this run (:mod:`agilerl.training.threads`)."""
+        workers = 0 if self.environment.sync else env.num_envs
+        try:
+            threads = choose_threads(self.num_threads, agent, self.device, workers)
+        except ValueError as err:
+            raise TrainerError(str(err)) from None
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self.threads = torch.get_num_threads()
 
     def _stopped(self, why: str, output_dir: str | Path | None) -> OutputError:
         """The error that ends a run whose checkpoint failed, after writing what it can."""
@@ -432,7 +513,8 @@ class LocalTrainer:
                 raise CheckpointError(
                     f"{path}: cannot resume: this run's manifest differs from the checkpoint's "
                     "(a resumed run may change only its budget, training.max_steps, "
-                    "target_score and max_wall_seconds, and its checkpoint settings):\n  "
+                    "target_score and max_wall_seconds, and its checkpoint and tracking "
+                    "settings):\n  "
                     + "\n  ".join(differences)
                 )
         population, state = restore(
@@ -445,9 +527,13 @@ class LocalTrainer:
     # -- results --------------------------------------------------------------------------
     @property
     def best_agent(self) -> Any:
-        """The agent of the final population with the highest latest fitness."""
+        """The best agent ever evaluated in the run (``state.best`` names its fitness and
+        generation), as it was when evaluated: later training and mutation of the
+        population never change it."""
         if not self.population:
             raise RuntimeError("train() has not run yet")
+        if self.state is not None and self.state.elite is not None:
+            return self.state.elite
         return max(self.population, key=lambda a: a.fitness[-1] if a.fitness else -np.inf)
 
     def _document(self) -> dict[str, Any]:
@@ -469,8 +555,12 @@ class LocalTrainer:
 
     def to_manifest(self) -> TrainingManifest:
         """The manifest of this run; after training, with the best agent's evolved
-        hyperparameters and network architecture, and the seed the run used."""
+        hyperparameters and network architecture, and the seed the run used. It holds
+        the budget and settings, not this run's checkpoint path: a run of it writes its
+        own outputs."""
         doc = self._document()
+        # budget and settings only: where this run wrote is no part of the next one
+        doc["training"].pop("checkpoint_path", None)
         if self.population:
             best = self.best_agent
             hyper = best.hyperparameters()
@@ -486,7 +576,8 @@ class LocalTrainer:
         return parse_manifest(doc)
 
     def save_outputs(self, output_dir: str | Path, verbose: bool = True) -> dict[str, Path]:
-        """Write the best agent, the final manifest, the fitness plot and the history,
+        """Write the best agent, the final population, the final manifest, the fitness
+        plot and the history,
         holding ``output_dir`` (refused while a run holds it); see :meth:`_write_outputs`."""
         with DirectoryLock.for_directory(output_dir):
             return self._write_outputs(output_dir, verbose)
@@ -503,17 +594,18 @@ class LocalTrainer:
         history = self.state.history if self.state else []
         title = f"{self.algorithm.name} on {self.environment.name}"
         writers = {
-            "agent": ("best_agent.pt", best.save_checkpoint),
-            "manifest": (
-                "manifest.yaml",
-                lambda p: write_text(p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))),
+            "agent": best.save_checkpoint,
+            "population": lambda p: save_population(self.population, p),
+            "manifest": lambda p: write_text(
+                p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))
             ),
-            "plot": ("fitness.png", lambda p: plot_fitness(history, p, title)),
-            "history": ("history.json", lambda p: write_text(p, json.dumps(history, indent=1))),
+            "plot": lambda p: plot_fitness(history, p, title, loss=type(best).main_loss),
+            "history": lambda p: write_text(p, json.dumps(history, indent=1)),
         }
         paths: dict[str, Path] = {}
         failures = []
-        for kind, (name, write) in writers.items():
+        for kind, write in writers.items():
+            name = OUTPUT_NAMES[kind]
             try:
                 write(out / name)
             except OSError as err:
@@ -525,7 +617,14 @@ class LocalTrainer:
             raise OutputError("; ".join(failures) + wrote)
         if verbose:
             print(
-                f"best agent {best.index}: fitness {best.fitness[-1]:.1f}\n"
-                + "\n".join(f"  {kind:<8} {path}" for kind, path in paths.items())
+                f"best agent: {self.best_summary()}\n"
+                + "\n".join(f"  {kind:<10} {path}" for kind, path in paths.items())
             )
         return paths
+
+    def best_summary(self) -> str:
+        """What ``best_agent.pt`` holds: its fitness, agent index and generation."""
+        if self.state is not None and self.state.best is not None:
+            return describe_best(self.state.best)
+        best = self.best_agent
+        return f"agent {best.index}, fitness {best.fitness[-1]:.1f}"
