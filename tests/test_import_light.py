@@ -4,6 +4,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ["torch", "gymnasium", "transformers", "peft", "accelerate"]
 
 
@@ -23,3 +25,26 @@ def test_heavy_check_can_fail():
     code = "import sys, json; print(json.dumps('json' in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) is True
+
+
+def test_import_agilerl_is_light_and_its_engine_names_load_on_use():
+    code = (
+        "import sys, json; import agilerl; "
+        f"light = [m for m in {HEAVY!r} if m in sys.modules]; "
+        "from agilerl import RLAlgorithm, LocalTrainer, evaluate_agent; "
+        "print(json.dumps([light, RLAlgorithm.__module__, LocalTrainer.__module__, "
+        "evaluate_agent.__module__, 'torch' in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    light, *modules, torch_loaded = json.loads(out.stdout)
+    assert light == []
+    assert modules == ["agilerl.algorithms.base", "agilerl.training.trainer", "agilerl.evaluation"]
+    assert torch_loaded
+
+
+def test_unknown_names_of_agilerl_are_attribute_errors():
+    import agilerl
+
+    assert "RLAlgorithm" in dir(agilerl)
+    with pytest.raises(AttributeError, match="no attribute 'RLAlgorithmm'"):
+        agilerl.RLAlgorithmm  # noqa: B018

@@ -60,6 +60,14 @@ class DQN(RLAlgorithm):
     #: Gradient-norm clip of every update: a rare huge TD error (early targets, a reward
     #: spike) then moves the weights by a bounded step instead of wrecking the network.
     max_grad_norm: ClassVar[float] = 10.0
+    learn_metrics: ClassVar[dict[str, str]] = {
+        "td_loss": "mean squared TD error of the batch (the loss minimised)",
+        "q_mean": "mean Q-value of the actions taken in the batch",
+    }
+    main_loss: ClassVar[str] = "td_loss"
+    #: Exploration rate of ``predict(..., deterministic=False)``: the off-policy loop's
+    #: final epsilon (``agilerl.training.off_policy.EPS_END``; a test keeps them equal).
+    sample_epsilon: ClassVar[float] = 0.01
 
     def __init__(
         self,
@@ -240,8 +248,13 @@ class DQN(RLAlgorithm):
         """Greedy actions (among the allowed ones)."""
         return self.get_action(obs, 0.0, action_mask)
 
+    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Epsilon-greedy actions with :attr:`sample_epsilon`, the exploration rate the
+        off-policy loop ends its decay at: how the agent acted at the end of training."""
+        return self.get_action(obs, self.sample_epsilon, action_mask)
+
     # -- learning -------------------------------------------------------------------------
-    def learn(self, batch: dict[str, Any]) -> float:
+    def learn(self, batch: dict[str, Any]) -> dict[str, float]:
         """One gradient step on a batch of transitions (a :class:`ReplayBuffer` sample).
 
         TD target per sub-action: ``r + gamma * (1 - done) * Q_target(s', a*)`` with ``a*``
@@ -249,7 +262,8 @@ class DQN(RLAlgorithm):
         termination only: a truncated episode still bootstraps. The loss is the mean
         squared TD error (MSE, as AgileRL's DQN), gradients are clipped to a global norm of
         :attr:`max_grad_norm` (10) before the Adam step, and the target network then moves
-        towards the online one by ``tau`` (Polyak averaging). Returns the loss.
+        towards the online one by ``tau`` (Polyak averaging). Returns
+        :attr:`learn_metrics`: the loss (``td_loss``) and ``q_mean``.
         """
         q_values = self.actor(batch["obs"])
         rows = q_values.shape[0]
@@ -272,7 +286,9 @@ class DQN(RLAlgorithm):
         torch.nn.utils.clip_grad_norm_(self._online_parameters(), self.max_grad_norm)
         self.optimizer.step()
         self.soft_update()
-        return float(loss.item())
+        # One device sync for both figures.
+        td_loss, q_mean = torch.stack([loss.detach(), q_taken.detach().mean()]).tolist()
+        return {"td_loss": td_loss, "q_mean": q_mean}
 
     def _online_parameters(self) -> list[torch.nn.Parameter]:
         """The actor's parameters, in ``parameters()`` order. Read from the optimiser, which

@@ -42,7 +42,19 @@ from agilerl.networks.networks import StochasticActor, ValueNetwork
 #: the entropy stays finite (``-inf`` would make ``0 * log 0`` a NaN).
 MASKED_LOGIT = -1e8
 
-METRICS = ("loss", "policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+#: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
+#: means over the minibatches evaluated, in the order :meth:`PPO._minibatch_loss` stacks them.
+LEARN_METRICS = {
+    "loss": "total loss: policy loss - ent_coef * entropy + vf_coef * value loss",
+    "policy_loss": "clipped surrogate policy loss",
+    "value_loss": "clipped value loss (0.5 * squared error of the returns)",
+    "entropy": "mean entropy of the action distribution",
+    "approx_kl": "approximate KL divergence of the new policy from the rollout's",
+    "clip_fraction": "fraction of samples whose probability ratio was clipped",
+    "updates": "optimiser steps taken",
+    "early_stop": "1 when target_kl ended the epochs early, else 0",
+}
+METRICS = tuple(LEARN_METRICS)[:6]
 
 
 class _Categoricals:
@@ -197,6 +209,8 @@ class PPO(RLAlgorithm):
     default_mutable = ("lr", "batch_size", "learn_step")
     eval_networks = ("actor", "critic")
     optimizer_specs = {"optimizer": (("actor", "critic"), "lr")}
+    learn_metrics = LEARN_METRICS
+    main_loss = "value_loss"
 
     def __init__(
         self,
@@ -355,6 +369,10 @@ class PPO(RLAlgorithm):
             dist, value = self._forward(obs, action_mask)
             action, log_prob = dist.act(deterministic=False)
         return self._env_action(action), log_prob, dist.entropy(), value
+
+    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Actions sampled from the policy (as rollouts sample them), for ``env.step``."""
+        return self.get_action(obs, action_mask)[0]
 
     def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """The most likely action of each observation (the Gaussian mean for Box)."""

@@ -1,0 +1,86 @@
+"""One observation or a batch of them? Decided from the observation space's shapes.
+
+The networks take batches (a leading dimension on every leaf of a Dict/Tuple
+observation); :meth:`RLAlgorithm.predict` also takes a single observation, as an
+environment returns it. A leaf is a single observation when its shape is the space's
+shape (a Discrete leaf: a scalar) and a batch when it has one more leading dimension; every
+leaf of a Dict/Tuple observation must agree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+
+def _shape(value: Any) -> tuple[int, ...]:
+    # torch tensors and arrays have .shape; lists and Python scalars go through numpy.
+    shape = getattr(value, "shape", None)
+    return tuple(shape) if shape is not None else np.shape(value)
+
+
+def _leaf_shape(space: spaces.Space) -> tuple[int, ...]:
+    return () if isinstance(space, spaces.Discrete) else tuple(space.shape)
+
+
+def _leaves(obs: Any, space: spaces.Space, where: str) -> list[tuple[str, Any, spaces.Space]]:
+    """``(where, value, space)`` of every leaf of ``obs``, checked against the space's tree."""
+    if isinstance(space, spaces.Dict):
+        if not isinstance(obs, dict):
+            raise ValueError(
+                f"{where}: expected a dict with keys {list(space.spaces)}, got {obs!r}"
+            )
+        missing = [key for key in space.spaces if key not in obs]
+        if missing:
+            raise ValueError(f"{where}: missing key(s) {missing} of the Dict observation space")
+        return [
+            leaf
+            for key, sub in space.spaces.items()
+            for leaf in _leaves(obs[key], sub, f"{where}[{key!r}]")
+        ]
+    if isinstance(space, spaces.Tuple):
+        if not isinstance(obs, (tuple, list)) or len(obs) != len(space.spaces):
+            raise ValueError(f"{where}: expected a tuple of {len(space.spaces)} parts, got {obs!r}")
+        return [
+            leaf
+            for i, (part, sub) in enumerate(zip(obs, space.spaces, strict=True))
+            for leaf in _leaves(part, sub, f"{where}[{i}]")
+        ]
+    return [(where, obs, space)]
+
+
+def batch_size(obs: Any, space: spaces.Space, where: str = "obs") -> int | None:
+    """The batch size of ``obs``, or None when it is one observation of ``space``.
+
+    Raises ValueError naming the leaf whose shape is neither the space's shape nor
+    ``(n, *shape)``, or when leaves disagree."""
+    sizes = set()
+    for at, value, leaf_space in _leaves(obs, space, where):
+        shape, expected = _shape(value), _leaf_shape(leaf_space)
+        if shape == expected:
+            sizes.add(None)
+        elif len(shape) == len(expected) + 1 and shape[1:] == expected:
+            sizes.add(int(shape[0]))
+        else:
+            batch = "(" + ", ".join(["n", *map(str, expected)]) + ")"
+            raise ValueError(
+                f"{at}: shape {shape} fits neither one observation of {leaf_space} "
+                f"(shape {expected}) nor a batch (shape {batch})"
+            )
+    if len(sizes) > 1:
+        found = ", ".join("one observation" if s is None else f"a batch of {s}" for s in sizes)
+        raise ValueError(f"{where}: its parts disagree ({found})")
+    return sizes.pop()
+
+
+def add_batch_dim(obs: Any, space: spaces.Space) -> Any:
+    """One observation of ``space`` as a batch of one (a leading axis on every leaf)."""
+    if isinstance(space, spaces.Dict):
+        return {key: add_batch_dim(obs[key], sub) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(add_batch_dim(part, sub) for part, sub in zip(obs, space.spaces, strict=True))
+    if hasattr(obs, "unsqueeze"):  # a torch tensor stays one, on its device
+        return obs.unsqueeze(0)
+    return np.asarray(obs)[None]
