@@ -40,11 +40,18 @@ class EarlierRunError(OutputError):
             "train(force=True), which deletes the earlier run's outputs first"
         )
 
+    def _inside(self, path: Path) -> bool:
+        return self.directory is not None and path.parent == self.directory
+
     def where(self) -> str:
-        return str(self.directory if self.directory is not None else self.found[0].parent)
+        """The output directory when the earlier outputs lie in it, else the checkpoint's."""
+        inside = any(self._inside(p) for p in self.found)
+        return str(self.directory if inside else self.found[0].parent)
 
     def names(self, shown: int = 5) -> str:
-        names = [p.name for p in self.found[:shown]]
+        """The first ``shown`` earlier outputs: a name in ``where()``, else a path."""
+        here = Path(self.where())
+        names = [p.name if p.parent == here else str(p) for p in self.found[:shown]]
         more = len(self.found) - shown
         return ", ".join(names) + (f" and {more} more" if more > 0 else "")
 
