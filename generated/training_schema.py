@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from agilerl.models.base import SpecBase
 from pydantic import ConfigDict, Field
@@ -131,6 +131,55 @@ Seed = TypeAliasType(
 )
 
 
+TensorboardLogDir = TypeAliasType(
+    "TensorboardLogDir",
+    Annotated[
+        str,
+        Field(
+            description="Directory TensorBoard event files are written to after every generation (`tensorboard --logdir` it): per agent its fitness, training score, the algorithm's losses, mutable hyperparameters, mutation and env steps/s; null for no TensorBoard logging. Give each run its own directory: a resumed run continues the files there. Needs `pip install agilerl[tensorboard]`.",
+            examples=['runs/tensorboard/ppo_cartpole'],
+            min_length=1,
+        ),
+    ],
+)
+
+
+Entity = TypeAliasType(
+    "Entity",
+    Annotated[
+        str,
+        Field(
+            description='W&B user or team owning the project; null for your default entity.',
+            min_length=1,
+        ),
+    ],
+)
+
+
+class WandbConfig(SpecBase):
+    """
+    Where a run's metrics go in Weights & Biases.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    project: Annotated[
+        str,
+        Field(description='W&B project the run is logged to.', examples=['cartpole'], min_length=1),
+    ]
+    entity: Annotated[
+        Entity | None,
+        Field(description='W&B user or team owning the project; null for your default entity.'),
+    ] = None
+    mode: Annotated[
+        Literal['online', 'offline', 'disabled'] | None,
+        Field(
+            description="online: sync to the W&B server as the run goes; offline: write the run to local files only (`wandb sync` uploads them later); disabled: log nothing; null to follow the WANDB_MODE environment variable (W&B's default: online)."
+        ),
+    ] = None
+
+
 class TrainingSpec(SpecBase):
     """
     How long and how a population is trained, evaluated and checkpointed. Fields a training loop does not use (e.g. eps_* for on-policy algorithms) are ignored by it.
@@ -240,3 +289,17 @@ class TrainingSpec(SpecBase):
             description='Evolve the population (tournament selection and mutation); false trains every agent without evolution.'
         ),
     ] = True
+    tensorboard_log_dir: Annotated[
+        TensorboardLogDir | None,
+        Field(
+            description="Directory TensorBoard event files are written to after every generation (`tensorboard --logdir` it): per agent its fitness, training score, the algorithm's losses, mutable hyperparameters, mutation and env steps/s; null for no TensorBoard logging. Give each run its own directory: a resumed run continues the files there. Needs `pip install agilerl[tensorboard]`.",
+            examples=['runs/tensorboard/ppo_cartpole'],
+        ),
+    ] = None
+    wandb: Annotated[
+        WandbConfig | None,
+        Field(
+            description='Log the same per-generation metrics to a Weights & Biases run (the manifest is its config); null for no W&B logging. Needs `pip install agilerl[wandb]`.',
+            examples=[{'project': 'cartpole'}, {'project': 'cartpole', 'entity': 'my-team', 'mode': 'offline'}],
+        ),
+    ] = None

@@ -22,7 +22,6 @@ SMALL_NET = {
 }
 
 
-
 def _agent(action_space=None, seed=0, **kwargs):
     torch.manual_seed(seed)
     kwargs.setdefault("net_config", SMALL_NET)
@@ -128,7 +127,7 @@ def test_discrete_start_offsets_actions():
     agent = _agent(spaces.Discrete(3, start=-1))
     actions = agent.get_action(_obs(200), epsilon=1.0)
     assert set(actions.tolist()) == {-1, 0, 1}
-    assert np.isfinite(agent.learn(_random_batch(agent)))
+    assert np.isfinite(agent.learn(_random_batch(agent))["td_loss"])
 
 
 def test_multidiscrete_actions_masks_and_learning():
@@ -143,7 +142,7 @@ def test_multidiscrete_actions_masks_and_learning():
         index = agent.get_action(obs, epsilon, mask).reshape(128, 4) - space.start.reshape(1, 4)
         columns = index + np.array([0, 3, 5, 9])
         assert mask[np.arange(128)[:, None], columns].all()
-    assert np.isfinite(agent.learn(_random_batch(agent)))
+    assert np.isfinite(agent.learn(_random_batch(agent))["td_loss"])
 
 
 def test_bad_masks_and_spaces_are_refused():
@@ -197,7 +196,9 @@ def test_td_targets_plain_and_double(double, bootstrap):
     # Row 1: Q(0, 0) = 0.5, target 1 + 0.5 * bootstrap. Row 2 terminates: Q(0, 2) = -1,
     # target 3 exactly.
     expected = ((0.5 - (1.0 + 0.5 * bootstrap)) ** 2 + (-1.0 - 3.0) ** 2) / 2
-    assert agent.learn(batch) == pytest.approx(expected)
+    metrics = agent.learn(batch)
+    assert metrics["td_loss"] == pytest.approx(expected)
+    assert metrics["q_mean"] == pytest.approx((0.5 - 1.0) / 2)  # Q of the actions taken
 
 
 @pytest.mark.parametrize(("double", "bootstraps"), [(False, (7.0, 4.0)), (True, (1.0, 0.0))])
@@ -218,7 +219,7 @@ def test_td_targets_per_multidiscrete_sub_action(double, bootstraps):
     # (choice 0 of the first sub-action, choice 1 of the second) valued by the target: 1, 0.
     taken = np.array([1.0, 4.0])  # Q(0, a0=1), Q(0, a1=2)
     targets = 0.5 + np.array(bootstraps)
-    assert agent.learn(batch) == pytest.approx(np.mean((taken - targets) ** 2))
+    assert agent.learn(batch)["td_loss"] == pytest.approx(np.mean((taken - targets) ** 2))
 
 
 # -- updates ------------------------------------------------------------------------------
@@ -270,7 +271,7 @@ def test_gradients_are_clipped_to_the_max_norm():
 def test_learning_reduces_the_td_error_on_a_fixed_batch(double):
     agent = _agent(lr=5e-3, gamma=0.5, tau=0.05, double=double)
     batch = _random_batch(agent, n=64)
-    losses = [agent.learn(batch) for _ in range(60)]
+    losses = [agent.learn(batch)["td_loss"] for _ in range(60)]
     assert np.mean(losses[-5:]) < 0.1 * np.mean(losses[:5])
 
 
@@ -341,7 +342,7 @@ def test_every_architecture_mutation_keeps_training_consistent():
             assert agent.actor.spec == spec and agent.optimizer is optimizer, name
         optimised = [p for group in agent.optimizer.param_groups for p in group["params"]]
         assert [id(p) for p in optimised] == [id(p) for p in agent.actor.parameters()], name
-        assert np.isfinite(agent.learn(batch)), name
+        assert np.isfinite(agent.learn(batch)["td_loss"]), name
         assert agent.get_action(_obs(4), 0.5).shape == (4,)
 
 
@@ -360,7 +361,7 @@ def test_hyperparameter_mutation_stays_in_range():
         assert agent.optimizer.param_groups[0]["lr"] == agent.lr
     assert isinstance(agent.batch_size, int) and isinstance(agent.learn_step, int)
     assert seen == {"lr", "batch_size", "learn_step"}
-    assert np.isfinite(agent.learn(_random_batch(agent)))
+    assert np.isfinite(agent.learn(_random_batch(agent))["td_loss"])
 
 
 # -- construction and integration ---------------------------------------------------------
@@ -383,7 +384,7 @@ def test_spec_builds_a_dqn_with_its_values():
     )
     assert (custom.double, custom.tau, custom.cudagraphs, custom.index) == (True, 0.01, True, 2)
     # cudagraphs is a CUDA-only speed-up: on the CPU it changes nothing.
-    assert np.isfinite(custom.learn(_random_batch(custom)))
+    assert np.isfinite(custom.learn(_random_batch(custom))["td_loss"])
 
 
 def test_dict_observations_from_buffer_to_learning():
@@ -396,7 +397,7 @@ def test_dict_observations_from_buffer_to_learning():
     buffer = ReplayBuffer(32)
     actions = agent.get_action(obs, epsilon=0.5)
     buffer.add(obs, actions, np.ones(16), obs, np.zeros(16, bool))
-    assert np.isfinite(agent.learn(buffer.sample(agent.batch_size)))
+    assert np.isfinite(agent.learn(buffer.sample(agent.batch_size))["td_loss"])
 
 
 def test_evaluation_on_a_vector_env_uses_greedy_actions():

@@ -101,7 +101,7 @@ def test_architecture_mutations_keep_training_working(new_layer):
             assert agent.actor.spec.model_dump() != before
         assert agent.actor_target.spec == agent.actor.spec  # the target follows
         assert optimiser_params_match(agent)
-        loss = agent.learn(batch())
+        loss = agent.learn(batch())["td_loss"]
         assert np.isfinite(loss)
 
 
@@ -123,7 +123,7 @@ def test_activation_mutation_switches_an_activation():
         agent.actor.spec.head_config.activation,
     }
     assert info["activation"] in activations
-    assert np.isfinite(agent.learn(batch()))
+    assert np.isfinite(agent.learn(batch())["td_loss"])
 
 
 def test_unknown_mutable_hyperparameter_is_a_clear_error():

@@ -9,11 +9,12 @@ from agilerl._generated.replay_buffer_schema import (
     PerBufferArgs,
     ReplayBufferSpec,
 )
-from agilerl._generated.training_schema import TrainingSpec
+from agilerl._generated.training_schema import TrainingSpec, WandbConfig
 
 __all__ = [
     "NStepBufferArgs",
     "PerBufferArgs",
     "ReplayBufferSpec",
     "TrainingSpec",
+    "WandbConfig",
 ]

@@ -10,6 +10,7 @@ import numpy as np
 from agilerl.algorithms.base import action_mask_from_info
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
 from agilerl.training.run_checkpoint import RunCheckpointer
+from agilerl.training.tracking import MeanMetrics
 
 EPS_START, EPS_END, EPS_DECAY = 1.0, 0.01, 0.999
 
@@ -85,10 +86,13 @@ def train_off_policy(
         )
     num_envs = env.num_envs
 
-    def train_agent(agent: Any, slot: int, budget: int, run: RunState) -> tuple[int, list[float]]:
+    def train_agent(
+        agent: Any, slot: int, budget: int, run: RunState
+    ) -> tuple[int, list[float], dict[str, float]]:
         obs, info = env.reset(seed=reset_seed(run, slot, 0))
         returns = np.zeros(num_envs)
         completed: list[float] = []
+        metrics = MeanMetrics()
         pending = 0  # env steps since the last learn
         n_steps = vector_steps(budget, num_envs)
         for t in range(n_steps):
@@ -105,14 +109,15 @@ def train_off_policy(
             pending += num_envs
             if len(memory) >= agent.batch_size and len(memory) > learning_delay:
                 while pending >= agent.learn_step:
-                    agent.learn(memory.sample(agent.batch_size))
+                    metrics.add(agent.learn(memory.sample(agent.batch_size)))
                     pending -= agent.learn_step
             else:
                 pending = 0  # no learning backlog builds up before learning starts
         taken = n_steps * num_envs
         agent.steps += taken
         agent.scores.extend(completed)
-        return taken, completed
+        # The exploration rate the generation ended with (the loop owns the schedule).
+        return taken, completed, {**metrics.means(), "epsilon": epsilon}
 
     return evolve(
         pop,

@@ -7,6 +7,7 @@ from typing import Any
 
 from agilerl.training.evolution import RunState, evolve, reset_seed
 from agilerl.training.run_checkpoint import RunCheckpointer
+from agilerl.training.tracking import MeanMetrics
 
 
 def train_on_policy(
@@ -39,19 +40,22 @@ def train_on_policy(
     Returns ``(population, fitnesses)``.
     """
 
-    def train_agent(agent: Any, slot: int, budget: int, run: RunState) -> tuple[int, list[float]]:
+    def train_agent(
+        agent: Any, slot: int, budget: int, run: RunState
+    ) -> tuple[int, list[float], dict[str, float]]:
         obs, info = env.reset(seed=reset_seed(run, slot, 0))
         agent.reset_rollouts()  # episodes in flight belong to the environment just reset
         taken = 0
         completed: list[float] = []
+        metrics = MeanMetrics()
         while taken < budget:
             obs, info, returns = agent.collect_rollouts(env, obs, info)
-            agent.learn()
+            metrics.add(agent.learn())
             taken += agent.rollout_steps
             completed.extend(returns)
         agent.steps += taken
         agent.scores.extend(completed)
-        return taken, completed
+        return taken, completed, metrics.means()
 
     return evolve(
         pop,

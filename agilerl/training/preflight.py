@@ -187,6 +187,18 @@ def _check_file(path: Path, what: str) -> None:
     os.unlink(path)
 
 
+def _check_tracking(training: Any) -> None:
+    """The tracking backends asked for are installed (optional extras), and TensorBoard's
+    directory can be written."""
+    from agilerl.training.tracking import unavailable
+
+    missing = unavailable(training)
+    if missing:
+        raise PreflightError("; ".join(missing))
+    if training.tensorboard_log_dir is not None:
+        check_directory(training.tensorboard_log_dir, "training.tensorboard_log_dir")
+
+
 # --- memory -----------------------------------------------------------------------------
 
 
@@ -383,6 +395,7 @@ def preflight(
         check_directory(output_dir, "output directory")
     if trainer.training.checkpoint_path is not None:
         check_file(trainer.training.checkpoint_path, "training.checkpoint_path")
+    _check_tracking(trainer.training)
     _check_batch(trainer)
     found = estimate(trainer)
     check_memory(found, available_memory() if available is None else available)
