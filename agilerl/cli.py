@@ -1,4 +1,5 @@
-"""The ``agilerl`` command line: validate manifests and specs, print the schema, start a manifest."""
+"""The ``agilerl`` command line: validate manifests and specs, print the schema, start a
+manifest, train it, evaluate a trained agent."""
 
 from __future__ import annotations
 
@@ -66,8 +67,13 @@ def _validate(args: argparse.Namespace) -> int:
         else:
             code = code_references(spec)  # what a run of it would import: shown, not run
             report[path] = {"valid": True, "code": [ref.to_json() for ref in code]}
+            warnings = _engine_warnings(spec)
+            if warnings:
+                report[path]["warnings"] = warnings
             if args.format == "text":
                 print(f"{path}: valid ({_summary(spec)})")
+                for warning in warnings:
+                    print(f"{path}: warning: {warning}", file=sys.stderr)
                 for ref in code:
                     print(f"  {ref.line()}")
                 if args.show:
@@ -75,6 +81,17 @@ def _validate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report, indent=2))
     return 0 if all(entry["valid"] for entry in report.values()) else 1
+
+
+def _engine_warnings(spec: Any) -> list[str]:
+    """What a valid manifest cannot do yet: an algorithm the engine does not train."""
+    from agilerl.models.base import engine_lacks
+    from agilerl.models.manifest import TrainingManifest
+
+    if not isinstance(spec, TrainingManifest):
+        return []
+    lacking = engine_lacks(spec.algorithm.name)
+    return [lacking] if lacking else []
 
 
 def _dump(spec: Any) -> dict[str, Any]:
@@ -109,8 +126,9 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
+    from agilerl.models.base import engine_lacks
     from agilerl.models.registry import ALGO_REGISTRY
-    from agilerl.starter import starter_manifest
+    from agilerl.starter import default_file_name, starter_manifest
 
     if args.algorithm not in ALGO_REGISTRY:
         print(
@@ -118,11 +136,12 @@ def _init(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    output = Path(args.output or f"{args.algorithm.lower()}.yaml")
+    manifest = starter_manifest(ALGO_REGISTRY.get(args.algorithm).spec_cls, args.env)
+    output = Path(args.output or default_file_name(manifest))
     if output.exists() and not args.force:
         print(f"agilerl: {output} exists (use --force to overwrite)", file=sys.stderr)
         return 1
-    body = dump_yaml(starter_manifest(ALGO_REGISTRY.get(args.algorithm).spec_cls, args.env))
+    body = dump_yaml(manifest)
     from agilerl.atomic import OutputError, write_text
 
     try:
@@ -131,6 +150,9 @@ def _init(args: argparse.Namespace) -> int:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
     print(f"wrote {output}: a {args.algorithm} manifest; check it with `agilerl validate {output}`")
+    lacking = engine_lacks(args.algorithm)
+    if lacking:
+        print(f"agilerl: warning: {lacking}", file=sys.stderr)
     return 0
 
 
@@ -429,7 +451,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     init.add_argument("algorithm", metavar="ALGO", help="registered algorithm name, e.g. DQN")
     init.add_argument("--env", help="environment name (default: one that suits the algorithm)")
-    init.add_argument("-o", "--output", help="file to write (default: <algo>.yaml)")
+    init.add_argument(
+        "-o", "--output", help="file to write (default: <algo>-<env>.yaml, e.g. ppo-cartpole-v1.yaml)"
+    )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=_init)
 
@@ -506,14 +530,24 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("agent", metavar="AGENT", help="agent file, e.g. runs/ppo/best_agent.pt")
     where = evaluate.add_mutually_exclusive_group()
     where.add_argument(
-        "--env", help="Gymnasium environment id (default: the one the agent file records)"
+        "--env",
+        metavar="ID",
+        help="Gymnasium environment id (default: the one the agent file records)",
     )
     where.add_argument(
-        "--manifest", help="take the environment (entry point, config, wrappers) from a manifest"
+        "--manifest",
+        metavar="FILE",
+        help="take the environment (entry point, config, wrappers) from a manifest",
     )
-    evaluate.add_argument("--episodes", type=int, default=10, help="episodes (default 10)")
     evaluate.add_argument(
-        "--seed", type=int, default=0, help="episode i resets with seed S+i (default 0)"
+        "--episodes", type=int, default=10, metavar="N", help="episodes (default 10)"
+    )
+    evaluate.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="episode i resets with seed S+i (default 0)",
     )
     evaluate.add_argument(
         "--stochastic",
@@ -528,6 +562,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--max-episode-steps",
         type=int,
+        metavar="N",
         help="cut longer episodes (for environments without a time limit)",
     )
     evaluate.add_argument("--device", default="cpu", help="torch device (default cpu)")
