@@ -27,7 +27,7 @@ import torch
 
 from agilerl.atomic import write_bytes
 from agilerl.models.env import GymEnvSpec
-from agilerl.training.envs import make_env
+from agilerl.training.envs import EnvironmentSpecError, make_env
 
 
 class EvaluationError(ValueError):
@@ -204,9 +204,16 @@ def _seeded_sampling(agent: Any, seed: int) -> Iterator[None]:
     """torch's and the agent's generators seeded for sampled actions, restored after."""
     saved = agent.rng
     agent.rng = np.random.default_rng(seed)
+    device = agent.device
+    # The CPU generator always; an accelerator's too when the agent samples on one.
+    accelerated = device.type not in ("cpu", "meta")
+    index = device.index
+    if accelerated and index is None:  # "cuda" alone: the current device
+        index = torch.get_device_module(device.type).current_device()
+    devices = [index] if accelerated else []
     try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+        with torch.random.fork_rng(devices=devices, device_type=device.type):
+            torch.manual_seed(seed)  # seeds every device's generator
             yield
     finally:
         agent.rng = saved
@@ -241,7 +248,14 @@ def evaluate_agent(
     if video is not None:
         config = {**(spec.config or {}), "render_mode": "rgb_array"}
         spec = spec.model_copy(update={"config": config})
-    env = make_env(spec)
+    try:
+        env = make_env(spec)
+    except EnvironmentSpecError as err:
+        if video is None:
+            raise
+        raise EnvironmentSpecError(
+            f"{err} (for the video: made with render_mode='rgb_array')"
+        ) from None
     name = spec.entrypoint or spec.name
     try:
         check_spaces(agent, env, name)

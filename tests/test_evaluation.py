@@ -18,6 +18,7 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.cli import main
 from agilerl.evaluation import EvaluationError, evaluate_agent
 from agilerl.models.env import GymEnvSpec
+from agilerl.training.envs import EnvironmentSpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = {"encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [16]}}
@@ -58,11 +59,12 @@ def test_returns_and_lengths_of_seeded_episodes():
 @pytest.mark.parametrize("cls", [DQN, PPO])
 def test_sampled_actions_are_reproducible_and_leave_the_agent_rng_alone(cls):
     agent = _agent(cls)
-    before = agent.rng.bit_generator.state
+    before, torch_before = agent.rng.bit_generator.state, torch.get_rng_state()
     first = evaluate_agent(agent, "CartPole-v1", episodes=3, seed=1, deterministic=False)
     second = evaluate_agent(agent, "CartPole-v1", episodes=3, seed=1, deterministic=False)
     assert first.returns == second.returns and not first.deterministic
     assert agent.rng.bit_generator.state == before
+    assert torch.equal(torch.get_rng_state(), torch_before)
 
 
 def test_box_actions_and_an_episode_cap():
@@ -85,6 +87,19 @@ def test_an_environment_spec_with_entry_point_config_and_wrappers(tmp_path):
     }
     result = evaluate_agent(_agent(), GymEnvSpec.model_validate(spec), episodes=2)
     assert result.lengths == [3, 3] and result.environment == "envs.py:make"
+
+
+def test_a_video_of_an_environment_that_cannot_render_says_why(tmp_path):
+    (tmp_path / "envs.py").write_text(
+        "import gymnasium as gym\ndef make():\n    return gym.make('CartPole-v1')\n"
+    )
+    spec = GymEnvSpec(name="plain", entrypoint="envs.py:make", path=str(tmp_path))
+    with pytest.raises(
+        EnvironmentSpecError,
+        match=r"unexpected keyword argument 'render_mode'.*\(for the video: made with render_mode='rgb_array'\)",
+    ):
+        evaluate_agent(_agent(), spec, episodes=1, video=tmp_path / "out.gif")
+    assert evaluate_agent(_agent(), spec, episodes=1).lengths  # without a video it runs
 
 
 @pytest.mark.parametrize(
