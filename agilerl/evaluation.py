@@ -18,7 +18,7 @@ import contextlib
 import io
 import tempfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ class EvaluationResult:
     deterministic: bool
     environment: str
     video: Path | None = None
-    frames: int = field(default=0)
+    frames: int = 0  # frames recorded (the reset and one per step)
 
     @property
     def mean_return(self) -> float:
