@@ -126,7 +126,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _init(args: argparse.Namespace) -> int:
-    from agilerl.models.base import engine_lacks
+    from agilerl.models.base import AgentType, engine_lacks
     from agilerl.models.registry import ALGO_REGISTRY
     from agilerl.starter import default_file_name, starter_manifest
 
@@ -153,6 +153,16 @@ def _init(args: argparse.Namespace) -> int:
     lacking = engine_lacks(args.algorithm)
     if lacking:
         print(f"agilerl: warning: {lacking}", file=sys.stderr)
+    if args.env and ALGO_REGISTRY.get(args.algorithm).spec_cls.agent_type is AgentType.SingleAgent:
+        from agilerl.training.envs import missing_extra
+
+        extra = missing_extra(args.env, installed_too=False)
+        if extra:
+            print(
+                f"agilerl: warning: {args.env} needs the {extra} extra to train: "
+                f"pip install 'agilerl[{extra}]'",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -452,7 +462,9 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("algorithm", metavar="ALGO", help="registered algorithm name, e.g. DQN")
     init.add_argument("--env", help="environment name (default: one that suits the algorithm)")
     init.add_argument(
-        "-o", "--output", help="file to write (default: <algo>-<env>.yaml, e.g. ppo-cartpole-v1.yaml)"
+        "-o",
+        "--output",
+        help="file to write (default: <algo>-<env>.yaml, e.g. ppo-cartpole-v1.yaml)",
     )
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
     init.set_defaults(handler=_init)

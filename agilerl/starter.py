@@ -3,6 +3,7 @@ small, valid choices for the other sections that the user then edits."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic_core import PydanticUndefined
@@ -31,9 +32,16 @@ _ENVIRONMENTS: dict[str, dict[str, Any]] = {
 }
 
 
+#: Algorithm fields another section decides, never written in the algorithm section:
+#: PPO's ``num_envs`` is the environment's (validation refuses a value that differs).
+FROM_OTHER_SECTIONS = frozenset({"num_envs"})
+
+
 def _algorithm_section(spec_cls: type[AlgorithmBase]) -> dict[str, Any]:
     section: dict[str, Any] = {"name": spec_cls.__name__.removesuffix("Spec")}
     for name, field in spec_cls.model_fields.items():
+        if name in FROM_OTHER_SECTIONS:
+            continue
         if field.default is PydanticUndefined:  # required: an example value from the schema
             section[name] = (field.examples or [8])[0]
         elif field.default is not None:
@@ -49,6 +57,17 @@ def _hyperparameter_ranges(section: dict[str, Any]) -> dict[str, Any]:
     if "batch_size" in section:
         ranges["batch_size"] = {"min": 8, "max": 512}
     return ranges
+
+
+def default_file_name(manifest: dict[str, Any]) -> str:
+    """``<algorithm>-<environment>.yaml`` (``ppo-lunarlander-v3.yaml``): ``agilerl train``
+    names its default output directory after the file (``runs/ppo-lunarlander-v3/``), so
+    a started manifest never shares the examples' (``configs/ppo.yaml``: ``runs/ppo/``)."""
+    name = manifest["algorithm"]["name"].lower()
+    env = manifest["environment"].get("name")
+    if env:
+        name += "-" + re.sub(r"[^a-z0-9]+", "-", env.lower()).strip("-")
+    return f"{name}.yaml"
 
 
 def starter_manifest(spec_cls: type[AlgorithmBase], env_name: str | None = None) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from agilerl.algorithms.base import RLAlgorithm
 from agilerl.algorithms.hyperparameters import RLParameter
 
 #: Algorithm class name -> module that defines it.
@@ -21,7 +20,12 @@ NAMES = tuple(_MODULES)
 __all__ = ["NAMES", "RLAlgorithm", "RLParameter", *_MODULES]
 
 
+#: What loads on first use, torch with it: the base class and each algorithm (so asking
+#: which algorithms exist, :data:`NAMES`, stays light: ``agilerl validate`` does).
+_LAZY = {"RLAlgorithm": "agilerl.algorithms.base", **_MODULES}
+
+
 def __getattr__(name: str) -> Any:
-    if name not in _MODULES:
+    if name not in _LAZY:
         raise AttributeError(f"module 'agilerl.algorithms' has no attribute {name!r}")
-    return getattr(importlib.import_module(_MODULES[name]), name)
+    return getattr(importlib.import_module(_LAZY[name]), name)

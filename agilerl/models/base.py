@@ -50,9 +50,12 @@ SPEC_CLASSES: dict[str, type[BaseModel]] = {}
 
 def spec_class(title: str) -> type[BaseModel]:
     """The generated spec class with this schema title."""
-    import agilerl.models  # noqa: F401  (imports, hence registers, every generated spec)
+    found = SPEC_CLASSES.get(title)
+    if found is None:
+        import agilerl.models  # noqa: F401  (imports, hence registers, every generated spec)
 
-    return SPEC_CLASSES[title]
+        found = SPEC_CLASSES[title]
+    return found
 
 
 class SpecBase(BaseModel):
@@ -176,6 +179,20 @@ def resolve_algorithm_class(name: str) -> type:
         name,
         f"Algorithm {name!r} has a spec but agilerl.algorithms provides no class {name!r} "
         "(the torch engine does not implement it yet).",
+    )
+
+
+def engine_lacks(name: str) -> str | None:
+    """Why the engine cannot train algorithm ``name`` yet (what :func:`resolve_algorithm_class`
+    would raise), or None when it can. Light: it imports no torch."""
+    import agilerl.algorithms
+
+    if name in agilerl.algorithms.NAMES:
+        return None
+    return (
+        f"algorithm {name}: the engine cannot train it yet (agilerl.algorithms has no "
+        f"{name} class; it trains {', '.join(agilerl.algorithms.NAMES)}); the manifest is "
+        "valid, but `agilerl train` refuses it"
     )
 
 

@@ -54,6 +54,35 @@ def _import_target(target: str, where: str, path: str | None) -> Any:
         raise EnvironmentSpecError(f"{where}: {module_name!r} has no attribute {attr!r}") from None
 
 
+#: Environments that need a Gymnasium extra, by where they come from: an entry point's
+#: module (box2d, mujoco), or a namespace (ALE's are registered by ale_py, which the
+#: atari extra installs). Each is an extra of this package too (pyproject.toml).
+EXTRAS = {
+    "gymnasium.envs.box2d": ("box2d", "Box2D"),
+    "gymnasium.envs.mujoco": ("mujoco", "mujoco"),
+    "ALE": ("atari", "ale_py"),
+}  # origin: (extra, the module it installs)
+
+
+def missing_extra(name: str, installed_too: bool = True) -> str | None:
+    """The extra environment ``name`` needs (:data:`EXTRAS`), or None; with
+    ``installed_too=False``, only when that extra is not installed."""
+    spec = gym.registry.get(name)
+    origin = spec.entry_point if spec is not None and isinstance(spec.entry_point, str) else name
+    for prefix, (extra, module) in EXTRAS.items():
+        if origin == prefix or origin.startswith((f"{prefix}.", f"{prefix}/")):
+            if installed_too or importlib.util.find_spec(module) is None:
+                return extra
+    return None
+
+
+def _needs_extra(name: str, extra: str) -> str:
+    return (
+        f"environment.name: {name!r} needs the {extra} extra, which is not installed: "
+        f"pip install 'agilerl[{extra}]'"
+    )
+
+
 def _unknown_env_message(name: str) -> str:
     known = list(gym.registry)
     close = difflib.get_close_matches(name, known, n=1)
@@ -96,9 +125,12 @@ def make_env(spec: Any) -> gym.Env:
     else:
         try:
             env = gym.make(spec.name, **kwargs)
-        except gym.error.NameNotFound:
-            raise EnvironmentSpecError(_unknown_env_message(spec.name)) from None
-        except gym.error.DependencyNotInstalled as err:
+        except (gym.error.DependencyNotInstalled, gym.error.UnregisteredEnv) as err:
+            extra = missing_extra(spec.name)
+            if extra is not None:
+                raise EnvironmentSpecError(_needs_extra(spec.name, extra)) from None
+            if isinstance(err, gym.error.UnregisteredEnv):
+                raise EnvironmentSpecError(_unknown_env_message(spec.name)) from None
             raise EnvironmentSpecError(f"environment.name: {spec.name!r} needs {err}") from None
         except gym.error.Error as err:
             raise EnvironmentSpecError(f"environment.name: {spec.name!r}: {err}") from None

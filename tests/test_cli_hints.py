@@ -1,0 +1,122 @@
+"""What ``agilerl init`` / ``validate`` / ``train`` tell a user before a run goes wrong:
+algorithms the engine cannot train yet, environments that need an extra, and starter
+manifests that keep one truth and their own output directory."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+from agilerl.cli import main
+from agilerl.models.base import engine_lacks
+from agilerl.models.env import GymEnvSpec
+from agilerl.models.manifest import load_manifest
+from agilerl.models.registry import ALGO_REGISTRY
+from agilerl.training.envs import EnvironmentSpecError, make_env, missing_extra
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_engine_lacks_follows_the_engines_own_table():
+    import agilerl.algorithms
+
+    for name in ALGO_REGISTRY.names():
+        lacking = engine_lacks(name)
+        assert (lacking is None) == (name in agilerl.algorithms.NAMES)
+        if lacking is not None:
+            assert lacking.startswith(f"algorithm {name}: the engine cannot train it yet")
+            with pytest.raises(Exception, match="does not implement it yet"):
+                ALGO_REGISTRY.get(name).spec_cls.algo_class()  # the same answer
+
+
+def test_init_warns_of_an_algorithm_the_engine_cannot_train(tmp_path, capsys):
+    assert main(["init", "IPPO", "-o", str(tmp_path / "ippo.yaml")]) == 0
+    err = capsys.readouterr().err
+    assert "agilerl: warning: algorithm IPPO: the engine cannot train it yet" in err
+    assert main(["init", "DQN", "-o", str(tmp_path / "dqn.yaml")]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_validate_warns_in_text_and_json(tmp_path, capsys):
+    path = tmp_path / "td3.yaml"
+    assert main(["init", "TD3", "-o", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["validate", str(path)]) == 0  # valid: a warning, not an error
+    captured = capsys.readouterr()
+    assert f"{path}: valid" in captured.out
+    assert f"{path}: warning: algorithm TD3: the engine cannot train it yet" in captured.err
+    assert main(["validate", "--format", "json", str(path)]) == 0
+    entry = json.loads(capsys.readouterr().out)[str(path)]
+    assert entry["valid"] and entry["warnings"][0].startswith("algorithm TD3:")
+    assert main(["validate", "--format", "json", str(ROOT / "configs/ppo.yaml")]) == 0
+    assert "warnings" not in json.loads(capsys.readouterr().out)[str(ROOT / "configs/ppo.yaml")]
+
+
+def test_validate_stays_light_with_the_warning(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "ippo.yaml"
+    assert main(["init", "IPPO", "-o", str(path)]) == 0
+    code = (
+        "import sys; from agilerl.cli import main; main(['validate', sys.argv[1]]); "
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    )
+    assert "engine cannot train it yet" in out.stderr
+    assert out.stdout.splitlines()[-1] == "False"
+
+
+def test_init_ppo_writes_num_envs_once_and_names_its_own_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "PPO"]) == 0
+    path = tmp_path / "ppo-cartpole-v1.yaml"  # not ppo.yaml: runs/ppo/ is the example's
+    assert "wrote ppo-cartpole-v1.yaml" in capsys.readouterr().out
+    text = path.read_text()
+    assert text.count("num_envs") == 1
+    manifest = load_manifest(path)
+    assert manifest.environment.num_envs == 8
+    assert main(["init", "PPO", "--env", "LunarLander-v3"]) == 0
+    assert (tmp_path / "ppo-lunarlander-v3.yaml").exists()
+
+
+def test_a_missing_gymnasium_extra_is_named(monkeypatch):
+    def make(name, **kwargs):  # what gymnasium raises without Box2D, garbled quotes and all
+        raise gym.error.DependencyNotInstalled('Box2D is not installed, run `pip install "swig"`')
+
+    monkeypatch.setattr(gym, "make", make)
+    with pytest.raises(EnvironmentSpecError) as caught:
+        make_env(GymEnvSpec(name="LunarLander-v3"))
+    assert str(caught.value) == (
+        "environment.name: 'LunarLander-v3' needs the box2d extra, which is not installed: "
+        "pip install 'agilerl[box2d]'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "module"),
+    [("LunarLander-v3", "box2d", "Box2D"), ("HalfCheetah-v5", "mujoco", "mujoco"),
+     ("ALE/Pong-v5", "atari", "ale_py"), ("CartPole-v1", None, None)],
+)  # fmt: skip
+def test_extras_are_mapped_from_where_an_environment_comes_from(name, extra, module):
+    assert missing_extra(name) == extra
+    installed = module is not None and importlib.util.find_spec(module) is not None
+    assert missing_extra(name, installed_too=False) == (None if installed else extra)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ale_py") is not None, reason="ale_py installed")
+def test_an_atari_environment_without_ale_names_the_atari_extra(tmp_path, capsys):
+    with pytest.raises(EnvironmentSpecError, match=r"pip install 'agilerl\[atari\]'"):
+        make_env(GymEnvSpec(name="ALE/Pong-v5"))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mujoco") is not None, reason="mujoco installed")
+def test_init_warns_of_an_extra_the_environment_needs(tmp_path, capsys):
+    assert main(["init", "PPO", "--env", "HalfCheetah-v5", "-o", str(tmp_path / "m.yaml")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: HalfCheetah-v5 needs the mujoco extra to train: " in err
+    assert "pip install 'agilerl[mujoco]'" in err
