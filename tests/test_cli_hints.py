@@ -120,3 +120,22 @@ def test_init_warns_of_an_extra_the_environment_needs(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "warning: HalfCheetah-v5 needs the mujoco extra to train: " in err
     assert "pip install 'agilerl[mujoco]'" in err
+
+
+def test_training_refuses_an_algorithm_num_envs_that_differs(tmp_path, capsys):
+    config = str(ROOT / "configs/ppo.yaml")
+    out = str(tmp_path / "run")
+    assert main(["train", config, "--set", "algorithm.num_envs=1", "--out", out]) == 1
+    err = capsys.readouterr().err
+    assert "agilerl: algorithm.num_envs: 1 differs from environment.num_envs (8)" in err
+    assert "Traceback" not in err
+
+
+def test_an_algorithm_num_envs_that_agrees_is_accepted():
+    from agilerl.training import LocalTrainer
+
+    manifest = load_manifest(ROOT / "configs/ppo.yaml")
+    same = manifest.algorithm.model_copy(update={"num_envs": 8})
+    same.model_fields_set.add("num_envs")
+    trainer = LocalTrainer(same, manifest.environment, manifest.training)
+    assert trainer.algorithm.num_envs == 8

@@ -99,6 +99,19 @@ def _spec(value: Any, cls: type, section: str) -> Any:
     raise TrainerError(f"{section}: expected a {cls.__name__} or a mapping, got {value!r}")
 
 
+def _one_num_envs(algorithm: Any, environment: GymEnvSpec) -> None:
+    """The environment decides how many environments run; an algorithm's own
+    ``num_envs`` (PPO's, kept for seed parity) may only repeat it."""
+    if "num_envs" not in algorithm.model_fields_set:
+        return
+    if algorithm.num_envs != environment.num_envs:
+        raise TrainerError(
+            f"algorithm.num_envs: {algorithm.num_envs} differs from environment.num_envs "
+            f"({environment.num_envs}); the environment decides how many run: remove "
+            "algorithm.num_envs"
+        )
+
+
 class LocalTrainer:
     """Train a population on this machine.
 
@@ -152,6 +165,7 @@ class LocalTrainer:
         if isinstance(environment, str):
             environment = GymEnvSpec(name=environment)
         self.environment = _spec(environment, GymEnvSpec, "environment")
+        _one_num_envs(algorithm, self.environment)
         self.training = _spec(training, TrainingSpec, "training") or TrainingSpec()
         self.mutation = _spec(mutation, MutationSpec, "mutation")
         self.selection_strategy = _spec(
@@ -514,8 +528,7 @@ class LocalTrainer:
                     f"{path}: cannot resume: this run's manifest differs from the checkpoint's "
                     "(a resumed run may change only its budget, training.max_steps, "
                     "target_score and max_wall_seconds, and its checkpoint and tracking "
-                    "settings):\n  "
-                    + "\n  ".join(differences)
+                    "settings):\n  " + "\n  ".join(differences)
                 )
         population, state = restore(
             data, path, self.algorithm.algo_class(), self.device, memory, selection, mutation
