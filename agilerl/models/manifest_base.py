@@ -72,6 +72,8 @@ def algorithm_class(raw: Any) -> tuple[type[AlgorithmBase] | None, list[InitErro
     if not isinstance(raw, dict):
         return None, []  # reported as a type error
     name = raw.get("name")
+    if name in ALGO_REGISTRY:
+        return ALGO_REGISTRY.get(name).spec_cls, []
     known = ", ".join(ALGO_REGISTRY.names())
     if name is None:
         return None, [
@@ -82,13 +84,9 @@ def algorithm_class(raw: Any) -> tuple[type[AlgorithmBase] | None, list[InitErro
                 "missing",
             )
         ]
-    if name not in ALGO_REGISTRY:
-        close = difflib.get_close_matches(str(name), ALGO_REGISTRY.names(), n=1, cutoff=0.5)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        return None, [
-            _error(("algorithm", "name"), name, f"unknown algorithm{hint}; known: {known}")
-        ]
-    return ALGO_REGISTRY.get(name).spec_cls, []
+    close = difflib.get_close_matches(str(name), ALGO_REGISTRY.names(), n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return None, [_error(("algorithm", "name"), name, f"unknown algorithm{hint}; known: {known}")]
 
 
 def resolve_network(

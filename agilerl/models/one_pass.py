@@ -232,24 +232,13 @@ class Walk:
     their own); ``rule_errors`` from rules and non-finite numbers.
     """
 
-    def __init__(self, prepare: bool = True) -> None:
-        #: False for a document pydantic-core has accepted as it is: nothing to convert
-        #: or select, only rules and free-form values to check.
-        self.prepare = prepare
+    def __init__(self) -> None:
         self.hook_errors: list[InitErrorDetails] = []
         self.rule_errors: list[InitErrorDetails] = []
 
     def spec(self, cls: Any, data: dict[str, Any], loc: tuple[Any, ...]) -> dict[str, Any]:
         """``data`` prepared as a ``cls`` document (a new dict when anything changed)."""
         plan = _PLANS.get(cls) or plan_of(cls)
-        if not self.prepare:
-            for name, shape in plan.checked:
-                value = data.get(name, _MISSING)
-                if value is not _MISSING:
-                    self.value(shape, value, (*loc, name))
-            if plan.rules:
-                self._check_rules(plan, data, loc)
-            return data
         original = data
         for name in plan.integer_fields:
             value = data.get(name)
@@ -271,30 +260,12 @@ class Walk:
                     data = dict(data)
                 data[name] = walked
         if plan.rules:
-            self._check_rules(plan, data, loc)
+            _check_rules(plan, data, loc, self.rule_errors)
         return data
-
-    def _check_rules(self, plan: Plan, data: dict[str, Any], loc: tuple[Any, ...]) -> None:
-        defaults = plan.defaults
-
-        def lookup(name: str) -> Any:
-            return data[name] if name in data else defaults.get(name)
-
-        for check, operands in plan.rules:
-            if operands is not None and operands.isdisjoint(data):
-                continue  # every operand takes its default, which passes (see Plan)
-            for v in check(lookup):
-                self.rule_errors.append(
-                    InitErrorDetails(
-                        type=PydanticCustomError("cross_field", v.message),
-                        loc=(*loc, v.field),
-                        input=v.value,
-                    )
-                )
 
     def value(self, shape: Shape, value: Any, loc: tuple[Any, ...]) -> Any:
         if shape.free:
-            self.finite(value, loc)
+            _finite(value, loc, self.rule_errors)
             return value
         if isinstance(value, dict):
             if shape.models:
@@ -321,19 +292,73 @@ class Walk:
                 changed[key] = walked
         return container if changed is None else changed
 
-    def finite(self, value: Any, loc: tuple[Any, ...]) -> None:
-        """Refuse inf and nan anywhere in a free-form value (JSON has neither)."""
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                self.rule_errors.append(
-                    InitErrorDetails(type="finite_number", loc=loc, input=value)
+
+def _check_rules(
+    plan: Plan, data: dict[str, Any], loc: tuple[Any, ...], errors: list[InitErrorDetails]
+) -> None:
+    lookup = None  # the document over its defaults, built once a rule applies
+    for check, operands in plan.rules:
+        if operands is not None and operands.isdisjoint(data):
+            continue  # every operand takes its default, which passes (see Plan)
+        if lookup is None:
+            lookup = {**plan.defaults, **data}.get
+        for v in check(lookup):
+            errors.append(
+                InitErrorDetails(
+                    type=PydanticCustomError("cross_field", v.message),
+                    loc=(*loc, v.field),
+                    input=v.value,
                 )
-        elif isinstance(value, dict):
+            )
+
+
+def _finite(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+    """Refuse inf and nan anywhere in a free-form value (JSON has neither)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            errors.append(InitErrorDetails(type="finite_number", loc=loc, input=value))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _finite(item, (*loc, key), errors)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _finite(item, (*loc, index), errors)
+
+
+# A document pydantic-core accepted as it is needs no preparing: only its rules and
+# free-form values are left to check, which these two do without building a Walk.
+
+
+def _accepted_spec(
+    cls: Any, data: dict[str, Any], loc: tuple[Any, ...], errors: list[InitErrorDetails]
+) -> None:
+    plan = _PLANS.get(cls) or plan_of(cls)
+    for name, shape in plan.checked:
+        value = data.get(name, _MISSING)
+        if value is not _MISSING:
+            _accepted_value(shape, value, (*loc, name), errors)
+    if plan.rules:
+        _check_rules(plan, data, loc, errors)
+
+
+def _accepted_value(
+    shape: Shape, value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]
+) -> None:
+    if shape.free:
+        _finite(value, loc, errors)
+    elif isinstance(value, dict):
+        if shape.models:
+            model = shape.model_for(value)
+            if model is not None:
+                if shape.tag is not None:  # located like pydantic's own union errors
+                    loc = (*loc, value[shape.tag])
+                _accepted_spec(model, value, loc, errors)
+        elif shape.values is not None:
             for key, item in value.items():
-                self.finite(item, (*loc, key))
-        elif isinstance(value, (list, tuple)):
-            for index, item in enumerate(value):
-                self.finite(item, (*loc, index))
+                _accepted_value(shape.values, item, (*loc, key), errors)
+    elif isinstance(value, list) and shape.items is not None:
+        for index, item in enumerate(value):
+            _accepted_value(shape.items, item, (*loc, index), errors)
 
 
 _BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
@@ -375,11 +400,11 @@ def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
         else:
             if not plan.has_checks:
                 return result
-            walk = Walk(prepare=False)
-            walk.spec(cls, hooked, ())
-            if not walk.rule_errors:
+            rule_errors: list[InitErrorDetails] = []
+            _accepted_spec(cls, hooked, (), rule_errors)
+            if not rule_errors:
                 return result
-            raise ValidationError.from_exception_data(cls.__name__, walk.rule_errors)
+            raise ValidationError.from_exception_data(cls.__name__, rule_errors)
     walk = Walk()
     prepared = walk.spec(cls, data, ())
     field_errors: list[InitErrorDetails] = []

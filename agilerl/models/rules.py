@@ -26,7 +26,6 @@ by the ordinary keywords, and a rule never reports the same problem twice.
 
 from __future__ import annotations
 
-import functools
 import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -82,8 +81,8 @@ def _number(value: float) -> str:
 _SUBJECT = {"value": "{f}", "length": "length of {f}", "items": "every item of {f}"}
 
 
-#: A compiled rule: ``lookup`` -> its violations.
-Check = Callable[[Callable[[str], Any]], Iterable[RuleViolation]]
+#: A compiled rule: ``lookup`` -> its violations (an empty list when it holds).
+Check = Callable[[Callable[[str], Any]], list[RuleViolation]]
 
 
 def compile_rules(rules: Iterable[Mapping[str, Any]]) -> tuple[Check, ...]:
@@ -105,11 +104,11 @@ def check_rules(
 
 def _compile(rule: Mapping[str, Any]) -> Check:
     if "sameLength" in rule:
-        return functools.partial(_check_same_length, rule["sameLength"])
+        return _same_length_check(rule["sameLength"])
     if "requiredIf" in rule:
-        return functools.partial(_check_required_if, rule["field"], rule["requiredIf"])
+        return _required_if_check(rule["field"], rule["requiredIf"])
     if "anyPositive" in rule:
-        return functools.partial(_check_any_positive, rule["anyPositive"])
+        return _any_positive_check(rule["anyPositive"])
     if "within" in rule:
         low, high = rule["within"]
         checks = ((low, operator.ge, ">="), (high, operator.le, "<="))
@@ -120,26 +119,37 @@ def _compile(rule: Mapping[str, Any]) -> Check:
     return _bounds_check(rule["field"], rule.get("measure", "value"), checks)
 
 
+# The checks below run on every validated spec, so each is a closure specialised to its
+# rule, returning the shared empty ``_NONE`` when the rule holds (the usual case).
+
+
 def _bounds_check(
     field: str, measure: str, checks: tuple[tuple[str, Callable[[Any, Any], bool], str], ...]
 ) -> Check:
+    subject = _SUBJECT[measure].format(f=field)
+    bounds = tuple(
+        (name, holds, f"{subject} must be {expected} {name}") for name, holds, expected in checks
+    )
+    by_value = measure == "value"
+
     def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
         value = lookup(field)
-        found = _measures(value, measure)
-        if not found:
-            return _NONE
+        if by_value:
+            if not _is_number(value):
+                return _NONE
+            found: Any = (value,)
+        else:
+            found = _measures(value, measure)
+            if not found:
+                return _NONE
         violations = _NONE
-        for bound_name, holds, expected in checks:
+        for bound_name, holds, prefix in bounds:
             bound = lookup(bound_name)
             if not _is_number(bound):
                 continue
             for x in found:
                 if not holds(x, bound):
-                    subject = _SUBJECT[measure].format(f=field)
-                    message = (
-                        f"{subject} must be {expected} {bound_name} ({_number(bound)}), "
-                        f"got {_number(x)}"
-                    )
+                    message = f"{prefix} ({_number(bound)}), got {_number(x)}"
                     violations = [*violations, RuleViolation(field, value, message)]
                     break
         return violations
@@ -147,37 +157,49 @@ def _bounds_check(
     return check
 
 
-def _check_required_if(
-    field: str, flag: str, lookup: Callable[[str], Any]
-) -> Iterator[RuleViolation]:
-    if lookup(flag) is True and lookup(field) is None:
-        yield RuleViolation(field, None, f"{field} is required when {flag} is true")
+def _required_if_check(field: str, flag: str) -> Check:
+    message = f"{field} is required when {flag} is true"
+
+    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
+        if lookup(flag) is True and lookup(field) is None:
+            return [RuleViolation(field, None, message)]
+        return _NONE
+
+    return check
 
 
-def _check_any_positive(fields: list[str], lookup: Callable[[str], Any]) -> Iterator[RuleViolation]:
-    values = [lookup(name) for name in fields]
-    if all(_is_number(value) and value <= 0 for value in values):
-        yield RuleViolation(
-            fields[0],
-            values[0],
-            f"at least one of {', '.join(fields)} must be above 0, all are 0 or below",
-        )
+def _any_positive_check(fields: list[str]) -> Check:
+    message = f"at least one of {', '.join(fields)} must be above 0, all are 0 or below"
+
+    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
+        values = [lookup(name) for name in fields]
+        for value in values:
+            if not _is_number(value) or value > 0:
+                return _NONE
+        return [RuleViolation(fields[0], values[0], message)]
+
+    return check
 
 
-def _check_same_length(fields: list[str], lookup: Callable[[str], Any]) -> Iterator[RuleViolation]:
-    first = fields[0]
-    reference = lookup(first)
-    if not isinstance(reference, list):
-        return
-    for other in fields[1:]:
-        value = lookup(other)
-        if isinstance(value, list) and len(value) != len(reference):
-            yield RuleViolation(
-                other,
-                value,
-                f"{other} must have one entry per entry of {first} ({len(reference)}), "
-                f"got {len(value)}",
-            )
+def _same_length_check(fields: list[str]) -> Check:
+    first, others = fields[0], fields[1:]
+
+    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
+        reference = lookup(first)
+        if not isinstance(reference, list):
+            return _NONE
+        violations = _NONE
+        for other in others:
+            value = lookup(other)
+            if isinstance(value, list) and len(value) != len(reference):
+                message = (
+                    f"{other} must have one entry per entry of {first} ({len(reference)}), "
+                    f"got {len(value)}"
+                )
+                violations = [*violations, RuleViolation(other, value, message)]
+        return violations
+
+    return check
 
 
 def schema_lookup(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> Callable[[str], Any]:
