@@ -282,6 +282,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.training.envs import EnvironmentSpecError
     from agilerl.training.preflight import PreflightError
     from agilerl.training.run_directory import EarlierRunError
+    from agilerl.training.tracking import TrackingError
 
     try:
         manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
@@ -327,6 +328,7 @@ def _train(args: argparse.Namespace) -> int:
         AlgorithmNotAvailableError,
         OutputError,
         PreflightError,
+        TrackingError,
     ) as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1

@@ -177,8 +177,8 @@ def test_tensorboard_flag_writes_every_generation_and_agent(tmp_path, capsys):
     best = {r["steps"]: max(a["fitness"] for a in r["agents"]) for r in history}
     assert found["eval/best_fitness"] == pytest.approx(best)
     assert "manifest" in text_tags
-    final = (out / "manifest.yaml").read_text()
-    assert "tensorboard_log_dir" in final  # the flag is the manifest field
+    # The evolved manifest does not send a run of it into this run's event files.
+    assert "tensorboard_log_dir" not in (out / "manifest.yaml").read_text()
 
 
 def test_dqn_tensorboard_reports_td_loss_mean_q_and_epsilon(tmp_path):
@@ -272,6 +272,28 @@ def test_wandb_offline_run_holds_the_same_metrics(tmp_path, monkeypatch, capsys)
                 assert row[f"train/{name}/agent_{slot}"] == pytest.approx(agent["metrics"][name])
             assert row[f"mutation/agent_{slot}"] == f"agent {agent['index']}: {agent['mutation']}"
     assert config["algorithm"]["name"] == "PPO"  # the manifest is the run's config
+    assert config["training"]["wandb"] == {"project": "agilerl-test"}  # what --wandb set
+    assert "agilerl-test" in (out / "manifest.yaml").read_text()  # a project is kept
+
+
+def test_a_tracker_that_cannot_start_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    import dataclasses
+
+    from agilerl.training import tracking
+
+    def no_login(settings, config):
+        raise RuntimeError("api_key not configured (no-tty)")
+
+    wandb_row = dataclasses.replace(tracking.BACKENDS[1], package="json", open=no_login)
+    monkeypatch.setattr(tracking, "BACKENDS", (tracking.BACKENDS[0], wandb_row))
+    args = [str(ROOT / "configs/ppo.yaml"), *PPO_SMALL, "--out", str(tmp_path / "run")]
+    rc = main(["train", *args, "--wandb", "p"])
+    err = capsys.readouterr().err
+    assert rc == 1 and "Traceback" not in err
+    assert (
+        "agilerl: training.wandb: Weights & Biases logging could not start: RuntimeError: "
+        "api_key not configured (no-tty)"
+    ) in err
 
 
 # -- refused before the first step -----------------------------------------------------------

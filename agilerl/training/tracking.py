@@ -35,6 +35,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 
+class TrackingError(ValueError):
+    """A tracking backend that could not start (W&B without a login, say); the message
+    names the ``training`` field that asked for it."""
+
+
 class MeanMetrics:
     """Means of the metric dicts reported during one generation (one per ``learn``
     call); a metric missing from some calls is averaged over those that reported it."""
@@ -183,13 +188,18 @@ class Reporter:
     @classmethod
     def open(cls, training: Any, config: Mapping[str, Any]) -> Reporter:
         trackers: list[Tracker] = []
-        try:
-            for backend in configured(training):
+        for backend in configured(training):
+            try:
                 trackers.append(backend.open(getattr(training, backend.field), config))
-        except BaseException:
-            for tracker in trackers:
-                tracker.close()
-            raise
+            except BaseException as err:
+                for tracker in trackers:
+                    tracker.close()
+                if not isinstance(err, Exception):  # an interrupt stays one
+                    raise
+                raise TrackingError(
+                    f"training.{backend.field}: {backend.name} logging could not start: "
+                    f"{type(err).__name__}: {err}"
+                ) from err
         return cls(trackers)
 
     def chain(self, then: Callable[[Any], None] | None) -> Callable[[Any], None] | None:

@@ -569,11 +569,13 @@ class LocalTrainer:
     def to_manifest(self) -> TrainingManifest:
         """The manifest of this run; after training, with the best agent's evolved
         hyperparameters and network architecture, and the seed the run used. It holds
-        the budget and settings, not this run's checkpoint path: a run of it writes its
-        own outputs."""
+        the budget and settings, not this run's checkpoint path or TensorBoard directory:
+        a run of it writes its own outputs (a W&B project is kept: each run is its own
+        W&B run there)."""
         doc = self._document()
         # budget and settings only: where this run wrote is no part of the next one
-        doc["training"].pop("checkpoint_path", None)
+        for key in ("checkpoint_path", "tensorboard_log_dir"):
+            doc["training"].pop(key, None)
         if self.population:
             best = self.best_agent
             hyper = best.hyperparameters()
