@@ -54,7 +54,7 @@ def run(name: str, steps: int | None, use_async: bool) -> dict[str, float | None
         "env_steps": state.env_steps,
         "wall_s": wall,
         "env_steps_per_s": state.env_steps / wall,
-        "best": state.best,
+        "best": state.best_fitness,
         "steps_to_475": reached.get("steps"),
         "env_steps_to_475": reached.get("env_steps"),
         "seconds_to_475": reached.get("seconds"),
