@@ -173,7 +173,8 @@ class RLAlgorithm:
     def get_action(self, obs: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
-    def learn(self, *args: Any, **kwargs: Any) -> Any:
+    def learn(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+        """One learning step; returns the :attr:`learn_metrics` it measured."""
         raise NotImplementedError
 
     def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
