@@ -5,7 +5,8 @@ agents, a replay buffer of terabytes, a hundred thousand environment processes) 
 whose outputs cannot be written (``--out`` naming a file, a checkpoint path that is a
 directory, a read-only folder). Both used to surface after a generation of work, with a
 traceback and a poisoned checkpoint. :func:`preflight` finds them first, cheapest check
-first: the paths (no environment needed), the replay buffer against the batch size,
+first: the paths (no environment needed), the tracking backends' packages (optional
+extras: TensorBoard, W&B), the replay buffer against the batch size,
 then one environment (not the vector) and one agent (on the meta device: shapes, no
 storage) are built to learn the spaces and the size of an agent, and what the whole run allocates is estimated and compared with
 the memory this machine has available. A refusal is a :class:`PreflightError` whose
