@@ -63,7 +63,7 @@ class Limits:
 
     def problem(self, value: Any) -> str | None:
         """Why ``value`` is not a value of this hyperparameter; None when it is."""
-        if self.integer and not float(value).is_integer():
+        if self.integer and type(value) is not int and not float(value).is_integer():
             return "must be an integer"
         if not self.low <= value <= self.high:
             return f"must be {' and '.join(self.written)}"

@@ -18,6 +18,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agilerl.models.base import AgentType, AlgorithmBase, SpecBase, reraisable, spec_class
 from agilerl.models.limits import hyperparameter_limits
+from agilerl.models.one_pass import validate_document
 from agilerl.models.registry import ALGO_REGISTRY
 
 #: Environment spec (title) per agent type; LLM algorithms by their gym type.
@@ -52,7 +53,7 @@ def _error(
 def _validate(cls: type, data: Any, loc: tuple[Any, ...]) -> tuple[Any, list[InitErrorDetails]]:
     """Validate ``data`` as ``cls``; errors come back located under ``loc``."""
     try:
-        return cls.model_validate(data), []
+        return validate_document(cls, data), []
     except ValidationError as error:
         errors = [reraisable(item) for item in error.errors(include_url=False)]
         for item in errors:
@@ -154,33 +155,44 @@ def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[Init
     if not isinstance(selection, dict):
         return []  # absent, or a type error the mutation spec reports
     limits = hyperparameter_limits(algorithm_cls)
-    algorithm = algorithm_cls.__name__.removesuffix("Spec")
     loc = ("mutation", "rl_hp_selection")
     errors = []
     for name, bounds in selection.items():
-        if name not in limits:
+        limit = limits.get(name)
+        if limit is None:
             close = difflib.get_close_matches(str(name), limits, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             errors.append(
                 _error(
                     (*loc, name),
                     bounds,
-                    f"unknown key: {algorithm} has no numeric hyperparameter {name!r}{hint}; "
-                    f"mutable: {', '.join(limits)}",
+                    f"unknown key: {_algorithm_name(algorithm_cls)} has no numeric "
+                    f"hyperparameter {name!r}{hint}; mutable: {', '.join(limits)}",
                     "unknown_hyperparameter",
                 )
             )
             continue
+        if not isinstance(bounds, dict):
+            continue  # a type error the mutation spec reports
         for key in ("min", "max"):
-            value = bounds.get(key) if isinstance(bounds, dict) else None
+            value = bounds.get(key)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 continue  # missing or not a number: the mutation spec reports it
-            problem = limits[name].problem(value)
+            problem = limit.problem(value)
             if problem:
                 errors.append(
-                    _error((*loc, name, key), value, f"{algorithm}.{name} {problem}", "range")
+                    _error(
+                        (*loc, name, key),
+                        value,
+                        f"{_algorithm_name(algorithm_cls)}.{name} {problem}",
+                        "range",
+                    )
                 )
     return errors
+
+
+def _algorithm_name(algorithm_cls: type[AlgorithmBase]) -> str:
+    return algorithm_cls.__name__.removesuffix("Spec")
 
 
 def _message(details: InitErrorDetails) -> str:

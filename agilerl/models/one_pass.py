@@ -23,7 +23,7 @@ class from its annotations.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -302,7 +302,10 @@ def _check_rules(
             continue  # every operand takes its default, which passes (see Plan)
         if lookup is None:
             lookup = {**plan.defaults, **data}.get
-        for v in check(lookup):
+        violations = check(lookup)
+        if not violations:
+            continue
+        for v in violations:
             errors.append(
                 InitErrorDetails(
                     type=PydanticCustomError("cross_field", v.message),
@@ -326,39 +329,76 @@ def _finite(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) ->
 
 
 # A document pydantic-core accepted as it is needs no preparing: only its rules and
-# free-form values are left to check, which these two do without building a Walk.
+# free-form values are left to check. That happens on every valid document, so each
+# class gets a checker made once, a closure over exactly the fields that hold something
+# to check (None when nothing does).
+
+#: ``checker(value, loc, errors)``: appends the rule / non-finite errors of ``value``.
+Checker = Callable[[Any, tuple[Any, ...], list[InitErrorDetails]], None]
+
+_CHECKERS: dict[type, Checker | None] = {}
 
 
-def _accepted_spec(
-    cls: Any, data: dict[str, Any], loc: tuple[Any, ...], errors: list[InitErrorDetails]
-) -> None:
-    plan = _PLANS.get(cls) or plan_of(cls)
-    for name, shape in plan.checked:
-        value = data.get(name, _MISSING)
-        if value is not _MISSING:
-            _accepted_value(shape, value, (*loc, name), errors)
-    if plan.rules:
-        _check_rules(plan, data, loc, errors)
+def accepted_checker(cls: Any) -> Checker | None:
+    """The checker of a ``cls`` document pydantic-core accepted; None: nothing to check."""
+    if cls in _CHECKERS:
+        return _CHECKERS[cls]
+    plan = plan_of(cls)
+    fields = tuple(
+        (name, check)
+        for name, shape in plan.checked
+        if (check := _value_checker(shape)) is not None
+    )
+    checker: Checker | None = None
+    if fields or plan.rules:
+
+        def checker(data: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+            for name, check in fields:
+                value = data.get(name, _MISSING)
+                if value is not _MISSING:
+                    check(value, (*loc, name), errors)
+            if plan.rules:
+                _check_rules(plan, data, loc, errors)
+
+    _CHECKERS[cls] = checker
+    return checker
 
 
-def _accepted_value(
-    shape: Shape, value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]
-) -> None:
+def _value_checker(shape: Shape) -> Checker | None:
+    """What :func:`accepted_checker` does for a value of ``shape`` (see ``Walk.value``)."""
     if shape.free:
-        _finite(value, loc, errors)
-    elif isinstance(value, dict):
-        if shape.models:
-            model = shape.model_for(value)
-            if model is not None:
-                if shape.tag is not None:  # located like pydantic's own union errors
-                    loc = (*loc, value[shape.tag])
-                _accepted_spec(model, value, loc, errors)
-        elif shape.values is not None:
+        return _finite
+    on_dict: Checker | None = None
+    if shape.models:
+        checkers = {model: accepted_checker(model) for model in shape.models}
+        if any(checkers.values()):
+
+            def on_dict(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+                check = checkers.get(shape.model_for(value))
+                if check is not None:
+                    if shape.tag is not None:  # located like pydantic's own union errors
+                        loc = (*loc, value[shape.tag])
+                    check(value, loc, errors)
+
+    elif shape.values is not None and (each := _value_checker(shape.values)) is not None:
+
+        def on_dict(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
             for key, item in value.items():
-                _accepted_value(shape.values, item, (*loc, key), errors)
-    elif isinstance(value, list) and shape.items is not None:
-        for index, item in enumerate(value):
-            _accepted_value(shape.items, item, (*loc, index), errors)
+                each(item, (*loc, key), errors)
+
+    on_list = _value_checker(shape.items) if shape.items is not None else None
+    if on_dict is None and on_list is None:
+        return None
+
+    def check(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+        if isinstance(value, dict):
+            if on_dict is not None:
+                on_dict(value, loc, errors)
+        elif isinstance(value, list) and on_list is not None:
+            for index, item in enumerate(value):
+                on_list(item, (*loc, index), errors)
+
+    return check
 
 
 _BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
@@ -398,10 +438,11 @@ def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
         except ValidationError:
             pass  # reported by the full walk below
         else:
-            if not plan.has_checks:
+            check = _CHECKERS[cls] if cls in _CHECKERS else accepted_checker(cls)
+            if check is None:
                 return result
             rule_errors: list[InitErrorDetails] = []
-            _accepted_spec(cls, hooked, (), rule_errors)
+            check(hooked, (), rule_errors)
             if not rule_errors:
                 return result
             raise ValidationError.from_exception_data(cls.__name__, rule_errors)

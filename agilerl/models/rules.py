@@ -15,6 +15,9 @@ The keyword's value is a list of rules; each rule is one of
 * ``{"field": F, "requiredIf": G}``  F is not null when G is ``true``
 * ``{"anyPositive": [F1, F2, ...]}``  at least one of the listed numbers is above 0
   (reported at F1)
+* ``{"field": F, "key": K, "sameAs": G}``  where object F holds K, it equals the K of
+  object G (reported at F; skipped where G does not hold K): one setting written in two
+  sections, e.g. PPO's ``algorithm.num_envs`` and ``environment.num_envs``
 
 with an optional ``"measure"`` on the first three: ``"value"`` (default; F itself),
 ``"length"`` (the length of array F) or ``"items"`` (each item of array F).
@@ -109,6 +112,8 @@ def _compile(rule: Mapping[str, Any]) -> Check:
         return _required_if_check(rule["field"], rule["requiredIf"])
     if "anyPositive" in rule:
         return _any_positive_check(rule["anyPositive"])
+    if "sameAs" in rule:
+        return _same_as_check(rule["field"], rule["key"], rule["sameAs"])
     if "within" in rule:
         low, high = rule["within"]
         checks = ((low, operator.ge, ">="), (high, operator.le, "<="))
@@ -135,7 +140,9 @@ def _bounds_check(
     def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
         value = lookup(field)
         if by_value:
-            if not _is_number(value):
+            # type() first: the common cases without a call (NaN is no number: x == x)
+            kind = type(value)
+            if not (kind is int or (kind is float and value == value) or _is_number(value)):
                 return _NONE
             found: Any = (value,)
         else:
@@ -145,7 +152,8 @@ def _bounds_check(
         violations = _NONE
         for bound_name, holds, prefix in bounds:
             bound = lookup(bound_name)
-            if not _is_number(bound):
+            kind = type(bound)
+            if not (kind is int or (kind is float and bound == bound) or _is_number(bound)):
                 continue
             for x in found:
                 if not holds(x, bound):
@@ -177,6 +185,22 @@ def _any_positive_check(fields: list[str]) -> Check:
             if not _is_number(value) or value > 0:
                 return _NONE
         return [RuleViolation(fields[0], values[0], message)]
+
+    return check
+
+
+def _same_as_check(field: str, key: str, other: str) -> Check:
+    subject, reference = f"{field}.{key}", f"{other}.{key}"
+
+    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
+        mine, theirs = lookup(field), lookup(other)
+        if not (isinstance(mine, dict) and isinstance(theirs, dict)):
+            return _NONE
+        value, expected = mine.get(key), theirs.get(key)
+        if not (_is_number(value) and _is_number(expected)) or value == expected:
+            return _NONE
+        message = f"{subject} must equal {reference} ({_number(expected)}), got {_number(value)}"
+        return [RuleViolation(field, value, message)]
 
     return check
 
