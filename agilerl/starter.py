@@ -9,6 +9,7 @@ from typing import Any
 from pydantic_core import PydanticUndefined
 
 from agilerl.models.base import AgentType, AlgorithmBase
+from agilerl.models.manifest import repeated_algorithm_fields
 from agilerl.models.manifest_base import environment_spec_for
 
 #: A suitable environment per agent type (continuous actions get Pendulum).
@@ -32,15 +33,12 @@ _ENVIRONMENTS: dict[str, dict[str, Any]] = {
 }
 
 
-#: Algorithm fields another section decides, never written in the algorithm section:
-#: PPO's ``num_envs`` is the environment's (validation refuses a value that differs).
-FROM_OTHER_SECTIONS = frozenset({"num_envs"})
-
-
 def _algorithm_section(spec_cls: type[AlgorithmBase]) -> dict[str, Any]:
     section: dict[str, Any] = {"name": spec_cls.__name__.removesuffix("Spec")}
+    # Fields another section decides (PPO's num_envs is the environment's) stay out.
+    repeated = repeated_algorithm_fields()
     for name, field in spec_cls.model_fields.items():
-        if name in FROM_OTHER_SECTIONS:
+        if name in repeated:
             continue
         if field.default is PydanticUndefined:  # required: an example value from the schema
             section[name] = (field.examples or [8])[0]

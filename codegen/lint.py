@@ -382,7 +382,12 @@ def _check_rules(at: str, node: dict) -> list[str]:
                 rule["field"],
                 *(
                     rule.get("within")
-                    or [rule.get("atMost") or rule.get("below") or rule["requiredIf"]]
+                    or [
+                        rule.get("atMost")
+                        or rule.get("below")
+                        or rule.get("sameAs")
+                        or rule["requiredIf"]
+                    ]
                 ),
             ]
         )

@@ -46,6 +46,9 @@ class TrainingManifest(ManifestBase):
     model_config = ConfigDict(
         extra='forbid',
         arbitrary_types_allowed=True,
+        json_schema_extra={
+            'x-agilerl-rules': [{'field': 'algorithm', 'key': 'num_envs', 'sameAs': 'environment'}]
+        },
     )
     version: Annotated[Literal[1], Field(description='Manifest format version.')] = 1
     algorithm: Annotated[

@@ -122,20 +122,43 @@ def test_init_warns_of_an_extra_the_environment_needs(tmp_path, capsys):
     assert "pip install 'agilerl[mujoco]'" in err
 
 
-def test_training_refuses_an_algorithm_num_envs_that_differs(tmp_path, capsys):
-    config = str(ROOT / "configs/ppo.yaml")
+NUM_ENVS_RULE = "algorithm: algorithm.num_envs must equal environment.num_envs (8), got 1"
+
+
+def test_validate_refuses_an_algorithm_num_envs_that_differs(tmp_path, capsys):
+    path = tmp_path / "ppo.yaml"
+    text = (ROOT / "configs/ppo.yaml").read_text()
+    path.write_text(text.replace("  name: PPO\n", "  name: PPO\n  num_envs: 1\n"))
+    assert main(["validate", str(path)]) == 1
+    assert f"{path}:3:1: {NUM_ENVS_RULE}" in capsys.readouterr().err
     out = str(tmp_path / "run")
+    config = str(ROOT / "configs/ppo.yaml")
     assert main(["train", config, "--set", "algorithm.num_envs=1", "--out", out]) == 1
     err = capsys.readouterr().err
-    assert "agilerl: algorithm.num_envs: 1 differs from environment.num_envs (8)" in err
-    assert "Traceback" not in err
+    assert NUM_ENVS_RULE in err and "Traceback" not in err
 
 
-def test_an_algorithm_num_envs_that_agrees_is_accepted():
+def test_the_trainer_refuses_specs_whose_num_envs_differ():
+    from agilerl.models import PPOSpec
+    from agilerl.training import LocalTrainer, TrainerError
+
+    env = GymEnvSpec(name="CartPole-v1")  # num_envs left to its default, 16
+    with pytest.raises(TrainerError, match=r"algorithm.num_envs: 1 differs from environment"):
+        LocalTrainer(PPOSpec(num_envs=1), env)
+    assert LocalTrainer(PPOSpec(num_envs=16), env).algorithm.num_envs == 16
+    assert LocalTrainer(PPOSpec(), env).algorithm.num_envs == 1  # unset: the env decides
+
+
+def test_manifests_written_for_ppo_leave_num_envs_to_the_environment(tmp_path):
+    from agilerl.models.manifest import dump_manifest, parse_manifest
     from agilerl.training import LocalTrainer
 
     manifest = load_manifest(ROOT / "configs/ppo.yaml")
-    same = manifest.algorithm.model_copy(update={"num_envs": 8})
-    same.model_fields_set.add("num_envs")
-    trainer = LocalTrainer(same, manifest.environment, manifest.training)
-    assert trainer.algorithm.num_envs == 8
+    assert "num_envs" not in dump_manifest(manifest)["algorithm"]
+    assert (
+        "num_envs"
+        not in dump_manifest(LocalTrainer.from_manifest(manifest).to_manifest())["algorithm"]
+    )
+    document = dump_manifest(manifest)
+    document["algorithm"]["num_envs"] = 8  # written, and agreeing: kept on a round trip
+    assert dump_manifest(parse_manifest(document))["algorithm"]["num_envs"] == 8

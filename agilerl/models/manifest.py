@@ -37,12 +37,31 @@ def load_manifest(path: str | Path) -> TrainingManifest:
     return parse_manifest(data, source=str(path), locate=locate)
 
 
+def algorithm_document(algorithm: Any) -> dict[str, Any]:
+    """The algorithm section with every field, ``name`` first, except a field the
+    manifest's ``sameAs`` rules say repeats another section (PPO's ``num_envs`` is the
+    environment's) where the manifest did not write it: its default would contradict
+    that section."""
+    doc = {"name": algorithm.name, **algorithm.model_dump(mode="json")}
+    for key in repeated_algorithm_fields() - algorithm.model_fields_set:
+        doc.pop(key, None)
+    return doc
+
+
+def repeated_algorithm_fields() -> frozenset[str]:
+    """Algorithm fields another section decides (the manifest's ``sameAs`` rules)."""
+    return frozenset(
+        rule["key"]
+        for rule in TrainingManifest.spec_rules
+        if rule.get("field") == "algorithm" and "sameAs" in rule
+    )
+
+
 def dump_manifest(manifest: TrainingManifest) -> dict[str, Any]:
     """The manifest as a schema-valid document: ``name`` first in the algorithm section,
     unset optional sections left out, so load -> dump -> load gives the same specs."""
     data = manifest.model_dump(mode="json", exclude_unset=True, exclude={"algorithm"})
-    algorithm = manifest.algorithm
-    data["algorithm"] = {"name": algorithm.name, **algorithm.model_dump(mode="json")}
+    data["algorithm"] = algorithm_document(manifest.algorithm)
     order = [
         "version",
         "algorithm",

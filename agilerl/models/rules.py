@@ -16,8 +16,8 @@ The keyword's value is a list of rules; each rule is one of
 * ``{"anyPositive": [F1, F2, ...]}``  at least one of the listed numbers is above 0
   (reported at F1)
 * ``{"field": F, "key": K, "sameAs": G}``  where object F holds K, it equals the K of
-  object G (reported at F; skipped where G does not hold K): one setting written in two
-  sections, e.g. PPO's ``algorithm.num_envs`` and ``environment.num_envs``
+  object G (reported at F; skipped where G does not hold K, defaults apart): one setting
+  written in two sections, e.g. PPO's ``algorithm.num_envs`` and ``environment.num_envs``
 
 with an optional ``"measure"`` on the first three: ``"value"`` (default; F itself),
 ``"length"`` (the length of array F) or ``"items"`` (each item of array F).
@@ -189,14 +189,20 @@ def _any_positive_check(fields: list[str]) -> Check:
     return check
 
 
+def _held(section: Any, key: str) -> Any:
+    """``section[key]`` as the document wrote it: from a mapping, or from a spec the walk
+    already built from one (only a field it was given), else None."""
+    if isinstance(section, Mapping):
+        return section.get(key)
+    given = getattr(section, "model_fields_set", ())
+    return getattr(section, key, None) if key in given else None
+
+
 def _same_as_check(field: str, key: str, other: str) -> Check:
     subject, reference = f"{field}.{key}", f"{other}.{key}"
 
     def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
-        mine, theirs = lookup(field), lookup(other)
-        if not (isinstance(mine, dict) and isinstance(theirs, dict)):
-            return _NONE
-        value, expected = mine.get(key), theirs.get(key)
+        value, expected = _held(lookup(field), key), _held(lookup(other), key)
         if not (_is_number(value) and _is_number(expected)) or value == expected:
             return _NONE
         message = f"{subject} must equal {reference} ({_number(expected)}), got {_number(value)}"

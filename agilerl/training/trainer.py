@@ -28,6 +28,7 @@ from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     NetworkSection,
     TrainingManifest,
+    algorithm_document,
     dump_manifest,
     load_manifest,
     parse_manifest,
@@ -554,7 +555,7 @@ class LocalTrainer:
         doc: dict[str, Any] = {}
         if self.version is not None:
             doc["version"] = self.version
-        doc["algorithm"] = {"name": self.algorithm.name, **self.algorithm.model_dump(mode="json")}
+        doc["algorithm"] = algorithm_document(self.algorithm)
         doc["algorithm"].pop("hp_config", None)
         doc["environment"] = self.environment.model_dump(mode="json", exclude_none=True)
         if self.network is not None:

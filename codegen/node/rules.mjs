@@ -10,6 +10,7 @@
 //   {"sameLength": [F1, F2, ...]}    the listed arrays all have the length of F1
 //   {"field": F, "requiredIf": G}    F is not null when G is true
 //   {"anyPositive": [F1, F2, ...]}   at least one of the listed numbers is above 0 (at F1)
+//   {"field": F, "key": K, "sameAs": G}  where object F holds K, it equals G's K (at F)
 //
 // with an optional "measure" on the first three: "value" (default), "length" or "items".
 // An absent property takes its schema default; a rule whose operands are null, missing
@@ -72,6 +73,10 @@ export function* checkRules(rules, lookup) {
       yield* checkAnyPositive(rule.anyPositive, lookup);
       continue;
     }
+    if ("sameAs" in rule) {
+      yield* checkSameAs(rule.field, rule.key, rule.sameAs, lookup);
+      continue;
+    }
     const { field } = rule;
     const measure = rule.measure ?? "value";
     const value = lookup(field);
@@ -109,6 +114,22 @@ function* checkAnyPositive(fields, lookup) {
       message: `at least one of ${fields.join(", ")} must be above 0, all are 0 or below`,
     };
   }
+}
+
+const isObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
+
+function* checkSameAs(field, key, other, lookup) {
+  const mine = lookup(field);
+  const theirs = lookup(other);
+  if (!isObject(mine) || !isObject(theirs)) return;
+  const value = mine[key];
+  const expected = theirs[key];
+  if (!isNumber(value) || !isNumber(expected) || value === expected) return;
+  yield {
+    field,
+    value,
+    message: `${field}.${key} must equal ${other}.${key} (${expected}), got ${value}`,
+  };
 }
 
 function* checkSameLength(fields, lookup) {
