@@ -14,7 +14,7 @@ seeded with ``torch.manual_seed`` samples the same transitions on any device.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -56,6 +56,9 @@ class ReplayBuffer:
     """Circular buffer of the last ``max_size`` transitions, sampled uniformly with
     replacement. See the module docstring for the storage layout."""
 
+    #: The fields every stored row has (subclasses that store more extend it).
+    fields: ClassVar[tuple[str, ...]] = FIELDS
+
     def __init__(self, max_size: int, device: str | torch.device = "cpu") -> None:
         if isinstance(max_size, bool) or int(max_size) != max_size or max_size < 1:
             raise ValueError(f"max_size must be a positive integer, got {max_size!r}")
@@ -85,16 +88,21 @@ class ReplayBuffer:
             shape = (self.max_size, *leaf.shape[1:])
             return torch.empty(shape, dtype=leaf.dtype, device=self.device)
 
-        self._storage = {name: _map_tree(empty, batch[name]) for name in FIELDS}
+        self._storage = {name: _map_tree(empty, batch[name]) for name in self.fields}
 
     def add(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> None:
         """Store a batch of transitions, one per environment (leading dimension of every
         array). A batch larger than the buffer keeps only its last ``max_size`` rows."""
-        batch = {
-            name: _map_tree(_as_tensor, value)
-            for name, value in zip(FIELDS, (obs, action, reward, next_obs, done), strict=True)
-        }
-        sizes = {leaf.shape[0] for name in FIELDS for leaf in _leaves(batch[name])}
+        values = (obs, action, reward, next_obs, done)
+        self.store(dict(zip(FIELDS, values, strict=True)))
+
+    def store(self, rows: Mapping[str, Any]) -> torch.Tensor:
+        """Write a batch given as a mapping of every field in :attr:`fields`; returns the
+        slots written (a CPU int64 tensor, in the order of the rows that were kept)."""
+        if set(rows) != set(self.fields):
+            raise ValueError(f"a batch needs exactly the fields {self.fields}, got {tuple(rows)}")
+        batch = {name: _map_tree(_as_tensor, rows[name]) for name in self.fields}
+        sizes = {leaf.shape[0] for name in self.fields for leaf in _leaves(batch[name])}
         if len(sizes) != 1:
             raise ValueError(f"every field of a batch needs the same length, got {sorted(sizes)}")
         count = sizes.pop()
@@ -120,12 +128,13 @@ class ReplayBuffer:
                 store[: kept - first] = data[first:]
 
         # Every field is checked before any is written: a bad batch leaves no half-written row.
-        for name in FIELDS:
+        for name in self.fields:
             _map_tree(check, self._storage[name], batch[name])
-        for name in FIELDS:
+        for name in self.fields:
             _map_tree(write, self._storage[name], batch[name])
         self._pos = (self._pos + count) % self.max_size
         self._size = min(self._size + count, self.max_size)
+        return (start + torch.arange(kept)) % self.max_size
 
     def sample(self, batch_size: int) -> dict[str, Any]:
         """``batch_size`` transitions drawn uniformly with replacement: a dict keyed by
@@ -133,10 +142,29 @@ class ReplayBuffer:
         if self._size == 0 or self._storage is None:
             raise ValueError("cannot sample from an empty replay buffer")
         # Indices come from the CPU generator whatever the device: same samples everywhere.
-        index = torch.randint(0, self._size, (int(batch_size),)).to(self.device)
+        return self._gather(torch.randint(0, self._size, (int(batch_size),)))
+
+    def sample_from_indices(self, indices: Any) -> dict[str, Any]:
+        """The transitions held in slots ``indices`` (as :meth:`sample` returns them): how a
+        second buffer filled in step with this one is read at the same slots."""
+        if self._size == 0 or self._storage is None:
+            raise ValueError("cannot sample from an empty replay buffer")
+        index = indices if torch.is_tensor(indices) else torch.as_tensor(np.asarray(indices))
+        if index.dim() != 1 or index.dtype not in (torch.int32, torch.int64):
+            raise ValueError(
+                f"indices must be a 1-D integer array, got {index.dtype} of shape "
+                f"{tuple(index.shape)}"
+            )
+        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= self._size):
+            raise ValueError(f"indices must lie in [0, {self._size}), the filled slots")
+        return self._gather(index)
+
+    def _gather(self, index: torch.Tensor) -> dict[str, Any]:
+        assert self._storage is not None
+        index = index.to(self.device)
         return {
             name: _map_tree(lambda store: store.index_select(0, index), self._storage[name])
-            for name in FIELDS
+            for name in self.fields
         }
 
     # -- checkpoints ----------------------------------------------------------------------
@@ -175,8 +203,8 @@ class ReplayBuffer:
             if size:
                 raise checkpoints.fail(at, f"missing, though size is {size}")
         else:
-            checkpoints.require_keys(data, FIELDS, at, "a transition field")
-            for name in FIELDS:
+            checkpoints.require_keys(data, self.fields, at, "a transition field")
+            for name in self.fields:
                 _check_leaves(data[name], f"{at}.{name}", size)
         self.clear()
         if data is not None:
@@ -186,7 +214,7 @@ class ReplayBuffer:
             def fill(store: torch.Tensor, saved: torch.Tensor) -> None:
                 store[:size] = saved.to(self.device)
 
-            for name in FIELDS:
+            for name in self.fields:
                 _map_tree(fill, self._storage[name], data[name])
             self._size = size
             self._pos = position
