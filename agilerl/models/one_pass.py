@@ -344,16 +344,24 @@ def accepted_checker(cls: Any) -> Checker | None:
     if cls in _CHECKERS:
         return _CHECKERS[cls]
     plan = plan_of(cls)
-    fields = tuple(
-        (name, check)
-        for name, shape in plan.checked
-        if (check := _value_checker(shape)) is not None
-    )
+    specs, others = [], []  # fields holding one spec (checked directly), other fields
+    for name, shape in plan.checked:
+        model = _only_model(shape)
+        if model is not None:
+            if (check := accepted_checker(model)) is not None:
+                specs.append((name, check))
+        elif (check := _value_checker(shape)) is not None:
+            others.append((name, check))
     checker: Checker | None = None
-    if fields or plan.rules:
+    if specs or others or plan.rules:
+        spec_fields, other_fields = tuple(specs), tuple(others)
 
         def checker(data: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
-            for name, check in fields:
+            for name, check in spec_fields:
+                value = data.get(name)
+                if isinstance(value, dict):  # else an instance (validated when made) or null
+                    check(value, (*loc, name), errors)
+            for name, check in other_fields:
                 value = data.get(name, _MISSING)
                 if value is not _MISSING:
                     check(value, (*loc, name), errors)
@@ -364,10 +372,28 @@ def accepted_checker(cls: Any) -> Checker | None:
     return checker
 
 
+def _only_model(shape: Shape) -> type[BaseModel] | None:
+    """The spec class of a shape that is one spec and nothing else (no tag, no list)."""
+    if len(shape.models) == 1 and shape.items is None and not shape.free:
+        return shape.models[0]
+    return None
+
+
 def _value_checker(shape: Shape) -> Checker | None:
     """What :func:`accepted_checker` does for a value of ``shape`` (see ``Walk.value``)."""
     if shape.free:
         return _finite
+    model = _only_model(shape)
+    if model is not None:
+        inner = accepted_checker(model)
+        if inner is None:
+            return None
+
+        def check_spec(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+            if isinstance(value, dict):
+                inner(value, loc, errors)
+
+        return check_spec
     on_dict: Checker | None = None
     if shape.models:
         checkers = {model: accepted_checker(model) for model in shape.models}
