@@ -1,7 +1,8 @@
 """Probe environments (agilerl.testing.probe_envs): each is a valid, seeded Gymnasium env
 whose published answers agree with its own dynamics, and today's value learners converge
 to those answers: DQN's Q-values on the discrete probes, PPO's critic on the probes whose
-reward ignores the action (with Discrete and Box actions)."""
+reward ignores the action (with Discrete and Box actions) and its policy on the action
+probes. Two siblings show that a probe fails a mis-wired learner."""
 
 from __future__ import annotations
 
@@ -273,9 +274,9 @@ PPO_NET = {
 PPO_TOLERANCE = 0.05
 
 
-def _ppo_values_on_probe(make, *, seed=0, rollouts=50):
-    """The critic's values of the probe observations after ``rollouts`` rollouts of 64
-    steps in 4 environments, each learnt from with 4 epochs of minibatches of 32."""
+def _ppo_on_probe(make, *, seed=0, rollouts=50):
+    """A PPO agent after ``rollouts`` rollouts of 64 steps in 4 environments of the probe,
+    each learnt from with 4 epochs of minibatches of 32."""
     torch.manual_seed(seed)
     env = _vector_env(make)
     agent = PPO(
@@ -294,6 +295,12 @@ def _ppo_values_on_probe(make, *, seed=0, rollouts=50):
     for _ in range(rollouts):
         obs, info, _ = agent.collect_rollouts(env, obs, info)
         agent.learn()
+    return agent
+
+
+def _ppo_values_on_probe(make, **kwargs):
+    """The critic's values of the probe observations after :func:`_ppo_on_probe`."""
+    agent = _ppo_on_probe(make, **kwargs)
     with torch.no_grad():
         return agent.critic(make().unwrapped.probe_observations()).numpy().reshape(-1)
 
@@ -323,3 +330,25 @@ def test_the_truncated_probe_catches_a_time_limit_taken_for_the_end():
     expected = TruncatedRewardEnv().expected_values(GAMMA)
     assert np.abs(values - expected).min() > 10 * PPO_TOLERANCE
     np.testing.assert_allclose(values, 1.25, atol=0.1)
+
+
+@pytest.mark.parametrize(
+    ("make", "optimum"),
+    [
+        (lambda: ActionRewardEnv(n=3, rewarded_action=2), [2]),
+        (lambda: ContinuousActionEnv(target=0.5), [[0.5]]),
+    ],
+    ids=["discrete", "box"],
+)
+def test_ppo_policy_finds_the_optimum_of_the_action_probes(make, optimum):
+    # Beyond the critic: the policy's mode becomes the optimal action, and as the policy
+    # sharpens its value approaches the optimal one. Measured at 40 rollouts (seeds 0-1):
+    # the Box mean within 0.003 of the target (its std down to 0.04), the values within
+    # 0.02 of V* = 1 (discrete, entropy bonus keeps a little exploration) and 0 (Box).
+    agent = _ppo_on_probe(make, rollouts=40)
+    env = make()
+    observations = env.probe_observations()
+    np.testing.assert_allclose(agent.eval_action(observations), optimum, atol=0.02)
+    with torch.no_grad():
+        values = agent.critic(observations).numpy().reshape(-1)
+    np.testing.assert_allclose(values, env.expected_values(GAMMA), atol=PPO_TOLERANCE)
