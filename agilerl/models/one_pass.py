@@ -22,9 +22,10 @@ class from its annotations.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
@@ -141,20 +142,22 @@ def _integral_floats_to_int(value: Any) -> Any:
     return value
 
 
+#: A rule's check, the fields it reads, their defaults, and whether it passes on the
+#: defaults alone (then a rule none of whose fields is given is skipped).
+RulePlan = tuple[Check, frozenset[str], dict[str, Any], bool]
+
+
 @dataclass(frozen=True)
 class Plan:
     """What the walk does for one spec class."""
 
     integer_fields: tuple[str, ...]
     nested: tuple[tuple[str, Shape], ...]
-    #: Each rule's check and the fields it reads; the fields are None when the rule
-    #: fails on the defaults alone, else a rule none of whose fields is given is skipped.
-    rules: tuple[tuple[Check, frozenset[str] | None], ...]
+    rules: tuple[RulePlan, ...]
     #: Whether the class prepares its own document (``prepare_document`` overridden).
     has_hook: bool
     #: The nested fields below which some rule or free-form value is checked.
     checked: tuple[tuple[str, Shape], ...] = ()
-    defaults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def has_checks(self) -> bool:
@@ -175,14 +178,15 @@ def _names_in(value: Any) -> set[str]:
 
 def _rule_checks(
     rules: tuple[Mapping[str, Any], ...], fields: Mapping[str, Any]
-) -> tuple[tuple[Check, frozenset[str] | None], ...]:
+) -> tuple[RulePlan, ...]:
     """Each rule compiled, with the fields it can read (any name in it that is a field)."""
     defaults = {name: getattr(info, "default", None) for name, info in fields.items()}
     checks = []
     for rule, check in zip(rules, compile_rules(rules), strict=True):
         operands = frozenset(_names_in(list(rule.values())) & fields.keys())
         passes_on_defaults = not list(check(defaults.get))
-        checks.append((check, operands if passes_on_defaults else None))
+        operand_defaults = {name: defaults[name] for name in operands}
+        checks.append((check, operands, operand_defaults, passes_on_defaults))
     return tuple(checks)
 
 
@@ -205,7 +209,6 @@ def plan_of(cls: Any) -> Plan:
             rules=_rule_checks(cls.spec_rules, fields),
             has_hook=cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__,
             checked=tuple((name, shape) for name, shape in nested if _has_checks(shape)),
-            defaults={name: getattr(info, "default", None) for name, info in fields.items()},
         )
     return plan
 
@@ -296,12 +299,14 @@ class Walk:
 def _check_rules(
     plan: Plan, data: dict[str, Any], loc: tuple[Any, ...], errors: list[InitErrorDetails]
 ) -> None:
-    lookup = None  # the document over its defaults, built once a rule applies
-    for check, operands in plan.rules:
-        if operands is not None and operands.isdisjoint(data):
-            continue  # every operand takes its default, which passes (see Plan)
-        if lookup is None:
-            lookup = {**plan.defaults, **data}.get
+    for check, operands, operand_defaults, passes_on_defaults in plan.rules:
+        missing = operands.difference(data)
+        if not missing:
+            lookup = data.get  # every operand given: nothing to default
+        elif passes_on_defaults and len(missing) == len(operands):
+            continue  # every operand takes its default, which passes
+        else:
+            lookup = {**operand_defaults, **data}.get
         violations = check(lookup)
         if not violations:
             continue
@@ -353,7 +358,10 @@ def accepted_checker(cls: Any) -> Checker | None:
         elif (check := _value_checker(shape)) is not None:
             others.append((name, check))
     checker: Checker | None = None
-    if specs or others or plan.rules:
+    if not (specs or others):
+        if plan.rules:  # rules only: no frame of our own around them
+            checker = functools.partial(_check_rules, plan)
+    else:
         spec_fields, other_fields = tuple(specs), tuple(others)
 
         def checker(data: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
@@ -406,11 +414,24 @@ def _value_checker(shape: Shape) -> Checker | None:
                         loc = (*loc, value[shape.tag])
                     check(value, loc, errors)
 
-    elif shape.values is not None and (each := _value_checker(shape.values)) is not None:
+    elif shape.values is not None:
+        value_model = _only_model(shape.values)
+        if value_model is not None:  # a map of specs (the common case): each checked directly
+            each = accepted_checker(value_model)
+            if each is not None:
 
-        def on_dict(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
-            for key, item in value.items():
-                each(item, (*loc, key), errors)
+                def on_dict(
+                    value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]
+                ) -> None:
+                    for key, item in value.items():
+                        if isinstance(item, dict):
+                            each(item, (*loc, key), errors)
+
+        elif (each := _value_checker(shape.values)) is not None:
+
+            def on_dict(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+                for key, item in value.items():
+                    each(item, (*loc, key), errors)
 
     on_list = _value_checker(shape.items) if shape.items is not None else None
     if on_dict is None and on_list is None:
