@@ -3,6 +3,8 @@ wrap-around, nested observations and checkpoints."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -10,7 +12,7 @@ import torch
 from agilerl import checkpoints
 from agilerl.components.prioritized_replay import ALPHA, PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import FIELDS
-from agilerl.components.sum_tree import SumTree
+from agilerl.components.sum_tree import BRANCHING, SumTree
 from agilerl.models import PerBufferArgs, ReplayBufferSpec
 
 #: Standard deviations a count may stray from its expectation (two-sided tail ~7e-6 per
@@ -32,13 +34,14 @@ def _filled(ids, max_size=None, alpha=ALPHA):
 
 
 # -- SumTree ------------------------------------------------------------------------------
-@pytest.mark.parametrize("capacity", [1, 5, 8, 13])
+@pytest.mark.parametrize("capacity", [1, 5, BRANCHING, BRANCHING + 1, 1500, 40_000])
 def test_sum_tree_sums_minima_and_prefix_search_match_numpy(capacity):
     rng = np.random.default_rng(capacity)
     tree = SumTree(capacity)
+    assert tree.depth == math.ceil(math.log(capacity, BRANCHING) - 1e-9)
     values = np.zeros(capacity)
     for _ in range(4):  # batched overwrites of random subsets, duplicates included
-        index = rng.integers(0, capacity, size=capacity + 2)
+        index = rng.integers(0, capacity, size=min(capacity + 2, 3000))
         new = rng.uniform(0.1, 3.0, size=index.size)
         tree.update(index, new)
         for i, v in zip(index, new, strict=True):  # last write wins
@@ -54,12 +57,24 @@ def test_sum_tree_sums_minima_and_prefix_search_match_numpy(capacity):
 
 
 def test_sum_tree_search_never_lands_on_a_zero_or_unused_leaf():
-    tree = SumTree(6)  # 8 leaves, 2 never used
+    tree = SumTree(6)  # one level of 32 leaves, 26 of them padding
     tree.update([0, 1, 2, 3], [0.0, 2.0, 0.0, 1.0])
     total = tree.total
     at_edges = tree.find([0.0, 2.0, total, total * (1 + 1e-12), np.nextafter(total, 0)])
     np.testing.assert_array_equal(at_edges, [1, 3, 3, 3, 3])
     assert tree.min == 0.0 and tree[[4, 5]].tolist() == [0.0, 0.0]
+    # Three levels; zero blocks inside, and values whose sums round (0.1 is inexact).
+    capacity = BRANCHING**2 * 3 - 7
+    tree = SumTree(capacity)
+    values = np.full(capacity, 0.1)
+    values[BRANCHING : 3 * BRANCHING] = 0.0  # two whole level-1 nodes
+    values[BRANCHING**2 : 2 * BRANCHING**2] = 0.0  # a whole level-2 node
+    values[-5:] = 0.0
+    tree.update(np.arange(capacity), values)
+    edges = np.cumsum(values)
+    u = np.concatenate([edges, edges - 1e-15, [tree.total, tree.total * (1 + 1e-9)]])
+    found = tree.find(np.clip(u, 0, None))
+    assert np.all(values[found] > 0)
 
 
 def test_sum_tree_refuses_bad_input():

@@ -196,3 +196,29 @@ def test_misuse_is_reported():
         buffer.add(*_batch([2], obs_dim=5))
     with pytest.raises(ValueError, match="max_size"):
         ReplayBuffer(8).load_state_dict(buffer.state_dict())
+
+
+def test_store_returns_the_slots_written_and_sample_from_indices_reads_them():
+    buffer = ReplayBuffer(5)
+    rows = dict(zip(FIELDS, _batch([0, 1, 2, 3]), strict=True))
+    assert buffer.store(rows).tolist() == [0, 1, 2, 3]
+    rows = dict(zip(FIELDS, _batch([4, 5, 6]), strict=True))
+    assert buffer.store(rows).tolist() == [4, 0, 1]  # wraps around
+    rows = dict(zip(FIELDS, _batch(np.arange(10, 17)), strict=True))
+    assert buffer.store(rows).tolist() == [4, 0, 1, 2, 3]  # only the last 5 rows are kept
+    sample = buffer.sample_from_indices(torch.tensor([3, 4, 4]))
+    assert sample["action"].tolist() == [16, 12, 12]
+    _assert_rows_consistent(sample)
+    assert buffer.sample_from_indices(np.array([0]))["action"].tolist() == [13]
+    for indices, match in (
+        ([5], r"\[0, 5\)"),
+        ([-1], r"\[0, 5\)"),
+        ([[0]], "1-D"),
+        ([0.5], "integer"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            buffer.sample_from_indices(indices)
+    with pytest.raises(ValueError, match="exactly the fields"):
+        buffer.store({"obs": rows["obs"]})
+    with pytest.raises(ValueError, match="empty"):
+        ReplayBuffer(3).sample_from_indices([0])
