@@ -147,6 +147,26 @@ def test_rows_align_with_a_prioritised_buffer_across_wrap_around():
     assert torch.all(n_batch["reward"] >= batch["reward"])
 
 
+def test_nested_observations_round_trip_with_pending_steps(tmp_path):
+    def obs(t):
+        return {"image": np.full((2, 1, 2), t, dtype=np.uint8), "pair": (_obs(t), _obs(t) * 2)}
+
+    flags = np.zeros(2, dtype=bool)
+    buffer = NStepReplayBuffer(10, n_step=3, gamma=GAMMA)
+    for t in range(3):
+        buffer.add(obs(t), np.zeros(2), np.ones(2), obs(t + 1), flags, flags)
+    path = checkpoints.save(buffer.state_dict(), tmp_path / "n_step.ckpt")
+    restored = NStepReplayBuffer(10, n_step=3, gamma=GAMMA)
+    restored.load_state_dict(checkpoints.load(path))
+    assert restored.pending == 2
+    for target in (buffer, restored):
+        target.flush()
+    expected, got = buffer.state_dict()["buffer"]["data"], restored.state_dict()["buffer"]["data"]
+    assert torch.equal(expected["next_obs"]["pair"][1], got["next_obs"]["pair"][1])
+    assert torch.equal(expected["obs"]["image"], got["obs"]["image"])
+    assert torch.equal(expected["reward"], got["reward"])
+
+
 def test_dict_observations_take_the_bootstrap_leaves_of_each_environment():
     buffer = NStepReplayBuffer(20, n_step=2, gamma=GAMMA)
 
