@@ -390,6 +390,8 @@ def test_training_defaults():
         "sum_scores": True,
         "seed": None,
         "hpo": True,
+        "tensorboard_log_dir": None,
+        "wandb": None,
     }
 
 
