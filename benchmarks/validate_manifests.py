@@ -8,9 +8,10 @@
    jsonschema validator on the same documents.
 
 Rates are per second of this process's CPU time, so other work on a shared machine
-does not count against them.
+does not count against them; the bench manifest's are the best of ``--runs`` runs (work
+on the other core still slows this one through shared caches, only ever downwards).
 
-    python benchmarks/validate_manifests.py [--seconds 3] [--manifest PATH]
+    python benchmarks/validate_manifests.py [--seconds 3] [--runs 3] [--manifest PATH]
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH_MANIFEST = ROOT.parent / "shared" / "bench-manifests" / "dqn_cartpole.yaml"
 
 #: The reference library on the same manifest, measured on this machine (2 cores, shared
-#: with other work, CPU-time rates, median of 3 runs of 3 s, 2026-12-01; it ranged
-#: 11,900-14,100/s and 217-255/s with the load) in a throwaway virtual environment holding
+#: with other work, CPU-time rates, best of 3 runs of 3 s, as this benchmark measures
+#: ours; 2026-12-01, twice, right before and after a run of this benchmark: 13,300 and
+#: 14,500/s as a dict, 268 and 254/s from a file) in a throwaway virtual environment holding
 #: only what its spec layer imports: agilerl 2.58.0 and agilerl-arena 1.29.0 (installed
 #: without dependencies), pydantic 2.14.4 / pydantic-core 2.50.5 (as here), PyYAML 6.0.4,
 #: gymnasium, torch 2.13.0+cpu. Dict: ``TrainingManifest.model_validate(doc)``; file:
 #: ``TrainingManifest.model_validate(TrainingManifest.load(path))`` (``yaml.safe_load``).
-REFERENCE = {"dict": 14_000, "file": 220}
+REFERENCE = {"dict": 14_000, "file": 260}
 #: The targets of issue 9: twice the reference as a dict, five times from a file.
 TARGET_FACTOR = {"dict": 2, "file": 5}
 
@@ -63,7 +65,7 @@ def rate(check, items: list, seconds: float) -> tuple[float, int]:
     return done / (time.process_time() - start), done
 
 
-def bench_manifest(path: Path, seconds: float) -> None:
+def bench_manifest(path: Path, seconds: float, runs: int) -> None:
     doc, _ = load_document(path)
     parse_manifest(doc)  # builds the validators once, outside the timing
     print(f"{path.name} ({path})")
@@ -72,7 +74,7 @@ def bench_manifest(path: Path, seconds: float) -> None:
         ("dict", "dict validation", parse_manifest, doc),
         ("file", "file load + validate", load_manifest, path),
     ):
-        per_second, _ = rate(check, [item], seconds)
+        per_second = max(rate(check, [item], seconds)[0] for _ in range(runs))
         reference, target = REFERENCE[kind], REFERENCE[kind] * TARGET_FACTOR[kind]
         print(
             f"  {label:26s} {per_second:10.0f} /s {reference:9.0f} /s {target:7.0f} /s"
@@ -83,10 +85,11 @@ def bench_manifest(path: Path, seconds: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="CPU time per measurement")
+    parser.add_argument("--runs", type=int, default=3, help="runs per bench-manifest figure")
     parser.add_argument("--manifest", type=Path, default=BENCH_MANIFEST, help="bench manifest")
     args = parser.parse_args()
     if args.manifest.exists():
-        bench_manifest(args.manifest, args.seconds)
+        bench_manifest(args.manifest, args.seconds, args.runs)
     else:
         print(f"{args.manifest} not found: pass --manifest (the reference figures are for it)")
     docs = documents()
