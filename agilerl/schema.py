@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator, ValidationError, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_lookup
+from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_defaults
 
 SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
 
@@ -27,7 +27,7 @@ def _rules_keyword(
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
-    for violation in check_rules(rules, schema_lookup(instance, schema)):
+    for violation in check_rules(rules, instance, schema_defaults(schema)):
         yield ValidationError(violation.message, path=[violation.field], instance=violation.value)
 
 

@@ -142,9 +142,9 @@ def _integral_floats_to_int(value: Any) -> Any:
     return value
 
 
-#: A rule's check, the fields it reads, their defaults, and whether it passes on the
-#: defaults alone (then a rule none of whose fields is given is skipped).
-RulePlan = tuple[Check, frozenset[str], dict[str, Any], bool]
+#: A rule's check, the fields it reads, and whether it passes on the defaults alone (then
+#: a rule none of whose fields is given is skipped).
+RulePlan = tuple[Check, frozenset[str], bool]
 
 
 @dataclass(frozen=True)
@@ -179,14 +179,14 @@ def _names_in(value: Any) -> set[str]:
 def _rule_checks(
     rules: tuple[Mapping[str, Any], ...], fields: Mapping[str, Any]
 ) -> tuple[RulePlan, ...]:
-    """Each rule compiled, with the fields it can read (any name in it that is a field)."""
+    """Each rule compiled with the fields' defaults, and the fields it can read (any name
+    in it that is a field)."""
     defaults = {name: getattr(info, "default", None) for name, info in fields.items()}
     checks = []
-    for rule, check in zip(rules, compile_rules(rules), strict=True):
+    for rule, check in zip(rules, compile_rules(rules, defaults), strict=True):
         operands = frozenset(_names_in(list(rule.values())) & fields.keys())
-        passes_on_defaults = not list(check(defaults.get))
-        operand_defaults = {name: defaults[name] for name in operands}
-        checks.append((check, operands, operand_defaults, passes_on_defaults))
+        passes_on_defaults = not check({}.get)
+        checks.append((check, operands, passes_on_defaults))
     return tuple(checks)
 
 
@@ -299,15 +299,11 @@ class Walk:
 def _check_rules(
     plan: Plan, data: dict[str, Any], loc: tuple[Any, ...], errors: list[InitErrorDetails]
 ) -> None:
-    for check, operands, operand_defaults, passes_on_defaults in plan.rules:
-        missing = operands.difference(data)
-        if not missing:
-            lookup = data.get  # every operand given: nothing to default
-        elif passes_on_defaults and len(missing) == len(operands):
+    get = data.get  # the checks hold the defaults of what they read
+    for check, operands, passes_on_defaults in plan.rules:
+        if passes_on_defaults and operands.isdisjoint(data):
             continue  # every operand takes its default, which passes
-        else:
-            lookup = {**operand_defaults, **data}.get
-        violations = check(lookup)
+        violations = check(get)
         if not violations:
             continue
         for v in violations:

@@ -22,7 +22,8 @@ The keyword's value is a list of rules; each rule is one of
 with an optional ``"measure"`` on the first three: ``"value"`` (default; F itself),
 ``"length"`` (the length of array F) or ``"items"`` (each item of array F).
 
-A property absent from the instance takes its schema ``default``. A rule whose
+A property absent from the instance takes its schema ``default`` (baked into each compiled
+check, which reads the instance with ``get(name, default)``, e.g. ``dict.get``). A rule whose
 operands are null, missing or of the wrong type is skipped: type errors are reported
 by the ordinary keywords, and a rule never reports the same problem twice.
 """
@@ -36,8 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 RULES_KEYWORD = "x-agilerl-rules"
-
-_MISSING = object()
 
 
 @dataclass(frozen=True)
@@ -84,36 +83,39 @@ def _number(value: float) -> str:
 _SUBJECT = {"value": "{f}", "length": "length of {f}", "items": "every item of {f}"}
 
 
-#: A compiled rule: ``lookup`` -> its violations (an empty list when it holds).
-Check = Callable[[Callable[[str], Any]], list[RuleViolation]]
+#: ``get(name, default)``: a property of the checked object, ``default`` when absent.
+Getter = Callable[[str, Any], Any]
+#: A compiled rule: ``get`` -> its violations (an empty list when it holds).
+Check = Callable[[Getter], list[RuleViolation]]
 
 
-def compile_rules(rules: Iterable[Mapping[str, Any]]) -> tuple[Check, ...]:
-    """Each rule as a check, decided once (a spec's rules run on every validation)."""
-    return tuple(map(_compile, rules))
+def compile_rules(
+    rules: Iterable[Mapping[str, Any]], defaults: Mapping[str, Any] | None = None
+) -> tuple[Check, ...]:
+    """Each rule as a check, decided once (a spec's rules run on every validation), with
+    the ``defaults`` of the properties it reads baked in (None for one without)."""
+    defaults = defaults or {}
+    return tuple(_compile(rule, defaults.get) for rule in rules)
 
 
 def check_rules(
-    rules: Iterable[Mapping[str, Any]] | tuple[Check, ...], lookup: Callable[[str], Any]
+    rules: Iterable[Mapping[str, Any]], instance: Mapping[str, Any], defaults: Mapping[str, Any]
 ) -> Iterator[RuleViolation]:
-    """Yield the violations of ``rules`` (as written, or compiled); ``lookup(name)`` gives a
-    property's value.
-
-    ``lookup`` must already apply the schema default for absent properties.
-    """
-    for check in rules:
-        yield from (check if callable(check) else _compile(check))(lookup)
+    """Yield the violations of ``rules`` in ``instance``, absent properties taking
+    ``defaults``."""
+    for check in compile_rules(rules, defaults):
+        yield from check(instance.get)
 
 
-def _compile(rule: Mapping[str, Any]) -> Check:
+def _compile(rule: Mapping[str, Any], default: Callable[[str], Any]) -> Check:
     if "sameLength" in rule:
-        return _same_length_check(rule["sameLength"])
+        return _same_length_check(rule["sameLength"], default)
     if "requiredIf" in rule:
-        return _required_if_check(rule["field"], rule["requiredIf"])
+        return _required_if_check(rule["field"], rule["requiredIf"], default)
     if "anyPositive" in rule:
-        return _any_positive_check(rule["anyPositive"])
+        return _any_positive_check(rule["anyPositive"], default)
     if "sameAs" in rule:
-        return _same_as_check(rule["field"], rule["key"], rule["sameAs"])
+        return _same_as_check(rule["field"], rule["key"], rule["sameAs"], default)
     if "within" in rule:
         low, high = rule["within"]
         checks = ((low, operator.ge, ">="), (high, operator.le, "<="))
@@ -121,7 +123,7 @@ def _compile(rule: Mapping[str, Any]) -> Check:
         checks = ((rule["atMost"], operator.le, "<="),)
     else:
         checks = ((rule["below"], operator.lt, "<"),)
-    return _bounds_check(rule["field"], rule.get("measure", "value"), checks)
+    return _bounds_check(rule["field"], rule.get("measure", "value"), checks, default)
 
 
 # The checks below run on every validated spec, so each is a closure specialised to its
@@ -129,16 +131,21 @@ def _compile(rule: Mapping[str, Any]) -> Check:
 
 
 def _bounds_check(
-    field: str, measure: str, checks: tuple[tuple[str, Callable[[Any, Any], bool], str], ...]
+    field: str,
+    measure: str,
+    checks: tuple[tuple[str, Callable[[Any, Any], bool], str], ...],
+    default: Callable[[str], Any],
 ) -> Check:
     subject = _SUBJECT[measure].format(f=field)
     bounds = tuple(
-        (name, holds, f"{subject} must be {expected} {name}") for name, holds, expected in checks
+        (name, default(name), holds, f"{subject} must be {expected} {name}")
+        for name, holds, expected in checks
     )
     by_value = measure == "value"
+    field_default = default(field)
 
-    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
-        value = lookup(field)
+    def check(get: Getter) -> list[RuleViolation]:
+        value = get(field, field_default)
         if by_value:
             # type() first: the common cases without a call (NaN is no number: x == x)
             kind = type(value)
@@ -150,8 +157,8 @@ def _bounds_check(
             if not found:
                 return _NONE
         violations = _NONE
-        for bound_name, holds, prefix in bounds:
-            bound = lookup(bound_name)
+        for bound_name, bound_default, holds, prefix in bounds:
+            bound = get(bound_name, bound_default)
             kind = type(bound)
             if not (kind is int or (kind is float and bound == bound) or _is_number(bound)):
                 continue
@@ -165,22 +172,24 @@ def _bounds_check(
     return check
 
 
-def _required_if_check(field: str, flag: str) -> Check:
+def _required_if_check(field: str, flag: str, default: Callable[[str], Any]) -> Check:
     message = f"{field} is required when {flag} is true"
+    flag_default, field_default = default(flag), default(field)
 
-    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
-        if lookup(flag) is True and lookup(field) is None:
+    def check(get: Getter) -> list[RuleViolation]:
+        if get(flag, flag_default) is True and get(field, field_default) is None:
             return [RuleViolation(field, None, message)]
         return _NONE
 
     return check
 
 
-def _any_positive_check(fields: list[str]) -> Check:
+def _any_positive_check(fields: list[str], default: Callable[[str], Any]) -> Check:
     message = f"at least one of {', '.join(fields)} must be above 0, all are 0 or below"
+    operands = tuple((name, default(name)) for name in fields)
 
-    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
-        values = [lookup(name) for name in fields]
+    def check(get: Getter) -> list[RuleViolation]:
+        values = [get(name, value) for name, value in operands]
         for value in values:
             if not _is_number(value) or value > 0:
                 return _NONE
@@ -198,11 +207,13 @@ def _held(section: Any, key: str) -> Any:
     return getattr(section, key, None) if key in given else None
 
 
-def _same_as_check(field: str, key: str, other: str) -> Check:
+def _same_as_check(field: str, key: str, other: str, default: Callable[[str], Any]) -> Check:
     subject, reference = f"{field}.{key}", f"{other}.{key}"
+    field_default, other_default = default(field), default(other)
 
-    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
-        value, expected = _held(lookup(field), key), _held(lookup(other), key)
+    def check(get: Getter) -> list[RuleViolation]:
+        value = _held(get(field, field_default), key)
+        expected = _held(get(other, other_default), key)
         if not (_is_number(value) and _is_number(expected)) or value == expected:
             return _NONE
         message = f"{subject} must equal {reference} ({_number(expected)}), got {_number(value)}"
@@ -211,16 +222,17 @@ def _same_as_check(field: str, key: str, other: str) -> Check:
     return check
 
 
-def _same_length_check(fields: list[str]) -> Check:
-    first, others = fields[0], fields[1:]
+def _same_length_check(fields: list[str], default: Callable[[str], Any]) -> Check:
+    first, first_default = fields[0], default(fields[0])
+    others = tuple((name, default(name)) for name in fields[1:])
 
-    def check(lookup: Callable[[str], Any]) -> list[RuleViolation]:
-        reference = lookup(first)
+    def check(get: Getter) -> list[RuleViolation]:
+        reference = get(first, first_default)
         if not isinstance(reference, list):
             return _NONE
         violations = _NONE
-        for other in others:
-            value = lookup(other)
+        for other, other_default in others:
+            value = get(other, other_default)
             if isinstance(value, list) and len(value) != len(reference):
                 message = (
                     f"{other} must have one entry per entry of {first} ({len(reference)}), "
@@ -232,14 +244,9 @@ def _same_length_check(fields: list[str]) -> Check:
     return check
 
 
-def schema_lookup(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> Callable[[str], Any]:
-    """A ``lookup`` over a JSON instance that falls back to the schema's defaults."""
-    properties = schema.get("properties", {})
-
-    def lookup(name: str) -> Any:
-        value = instance.get(name, _MISSING)
-        if value is _MISSING:
-            return properties.get(name, {}).get("default")
-        return value
-
-    return lookup
+def schema_defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``default`` of each property of an object schema (None where it has none)."""
+    return {
+        name: prop.get("default") if isinstance(prop, Mapping) else None
+        for name, prop in schema.get("properties", {}).items()
+    }
