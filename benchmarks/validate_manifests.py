@@ -30,8 +30,9 @@ BENCH_MANIFEST = ROOT.parent / "shared" / "bench-manifests" / "dqn_cartpole.yaml
 
 #: The reference library on the same manifest, measured on this machine (2 cores, shared
 #: with other work, CPU-time rates, best of 3 runs of 3 s, as this benchmark measures
-#: ours; 2026-12-01, twice, right before and after a run of this benchmark: 13,300 and
-#: 14,500/s as a dict, 268 and 254/s from a file) in a throwaway virtual environment holding
+#: ours; 2026-12-01, four times, between runs of this benchmark: 12,200-16,000/s as a
+#: dict, 254-275/s from a file; the figures below are their middle) in a throwaway
+#: virtual environment holding
 #: only what its spec layer imports: agilerl 2.58.0 and agilerl-arena 1.29.0 (installed
 #: without dependencies), pydantic 2.14.4 / pydantic-core 2.50.5 (as here), PyYAML 6.0.4,
 #: gymnasium, torch 2.13.0+cpu. Dict: ``TrainingManifest.model_validate(doc)``; file:
