@@ -32,9 +32,8 @@ BENCH_MANIFEST = ROOT.parent / "shared" / "bench-manifests" / "dqn_cartpole.yaml
 #: with other work, CPU-time rates, best of 3 runs of 3 s, as this benchmark measures
 #: ours; 2026-12-01, four times, between runs of this benchmark: 12,200-16,000/s as a
 #: dict, 254-275/s from a file; the figures below are their middle) in a throwaway
-#: virtual environment holding
-#: only what its spec layer imports: agilerl 2.58.0 and agilerl-arena 1.29.0 (installed
-#: without dependencies), pydantic 2.14.4 / pydantic-core 2.50.5 (as here), PyYAML 6.0.4,
+#: virtual environment holding only what its spec layer imports: agilerl 2.58.0 and
+#: agilerl-arena 1.29.0 (installed without dependencies), pydantic 2.14.4 / pydantic-core 2.50.5 (as here), PyYAML 6.0.4,
 #: gymnasium, torch 2.13.0+cpu. Dict: ``TrainingManifest.model_validate(doc)``; file:
 #: ``TrainingManifest.model_validate(TrainingManifest.load(path))`` (``yaml.safe_load``).
 REFERENCE = {"dict": 14_000, "file": 260}
