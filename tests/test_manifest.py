@@ -185,7 +185,9 @@ def test_misspelt_required_key_is_one_issue_at_any_depth(section, path, meant):
 def test_suggestion_at_depth_when_the_meant_key_is_present():
     network = {**GOOD["network"], "encoder_config": {"hidden_size": [64], "layer_nrom": True}}
     found = problems({**GOOD, "network": network})
-    assert found == {"network.encoder_config.layer_nrom": "unknown key (did you mean 'layer_norm'?)"}
+    assert found == {
+        "network.encoder_config.layer_nrom": "unknown key (did you mean 'layer_norm'?)"
+    }
     selection = {"lr": {"min": 0.0001, "max": 0.01, "grow_fator": 1.5}}
     found = problems({**GOOD, "mutation": {"rl_hp_selection": selection}})
     assert found == {

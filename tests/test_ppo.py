@@ -67,7 +67,6 @@ class ToyEnv(gym.Env):
         return self._obs(), 1.0, terminated, truncated, self._info()
 
 
-
 def vec_env(action_space, n=2, **kwargs):
     fns = [lambda i=i: ToyEnv(action_space, env_id=i, **kwargs) for i in range(n)]
     return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)

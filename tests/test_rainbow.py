@@ -26,7 +26,6 @@ ENCODERS = {
 }
 
 
-
 def _net(space_name="box", layer_norm=True, **kwargs):
     head = {"hidden_size": [16], "layer_norm": layer_norm}
     spec = RainbowQNetworkSpec(encoder_config=ENCODERS[space_name], head_config=head, latent_dim=16)
