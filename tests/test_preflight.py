@@ -13,7 +13,6 @@ import copy
 import json
 import os
 import shutil
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -416,10 +415,8 @@ def test_the_path_checks_leave_nothing_behind(tmp_path: Path) -> None:
 def test_train_refuses_before_building_anything(tmp_path: Path) -> None:
     out = tmp_path / "run"
     trainer = trainer_for(manifest(training={"pop_size": 1_000_000_000}))
-    started = time.perf_counter()
     with pytest.raises(PreflightError, match=r"^training.pop_size: 1,000,000,000 agents"):
         trainer.train(verbose=False, output_dir=out)
-    assert time.perf_counter() - started < 10
     assert trainer.population is None and not out.exists()
 
 
