@@ -1,4 +1,8 @@
-"""One observation or a batch of them? Decided from the observation space's shapes.
+"""Observation trees (Dict/Tuple observations), and one observation or a batch of them.
+
+:func:`map_tree` and :func:`tree_leaves` are the one walk over nested observations that
+the buffers share. The rest decides, from the observation space's shapes, whether a
+value is one observation or a batch.
 
 The networks take batches (a leading dimension on every leaf of a Dict/Tuple
 observation); :meth:`RLAlgorithm.predict` also takes a single observation, as an
@@ -9,10 +13,32 @@ leaf of a Dict/Tuple observation must agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+
+
+def map_tree(fn: Callable[..., Any], tree: Any, *others: Any) -> Any:
+    """Apply ``fn`` to the leaves of ``tree`` (nested dicts, tuples and lists) and to the
+    matching leaves of ``others``, which must share its structure; the result keeps it
+    (sequences come back as tuples)."""
+    if isinstance(tree, Mapping):
+        return {k: map_tree(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        for other in others:
+            if len(other) != len(tree):
+                raise ValueError(f"expected {len(tree)} observation parts, got {len(other)}")
+        return tuple(map_tree(fn, v, *(o[i] for o in others)) for i, v in enumerate(tree))
+    return fn(tree, *others)
+
+
+def tree_leaves(tree: Any) -> list[Any]:
+    """The leaves of ``tree`` in :func:`map_tree` order."""
+    out: list[Any] = []
+    map_tree(out.append, tree)
+    return out
 
 
 def _shape(value: Any) -> tuple[int, ...]:

@@ -51,9 +51,8 @@ from agilerl.components.replay_buffer import (
     ReplayBuffer,
     _as_tensor,
     _check_leaves,
-    _leaves,
-    _map_tree,
 )
+from agilerl.observations import map_tree, tree_leaves
 
 #: Fields of a pending (1-step) transition: a replay transition plus ``truncated``.
 STEP_FIELDS = (*FIELDS, "truncated")
@@ -65,12 +64,12 @@ def _where(mask: torch.Tensor, new: Any, old: Any) -> Any:
     def pick(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.where(mask.view(-1, *([1] * (a.dim() - 1))), a, b)
 
-    return _map_tree(pick, new, old)
+    return map_tree(pick, new, old)
 
 
 def _concat(trees: list[Any]) -> Any:
     """Rows of ``trees`` (all of one structure) stacked along the batch dimension."""
-    return _map_tree(lambda *leaves: torch.cat(leaves), *trees)
+    return map_tree(lambda *leaves: torch.cat(leaves), *trees)
 
 
 class NStepReplayBuffer(ReplayBuffer):
@@ -155,8 +154,8 @@ class NStepReplayBuffer(ReplayBuffer):
         def own(leaf: Any) -> torch.Tensor:
             return _as_tensor(leaf).clone()
 
-        step = {name: _map_tree(own, values[name]) for name in STEP_FIELDS}
-        sizes = {leaf.shape[0] for name in STEP_FIELDS for leaf in _leaves(step[name])}
+        step = {name: map_tree(own, values[name]) for name in STEP_FIELDS}
+        sizes = {leaf.shape[0] for name in STEP_FIELDS for leaf in tree_leaves(step[name])}
         if len(sizes) != 1:
             raise ValueError(f"every field of a batch needs the same length, got {sorted(sizes)}")
         for name in ("done", "truncated"):
@@ -208,7 +207,7 @@ class NStepReplayBuffer(ReplayBuffer):
             "n_step": self.n_step,
             "gamma": self.gamma,
             "pending": [
-                {name: _map_tree(lambda t: t.cpu().clone(), step[name]) for name in STEP_FIELDS}
+                {name: map_tree(lambda t: t.cpu().clone(), step[name]) for name in STEP_FIELDS}
                 for step in self._pending
             ],
         }

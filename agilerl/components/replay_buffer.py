@@ -13,35 +13,17 @@ seeded with ``torch.manual_seed`` samples the same transitions on any device.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from agilerl import checkpoints
+from agilerl.observations import map_tree, tree_leaves
 
 #: Fields of a transition, in the order :meth:`ReplayBuffer.add` takes them.
 FIELDS = ("obs", "action", "reward", "next_obs", "done")
-
-
-def _map_tree(fn: Callable[..., Any], tree: Any, *others: Any) -> Any:
-    """Apply ``fn`` to the leaves of ``tree`` (nested dicts, tuples and lists) and to the
-    matching leaves of ``others``, which must share its structure; the result keeps it."""
-    if isinstance(tree, Mapping):
-        return {k: _map_tree(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
-    if isinstance(tree, (tuple, list)):
-        for other in others:
-            if len(other) != len(tree):
-                raise ValueError(f"expected {len(tree)} observation parts, got {len(other)}")
-        return tuple(_map_tree(fn, v, *(o[i] for o in others)) for i, v in enumerate(tree))
-    return fn(tree, *others)
-
-
-def _leaves(tree: Any) -> list[Any]:
-    out: list[Any] = []
-    _map_tree(out.append, tree)
-    return out
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
@@ -88,7 +70,7 @@ class ReplayBuffer:
             shape = (self.max_size, *leaf.shape[1:])
             return torch.empty(shape, dtype=leaf.dtype, device=self.device)
 
-        self._storage = {name: _map_tree(empty, batch[name]) for name in self.fields}
+        self._storage = {name: map_tree(empty, batch[name]) for name in self.fields}
 
     def add(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> None:
         """Store a batch of transitions, one per environment (leading dimension of every
@@ -101,8 +83,8 @@ class ReplayBuffer:
         slots written (a CPU int64 tensor, in the order of the rows that were kept)."""
         if set(rows) != set(self.fields):
             raise ValueError(f"a batch needs exactly the fields {self.fields}, got {tuple(rows)}")
-        batch = {name: _map_tree(_as_tensor, rows[name]) for name in self.fields}
-        sizes = {leaf.shape[0] for name in self.fields for leaf in _leaves(batch[name])}
+        batch = {name: map_tree(_as_tensor, rows[name]) for name in self.fields}
+        sizes = {leaf.shape[0] for name in self.fields for leaf in tree_leaves(batch[name])}
         if len(sizes) != 1:
             raise ValueError(f"every field of a batch needs the same length, got {sorted(sizes)}")
         count = sizes.pop()
@@ -129,9 +111,9 @@ class ReplayBuffer:
 
         # Every field is checked before any is written: a bad batch leaves no half-written row.
         for name in self.fields:
-            _map_tree(check, self._storage[name], batch[name])
+            map_tree(check, self._storage[name], batch[name])
         for name in self.fields:
-            _map_tree(write, self._storage[name], batch[name])
+            map_tree(write, self._storage[name], batch[name])
         self._pos = (self._pos + count) % self.max_size
         self._size = min(self._size + count, self.max_size)
         return (start + torch.arange(kept)) % self.max_size
@@ -163,7 +145,7 @@ class ReplayBuffer:
         assert self._storage is not None
         index = index.to(self.device)
         return {
-            name: _map_tree(lambda store: store.index_select(0, index), self._storage[name])
+            name: map_tree(lambda store: store.index_select(0, index), self._storage[name])
             for name in self.fields
         }
 
@@ -174,7 +156,7 @@ class ReplayBuffer:
         data = None
         if self._storage is not None:
             data = {
-                name: _map_tree(lambda store: store[: self._size].cpu().clone(), tree)
+                name: map_tree(lambda store: store[: self._size].cpu().clone(), tree)
                 for name, tree in self._storage.items()
             }
         return {"max_size": self.max_size, "position": self._pos, "size": self._size, "data": data}
@@ -215,7 +197,7 @@ class ReplayBuffer:
                 store[:size] = saved.to(self.device)
 
             for name in self.fields:
-                _map_tree(fill, self._storage[name], data[name])
+                map_tree(fill, self._storage[name], data[name])
             self._size = size
             self._pos = position
 

@@ -22,7 +22,7 @@ of the observation after the last step:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,15 +30,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-
-def _map_tree(fn: Callable[..., Any], tree: Any, *others: Any) -> Any:
-    """Apply ``fn`` to the leaves of ``tree`` (dicts and tuples of tensors) and to the
-    matching leaves of ``others``; the result keeps the structure of ``tree``."""
-    if isinstance(tree, Mapping):
-        return {k: _map_tree(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
-    if isinstance(tree, tuple):
-        return tuple(_map_tree(fn, v, *(o[i] for o in others)) for i, v in enumerate(tree))
-    return fn(tree, *others)
+from agilerl.observations import map_tree
 
 
 @dataclass(frozen=True)
@@ -148,7 +140,7 @@ class RolloutBuffer:
             return torch.zeros((*rows, *leaf.shape), dtype=leaf.dtype, device=self.device)
 
         scalar = _Leaf((), torch.float32)
-        self.obs = _map_tree(empty, _obs_layout(observation_space))
+        self.obs = map_tree(empty, _obs_layout(observation_space))
         self.actions = empty(_action_layout(action_space))
         self.rewards = empty(scalar)
         self.dones = empty(scalar)
@@ -190,7 +182,7 @@ class RolloutBuffer:
         if self.full:
             raise RuntimeError(f"rollout buffer is full ({self.capacity} steps); reset() it")
         t = self.pos
-        _map_tree(lambda store, leaf: _write(store[t], leaf), self.obs, obs)
+        map_tree(lambda store, leaf: _write(store[t], leaf), self.obs, obs)
         _write(self.actions[t], action)
         _write(self.rewards[t], reward)
         _write(self.dones[t], done)
@@ -255,7 +247,7 @@ class RolloutBuffer:
         def flat(store: torch.Tensor) -> torch.Tensor:
             return store[:n].reshape(size, *store.shape[2:])
 
-        obs = _map_tree(flat, self.obs)
+        obs = map_tree(flat, self.obs)
         fields = [
             flat(x)
             for x in (self.actions, self.log_probs, self.values, self.advantages, self.returns)
@@ -268,7 +260,7 @@ class RolloutBuffer:
                 x.index_select(0, index) for x in fields
             )
             yield RolloutBatch(
-                obs=_map_tree(lambda leaf, i=index: leaf.index_select(0, i), obs),
+                obs=map_tree(lambda leaf, i=index: leaf.index_select(0, i), obs),
                 actions=actions,
                 log_probs=log_probs,
                 values=values,
