@@ -443,6 +443,10 @@ class RLAlgorithm:
     def _network_attrs(self) -> list[str]:
         return [*self.eval_networks, *self.target_networks]
 
+    def network_parameters(self) -> list[torch.nn.Parameter]:
+        """Parameters of every network, targets included, shared ones listed once."""
+        return _unique_parameters([getattr(self, attr) for attr in self._network_attrs()])
+
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to rebuild this agent exactly (tensors on the CPU), as a tree
         :mod:`agilerl.checkpoints` stores (laid out as :data:`AGENT_LAYOUT`)."""

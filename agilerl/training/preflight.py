@@ -225,13 +225,7 @@ def _sample_bytes(space: Any) -> int:
 def _agent_bytes(agent: Any) -> int:
     """Parameters of every network of an agent, optimised ones with their gradient and
     optimiser moments."""
-    seen: set[int] = set()
-    total = 0
-    for attr in (*agent.eval_networks, *agent.target_networks):
-        for param in getattr(agent, attr).parameters():
-            if id(param) not in seen:
-                seen.add(id(param))
-                total += param.numel() * param.element_size()
+    total = sum(p.numel() * p.element_size() for p in agent.network_parameters())
     for nets, _ in agent.optimizer_specs.values():
         for attr in nets:
             total += OPTIMISED_COPIES * sum(

@@ -52,11 +52,7 @@ def requested_threads(explicit: int | None) -> int | None:
 
 def agent_parameters(agent: Any) -> int:
     """Parameters of all of an agent's networks (shared ones once)."""
-    seen = {}
-    for attr in agent._network_attrs():
-        for param in getattr(agent, attr).parameters():
-            seen[id(param)] = param.numel()
-    return sum(seen.values())
+    return sum(param.numel() for param in agent.network_parameters())
 
 
 def choose_threads(
