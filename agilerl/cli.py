@@ -329,10 +329,8 @@ def _train(args: argparse.Namespace) -> int:
         OutputError,
         PreflightError,
         TrackingError,
+        TrainerError,
     ) as err:
-        print(f"agilerl: {err}", file=sys.stderr)
-        return 1
-    except TrainerError as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
