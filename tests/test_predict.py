@@ -10,7 +10,7 @@ import torch
 from gymnasium import spaces
 
 from agilerl.algorithms import DQN, PPO
-from agilerl.training.off_policy import EPS_END
+from agilerl.components.exploration import EPS_END
 
 NET = {"head_config": {"hidden_size": [8]}, "latent_dim": 8}
 SMALL_CNN = {"arch": "cnn", "channel_size": [8], "kernel_size": [3], "stride_size": [2]}

@@ -16,10 +16,10 @@ from gymnasium import spaces
 
 from agilerl.algorithms import DQN, PPO
 from agilerl.cli import main
+from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.env import GymEnvSpec
 from agilerl.training import LocalTrainer
 from agilerl.training.envs import make_vector_env
-from agilerl.training.off_policy import EPS_DECAY, EPS_END, EPS_START, epsilon_at
 from agilerl.training.preflight import PreflightError
 from agilerl.training.report import fitness_figure
 from agilerl.training.tracking import MeanMetrics, scalars, texts
@@ -189,7 +189,7 @@ def test_dqn_tensorboard_reports_td_loss_mean_q_and_epsilon(tmp_path):
     history = trainer.state.history
     for record in history:
         step = record["steps"]
-        epsilon = epsilon_at(step - 2, 2, EPS_START, EPS_END, EPS_DECAY)  # its last step
+        epsilon = EpsilonSchedule().at(step - 2, 2)  # its last step
         for slot, agent in enumerate(record["agents"]):
             metrics = agent["metrics"]
             assert set(metrics) == {"td_loss", "q_mean", "epsilon"}

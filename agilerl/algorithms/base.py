@@ -36,6 +36,7 @@ from agilerl.algorithms.hyperparameters import (
     parse_hp_config,
     spec_limits,
 )
+from agilerl.components.exploration import EpsilonSchedule
 from agilerl.networks.base import EvolvableNetwork, infer_encoder_spec
 
 CHECKPOINT_KIND = "agent"
@@ -185,6 +186,27 @@ class RLAlgorithm:
         """Actions drawn from the agent's stochastic policy for a batch of observations,
         as :meth:`eval_action` returns them (``predict(..., deterministic=False)``)."""
         raise NotImplementedError(f"{self.name} has no stochastic policy to sample from")
+
+    # -- exploration (asked for by the off-policy loop) ------------------------------------
+    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
+        """The run's epsilon-greedy schedule (the training spec's ``eps_*``), given to
+        every agent before it trains. Agents that explore otherwise (action noise, noisy
+        networks) keep it unused."""
+
+    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Exploratory actions for one vector step of training, in the environment's
+        action space: the agent applies its own exploration (epsilon-greedy at the
+        schedule's epsilon for its :attr:`steps`, action noise, noisy networks)."""
+        raise NotImplementedError(f"{self.name} does not explore off-policy")
+
+    def episodes_ended(self, ended: np.ndarray) -> None:
+        """Sub-environments (a boolean row per env) whose episodes just ended: per-env
+        exploration state (Ornstein-Uhlenbeck noise, a hidden state) starts afresh there."""
+
+    def exploration_metrics(self) -> dict[str, float]:
+        """Figures of the exploration the last :meth:`explore` used (DQN: ``epsilon``),
+        reported beside :attr:`learn_metrics`."""
+        return {}
 
     def _link_networks(self) -> None:
         """Hook: restore links between networks (a shared encoder) after they were

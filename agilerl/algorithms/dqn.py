@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn import functional
 
 from agilerl.algorithms.base import RLAlgorithm
+from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 
@@ -65,8 +66,8 @@ class DQN(RLAlgorithm):
         "q_mean": "mean Q-value of the actions taken in the batch",
     }
     main_loss: ClassVar[str] = "td_loss"
-    #: Exploration rate of ``predict(..., deterministic=False)``: the off-policy loop's
-    #: final epsilon (``agilerl.training.off_policy.EPS_END``; a test keeps them equal).
+    #: Exploration rate of ``predict(..., deterministic=False)``: the default schedule's
+    #: final epsilon (``agilerl.components.exploration.EPS_END``; a test keeps them equal).
     sample_epsilon: ClassVar[float] = 0.01
 
     def __init__(
@@ -137,6 +138,10 @@ class DQN(RLAlgorithm):
         )
         self._target_cache: tuple[Any, list[torch.nn.Parameter]] = (None, [])
         self._mode_cache: tuple[Any, bool] = (None, False)
+        #: Epsilon-greedy exploration: the run's schedule (``configure_exploration``) and
+        #: the epsilon the last ``explore`` call used.
+        self.epsilon_schedule = EpsilonSchedule()
+        self.epsilon = self.epsilon_schedule.start
         self.actor = QNetwork(observation_space, action_space, self.network_spec(QNetworkSpec))
         self.actor.to(self.device)
         self.finish_init(hp_config)
@@ -243,6 +248,18 @@ class DQN(RLAlgorithm):
             return self._to_actions(greedy)
         random = self._random_index(batch, mask)
         return self._to_actions(np.where(explore[:, None], random, greedy))
+
+    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
+        self.epsilon_schedule = schedule
+
+    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Epsilon-greedy actions at the schedule's epsilon for this agent's ``steps``
+        (decayed once per vector step of ``batch`` envs)."""
+        self.epsilon = self.epsilon_schedule.at(self.steps, _batch_size(obs))
+        return self.get_action(obs, self.epsilon, action_mask)
+
+    def exploration_metrics(self) -> dict[str, float]:
+        return {"epsilon": self.epsilon}
 
     def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Greedy actions (among the allowed ones)."""

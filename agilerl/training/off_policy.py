@@ -8,11 +8,10 @@ from typing import Any
 import numpy as np
 
 from agilerl.algorithms.base import action_mask_from_info
+from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
 from agilerl.training.run_checkpoint import RunCheckpointer
 from agilerl.training.tracking import MeanMetrics
-
-EPS_START, EPS_END, EPS_DECAY = 1.0, 0.01, 0.999
 
 
 def with_final_obs(next_obs: Any, info: dict[str, Any]) -> Any:
@@ -34,11 +33,6 @@ def with_final_obs(next_obs: Any, info: dict[str, Any]) -> Any:
         return batch
 
     return patch(next_obs, lambda o: o)
-
-
-def epsilon_at(steps: int, num_envs: int, start: float, end: float, decay: float) -> float:
-    """Exploration rate after ``steps`` env steps per agent: decays once per vector step."""
-    return max(end, start * decay ** (steps // num_envs))
 
 
 def train_off_policy(
@@ -71,11 +65,14 @@ def train_off_policy(
 ) -> tuple[list[Any], list[float]]:
     """Train a population of off-policy agents on a vectorised ``env``.
 
-    Each agent in turn acts epsilon-greedily for its ``evo_steps`` share, storing every
+    Each agent in turn explores (:meth:`~agilerl.algorithms.base.RLAlgorithm.explore`:
+    the agent's own exploration; epsilon-greedy agents follow the run's schedule
+    ``eps_start`` -> ``eps_end``, decayed by ``eps_decay`` per vector step of the agent's
+    steps, so it carries across generations) for its ``evo_steps`` share, storing every
     transition in the shared ``memory`` (experience sharing) and learning every
-    ``learn_step`` env steps once the buffer holds a batch and ``learning_delay`` steps;
-    epsilon decays per vector step of the run (``eps_decay``), carried across
-    generations. ``done`` is stored as *terminated*: a time-limit cut bootstraps.
+    ``learn_step`` env steps once the buffer holds a batch and ``learning_delay`` steps.
+    The agent is told where episodes ended (``episodes_ended``), so per-env exploration
+    state restarts there. ``done`` is stored as *terminated*: a time-limit cut bootstraps.
     Checkpoints (``checkpointer`` or ``checkpoint`` / ``checkpoint_path``) and resuming
     (``state``): see :func:`~agilerl.training.evolution.evolve`.
     Returns ``(population, fitnesses)``.
@@ -85,26 +82,30 @@ def train_off_policy(
             "n-step replay is implemented for no algorithm of this engine yet"
         )
     num_envs = env.num_envs
+    schedule = EpsilonSchedule(eps_start, eps_end, eps_decay)
 
     def train_agent(
         agent: Any, slot: int, budget: int, run: RunState
     ) -> tuple[int, list[float], dict[str, float]]:
         obs, info = env.reset(seed=reset_seed(run, slot, 0))
+        agent.configure_exploration(schedule)
+        agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
         returns = np.zeros(num_envs)
         completed: list[float] = []
         metrics = MeanMetrics()
         pending = 0  # env steps since the last learn
         n_steps = vector_steps(budget, num_envs)
-        for t in range(n_steps):
-            epsilon = epsilon_at(run.steps + t * num_envs, num_envs, eps_start, eps_end, eps_decay)
-            action = agent.get_action(obs, epsilon, action_mask_from_info(info))
+        for _ in range(n_steps):
+            action = agent.explore(obs, action_mask_from_info(info))
             next_obs, reward, terminated, truncated, info = env.step(action)
+            agent.steps += num_envs
             memory.add(obs, action, reward, with_final_obs(next_obs, info), terminated)
             returns += reward
             ended = np.logical_or(terminated, truncated)
             if ended.any():
                 completed.extend(returns[ended].tolist())
                 returns[ended] = 0.0
+                agent.episodes_ended(ended)
             obs = next_obs
             pending += num_envs
             if len(memory) >= agent.batch_size and len(memory) > learning_delay:
@@ -114,10 +115,9 @@ def train_off_policy(
             else:
                 pending = 0  # no learning backlog builds up before learning starts
         taken = n_steps * num_envs
-        agent.steps += taken
         agent.scores.extend(completed)
-        # The exploration rate the generation ended with (the loop owns the schedule).
-        return taken, completed, {**metrics.means(), "epsilon": epsilon}
+        # The exploration the generation ended with (e.g. DQN's epsilon).
+        return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
 
     return evolve(
         pop,
