@@ -15,7 +15,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from torch.distributions import Categorical
 
 from agilerl.algorithms import PPO, RLAlgorithm
-from agilerl.algorithms.base import _unique_parameters
+from agilerl.algorithms.evolvable import unique_parameters
 from agilerl.algorithms.ppo import _Categoricals
 from agilerl.models import PPOSpec
 
@@ -89,7 +89,7 @@ def assert_shared(agent):
 
 def assert_optimizer_holds_current_parameters(agent):
     held = [p for g in agent.optimizer.param_groups for p in g["params"]]
-    current = _unique_parameters([agent.actor, agent.critic])
+    current = unique_parameters([agent.actor, agent.critic])
     assert len(held) == len({id(p) for p in held})  # each once
     assert {id(p) for p in held} == {id(p) for p in current}
 
