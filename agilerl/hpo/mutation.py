@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from agilerl import checkpoints
+from agilerl.algorithms.protocols import AgentT, MutableAgent
 
 KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
 
@@ -62,7 +63,7 @@ class Mutations:
             rand_seed=spec.rand_seed,
         )
 
-    def mutation(self, population: list[Any], skip_first: bool = False) -> list[Any]:
+    def mutation(self, population: list[AgentT], skip_first: bool = False) -> list[AgentT]:
         """Mutate agents in place (``skip_first``: leave the elite of slot 0 alone) and
         record on each ``agent.mut`` what it received."""
         for slot, agent in enumerate(population):
@@ -73,7 +74,7 @@ class Mutations:
             agent.mut = self.apply(agent, kind)
         return population
 
-    def apply(self, agent: Any, kind: str) -> str:
+    def apply(self, agent: MutableAgent, kind: str) -> str:
         """Apply one mutation of ``kind`` to ``agent``; returns its description."""
         if kind == "architecture":
             layer = bool(self.rng.random() < self.new_layer_prob)

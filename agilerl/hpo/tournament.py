@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from agilerl import checkpoints
+from agilerl.algorithms.protocols import AgentT
 
 
 class TournamentSelection:
@@ -35,7 +36,7 @@ class TournamentSelection:
     ) -> TournamentSelection:
         return cls(spec.tournament_size, spec.elitism, population_size, rand_seed)
 
-    def select(self, population: list[Any]) -> tuple[Any, list[Any]]:
+    def select(self, population: list[AgentT]) -> tuple[AgentT, list[AgentT]]:
         """``(elite, next_generation)``: clones with fresh, increasing indices."""
         fitness = np.array(
             [agent.fitness[-1] if agent.fitness else -np.inf for agent in population]

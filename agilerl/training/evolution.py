@@ -22,13 +22,22 @@ from typing import Any
 
 import numpy as np
 
+from agilerl.algorithms.protocols import AgentT, EvolvingAgent
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 
 #: train_agent(agent, slot, budget, state) -> (env steps taken, completed episode returns,
 #: metrics): the metrics are the means over the generation of what the agent's ``learn``
 #: reported (:class:`~agilerl.training.tracking.MeanMetrics`), plus what the loop adds.
-TrainAgent = Callable[[Any, int, int, "RunState"], tuple[int, list[float], dict[str, float]]]
+TrainAgent = Callable[
+    [EvolvingAgent, int, int, "RunState"], tuple[int, list[float], dict[str, float]]
+]
+
+#: evaluate_agent(agent, slot, state) -> (fitness, env steps the evaluation took). The
+#: fitness is appended to ``agent.fitness``. A family whose fitness is not "episodes in
+#: a vector env" (bandit regret, an LLM's reward on a test split, multi-agent summed
+#: scores) passes its own; :func:`episode_evaluation` is the single-agent one.
+EvaluateAgent = Callable[[EvolvingAgent, int, "RunState"], tuple[float, int]]
 
 
 @dataclass
@@ -56,7 +65,7 @@ class RunState:
     def from_dict(cls, data: dict[str, Any]) -> RunState:
         return cls(**data)
 
-    def consider(self, agent: Any, fitness: float) -> bool:
+    def consider(self, agent: EvolvingAgent, fitness: float) -> bool:
         """Keep ``agent`` (just evaluated at ``fitness``) as the elite if it beats every
         agent evaluated before; returns whether it did."""
         if self.best is not None and fitness <= self.best["fitness"]:
@@ -70,7 +79,7 @@ class RunState:
         return None if self.best is None else self.best["fitness"]
 
 
-def snapshot(agent: Any) -> Any:
+def snapshot(agent: AgentT) -> AgentT:
     """An exact, independent copy of ``agent``. Taking one changes nothing in the run:
     building the copy's networks draws initial weights from torch's global generator,
     whose state is put back (the saved weights replace those draws anyway)."""
@@ -80,7 +89,7 @@ def snapshot(agent: Any) -> Any:
         return type(agent).from_state_dict(agent.state_dict(), device=agent.device)
 
 
-def next_generation(population: list[Any], selection: Any, mutation: Any) -> list[Any]:
+def next_generation(population: list[AgentT], selection: Any, mutation: Any) -> list[AgentT]:
     """Tournament selection, then mutation (the elite slot, with elitism, unmutated)."""
     population = selection.select(population)[1]
     mutation.mutation(population, skip_first=selection.elitism)
@@ -116,11 +125,27 @@ def reset_seed(state: RunState, slot: int, purpose: int) -> int:
     )
 
 
+def episode_evaluation(
+    env: Any, eval_steps: int | None = None, eval_loop: int = 1
+) -> EvaluateAgent:
+    """Evaluation by mean episode return on the vectorised ``env`` (``agent.test``),
+    with resets seeded from (generation, slot), as the single-agent loops evaluate."""
+
+    def evaluate(agent: Any, slot: int, state: RunState) -> tuple[float, int]:
+        fitness = agent.test(
+            env, max_steps=eval_steps, loop=eval_loop, seed=reset_seed(state, slot, 1)
+        )
+        return fitness, agent.eval_steps_taken
+
+    return evaluate
+
+
 def evolve(
-    population: list[Any],
+    population: list[AgentT],
     env: Any,
     train_agent: TrainAgent,
     *,
+    evaluate_agent: EvaluateAgent | None = None,
     max_steps: int,
     evo_steps: int,
     eval_steps: int | None = None,
@@ -142,6 +167,11 @@ def evolve(
 ) -> tuple[list[Any], list[float]]:
     """Run generations until ``max_steps`` per agent, ``target`` or ``max_wall_seconds``.
 
+    Each generation trains every agent (``train_agent``), evaluates it
+    (``evaluate_agent``; default :func:`episode_evaluation` on ``env`` with
+    ``eval_steps`` / ``eval_loop``), keeps the best ever evaluated, then selects and
+    mutates. The loop knows nothing of a family beyond :class:`EvolvingAgent`.
+
     Checkpoints: ``checkpointer``, or one built from ``checkpoint`` (steps between
     checkpoints) / ``checkpoint_path`` (see :func:`checkpointer_for`); ``memory`` is
     the replay buffer they save. ``state`` resumes a run.
@@ -161,6 +191,7 @@ def evolve(
         mutation=mutation,
     )
     state = state or RunState()
+    evaluate_agent = evaluate_agent or episode_evaluation(env, eval_steps, eval_loop)
     evolving = selection is not None and mutation is not None
     pop_size = len(population)
     progress = Progress(
@@ -184,10 +215,8 @@ def evolve(
             for slot, agent in enumerate(population):
                 agent_start = time.perf_counter()
                 taken, scores, metrics = train_agent(agent, slot, budget, state)
-                fitness = agent.test(
-                    env, max_steps=eval_steps, loop=eval_loop, seed=reset_seed(state, slot, 1)
-                )
-                agent_steps = taken + agent.eval_steps_taken
+                fitness, eval_taken = evaluate_agent(agent, slot, state)
+                agent_steps = taken + eval_taken
                 agent_seconds = time.perf_counter() - agent_start
                 gen_env_steps += agent_steps
                 trained = max(trained, taken)
