@@ -12,7 +12,12 @@ from typing import Any
 from agilerl.algorithms.hyperparameters import RLParameter
 
 #: Algorithm class name -> module that defines it.
-_MODULES = {"DQN": "agilerl.algorithms.dqn", "PPO": "agilerl.algorithms.ppo"}
+_MODULES = {
+    "DQN": "agilerl.algorithms.dqn",
+    "PPO": "agilerl.algorithms.ppo",
+    "DDPG": "agilerl.algorithms.ddpg",
+    "TD3": "agilerl.algorithms.td3",
+}
 
 #: Names of the algorithm classes (the only ones an agent checkpoint may ask for).
 NAMES = tuple(_MODULES)

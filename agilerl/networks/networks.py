@@ -133,7 +133,11 @@ class ContinuousQNetwork(EvolvableNetwork):
         return self.action_dim
 
     def forward(self, obs: Any, action: torch.Tensor) -> torch.Tensor:
-        latent = self.extract_features(obs)
+        return self.from_latent(self.extract_features(obs), action)
+
+    def from_latent(self, latent: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        """``Q`` of encoded observations: how an agent that encodes once (a shared
+        encoder) asks several heads."""
         action = action.to(latent).reshape(latent.shape[0], -1)
         return self.head(torch.cat([action, latent], dim=1))
 
@@ -173,7 +177,10 @@ class DeterministicActor(EvolvableNetwork):
         return self.action_dim
 
     def forward(self, obs: Any) -> torch.Tensor:
-        squashed = self.head(self.extract_features(obs))  # in [-1, 1]
+        return self.scale(self.head(self.extract_features(obs)))
+
+    def scale(self, squashed: torch.Tensor) -> torch.Tensor:
+        """Head outputs in [-1, 1] (the normalised action) -> actions in the bounds."""
         return self.action_low + (squashed + 1.0) * 0.5 * (self.action_high - self.action_low)
 
 

@@ -1,0 +1,388 @@
+"""``DDPG``: deep deterministic policy gradient for Box actions (Lillicrap et al., 2016).
+
+A deterministic actor (:class:`DeterministicActor`, tanh scaled to the action bounds)
+and a critic ``Q(s, a)`` (:class:`ContinuousQNetwork`), each with a Polyak-averaged
+target network and its own Adam optimiser (``lr_actor``, ``lr_critic``).
+
+Actions inside the agent are *normalised*: every dimension spans [-1, 1] (the actor's
+tanh output). The critic reads normalised actions, so its input is well scaled whatever
+the bounds; the environment and the replay buffer see actions in the bounds.
+
+One learning step (:meth:`DDPG.learn`), as AgileRL's DDPG does it (TD3's target
+smoothing and delayed updates included)::
+
+    a'  = clip(actor_target(s') + clip(N(0, policy_noise), -noise_clip, noise_clip), -1, 1)
+    y   = r + gamma * (1 - done) * Q_target(s', a')
+    critic loss = mean((Q(s, a) - y)^2)                        every call
+    actor loss  = -mean(Q(s, actor(s)))                        every ``policy_freq`` calls,
+    targets <- tau * online + (1 - tau) * targets              with the actor update
+
+Exploration (:meth:`explore`): the actor's action plus Ornstein-Uhlenbeck
+(``O_U_noise``) or Gaussian noise of scale ``expl_noise`` (in normalised units, so a
+share of the action range), one noise state per sub-environment, reset where an episode
+ended (:mod:`agilerl.components.action_noise`), clipped to the bounds.
+
+``share_encoders``: the critic uses the actor's encoder module itself (one encoder pass
+per batch for both). The encoder is then trained by the critic loss only: the actor's
+update reads detached features, so the policy gradient cannot reshape the features the
+critic's values rest on (the scheme of SAC-AE / DrQ).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch.nn import functional
+
+from agilerl import checkpoints
+from agilerl.algorithms.base import RLAlgorithm
+from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
+from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSpec
+from agilerl.modules.base import respec
+from agilerl.networks.base import preprocess
+from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+class DDPG(RLAlgorithm):
+    """DDPG (module docstring). ``learn_step`` and ``batch_size`` are read by the
+    training loop (environment steps between updates, transitions per update)."""
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        "batch_size",
+        "learn_step",
+        "gamma",
+        "vect_noise_dim",
+        "lr_actor",
+        "lr_critic",
+        "tau",
+        "policy_freq",
+        "O_U_noise",
+        "expl_noise",
+        "mean_noise",
+        "theta",
+        "dt",
+        "share_encoders",
+    )
+    default_mutable: ClassVar[tuple[str, ...]] = (
+        "lr_actor",
+        "lr_critic",
+        "batch_size",
+        "learn_step",
+    )
+    #: The critics, each with its target ``<name>_target``: TD3 declares two.
+    critics: ClassVar[tuple[str, ...]] = ("critic",)
+    eval_networks: ClassVar[tuple[str, ...]] = ("actor", "critic")
+    target_networks: ClassVar[dict[str, str]] = {
+        "actor_target": "actor",
+        "critic_target": "critic",
+    }
+    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+        "actor_optimizer": (("actor",), "lr_actor"),
+        "critic_optimizer": (("critic",), "lr_critic"),
+    }
+    learn_metrics: ClassVar[dict[str, str]] = {
+        "critic_loss": "mean squared TD error of the batch (summed over the critics)",
+        "actor_loss": "-mean Q of the actor's actions (reported on the calls that update it)",
+        "q_mean": "mean Q-value of the first critic for the actions taken in the batch",
+    }
+    main_loss: ClassVar[str] = "critic_loss"
+    #: Target policy smoothing (TD3's, which AgileRL's DDPG applies too): the standard
+    #: deviation and clip of the noise on the target actor's action, in normalised units.
+    policy_noise: ClassVar[float] = 0.2
+    noise_clip: ClassVar[float] = 0.5
+    #: Gradient-norm clip of every update, as DQN's: a rare huge TD error moves the
+    #: weights by a bounded step instead of wrecking the networks.
+    max_grad_norm: ClassVar[float] = 10.0
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        index: int = 0,
+        *,
+        batch_size: int = 128,
+        learn_step: int = 5,
+        gamma: float = 0.99,
+        vect_noise_dim: int = 1,
+        lr_actor: float = 1e-4,
+        lr_critic: float = 1e-3,
+        tau: float = 1e-3,
+        policy_freq: int = 2,
+        O_U_noise: bool = True,  # noqa: N803 (the spec's name)
+        expl_noise: float = 0.1,
+        mean_noise: float = 0.0,
+        theta: float = 0.15,
+        dt: float = 0.01,
+        share_encoders: bool = False,
+        hp_config: Any = None,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(
+            observation_space,
+            action_space,
+            index,
+            net_config=net_config,
+            device=device,
+            accelerator=accelerator,
+            seed=seed,
+        )
+        if not isinstance(action_space, spaces.Box):
+            raise TypeError(f"{self.name} needs a Box action space, got {action_space!r}")
+        if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+            raise ValueError(f"{self.name} needs bounded actions (finite low and high)")
+        self.batch_size = _positive_int("batch_size", batch_size)
+        self.learn_step = _positive_int("learn_step", learn_step)
+        self.policy_freq = _positive_int("policy_freq", policy_freq)
+        self.vect_noise_dim = _positive_int("vect_noise_dim", vect_noise_dim)
+        for name, value in (("gamma", gamma), ("tau", tau)):
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+        for name, value in (("lr_actor", lr_actor), ("lr_critic", lr_critic)):
+            if value < 0:
+                raise ValueError(f"{name} must be non-negative, got {value!r}")
+        self.gamma = float(gamma)
+        self.lr_actor = float(lr_actor)
+        self.lr_critic = float(lr_critic)
+        self.tau = float(tau)
+        self.O_U_noise = bool(O_U_noise)
+        self.expl_noise = float(expl_noise)
+        self.mean_noise = float(mean_noise)
+        self.theta = float(theta)
+        self.dt = float(dt)
+        self.share_encoders = bool(share_encoders)
+
+        action_dim = int(np.prod(action_space.shape))
+        self.noise = self._make_noise(action_dim)
+        #: Calls of :meth:`learn` so far: the actor and targets update every policy_freq.
+        self.learn_counter = 0
+        low = np.asarray(action_space.low, np.float32).reshape(-1)
+        high = np.asarray(action_space.high, np.float32).reshape(-1)
+        # Normalised action u in [-1, 1]  <->  env action  mid + u * half.
+        self._mid, self._half = (high + low) / 2, (high - low) / 2
+        self._mid_t = torch.as_tensor(self._mid, device=self.device)
+        self._half_t = torch.as_tensor(self._half, device=self.device)
+        self._polyak_cache: tuple[tuple[Any, ...], list[Any], list[Any]] = ((), [], [])
+
+        self.actor = DeterministicActor(
+            observation_space, action_space, self.network_spec(DeterministicActorSpec)
+        ).to(self.device)
+        critic_spec = self.network_spec(ContinuousQNetworkSpec)
+        # The manifest's network section describes the actor: a critic's value is not
+        # squashed (a Tanh output, right for the actor's head, would cap Q at 1).
+        head = respec(critic_spec.head_config, output_activation=None)
+        critic_spec = respec(critic_spec, head_config=head.model_dump())
+        for i, name in enumerate(self.critics):
+            spec = critic_spec
+            if spec.random_seed is not None:  # twin critics must not start identical
+                spec = respec(spec, random_seed=spec.random_seed + i)
+            critic = ContinuousQNetwork(observation_space, action_space, spec)
+            setattr(self, name, critic.to(self.device))
+        self.finish_init(hp_config)
+
+    def _make_noise(self, action_dim: int) -> ActionNoise:
+        if self.O_U_noise:
+            return OrnsteinUhlenbeckNoise(
+                action_dim, self.vect_noise_dim, self.mean_noise, self.expl_noise,
+                self.theta, self.dt,
+            )  # fmt: skip
+        return GaussianNoise(action_dim, self.vect_noise_dim, self.mean_noise, self.expl_noise)
+
+    # -- shared encoder -------------------------------------------------------------------
+    def _link_networks(self) -> None:
+        """Give every critic the actor's encoder (and the matching spec fields)."""
+        if not self.share_encoders:
+            return
+        spec = self.actor.spec
+        for name in self.critics:
+            critic = getattr(self, name)
+            critic.encoder = self.actor.encoder
+            if (
+                critic.spec.encoder_config != spec.encoder_config
+                or critic.spec.latent_dim != spec.latent_dim
+            ):
+                critic.spec = respec(
+                    critic.spec,
+                    encoder_config=spec.encoder_config.model_dump(),
+                    latent_dim=spec.latent_dim,
+                )
+
+    def _unlink_networks(self) -> None:
+        """An independent copy of the shared encoder per critic, so a mutation replayed on
+        every network with one seed leaves identical encoders (then relinked)."""
+        if self.share_encoders:
+            for name in self.critics:
+                getattr(self, name).encoder = self.actor.encoder.clone()
+
+    # -- actions --------------------------------------------------------------------------
+    def _preprocess(self, obs: Any) -> Any:
+        return preprocess(obs, self.observation_space, self.device)
+
+    def _normalise(self, action: Any) -> torch.Tensor:
+        """Env actions ``(batch, *shape)`` -> normalised ``(batch, action_dim)``."""
+        action = torch.as_tensor(action, device=self.device, dtype=torch.float32)
+        return (action.reshape(action.shape[0], -1) - self._mid_t) / self._half_t
+
+    def _to_env(self, normalised: np.ndarray) -> np.ndarray:
+        env = self._mid + np.clip(normalised, -1.0, 1.0) * self._half
+        return env.astype(self.action_space.dtype, copy=False).reshape(-1, *self.action_space.shape)
+
+    def _policy(self, obs: Any) -> np.ndarray:
+        """The actor's normalised actions ``(batch, action_dim)``, as numpy."""
+        with torch.inference_mode():
+            return self.actor.head(self.actor.encoder(self._preprocess(obs))).cpu().numpy()
+
+    def get_action(self, obs: Any, training: bool = True) -> np.ndarray:
+        """Actions for a batch of observations, in the bounds: the actor's, plus the
+        exploration noise (one state row per observation of the batch) with
+        ``training``."""
+        action = self._policy(obs)
+        if training:
+            action = action + self.noise.sample(self.rng, action.shape[0])
+        return self._to_env(action)
+
+    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """The actor's actions plus the exploration noise (``action_mask`` is for discrete
+        actions; a Box has none)."""
+        return self.get_action(obs, training=True)
+
+    def episodes_ended(self, ended: np.ndarray) -> None:
+        """Restart the noise of the sub-environments whose episode ended."""
+        self.noise.reset(ended)
+
+    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """The deterministic actor's actions."""
+        return self.get_action(obs, training=False)
+
+    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """The actor's actions plus independent Gaussian noise ``N(mean_noise,
+        expl_noise)`` (normalised units), clipped to the bounds. The exploration state
+        (an Ornstein-Uhlenbeck process per training environment) is left as it was."""
+        action = self._policy(obs)
+        noise = self.mean_noise + self.expl_noise * self.rng.standard_normal(action.shape)
+        return self._to_env(action + noise)
+
+    def q_values(self, obs: Any, action: Any) -> torch.Tensor:
+        """``Q(s, a)`` of every critic for env actions ``a``: ``(n_critics, batch)``."""
+        x = self._preprocess(obs)
+        action = self._normalise(action)
+        with torch.no_grad():
+            latent = self.actor.encoder(x) if self.share_encoders else None
+            return torch.stack([self._q(getattr(self, n), x, action, latent) for n in self.critics])
+
+    # -- learning -------------------------------------------------------------------------
+    def _q(self, critic: ContinuousQNetwork, x: Any, action: torch.Tensor, latent: Any) -> Any:
+        """``Q(x, action)`` ``(batch,)``, reusing ``latent`` when the critic shares it."""
+        features = latent if latent is not None and self.share_encoders else critic.encoder(x)
+        return critic.from_latent(features, action).reshape(-1)
+
+    def _target_values(self, next_obs: Any) -> torch.Tensor:
+        """Target critics' value of the smoothed target action, combined across the
+        critics by :meth:`_combine` ``(batch,)``."""
+        x = self._preprocess(next_obs)
+        latent = self.actor_target.encoder(x)
+        next_action = self.actor_target.head(latent)
+        smoothing = self.rng.standard_normal(tuple(next_action.shape)) * self.policy_noise
+        smoothing = np.clip(smoothing, -self.noise_clip, self.noise_clip)
+        next_action = (next_action + torch.as_tensor(smoothing).to(next_action)).clamp(-1.0, 1.0)
+        # A target critic's own (copied) encoder: targets are separate copies even when
+        # the online networks share one.
+        values = [
+            getattr(self, f"{name}_target")
+            .from_latent(getattr(self, f"{name}_target").encoder(x), next_action)
+            .reshape(-1)
+            for name in self.critics
+        ]
+        return self._combine(values)
+
+    def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
+        """The target value from the target critics' values: DDPG's one critic's."""
+        return values[0]
+
+    def learn(self, batch: dict[str, Any]) -> dict[str, float]:
+        """One learning step on a batch of transitions (a :class:`ReplayBuffer` sample:
+        ``obs``, ``action`` in the bounds, ``reward``, ``next_obs``, ``done`` = terminated;
+        a truncated episode still bootstraps). See the module docstring for the losses.
+        Returns :attr:`learn_metrics` (``actor_loss`` only on the calls that update the
+        actor: every ``policy_freq``-th)."""
+        x = self._preprocess(batch["obs"])
+        action = self._normalise(batch["action"])
+        with torch.no_grad():
+            next_q = self._target_values(batch["next_obs"])
+            reward = torch.as_tensor(batch["reward"], device=self.device).to(next_q).reshape(-1)
+            done = torch.as_tensor(batch["done"], device=self.device).to(next_q).reshape(-1)
+            target = reward + self.gamma * (1.0 - done) * next_q
+        latent = self.actor.encoder(x) if self.share_encoders else None
+        qs = [self._q(getattr(self, name), x, action, latent) for name in self.critics]
+        critic_loss = sum(functional.mse_loss(q, target) for q in qs)
+        self._step(self.critic_optimizer, critic_loss)
+        self.learn_counter += 1
+        figures = [critic_loss.detach(), qs[0].detach().mean()]
+        if self.learn_counter % self.policy_freq == 0:
+            figures.append(self._update_actor(x))
+            self.soft_update()
+        values = torch.stack(figures).tolist()  # one device sync for every figure
+        metrics = {"critic_loss": values[0], "q_mean": values[1]}
+        if len(values) > 2:
+            metrics["actor_loss"] = values[2]
+        return metrics
+
+    def _update_actor(self, x: Any) -> torch.Tensor:
+        """One step of the actor against the first critic; returns the loss (detached)."""
+        latent = self.actor.encoder(x)
+        if self.share_encoders:
+            latent = latent.detach()  # the critic loss alone trains the shared encoder
+        action = self.actor.head(latent)
+        critic = getattr(self, self.critics[0])
+        loss = -self._q(critic, x, action, latent).mean()
+        self._step(self.actor_optimizer, loss)
+        return loss.detach()
+
+    def _step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        optimizer.step()
+
+    def _polyak_pairs(self) -> tuple[list[Any], list[Any]]:
+        """Target and online parameters, position by position, cached per set of network
+        objects (the base class replaces networks, never their parameters)."""
+        nets = tuple(getattr(self, n) for pair in self.target_networks.items() for n in pair)
+        cached = self._polyak_cache[0]
+        if len(cached) != len(nets) or any(a is not b for a, b in zip(cached, nets, strict=True)):
+            tgt, src = [], []
+            for target, source in self.target_networks.items():
+                tgt.extend(getattr(self, target).parameters())
+                src.extend(getattr(self, source).parameters())
+            self._polyak_cache = (nets, tgt, src)
+        return self._polyak_cache[1], self._polyak_cache[2]
+
+    def soft_update(self) -> None:
+        """``target <- tau * online + (1 - tau) * target`` for every target network."""
+        targets, online = self._polyak_pairs()
+        with torch.no_grad():
+            torch._foreach_lerp_(targets, online, self.tau)
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def extra_state(self) -> dict[str, Any]:
+        """The learn counter (the actor's update phase) and the exploration noise state."""
+        return {"learn_counter": self.learn_counter, "noise": self.noise.state_dict()}
+
+    def load_extra_state(self, state: dict[str, Any], where: str = "extra") -> None:
+        checkpoints.require(state, {"learn_counter": int, "noise": dict}, where)
+        if state["learn_counter"] < 0:
+            raise checkpoints.fail(checkpoints.join(where, "learn_counter"), "negative")
+        self.noise.load_state_dict(state["noise"], checkpoints.join(where, "noise"))
+        self.learn_counter = state["learn_counter"]
