@@ -17,6 +17,7 @@ _MODULES = {
     "PPO": "agilerl.algorithms.ppo",
     "DDPG": "agilerl.algorithms.ddpg",
     "TD3": "agilerl.algorithms.td3",
+    "RainbowDQN": "agilerl.algorithms.rainbow_dqn",
 }
 
 #: Names of the algorithm classes (the only ones an agent checkpoint may ask for).

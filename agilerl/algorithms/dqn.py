@@ -142,9 +142,13 @@ class DQN(RLAlgorithm):
         #: the epsilon the last ``explore`` call used.
         self.epsilon_schedule = EpsilonSchedule()
         self.epsilon = self.epsilon_schedule.start
-        self.actor = QNetwork(observation_space, action_space, self.network_spec(QNetworkSpec))
+        self.actor = self._build_actor()
         self.actor.to(self.device)
         self.finish_init(hp_config)
+
+    def _build_actor(self) -> nn.Module:
+        """The Q-network (a subclass builds its own kind: Rainbow's distributional one)."""
+        return QNetwork(self.observation_space, self.action_space, self.network_spec(QNetworkSpec))
 
     # -- Q-values per sub-action ----------------------------------------------------------
     def _per_sub_action(self, q_values: torch.Tensor) -> torch.Tensor | None:

@@ -458,7 +458,7 @@ class EvolvableAlgorithm:
             loc = ".".join(map(str, (f"{where}.spec", *first["loc"])))
             raise checkpoints.fail(loc, first["msg"]) from None
         try:
-            net = type(current)(current.observation_space, current.action_space, spec)
+            net = current.with_spec(spec)
         except (TypeError, ValueError) as err:
             raise checkpoints.fail(f"{where}.spec", f"cannot build the network: {err}") from None
         weights = saved["state"]

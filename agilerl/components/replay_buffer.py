@@ -118,13 +118,19 @@ class ReplayBuffer:
         self._size = min(self._size + count, self.max_size)
         return (start + torch.arange(kept)) % self.max_size
 
-    def sample(self, batch_size: int) -> dict[str, Any]:
+    def sample(self, batch_size: int, return_indices: bool = False) -> dict[str, Any]:
         """``batch_size`` transitions drawn uniformly with replacement: a dict keyed by
-        :data:`FIELDS` of tensors on the buffer's device (observations nested as added)."""
+        :data:`FIELDS` of tensors on the buffer's device (observations nested as added);
+        with ``return_indices`` also ``indices``, the slots drawn (int64, on the CPU), to
+        read a second buffer filled in step with this one (:meth:`sample_from_indices`)."""
         if self._size == 0 or self._storage is None:
             raise ValueError("cannot sample from an empty replay buffer")
         # Indices come from the CPU generator whatever the device: same samples everywhere.
-        return self._gather(torch.randint(0, self._size, (int(batch_size),)))
+        index = torch.randint(0, self._size, (int(batch_size),))
+        batch = self._gather(index)
+        if return_indices:
+            batch["indices"] = index
+        return batch
 
     def sample_from_indices(self, indices: Any) -> dict[str, Any]:
         """The transitions held in slots ``indices`` (as :meth:`sample` returns them): how a

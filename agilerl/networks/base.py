@@ -164,6 +164,11 @@ class EvolvableNetwork(EvolvableModule):
     def constructor_args(self) -> tuple[spaces.Space, spaces.Space | None]:
         return (self.observation_space, self.action_space)
 
+    def with_spec(self, spec: BaseModel) -> EvolvableNetwork:
+        """A new network of this class, spaces and settings built from ``spec`` (fresh
+        weights): how a checkpoint's saved architecture is rebuilt."""
+        return type(self)(*self.constructor_args(), spec)
+
     # hooks for subclasses
     def _check_spaces(self) -> None:
         pass

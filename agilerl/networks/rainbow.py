@@ -284,6 +284,9 @@ class RainbowQNetwork(EvolvableNetwork):
             spec.head_config,
         )
 
+    def with_spec(self, spec: RainbowQNetworkSpec) -> RainbowQNetwork:
+        return type(self)(*self.constructor_args(), spec, **self._rainbow)
+
     def clone(self) -> RainbowQNetwork:
         """An independent copy: same spec, settings and weights (noise sample included)."""
         twin = type(self)(*copy.deepcopy(self.constructor_args()), self.spec, **self._rainbow)

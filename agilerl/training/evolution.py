@@ -155,6 +155,7 @@ def evolve(
     mutation: Any = None,
     state: RunState | None = None,
     memory: Any = None,
+    n_step_memory: Any = None,
     checkpoint: int | None = None,
     checkpoint_path: str | None = None,
     overwrite_checkpoints: bool = False,
@@ -174,7 +175,8 @@ def evolve(
 
     Checkpoints: ``checkpointer``, or one built from ``checkpoint`` (steps between
     checkpoints) / ``checkpoint_path`` (see :func:`checkpointer_for`); ``memory`` is
-    the replay buffer they save. ``state`` resumes a run.
+    the replay buffer they save (``n_step_memory`` the n-step one beside it). ``state``
+    resumes a run.
 
     Returns ``(population, fitnesses)``: the last evaluated population (the final
     generation is not selected or mutated again, so every returned agent carries the
@@ -187,6 +189,7 @@ def evolve(
         overwrite_checkpoints,
         f"{algo}-{env_name}",
         memory=memory,
+        n_step_memory=n_step_memory,
         selection=selection,
         mutation=mutation,
     )

@@ -10,6 +10,7 @@ import numpy as np
 from agilerl.algorithms.base import action_mask_from_info
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
+from agilerl.training.replay import Replay
 from agilerl.training.run_checkpoint import RunCheckpointer
 from agilerl.training.tracking import MeanMetrics
 
@@ -73,14 +74,17 @@ def train_off_policy(
     ``learn_step`` env steps once the buffer holds a batch and ``learning_delay`` steps.
     The agent is told where episodes ended (``episodes_ended``), so per-env exploration
     state restarts there. ``done`` is stored as *terminated*: a time-limit cut bootstraps.
+    ``memory`` may be prioritised (a ``PrioritizedReplayBuffer``: Rainbow's ``beta``
+    anneals to 1 over ``max_steps``) and ``n_step_memory`` an ``NStepReplayBuffer``
+    filled beside it; :class:`~agilerl.training.replay.Replay` stores the steps and draws
+    the batches (an agent that cannot learn from them is refused before it trains).
     Checkpoints (``checkpointer`` or ``checkpoint`` / ``checkpoint_path``) and resuming
     (``state``): see :func:`~agilerl.training.evolution.evolve`.
     Returns ``(population, fitnesses)``.
     """
-    if n_step_memory is not None:
-        raise NotImplementedError(
-            "n-step replay is implemented for no algorithm of this engine yet"
-        )
+    replay = Replay.of(memory, n_step_memory, max_steps)
+    for agent in pop:
+        replay.check(agent)
     num_envs = env.num_envs
     schedule = EpsilonSchedule(eps_start, eps_end, eps_decay)
 
@@ -99,7 +103,7 @@ def train_off_policy(
             action = agent.explore(obs, action_mask_from_info(info))
             next_obs, reward, terminated, truncated, info = env.step(action)
             agent.steps += num_envs
-            memory.add(obs, action, reward, with_final_obs(next_obs, info), terminated)
+            replay.add(obs, action, reward, with_final_obs(next_obs, info), terminated, truncated)
             returns += reward
             ended = np.logical_or(terminated, truncated)
             if ended.any():
@@ -108,12 +112,13 @@ def train_off_policy(
                 agent.episodes_ended(ended)
             obs = next_obs
             pending += num_envs
-            if len(memory) >= agent.batch_size and len(memory) > learning_delay:
+            if len(replay) >= agent.batch_size and len(replay) > learning_delay:
                 while pending >= agent.learn_step:
-                    metrics.add(agent.learn(memory.sample(agent.batch_size)))
+                    metrics.add(replay.learn(agent))
                     pending -= agent.learn_step
             else:
                 pending = 0  # no learning backlog builds up before learning starts
+        replay.end_turn()  # the next turn (or the evaluation) resets the environment
         taken = n_steps * num_envs
         agent.scores.extend(completed)
         # The exploration the generation ended with (e.g. DQN's epsilon).
@@ -132,6 +137,7 @@ def train_off_policy(
         mutation=mutation,
         state=state,
         memory=memory,
+        n_step_memory=n_step_memory,
         checkpoint=checkpoint,
         checkpoint_path=checkpoint_path,
         overwrite_checkpoints=overwrite_checkpoints,

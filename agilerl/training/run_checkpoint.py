@@ -69,6 +69,8 @@ RUN_LAYOUT = {
     "agents": checkpoints.ListOf(dict),
     "elite": checkpoints.Nullable(dict),  # the best agent ever evaluated (state.best)
     "memory": checkpoints.Nullable(dict),
+    # The n-step buffer beside the replay buffer (Rainbow); absent where a run has none.
+    "n_step_memory": checkpoints.Omittable(dict),
     "selection": checkpoints.Nullable(dict),
     "mutation": checkpoints.Nullable(dict),
     "rng": {"torch": torch.Tensor, "numpy": tuple, "python": tuple},
@@ -139,6 +141,7 @@ class RunCheckpointer:
         selection: Any = None,
         mutation: Any = None,
         extra: dict[str, Any] | None = None,
+        n_step_memory: Any = None,
     ) -> None:
         unknown = sorted(set(extra or {}) - set(EXTRA_KEYS))
         if unknown:
@@ -147,6 +150,7 @@ class RunCheckpointer:
         self.every = every
         self.overwrite = overwrite
         self.memory = memory
+        self.n_step_memory = n_step_memory
         self.selection = selection
         self.mutation = mutation
         self.extra = extra or {}
@@ -169,6 +173,8 @@ class RunCheckpointer:
             "rng": global_rng_state(),
             **self.extra,
         }
+        if self.n_step_memory is not None:
+            payload["n_step_memory"] = self.n_step_memory.state_dict()
         checkpoints.save(payload, self.path)
         if not self.overwrite and self.every is not None:
             copy = self.path.with_name(f"{self.path.stem}_{state.steps}{self.path.suffix}")
@@ -194,10 +200,12 @@ def restore(
     memory: Any = None,
     selection: Any = None,
     mutation: Any = None,
+    n_step_memory: Any = None,
 ) -> tuple[list[Any], RunState]:
     """Rebuild the population and the run state of :func:`load_run` output, and restore
-    the replay buffer, operators and global RNG states this run uses. Each part is
-    checked before it is used; the global RNG states are set last, once all passed."""
+    the replay buffer (and the n-step buffer beside it), operators and global RNG states
+    this run uses. Each part is checked before it is used; the global RNG states are set
+    last, once all passed."""
     from agilerl.training.evolution import RunState
 
     with checkpoints.restoring(source):
@@ -207,9 +215,15 @@ def restore(
         ]
         if not population:
             raise checkpoints.fail("agents", "the checkpoint holds no agent")
-        for key, part in (("memory", memory), ("selection", selection), ("mutation", mutation)):
-            if (part is None) != (data[key] is None):
-                held = "holds none" if data[key] is None else "holds one"
+        parts = (
+            ("memory", memory),
+            ("n_step_memory", n_step_memory),
+            ("selection", selection),
+            ("mutation", mutation),
+        )
+        for key, part in parts:
+            if (part is None) != (data.get(key) is None):
+                held = "holds none" if data.get(key) is None else "holds one"
                 needed = "this run needs one" if part is not None else "this run has none"
                 raise checkpoints.fail(key, f"the checkpoint {held}, {needed}")
             if part is not None:

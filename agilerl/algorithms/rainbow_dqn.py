@@ -1,0 +1,274 @@
+"""``RainbowDQN``: distributional (C51), dueling, noisy, double DQN with n-step returns and
+prioritised replay.
+
+It is a :class:`~agilerl.algorithms.dqn.DQN` (same action masks, Polyak target update,
+optimiser, gradient clip, checkpoints and mutations) whose network is a
+:class:`~agilerl.networks.rainbow.RainbowQNetwork`: a return distribution over
+``num_atoms`` atoms spread evenly on ``[v_min, v_max]`` per action, with noisy output
+layers. Action spaces: Discrete.
+
+**Learning** (:meth:`RainbowDQN.learn`). For each transition the target distribution is
+the target network's distribution at ``next_obs`` for the action the *online* network
+rates best there (double DQN), shifted and shrunk to ``reward + discount * (1 - done) *
+z`` and projected back onto the atoms (:func:`project_distribution`). The loss per
+transition is the cross-entropy between that target and the online network's
+distribution of the action taken. A batch from a plain or prioritised buffer is 1-step
+(``discount = gamma``). With an n-step buffer the batch carries the n-step transition of
+the same slots under ``"n_step"`` (``discount = gamma^k`` per row, ``k <= n_step``
+shortened at an episode's end); the loss is then the n-step one, or with
+``combined_reward`` the sum of the 1-step and n-step losses (as AgileRL's). With
+prioritised replay the batch mean is weighted by the importance-sampling weights, and
+the per-transition losses are the new priorities (:meth:`RainbowDQN.learn_prioritized`;
+the buffer adds ``prior_eps``). Gradients are clipped to a norm of 10, the target moves
+by ``tau``, and both networks draw fresh noise after every update.
+
+**Exploration** is the noisy layers' (no epsilon): :meth:`RainbowDQN.explore` acts
+greedily with the current noise sample, which changes after every learning step, as in
+AgileRL. Evaluation (:meth:`RainbowDQN.eval_action`) uses the mean weights, i.e. the
+network without noise (AgileRL's ``training=False``).
+
+``beta`` is the importance-sampling exponent at the start of the run; the off-policy
+loop anneals it linearly to 1 over the run's ``max_steps``
+(:func:`agilerl.training.replay.annealed_beta`). ``n_step`` is the horizon of the
+n-step buffer, which the run builds from ``replay_buffer.n_step_buffer`` (the trainer
+requires ``replay_buffer.n_step_buffer_args.n_step`` to equal it); without an n-step
+buffer the agent learns from 1-step returns, as AgileRL's does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from agilerl.algorithms.dqn import DQN, _batch_size
+from agilerl.components.exploration import EpsilonSchedule
+from agilerl.models.networks import RainbowQNetworkSpec
+from agilerl.networks.rainbow import RainbowQNetwork
+
+
+def project_distribution(
+    probs: torch.Tensor,
+    reward: torch.Tensor,
+    discount: torch.Tensor | float,
+    done: torch.Tensor,
+    support: torch.Tensor,
+) -> torch.Tensor:
+    """The C51 projection: the distribution of ``reward + discount * (1 - done) * Z``,
+    ``Z`` distributed as ``probs`` ``(batch, atoms)`` on ``support`` ``(atoms,)``, put back
+    onto ``support``.
+
+    Each shifted atom is clamped into ``[v_min, v_max]`` and its probability split between
+    the two atoms around it in proportion to closeness (all of it to an atom it lands on).
+    ``reward``, ``done`` and a tensor ``discount`` hold one value per row. Mass is kept:
+    every row of the result sums to its row of ``probs``.
+    """
+    atoms = support.numel()
+    v_min, v_max = float(support[0]), float(support[-1])
+    delta = (v_max - v_min) / (atoms - 1)
+    rows = probs.shape[0]
+    discount = torch.as_tensor(discount, dtype=probs.dtype, device=probs.device)
+    scale = discount.reshape(-1, 1) * (1.0 - done.to(probs).reshape(rows, 1))
+    shifted = (reward.to(probs).reshape(rows, 1) + scale * support.reshape(1, atoms)).clamp(
+        v_min, v_max
+    )
+    position = (shifted - v_min) / delta  # in [0, atoms - 1]
+    # The atom below (the last but one at the top, so the one above always exists) and
+    # the share of the one above: position atoms - 1 gives all of it to the top atom.
+    lower = position.floor().clamp(0, atoms - 2)
+    upper_share = position - lower
+    lower = lower.long()
+    projected = torch.zeros_like(probs)
+    projected.scatter_add_(1, lower, probs * (1.0 - upper_share))
+    projected.scatter_add_(1, lower + 1, probs * upper_share)
+    return projected
+
+
+class RainbowDQN(DQN):
+    """Rainbow DQN (see the module docstring). ``batch_size`` and ``learn_step`` are read
+    by the training loop; ``beta`` and ``prior_eps`` by prioritised replay."""
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        "batch_size",
+        "lr",
+        "learn_step",
+        "gamma",
+        "tau",
+        "beta",
+        "prior_eps",
+        "num_atoms",
+        "v_min",
+        "v_max",
+        "noise_std",
+        "n_step",
+        "combined_reward",
+    )
+    learn_metrics: ClassVar[dict[str, str]] = {
+        "loss": (
+            "cross-entropy between the projected target and the predicted return "
+            "distribution (importance-weighted with prioritised replay; the loss minimised)"
+        ),
+        "q_mean": "mean Q-value (expected return) of the actions taken in the batch",
+    }
+    main_loss: ClassVar[str] = "loss"
+    #: Batches may carry the n-step transitions of their slots (an n-step buffer serves it).
+    learns_n_step: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        index: int = 0,
+        *,
+        batch_size: int = 128,
+        lr: float = 1e-4,
+        learn_step: int = 5,
+        gamma: float = 0.99,
+        tau: float = 1e-3,
+        beta: float = 0.4,
+        prior_eps: float = 1e-6,
+        num_atoms: int = 51,
+        v_min: float = -200.0,
+        v_max: float = 200.0,
+        noise_std: float = 0.5,
+        n_step: int = 3,
+        combined_reward: bool = False,
+        hp_config: Any = None,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        if not isinstance(action_space, spaces.Discrete):
+            raise TypeError(f"RainbowDQN needs a Discrete action space, got {action_space!r}")
+        if not 0.0 <= beta <= 1.0:
+            raise ValueError(f"beta must lie in [0, 1], got {beta!r}")
+        if not prior_eps >= 0.0:
+            raise ValueError(f"prior_eps must be non-negative, got {prior_eps!r}")
+        if isinstance(num_atoms, bool) or int(num_atoms) != num_atoms or num_atoms < 2:
+            raise ValueError(f"num_atoms must be an integer of at least 2, got {num_atoms!r}")
+        if not v_min < v_max:
+            raise ValueError(f"v_min must be below v_max, got {v_min!r} and {v_max!r}")
+        if not noise_std >= 0.0:
+            raise ValueError(f"noise_std must be non-negative, got {noise_std!r}")
+        if isinstance(n_step, bool) or int(n_step) != n_step or n_step < 1:
+            raise ValueError(f"n_step must be a positive integer, got {n_step!r}")
+        # Read by _build_actor, which DQN's constructor calls.
+        self.beta = float(beta)
+        self.prior_eps = float(prior_eps)
+        self.num_atoms = int(num_atoms)
+        self.v_min = float(v_min)
+        self.v_max = float(v_max)
+        self.noise_std = float(noise_std)
+        self.n_step = int(n_step)
+        self.combined_reward = bool(combined_reward)
+        super().__init__(
+            observation_space,
+            action_space,
+            index,
+            batch_size=batch_size,
+            lr=lr,
+            learn_step=learn_step,
+            gamma=gamma,
+            tau=tau,
+            double=True,  # the online network chooses the next action
+            hp_config=hp_config,
+            net_config=net_config,
+            device=device,
+            accelerator=accelerator,
+            seed=seed,
+        )
+
+    def _build_actor(self) -> nn.Module:
+        return RainbowQNetwork(
+            self.observation_space,
+            self.action_space,
+            self.network_spec(RainbowQNetworkSpec),
+            num_atoms=self.num_atoms,
+            v_min=self.v_min,
+            v_max=self.v_max,
+            noise_std=self.noise_std,
+        )
+
+    # -- acting ---------------------------------------------------------------------------
+    def get_action(self, obs: Any, action_mask: Any = None, training: bool = True) -> np.ndarray:
+        """Greedy actions (among the allowed ones) of the noisy network (``training``) or
+        of its mean weights. Returns int64 actions ``(batch,)`` with the space's start."""
+        mask = self._mask(action_mask, _batch_size(obs))
+        was_training = self.actor.training
+        self.actor.train(training)  # the noisy layers add noise in training mode only
+        try:
+            return self._to_actions(self._greedy_index(obs, mask))
+        finally:
+            self.actor.train(was_training)
+
+    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
+        """Noisy networks explore: the run's epsilon schedule is not used."""
+
+    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Greedy actions of the noisy network (its current noise sample)."""
+        return self.get_action(obs, action_mask, training=True)
+
+    def exploration_metrics(self) -> dict[str, float]:
+        return {}
+
+    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Greedy actions of the mean weights (no noise)."""
+        return self.get_action(obs, action_mask, training=False)
+
+    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Greedy actions of the noisy network: how the agent acts while it trains."""
+        return self.get_action(obs, action_mask, training=True)
+
+    # -- learning -------------------------------------------------------------------------
+    def _transition_loss(self, batch: dict[str, Any], discount: Any) -> torch.Tensor:
+        """Cross-entropy per transition between the projected double-DQN target and the
+        online distribution of the action taken, ``(batch,)``."""
+        action = torch.as_tensor(batch["action"], device=self.device).long().reshape(-1)
+        rows = action.shape[0]
+        taken = torch.arange(rows, device=self.device)
+        with torch.no_grad():
+            next_action = self.actor(batch["next_obs"]).argmax(dim=1)
+            next_probs = self.actor_target.dist(batch["next_obs"])[taken, next_action]
+            reward = torch.as_tensor(batch["reward"], device=self.device)
+            done = torch.as_tensor(batch["done"], device=self.device)
+            if torch.is_tensor(discount):
+                discount = discount.to(self.device)
+            target = project_distribution(next_probs, reward, discount, done, self.actor.support)
+        index = action - int(self._start[0])
+        log_probs = self.actor.log_dist(batch["obs"])[taken, index]
+        self._q_taken = self.actor.q_from_dist(log_probs.detach().exp())
+        return -(target * log_probs).sum(dim=-1)
+
+    def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
+        """One gradient step (see the module docstring); returns the metrics and the loss
+        of every transition (the new priorities of the slots sampled)."""
+        n_step = batch.get("n_step")
+        losses = []
+        if n_step is None or self.combined_reward:
+            losses.append(self._transition_loss(batch, self.gamma))
+        if n_step is not None:
+            losses.append(self._transition_loss(n_step, n_step["discount"]))
+        per_transition = torch.stack(losses).sum(dim=0)
+        weights = batch.get("weights")
+        if weights is None:
+            loss = per_transition.mean()
+        else:
+            loss = (per_transition * weights.to(per_transition)).mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self._online_parameters(), self.max_grad_norm)
+        self.optimizer.step()
+        self.soft_update()
+        self.actor.reset_noise()
+        self.actor_target.reset_noise()
+        value, q_mean = torch.stack([loss.detach(), self._q_taken.mean()]).tolist()
+        return {"loss": value, "q_mean": q_mean}, per_transition.detach()
+
+    def learn(self, batch: dict[str, Any]) -> dict[str, float]:
+        """One gradient step on a batch (a replay sample, possibly with ``weights`` and an
+        ``"n_step"`` batch of the same slots); returns :attr:`learn_metrics`."""
+        return self.learn_prioritized(batch)[0]
