@@ -204,7 +204,7 @@ def test_unsupported_algorithm_and_buffer_settings_are_clear_errors():
     from agilerl.models.base import AlgorithmNotAvailableError
     from agilerl.training import TrainerError
 
-    with pytest.raises(AlgorithmNotAvailableError, match="MADDPG .*not supported yet"):
+    with pytest.raises(AlgorithmNotAvailableError, match="MADDPG .*not implemented"):
         LocalTrainer("MADDPG", "CartPole-v1")
     document = copy.deepcopy(SMALL_HPO)
     document["replay_buffer"]["n_step_buffer"] = True

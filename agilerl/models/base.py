@@ -87,6 +87,13 @@ class SpecBase(BaseModel):
         validate and any errors found on the way. The plain spec has nothing to do."""
         return data, []
 
+    @classmethod
+    def validate_at_once(cls, data: dict[str, Any]) -> Any:
+        """Hook for specs with a ``prepare_document``: the instance a document valid as
+        written describes, found without preparing it; None to prepare and validate the
+        document the usual way (which reports its problems)."""
+        return None
+
     # Validation goes through one walk (agilerl.models.one_pass) and then pydantic-core,
     # which validates nested specs in Rust: no spec has a Python validator of its own.
     # Every way in from a document (constructor, model_validate, model_validate_json)
@@ -325,6 +332,8 @@ class AlgorithmBase(SpecBase):
         return kwargs
 
     def _instantiate(self, index: int, resume_from_checkpoint: str | None, **runtime: Any) -> Any:
+        # Runtime arguments left None (net_config, seed) keep the constructor's defaults.
+        runtime = {k: v for k, v in runtime.items() if v is not None}
         algo = self.algo_class()(index=index, **runtime, **self.algorithm_kwargs())
         if resume_from_checkpoint is not None:
             algo.load_checkpoint(resume_from_checkpoint)
@@ -345,8 +354,15 @@ class RLAlgorithmBase(AlgorithmBase):
         resume_from_checkpoint: str | None = None,
         device: Any = "cpu",
         accelerator: Any = None,
+        *,
+        net_config: Any = None,
+        seed: int | None = None,
     ) -> Any:
         """Build a single-agent algorithm instance from spec fields.
+
+        Beyond the documented arguments, ``net_config`` (a manifest ``network`` section;
+        None infers the networks from the observation space) and ``seed`` (the agent's
+        own random numbers) are how the trainer builds every agent through this method.
 
         Raises:
             ValueError: If observation_space, action_space, or index is None.
@@ -361,6 +377,8 @@ class RLAlgorithmBase(AlgorithmBase):
             action_space=action_space,
             device=device,
             accelerator=accelerator,
+            net_config=net_config,
+            seed=seed,
         )
 
 

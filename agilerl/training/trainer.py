@@ -22,7 +22,6 @@ from pydantic import ValidationError
 
 from agilerl.atomic import DirectoryLock, OutputError, clean_stale_temporaries, write_text
 from agilerl.checkpoints import CheckpointError
-from agilerl.models.base import AgentType, AlgorithmNotAvailableError
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
@@ -35,8 +34,8 @@ from agilerl.models.manifest import (
 )
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
-from agilerl.training.envs import make_vector_env
 from agilerl.training.evolution import RunState, next_generation, still_finished
+from agilerl.training.families import family_for
 from agilerl.training.preflight import preflight
 from agilerl.training.report import describe_best
 from agilerl.training.run_checkpoint import (
@@ -157,15 +156,13 @@ class LocalTrainer:
                     f"{', '.join(ALGO_REGISTRY.names())}"
                 )
             algorithm = ALGO_REGISTRY.get(algorithm).spec_cls()
-        if algorithm.agent_type is not AgentType.SingleAgent:
-            raise AlgorithmNotAvailableError(
-                f"algorithm: LocalTrainer trains single-agent algorithms in this engine; "
-                f"{algorithm.name} ({algorithm.agent_type.value}) is not supported yet"
-            )
+        #: The agent family's row of the trainer's table (refused here if not implemented).
+        self.family = family_for(algorithm)
         self.algorithm = algorithm
+        env_spec = self.family.env_spec
         if isinstance(environment, str):
-            environment = GymEnvSpec(name=environment)
-        self.environment = _spec(environment, GymEnvSpec, "environment")
+            environment = env_spec(name=environment)
+        self.environment = _spec(environment, env_spec, "environment")
         _one_num_envs(algorithm, self.environment)
         self.training = _spec(training, TrainingSpec, "training") or TrainingSpec()
         self.mutation = _spec(mutation, MutationSpec, "mutation")
@@ -241,20 +238,20 @@ class LocalTrainer:
         return None
 
     def _build_agent(self, env: Any, index: int, seed: int) -> Any:
-        kwargs = self.algorithm.algorithm_kwargs()
-        kwargs["hp_config"] = self._hp_config()
-        if "num_envs" in kwargs:  # the environment decides how many envs run
-            kwargs["num_envs"] = env.num_envs
+        """One agent, built through the spec's ``build_algorithm`` (the one way an agent
+        is built), with the run's mutable ranges and its environment's count."""
+        update: dict[str, Any] = {"hp_config": self._hp_config()}
+        if "num_envs" in type(self.algorithm).model_fields:  # the environment decides
+            update["num_envs"] = env.num_envs
+        spec = self.algorithm.model_copy(update=update)
         try:
-            agent = self.algorithm.algo_class()(
-                observation_space=env.single_observation_space,
-                action_space=env.single_action_space,
+            agent = spec.build_algorithm(
+                **self.family.build_args(env),
                 index=index,
                 device=self.device,
                 accelerator=self.accelerator,
                 net_config=self.network,
                 seed=seed,
-                **kwargs,
             )
         except (TypeError, ValueError) as err:
             where = "mutation.rl_hp_selection" if str(err).startswith("hp_config.") else "network"
@@ -263,23 +260,17 @@ class LocalTrainer:
         agent.environment = self.environment.model_dump(mode="json", exclude_none=True)
         return agent
 
-    def _build_memory(self) -> Any:
+    def _build_memory(self) -> tuple[Any, Any]:
+        """The replay buffer and the n-step buffer beside it (each None where unused)."""
         if not (self.algorithm.off_policy or self.algorithm.offline):
-            return None
-        from agilerl.components.replay_buffer import ReplayBuffer
+            return None, None
+        from agilerl.training.replay import build_replay_buffers
 
         spec = self.replay_buffer or ReplayBufferSpec()
-        if spec.per_buffer:
-            raise TrainerError(
-                "replay_buffer.per_buffer: prioritised replay serves Rainbow DQN, which this "
-                "engine does not implement yet"
-            )
-        if spec.n_step_buffer:
-            raise TrainerError(
-                f"replay_buffer.n_step_buffer: {self.algorithm.name} learns from 1-step "
-                "transitions; n-step replay is not implemented for it"
-            )
-        return ReplayBuffer(spec.max_size, device=self.device)
+        try:
+            return build_replay_buffers(spec, self.algorithm, self.device)
+        except ValueError as err:  # a combination the algorithm cannot use
+            raise TrainerError(str(err)) from None
 
     def _operators(self, seed: int) -> tuple[Any, Any]:
         if not self.evolving:
@@ -412,12 +403,12 @@ class LocalTrainer:
     def _run(self, verbose: bool, output_dir: str | Path | None) -> tuple[list[Any], list[float]]:
         training = self.training
         seed = self._seed()
-        env = make_vector_env(self.environment)
+        env = self.family.make_env(self.environment)
         try:
-            memory = self._build_memory()
+            memory, n_step_memory = self._build_memory()
             selection, mutation = self._operators(seed)
             if self.resume_from_checkpoint is not None:
-                population, state = self._resume(env, memory, selection, mutation)
+                population, state = self._resume(env, memory, selection, mutation, n_step_memory)
             else:
                 torch.manual_seed(seed)
                 np.random.seed(seed % 2**32)
@@ -445,6 +436,7 @@ class LocalTrainer:
                 training.overwrite_checkpoints,
                 f"{self.algorithm.name}-{self.environment.name}",
                 memory=memory,
+                n_step_memory=n_step_memory,
                 selection=selection,
                 mutation=mutation,
                 extra={"manifest": self._document()},
@@ -452,7 +444,10 @@ class LocalTrainer:
             if checkpointer is not None:
                 checkpointer = _StopOnFailedCheckpoint(checkpointer)
             kwargs = self.algorithm.get_training_kwargs(
-                training=training, env_spec=self.environment, memory=memory
+                training=training,
+                env_spec=self.environment,
+                memory=memory,
+                n_step_memory=n_step_memory,
             )
             for key in ("checkpoint", "checkpoint_path", "overwrite_checkpoints"):
                 kwargs.pop(key)  # the checkpointer built here carries them
@@ -513,7 +508,7 @@ class LocalTrainer:
         return OutputError(f"{message}; its outputs so far are in {output_dir} ({names})")
 
     def _resume(
-        self, env: Any, memory: Any, selection: Any, mutation: Any
+        self, env: Any, memory: Any, selection: Any, mutation: Any, n_step_memory: Any = None
     ) -> tuple[list[Any], RunState]:
         path = self.resume_from_checkpoint
         data = load_run(path)
@@ -532,7 +527,14 @@ class LocalTrainer:
                     "settings):\n  " + "\n  ".join(differences)
                 )
         population, state = restore(
-            data, path, self.algorithm.algo_class(), self.device, memory, selection, mutation
+            data,
+            path,
+            self.algorithm.algo_class(),
+            self.device,
+            memory,
+            selection,
+            mutation,
+            n_step_memory=n_step_memory,
         )
         # The run keeps its own seed: resets and selection continue its sequence.
         self.training = self.training.model_copy(update={"seed": state.seed})
