@@ -23,12 +23,26 @@ _MODULES = {
 #: Names of the algorithm classes (the only ones an agent checkpoint may ask for).
 NAMES = tuple(_MODULES)
 
-__all__ = ["NAMES", "RLAlgorithm", "RLParameter", *_MODULES]
+__all__ = [
+    "NAMES",
+    "EvolvableAlgorithm",
+    "LLMAlgorithm",
+    "MultiAgentRLAlgorithm",
+    "RLAlgorithm",
+    "RLParameter",
+    *_MODULES,
+]
 
 
 #: What loads on first use, torch with it: the base class and each algorithm (so asking
 #: which algorithms exist, :data:`NAMES`, stays light: ``agilerl validate`` does).
-_LAZY = {"RLAlgorithm": "agilerl.algorithms.base", **_MODULES}
+_LAZY = {
+    "EvolvableAlgorithm": "agilerl.algorithms.evolvable",
+    "RLAlgorithm": "agilerl.algorithms.base",
+    "MultiAgentRLAlgorithm": "agilerl.algorithms.multi_agent",
+    "LLMAlgorithm": "agilerl.algorithms.llm",
+    **_MODULES,
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -1,10 +1,12 @@
-"""Proximal Policy Optimisation (Schulman et al., 2017) with a clipped surrogate objective.
+"""Proximal Policy Optimisation (Schulman et al., 2017) with a clipped surrogate objective,
+optionally recurrent.
 
 An actor (:class:`StochasticActor`) and a critic (:class:`ValueNetwork`) trained by one Adam
 optimiser on rollouts of a vectorised environment (:meth:`PPO.collect_rollouts`, then
 :meth:`PPO.learn`). With ``share_encoders`` (the default) the critic uses the actor's
 encoder module itself, so the encoder runs once per forward pass for both heads and learns
-from the policy and the value losses together.
+from the policy and the value losses together. The action distribution comes from the
+action space (:mod:`agilerl.networks.distributions`), through the actor.
 
 Loss per minibatch (advantages normalised within the minibatch)::
 
@@ -16,31 +18,40 @@ Loss per minibatch (advantages normalised within the minibatch)::
 
 The value is clipped around the rollout's values with ``clip_coef``, as AgileRL does.
 
-Recurrent PPO is not implemented: ``recurrent=True`` is refused, and ``max_seq_len`` and
-``bptt_sequence_type`` are only kept (and checkpointed) as the spec's values.
+Recurrent PPO (``recurrent=True``): the encoders are LSTMs (inferred for a vector
+observation space; any other encoder is refused). The hidden state is carried from step
+to step per sub-environment and zeroed for the environments whose episode ended, in
+rollouts (carried across rollouts like the episode returns) and when acting
+(:meth:`PPO.eval_action`, :meth:`PPO.sample_action`, :meth:`PPO.get_action`, hence
+``test`` and ``predict``; :meth:`RLAlgorithm.episodes_ended` resets it). Learning is
+truncated backpropagation through time: each environment's rollout is cut into sequences
+of ``max_seq_len`` steps (``null``: the whole rollout) laid out by
+``bptt_sequence_type`` (:data:`~agilerl.components.rollout_buffer.SEQUENCE_STRIDES`);
+each sequence starts from the hidden state stored with it and resets where an episode
+ended inside it; a minibatch holds ``batch_size // max_seq_len`` whole sequences (at
+least one). The hidden state is not checkpointed (a loaded or cloned agent starts every
+episode afresh) and follows a mutated LSTM's size: a state that no longer fits the
+encoder starts again from zero.
 """
 
 from __future__ import annotations
 
-import math
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import torch
 from gymnasium import spaces
-from torch.distributions import Bernoulli, Normal
 
 from agilerl._generated.ppo_schema import RolloutBufferConfig
 from agilerl.algorithms.base import RLAlgorithm, action_mask_from_info
-from agilerl.components.rollout_buffer import RolloutBatch, RolloutBuffer
-from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
+from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
+from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
-from agilerl.networks.base import preprocess
+from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
-
-#: Logit given to masked-out actions: their probability underflows to exactly zero while
-#: the entropy stays finite (``-inf`` would make ``0 * log 0`` a NaN).
-MASKED_LOGIT = -1e8
+from agilerl.observations import map_tree, tree_leaves
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
 #: means over the minibatches evaluated, in the order :meth:`PPO._minibatch_loss` stacks them.
@@ -56,115 +67,9 @@ LEARN_METRICS = {
 }
 METRICS = tuple(LEARN_METRICS)[:6]
 
-
-class _Categoricals:
-    """Independent categorical distributions over consecutive groups of ``logits`` columns
-    (one group for Discrete, one per sub-action for MultiDiscrete), computed with one
-    ``log_softmax`` per group and no argument validation: a rollout step samples a few
-    actions, and ``torch.distributions`` would cost more than the network."""
-
-    def __init__(self, logits: torch.Tensor, sizes: list[int]) -> None:
-        parts = logits.split(sizes, dim=-1) if len(sizes) > 1 else (logits,)
-        self.log_p = [part.log_softmax(dim=-1) for part in parts]
-
-    def sample(self, deterministic: bool) -> torch.Tensor:
-        """``(batch, groups)`` indices: sampled, or the most likely ones."""
-        if deterministic:
-            picks = [lp.argmax(dim=-1, keepdim=True) for lp in self.log_p]
-        else:
-            # Gumbel-max: argmax(log p + G), G = -log(-log U), is an exact sample and a
-            # third of the cost of torch.multinomial on a handful of rows.
-            picks = [
-                (lp - (-torch.rand_like(lp).log()).log()).argmax(dim=-1, keepdim=True)
-                for lp in self.log_p
-            ]
-        return picks[0] if len(picks) == 1 else torch.cat(picks, dim=-1)
-
-    def log_prob(self, index: torch.Tensor) -> torch.Tensor:
-        """Summed log-probability of ``(batch, groups)`` indices."""
-        total = self.log_p[0].gather(-1, index[:, :1])
-        for i, lp in enumerate(self.log_p[1:], start=1):
-            total = total + lp.gather(-1, index[:, i : i + 1])
-        return total.squeeze(-1)
-
-    def entropy(self) -> torch.Tensor:
-        """Summed entropy (a masked action adds ``0 * MASKED_LOGIT = 0``)."""
-        total = -(self.log_p[0].exp() * self.log_p[0]).sum(dim=-1)
-        for lp in self.log_p[1:]:
-            total = total - (lp.exp() * lp).sum(dim=-1)
-        return total
-
-
-class _ActionDistribution:
-    """The actor's action distribution built from its head output, so that one encoder
-    pass can serve the actor and the critic; applies action masks (Discrete and
-    MultiDiscrete actions). Mirrors :class:`StochasticActor` (same distributions, layout
-    and squashing), except that a Box action is kept as the raw Gaussian sample ``u``:
-    the environment gets it clipped or squashed (:meth:`PPO._env_action`), and its
-    log-probability is evaluated exactly, without inverting a squash."""
-
-    def __init__(self, actor: StochasticActor, out: torch.Tensor, mask: Any = None) -> None:
-        self.actor = actor
-        self.kind = actor.kind
-        if mask is not None and self.kind not in ("discrete", "multidiscrete"):
-            raise ValueError(
-                f"action masks apply to Discrete and MultiDiscrete actions, not {self.kind}"
-            )
-        if mask is not None:
-            mask = torch.as_tensor(mask, device=out.device).reshape(out.shape).bool()
-            out = out.masked_fill(~mask, MASKED_LOGIT)
-        if self.kind == "discrete":
-            self.categoricals = _Categoricals(out, [out.shape[-1]])
-        elif self.kind == "multidiscrete":
-            self.categoricals = _Categoricals(out, actor.nvec)
-        elif self.kind == "multibinary":
-            self.bernoulli = Bernoulli(logits=out, validate_args=False)
-        else:
-            log_std = actor.log_std.clamp(*actor._LOG_STD_BOUNDS)
-            self.normal = Normal(out, log_std.exp().expand_as(out), validate_args=False)
-
-    def _box_log_prob(self, u: torch.Tensor) -> torch.Tensor:
-        log_prob = self.normal.log_prob(u).sum(dim=-1)
-        if self.actor.spec.squash_output:
-            log_prob = log_prob - self.actor._squash(u)[1]
-        return log_prob
-
-    def act(self, deterministic: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(action, log_prob)``; the mode when ``deterministic``."""
-        if self.kind in ("discrete", "multidiscrete"):
-            index = self.categoricals.sample(deterministic)
-            log_prob = self.categoricals.log_prob(index)
-            if self.kind == "discrete":
-                return index[:, 0], log_prob
-            action = index + self.actor.action_start
-            return action.reshape(-1, *self.actor.action_space.shape), log_prob
-        if self.kind == "multibinary":
-            dist = self.bernoulli
-            bits = (dist.logits > 0).to(dist.logits) if deterministic else dist.sample()
-            log_prob = dist.log_prob(bits).sum(dim=-1)
-            return bits.reshape(-1, *self.actor.action_space.shape), log_prob
-        u = self.normal.mean if deterministic else self.normal.sample()
-        return u.reshape(-1, *self.actor.action_space.shape), self._box_log_prob(u)
-
-    def entropy(self) -> torch.Tensor:
-        """``(batch,)`` entropy (of the Gaussian before any squash, as the actor's)."""
-        if self.kind in ("discrete", "multidiscrete"):
-            return self.categoricals.entropy()
-        if self.kind == "multibinary":
-            return self.bernoulli.entropy().sum(dim=-1)
-        return self.normal.entropy().sum(dim=-1)
-
-    def log_prob(self, action: torch.Tensor) -> torch.Tensor:
-        """``(batch,)`` log-probability of actions as :meth:`act` returned them."""
-        if self.kind == "discrete":
-            return self.categoricals.log_prob(action.reshape(-1, 1).long())
-        if self.kind == "multidiscrete":
-            index = action.reshape(action.shape[0], -1).long() - self.actor.action_start
-            return self.categoricals.log_prob(index)
-        if self.kind == "multibinary":
-            dist = self.bernoulli
-            return dist.log_prob(action.to(dist.logits).reshape(dist.logits.shape)).sum(dim=-1)
-        return self._box_log_prob(action.to(self.normal.mean).reshape(self.normal.mean.shape))
+#: A recurrent state: network name ("actor", and "critic" when it has its own encoder)
+#: -> the LSTM's ``(h, c)``, each ``(layers, envs, hidden_state_size)``.
+HiddenState = dict[str, tuple[torch.Tensor, torch.Tensor]]
 
 
 def _stack_obs(items: list[Any], space: spaces.Space) -> Any:
@@ -176,13 +81,30 @@ def _stack_obs(items: list[Any], space: spaces.Space) -> Any:
     return np.stack([np.asarray(o) for o in items])
 
 
+def _reset_rows(state: HiddenState | None, ended: np.ndarray) -> HiddenState | None:
+    """``state`` with the rows of the environments whose episode ``ended`` zeroed."""
+    if state is None or not ended.any():
+        return state
+    keep = torch.as_tensor(~ended).reshape(1, -1, 1)
+    return map_tree(lambda x: x * keep.to(x), state)
+
+
+#: The schema's default of ``rollout_buffer_config`` (``{}``), read-only so it can be
+#: a signature default.
+EMPTY_CONFIG: Mapping[str, Any] = MappingProxyType({})
+
+
+def _rows(state: HiddenState, envs: Any) -> HiddenState:
+    return map_tree(lambda x: x[:, envs], state)
+
+
 class PPO(RLAlgorithm):
     """PPO for Discrete, MultiDiscrete, MultiBinary and Box actions (module docstring).
 
     ``learn_step`` environment steps (rounded up to whole vector steps) make one rollout;
     :meth:`learn` then runs ``update_epochs`` passes over it in minibatches of
-    ``batch_size`` and stops early once the approximate KL divergence of a minibatch
-    exceeds ``target_kl``. ``max_grad_norm`` 0 disables gradient clipping.
+    ``batch_size`` samples and stops early once the approximate KL divergence of a
+    minibatch exceeds ``target_kl``. ``max_grad_norm`` 0 disables gradient clipping.
     """
 
     init_args = (
@@ -231,7 +153,7 @@ class PPO(RLAlgorithm):
         max_grad_norm: float = 0.5,
         target_kl: float | None = None,
         update_epochs: int = 4,
-        rollout_buffer_config: Any = None,
+        rollout_buffer_config: Any = EMPTY_CONFIG,
         recurrent: bool = False,
         max_seq_len: int | None = 32,
         share_encoders: bool = True,
@@ -242,11 +164,6 @@ class PPO(RLAlgorithm):
         accelerator: Any = None,
         seed: int | None = None,
     ) -> None:
-        if recurrent:
-            raise NotImplementedError(
-                "recurrent PPO (an LSTM policy trained with backpropagation through time) is "
-                "not implemented in this engine yet; set recurrent: false"
-            )
         super().__init__(
             observation_space,
             action_space,
@@ -266,6 +183,15 @@ class PPO(RLAlgorithm):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         if target_kl is not None and target_kl < 0:
             raise ValueError(f"target_kl must be non-negative or None, got {target_kl!r}")
+        if max_seq_len is not None and (
+            isinstance(max_seq_len, bool) or int(max_seq_len) != max_seq_len or max_seq_len < 1
+        ):
+            raise ValueError(f"max_seq_len must be a positive integer or None, got {max_seq_len!r}")
+        if bptt_sequence_type not in SEQUENCE_STRIDES:
+            raise ValueError(
+                f"bptt_sequence_type must be one of {', '.join(SEQUENCE_STRIDES)}, "
+                f"got {bptt_sequence_type!r}"
+            )
         self.batch_size = int(batch_size)
         self.lr = float(lr)
         self.learn_step = int(learn_step)
@@ -283,26 +209,38 @@ class PPO(RLAlgorithm):
             rollout_buffer_config = rollout_buffer_config.model_dump()
         # Kept as the spec model: hyperparameters() dumps it, a checkpoint validates it back.
         self.rollout_buffer_config = RolloutBufferConfig.model_validate(rollout_buffer_config or {})
-        self.recurrent = False
-        self.max_seq_len = max_seq_len
+        self.recurrent = bool(recurrent)
+        self.max_seq_len = None if max_seq_len is None else int(max_seq_len)
         self.share_encoders = bool(share_encoders)
         self.bptt_sequence_type = bptt_sequence_type
 
         self.actor = StochasticActor(
-            observation_space, action_space, self.network_spec(StochasticActorSpec)
+            observation_space,
+            action_space,
+            self.network_spec(StochasticActorSpec, recurrent=self.recurrent),
         ).to(self.device)
-        self.critic = ValueNetwork(observation_space, None, self.network_spec(ValueNetworkSpec)).to(
-            self.device
-        )
-        if self.actor.kind == "box" and self.action_std_init > 0:
-            with torch.no_grad():
-                self.actor.log_std.fill_(math.log(self.action_std_init))
+        self.critic = ValueNetwork(
+            observation_space, None, self.network_spec(ValueNetworkSpec, recurrent=self.recurrent)
+        ).to(self.device)
+        if self.recurrent and not isinstance(self.actor.spec.encoder_config, LstmSpec):
+            arch = self.actor.spec.encoder_config.arch
+            raise ValueError(
+                f"recurrent: true needs an LSTM encoder (network.encoder_config.arch: lstm, "
+                f"on a vector observation space); this network's encoder is {arch!r} for "
+                f"{observation_space!r}"
+            )
+        if self.action_std_init > 0:
+            self.actor.distribution.set_initial_std(self.action_std_init)
 
         self.rollout_buffer: RolloutBuffer | None = None
         # Per-environment return of the episodes in progress, carried from one rollout to
-        # the next together with the observation they belong to.
+        # the next together with the observation (and hidden state) they belong to.
         self._episode_returns: np.ndarray | None = None
         self._rollout_obs: Any = None
+        self._rollout_state: HiddenState | None = None
+        #: The hidden state :meth:`eval_action` / :meth:`sample_action` / :meth:`get_action`
+        #: act on, one row per environment (recurrent only; None until they first act).
+        self.hidden_state: HiddenState | None = None
         self.finish_init(hp_config)
 
     # -- shared encoder -------------------------------------------------------------------
@@ -328,35 +266,91 @@ class PPO(RLAlgorithm):
         if self.share_encoders:
             self.critic.encoder = self.actor.encoder.clone()
 
+    # -- recurrent state ------------------------------------------------------------------
+    def _stateful_networks(self) -> dict[str, EvolvableNetwork]:
+        """Networks whose encoder carries a hidden state, each encoder once: none unless
+        recurrent; the actor, and the critic when it has its own encoder."""
+        if not self.recurrent:
+            return {}
+        nets: dict[str, EvolvableNetwork] = {"actor": self.actor}
+        if self.critic.encoder is not self.actor.encoder:
+            nets["critic"] = self.critic
+        return nets
+
+    def initial_hidden_state(self, num_envs: int) -> HiddenState | None:
+        """The zero state episodes start from, for ``num_envs`` environments (None for a
+        feed-forward agent)."""
+        nets = self._stateful_networks()
+        if not nets:
+            return None
+        return {name: net.encoder.initial_state(num_envs) for name, net in nets.items()}
+
+    def _state_for(self, state: HiddenState | None, num_envs: int) -> HiddenState | None:
+        """``state`` if it fits the encoders (a mutation may have resized them) and
+        ``num_envs``; otherwise a fresh zero state."""
+        fresh = self.initial_hidden_state(num_envs)
+        if fresh is None or state is None or state.keys() != fresh.keys():
+            return fresh
+        shapes = [x.shape for x in tree_leaves(state)]
+        return state if shapes == [x.shape for x in tree_leaves(fresh)] else fresh
+
+    def episodes_ended(self, ended: np.ndarray) -> None:
+        """Zero the acting hidden state of the environments whose episode ended (a row of
+        bools, one per environment of the batch acted on)."""
+        ended = np.asarray(ended, dtype=bool).reshape(-1)
+        state = self.hidden_state
+        if state is not None and tree_leaves(state)[0].shape[1] != len(ended):
+            self.hidden_state = None  # another batch of environments: start afresh
+            return
+        self.hidden_state = _reset_rows(state, ended)
+
     # -- acting ---------------------------------------------------------------------------
     def _preprocess(self, obs: Any) -> Any:
         # The module-level function with the agent's device: a network's own preprocess
         # looks its device up by walking its parameters, once per call (per env step here).
         return preprocess(obs, self.observation_space, self.device)
 
-    def _forward(self, obs: Any, mask: Any = None) -> tuple[_ActionDistribution, torch.Tensor]:
-        """Action distribution and value ``(batch,)`` of a batch of observations; the
-        observations are preprocessed once and a shared encoder runs once."""
-        x = self._preprocess(obs)
-        latent = self.actor.encoder(x)
-        dist = _ActionDistribution(self.actor, self.actor.head(latent), mask)
-        if self.critic.encoder is not self.actor.encoder:
-            latent = self.critic.encoder(x)
-        return dist, self.critic.head(latent).squeeze(-1)
+    def _forward_x(
+        self, x: Any, mask: Any, state: HiddenState | None, with_value: bool = True
+    ) -> tuple[Any, torch.Tensor | None, HiddenState | None]:
+        """Action distribution, value ``(batch,)`` (None when not ``with_value`` and the
+        critic keeps no state of its own) and next hidden state (None for a feed-forward
+        agent) of preprocessed observations ``x``; a shared encoder runs once."""
+        next_state: HiddenState = {}
 
-    def _env_action(self, action: torch.Tensor) -> np.ndarray:
-        """An action tensor from :class:`_ActionDistribution` as the environment takes it:
-        Box samples squashed or clipped into the bounds, MultiBinary bits as integers."""
-        kind = self.actor.kind
-        if kind == "box" and self.actor.spec.squash_output:
-            action = self.actor._squash(action.reshape(action.shape[0], -1))[0]
-            return action.reshape(-1, *self.action_space.shape).cpu().numpy()
-        out = action.cpu().numpy()
-        if kind == "box":
-            return np.clip(out, self.action_space.low, self.action_space.high)
-        if kind == "multibinary":
-            return out.astype(self.action_space.dtype)
-        return out
+        def encode(name: str, net: EvolvableNetwork) -> torch.Tensor:
+            if state is None:
+                return net.encoder(x)
+            latent, next_state[name] = net.encoder.forward_with_state(x, state[name])
+            return latent
+
+        latent = encode("actor", self.actor)
+        dist = self.actor.distribution(self.actor.head(latent), mask)
+        value = None
+        if with_value or (state is not None and "critic" in state):
+            if self.critic.encoder is not self.actor.encoder:
+                latent = encode("critic", self.critic)
+            value = self.critic.head(latent).squeeze(-1)
+        return dist, value, (None if state is None else next_state)
+
+    def _forward(self, obs: Any, mask: Any = None) -> tuple[Any, torch.Tensor]:
+        """Action distribution and value ``(batch,)`` of a batch of observations, each
+        acted on from a fresh state (feed-forward: the only way)."""
+        x = self._preprocess(obs)
+        dist, value, _ = self._forward_x(x, mask, self.initial_hidden_state(_batch_of(x)))
+        return dist, value
+
+    def _act(
+        self, obs: Any, mask: Any, deterministic: bool, with_value: bool
+    ) -> tuple[torch.Tensor, Any, torch.Tensor | None]:
+        """Sample (or mode), distribution and value of a batch of observations, acting
+        on and advancing :attr:`hidden_state`."""
+        with torch.no_grad():
+            x = self._preprocess(obs)
+            state = self._state_for(self.hidden_state, _batch_of(x))
+            dist, value, self.hidden_state = self._forward_x(x, mask, state, with_value)
+            sample = dist.sample(deterministic)
+        return sample, dist, value
 
     def get_action(
         self, obs: Any, action_mask: Any = None
@@ -364,27 +358,30 @@ class PPO(RLAlgorithm):
         """Sample actions for a batch of observations: ``(action for env.step, log_prob,
         entropy, value)``, the last three of shape ``(batch,)``. ``action_mask`` (Discrete
         and MultiDiscrete actions) marks allowed actions with 1/True; for a Box space the
-        log-probability is that of the unclipped sample."""
+        log-probability is that of the unclipped sample. A recurrent agent acts on and
+        advances :attr:`hidden_state`."""
+        sample, dist, value = self._act(obs, action_mask, deterministic=False, with_value=True)
         with torch.no_grad():
-            dist, value = self._forward(obs, action_mask)
-            action, log_prob = dist.act(deterministic=False)
-        return self._env_action(action), log_prob, dist.entropy(), value
+            log_prob, entropy = dist.log_prob(sample), dist.entropy()
+        return self.actor.distribution.env_actions(sample), log_prob, entropy, value
 
     def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Actions sampled from the policy (as rollouts sample them), for ``env.step``."""
-        return self.get_action(obs, action_mask)[0]
+        sample, _, _ = self._act(obs, action_mask, deterministic=False, with_value=False)
+        return self.actor.distribution.env_actions(sample)
 
     def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """The most likely action of each observation (the Gaussian mean for Box)."""
+        sample, _, _ = self._act(obs, action_mask, deterministic=True, with_value=False)
+        return self.actor.distribution.env_actions(sample)
+
+    def _value(self, obs: Any, state: HiddenState | None = None) -> torch.Tensor:
+        """``V`` of observations, acted on from ``state`` (recurrent)."""
         with torch.no_grad():
             x = self._preprocess(obs)
-            out = self.actor.head(self.actor.encoder(x))
-            action, _ = _ActionDistribution(self.actor, out, action_mask).act(True)
-        return self._env_action(action)
-
-    def _value(self, obs: Any) -> torch.Tensor:
-        with torch.no_grad():
-            return self.critic.head(self.critic.encoder(self._preprocess(obs))).squeeze(-1)
+            if state is None:
+                return self.critic.head(self.critic.encoder(x)).squeeze(-1)
+            return self._forward_x(x, None, state)[1]
 
     # -- rollouts -------------------------------------------------------------------------
     @property
@@ -398,24 +395,44 @@ class PPO(RLAlgorithm):
         return self.rollout_length * self.num_envs
 
     def reset_rollouts(self) -> None:
-        """Forget the returns of the episodes in flight: the environment was reset, so the
-        next :meth:`collect_rollouts` starts new episodes everywhere."""
+        """Forget the returns (and hidden states) of the episodes in flight: the
+        environment was reset, so the next :meth:`collect_rollouts` starts new episodes
+        everywhere."""
         self._episode_returns = None
         self._rollout_obs = None
+        self._rollout_state = None
+
+    def _sequence_layout(self) -> tuple[int | None, int | None]:
+        """``(seq_len, seq_stride)`` of the rollout buffer: None for a feed-forward agent;
+        ``max_seq_len`` null means one sequence per environment and rollout."""
+        if not self.recurrent:
+            return None, None
+        seq_len = self.max_seq_len or self.rollout_length
+        return seq_len, SEQUENCE_STRIDES[self.bptt_sequence_type](seq_len)
 
     def _ensure_buffer(self) -> RolloutBuffer:
         """The rollout buffer, re-created when ``learn_step`` or ``num_envs`` changed (a
         mutation or a loaded checkpoint) and kept in step with the other settings."""
         buffer = self.rollout_buffer
         capacity = self.rollout_length
+        seq_len, seq_stride = self._sequence_layout()
+        if seq_len is not None:
+            seq_len, seq_stride = min(seq_len, capacity), min(seq_stride, seq_len, capacity)
         if (
             buffer is None
             or buffer.capacity != capacity
             or buffer.num_envs != self.num_envs
             or buffer.device != self.device
+            or (buffer.seq_len, buffer.seq_stride) != (seq_len, seq_stride)
         ):
             buffer = RolloutBuffer(
-                capacity, self.num_envs, self.observation_space, self.action_space, self.device
+                capacity,
+                self.num_envs,
+                self.observation_space,
+                self.action_space,
+                self.device,
+                seq_len=seq_len,
+                seq_stride=seq_stride,
             )
             self.rollout_buffer = buffer
         buffer.gamma = self.gamma
@@ -435,8 +452,9 @@ class PPO(RLAlgorithm):
         info to continue from and the returns of the episodes that ended in this rollout.
         An episode running across rollouts counts once, when it ends, provided the next
         call passes the observation this one returned; :meth:`reset_rollouts`, or any
-        other ``obs`` (e.g. after ``env.reset()``), starts every episode return from zero. Observations are stored
-        after ``env.step``, so the env must return fresh arrays (gymnasium's default
+        other ``obs`` (e.g. after ``env.reset()``), starts every episode return (and a
+        recurrent agent's hidden state) from zero. Observations are stored after
+        ``env.step``, so the env must return fresh arrays (gymnasium's default
         ``copy=True``). The ``steps`` and ``scores`` counters are left to the training loop.
         """
         info = {} if info is None else info
@@ -444,20 +462,24 @@ class PPO(RLAlgorithm):
         buffer = self._ensure_buffer()
         buffer.reset()
         n = self.num_envs
-        if (
-            self._episode_returns is None
-            or len(self._episode_returns) != n
-            or (obs is not self._rollout_obs)
-        ):
+        continued = (
+            self._episode_returns is not None
+            and len(self._episode_returns) == n
+            and obs is self._rollout_obs
+        )
+        if not continued:
             self._episode_returns = np.zeros(n)
+        state = self._state_for(self._rollout_state if continued else None, n)
         episode_returns = self._episode_returns
         completed: list[float] = []
         mask = action_mask_from_info(info)
         for _ in range(buffer.capacity):
             with torch.inference_mode():
-                dist, value = self._forward(obs, mask)
-                action, log_prob = dist.act(deterministic=False)
-            next_obs, reward, terminated, truncated, info = env.step(self._env_action(action))
+                dist, value, next_state = self._forward_x(self._preprocess(obs), mask, state)
+                sample = dist.sample()
+                log_prob = dist.log_prob(sample)
+            env_action = self.actor.distribution.env_actions(sample)
+            next_obs, reward, terminated, truncated, info = env.step(env_action)
             reward = np.array(reward, dtype=np.float32).reshape(n)
             terminated = np.asarray(terminated, dtype=bool).reshape(n)
             truncated = np.asarray(truncated, dtype=bool).reshape(n)
@@ -466,21 +488,29 @@ class PPO(RLAlgorithm):
             cut = truncated & ~terminated
             if cut.any():
                 envs = np.flatnonzero(cut)
-                reward[envs] += self.gamma * self._final_values(info, envs)
-            buffer.add(obs, action, reward, done, value, log_prob, mask)
+                after = None if next_state is None else _rows(next_state, envs)
+                reward[envs] += self.gamma * self._final_values(info, envs, after)
+            # A buffer with seq_len keeps the state of a step where a sequence starts,
+            # laid out environment first.
+            stored = None if state is None else map_tree(lambda x: x.transpose(0, 1), state)
+            buffer.add(obs, sample, reward, done, value, log_prob, mask, stored)
             if done.any():
                 for i in np.flatnonzero(done):
                     completed.append(float(episode_returns[i]))
                     episode_returns[i] = 0.0
             obs = next_obs
             mask = action_mask_from_info(info)
-        buffer.compute_returns_and_advantages(self._value(obs))
+            state = _reset_rows(next_state, done)
+        buffer.compute_returns_and_advantages(self._value(obs, state))
         self._rollout_obs = obs
+        self._rollout_state = state
         return obs, info, completed
 
-    def _final_values(self, info: dict[str, Any], envs: np.ndarray) -> np.ndarray:
+    def _final_values(
+        self, info: dict[str, Any], envs: np.ndarray, state: HiddenState | None = None
+    ) -> np.ndarray:
         """``V`` of the final observations of environments ``envs`` (same-step autoreset
-        puts them in ``info["final_obs"]``)."""
+        puts them in ``info["final_obs"]``), from their ``state`` after the last step."""
         final, flags = info.get("final_obs"), info.get("_final_obs")
         if final is None or flags is None or not np.all(np.asarray(flags)[envs]):
             raise ValueError(
@@ -488,13 +518,36 @@ class PPO(RLAlgorithm):
                 "collect_rollouts needs a vector env with autoreset_mode=SAME_STEP"
             )
         batch = _stack_obs([final[i] for i in envs], self.observation_space)
-        return self._value(batch).cpu().numpy()
+        return self._value(batch, state).cpu().numpy()
 
     # -- learning -------------------------------------------------------------------------
+    def _forward_sequences(self, batch: RolloutBatch) -> tuple[Any, torch.Tensor]:
+        """Distribution and values of the valid steps of a sequence minibatch: each
+        sequence runs through the LSTMs from its stored state, resetting where an episode
+        starts inside it, and the gradient flows back through the whole sequence."""
+        count, length = batch.valid.shape
+        flat = map_tree(lambda v: v.reshape(count * length, *v.shape[2:]), batch.obs)
+        x = self._preprocess(flat).reshape(count, length, -1)
+        valid = batch.valid.reshape(-1)
+        state = map_tree(lambda h: h.transpose(0, 1).contiguous(), batch.hidden)
+
+        def encode(name: str, net: EvolvableNetwork) -> torch.Tensor:
+            latent, _ = net.encoder.forward_sequence(x, state[name], batch.resets)
+            return latent.reshape(count * length, -1)[valid]
+
+        latent = encode("actor", self.actor)
+        dist = self.actor.distribution(self.actor.head(latent), batch.action_masks)
+        if self.critic.encoder is not self.actor.encoder:
+            latent = encode("critic", self.critic)
+        return dist, self.critic.head(latent).squeeze(-1)
+
     def _minibatch_loss(self, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
         """The PPO loss of one minibatch (class docstring) and, detached, the values of
         :data:`METRICS` for it."""
-        dist, value = self._forward(batch.obs, batch.action_masks)
+        if batch.hidden is None:
+            dist, value = self._forward(batch.obs, batch.action_masks)
+        else:
+            dist, value = self._forward_sequences(batch)
         log_ratio = dist.log_prob(batch.actions) - batch.log_probs
         ratio = log_ratio.exp()
         advantages = batch.advantages
@@ -514,7 +567,8 @@ class PPO(RLAlgorithm):
         return loss, stats
 
     def learn(self) -> dict[str, float]:
-        """PPO updates on the collected rollout (see the class docstring).
+        """PPO updates on the collected rollout (see the class docstring); a recurrent
+        agent learns from minibatches of whole sequences (module docstring).
 
         Returns the means over the minibatches evaluated of ``loss``, ``policy_loss``,
         ``value_loss``, ``entropy``, ``approx_kl`` (Schulman's ``(r - 1) - log r``
@@ -525,13 +579,14 @@ class PPO(RLAlgorithm):
         buffer = self.rollout_buffer
         if buffer is None or not buffer.ready:
             raise RuntimeError("learn() needs a rollout: call collect_rollouts() first")
+        minibatches = buffer.sequence_minibatches if self.recurrent else buffer.minibatches
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
         kl_index = METRICS.index("approx_kl")
         totals = torch.zeros(len(METRICS), device=self.device)
         evaluated = updates = 0
         stopped = False
         for _ in range(self.update_epochs):
-            for batch in buffer.minibatches(self.batch_size):
+            for batch in minibatches(self.batch_size):
                 loss, stats = self._minibatch_loss(batch)
                 totals += stats
                 evaluated += 1
@@ -551,3 +606,8 @@ class PPO(RLAlgorithm):
         metrics["updates"] = float(updates)
         metrics["early_stop"] = float(stopped)
         return metrics
+
+
+def _batch_of(x: Any) -> int:
+    """Batch size of preprocessed observations (the first leaf's leading dimension)."""
+    return int(tree_leaves(x)[0].shape[0])

@@ -79,6 +79,8 @@ class Mutations:
         if kind == "architecture":
             layer = bool(self.rng.random() < self.new_layer_prob)
             names = agent.architecture_mutations(new_layer=layer) or agent.architecture_mutations()
+            if not names:  # a pretrained LLM: its architecture is fixed
+                return "None (fixed architecture)"
             # Try the candidates in random order: one the bounds forbid (removing the
             # last layer) changes nothing, so the next is tried instead.
             for i in self.rng.permutation(len(names)):
