@@ -387,14 +387,16 @@ def test_a_malformed_agent_file_is_refused_naming_the_key(agent_file, tmp_path, 
     assert str(caught.value).startswith(f"{bad}: ")
 
 
-def test_a_ppo_file_asking_for_what_the_engine_lacks_is_refused(tmp_path):
+def test_a_ppo_file_asking_for_what_cannot_work_is_refused(tmp_path):
     PPO(spaces.Box(-1, 1, (4,)), spaces.Discrete(2), net_config=NET).save_checkpoint(
         tmp_path / "ppo.pt"
     )
     tree = checkpoints.load(tmp_path / "ppo.pt")
     tree["hyperparameters"]["recurrent"] = True
     bad = checkpoints.save(tree, tmp_path / "bad.pt")
-    with pytest.raises(CheckpointError, match="cannot rebuild the PPO agent: recurrent PPO"):
+    # recurrent with the file's MLP encoder: no memory to carry
+    message = "cannot rebuild the PPO agent: recurrent: true needs an LSTM encoder"
+    with pytest.raises(CheckpointError, match=message):
         RLAlgorithm.load(bad)
 
 

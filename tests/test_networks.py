@@ -288,9 +288,10 @@ def test_squashed_log_prob_matches_evaluate_and_change_of_variables():
     log_prob2, _ = actor.evaluate_actions(obs, action)
     torch.testing.assert_close(log_prob2, log_prob, atol=1e-3, rtol=1e-4)
     # reference: u ~ N(mean, std); a = low + (tanh(u) + 1) * (high - low) / 2
-    dist = actor._gaussian(obs)
-    half = (actor.action_high - actor.action_low) / 2
-    u = torch.atanh((action - actor.action_low) / half - 1)
+    dist = actor.distribution(actor.head(actor.extract_features(obs))).normal
+    low, high = actor.distribution.squash.low, actor.distribution.squash.high
+    half = (high - low) / 2
+    u = torch.atanh((action - low) / half - 1)
     ref = dist.log_prob(u).sum(-1) - torch.log(half * (1 - torch.tanh(u) ** 2)).sum(-1)
     torch.testing.assert_close(log_prob, ref, atol=1e-3, rtol=1e-4)
 

@@ -16,8 +16,8 @@ from torch.distributions import Categorical
 
 from agilerl.algorithms import PPO, RLAlgorithm
 from agilerl.algorithms.evolvable import unique_parameters
-from agilerl.algorithms.ppo import _Categoricals
 from agilerl.models import PPOSpec
+from agilerl.networks.distributions import Categoricals
 
 NET = {
     "encoder_config": {"hidden_size": [16]},
@@ -125,7 +125,7 @@ def test_categorical_sampling_matches_the_distribution():
     # its log-probabilities and entropies against torch.distributions.
     torch.manual_seed(0)
     logits = torch.tensor([[0.0, 1.0, 2.0, 0.5, -1.0]]).repeat(50_000, 1)
-    cats = _Categoricals(logits, [3, 2])
+    cats = Categoricals(logits, [3, 2])
     index = cats.sample(deterministic=False)
     parts = logits[:1].split([3, 2], dim=-1)
     for i, part in enumerate(parts):
@@ -140,7 +140,7 @@ def test_categorical_sampling_matches_the_distribution():
 
 def test_box_log_std_starts_at_action_std_init():
     agent = make_agent(ACTION_SPACES["box"], action_std_init=0.3)
-    assert torch.allclose(agent.actor.log_std, torch.full((2,), math.log(0.3)))
+    assert torch.allclose(agent.actor.distribution.log_std, torch.full((2,), math.log(0.3)))
 
 
 def test_squashed_box_actions_stay_in_bounds_and_learn():
@@ -477,9 +477,11 @@ def test_spec_builds_ppo():
     assert set(agent.hp_config) == {"lr", "batch_size", "learn_step"}
 
 
-def test_recurrent_is_refused_clearly():
-    with pytest.raises(NotImplementedError, match="recurrent PPO .* not implemented"):
-        make_agent(spaces.Discrete(2), recurrent=True)
+def test_recurrent_without_an_lstm_encoder_is_refused_clearly():
+    # an MLP encoder: nothing would carry a memory (tests/test_recurrent_ppo.py)
+    mlp = {**NET, "encoder_config": {"arch": "mlp", "hidden_size": [16]}}
+    with pytest.raises(ValueError, match=r"recurrent: true needs an LSTM encoder \(network\."):
+        make_agent(spaces.Discrete(2), recurrent=True, net_config=mlp)
 
 
 @pytest.mark.parametrize(

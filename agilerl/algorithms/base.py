@@ -151,7 +151,13 @@ class RLAlgorithm(EvolvableAlgorithm):
         return network_spec(spec_cls, self.observation_space, self.net_config, recurrent)
 
     # -- inference ------------------------------------------------------------------------
-    def predict(self, obs: Any, deterministic: bool = True, action_mask: Any = None) -> Any:
+    def predict(
+        self,
+        obs: Any,
+        deterministic: bool = True,
+        action_mask: Any = None,
+        episode_start: Any = None,
+    ) -> Any:
         """The action(s) to take, as the environment's action space takes them.
 
         ``obs`` is one observation, as ``env.reset()`` / ``env.step()`` return it, or a
@@ -164,8 +170,12 @@ class RLAlgorithm(EvolvableAlgorithm):
         array of the space's shape and dtype otherwise (MultiDiscrete, MultiBinary, Box
         clipped or squashed into its bounds); for a batch, a numpy array with a leading
         batch dimension. ``deterministic`` gives the greedy / most likely action; False
-        samples the policy (:meth:`sample_action`). Unlike Stable-Baselines3's
-        ``predict`` there is no recurrent state: only the action is returned.
+        samples the policy (:meth:`sample_action`).
+
+        A recurrent agent keeps its hidden state between calls (one row per observation
+        of the batch) instead of returning it as Stable-Baselines3's ``predict`` does:
+        ``episode_start`` (a bool, or one per observation) says which observations begin
+        a new episode, whose state starts from zero (:meth:`episodes_ended`).
         """
         from agilerl.observations import add_batch_dim, batch_size
 
@@ -174,6 +184,8 @@ class RLAlgorithm(EvolvableAlgorithm):
             obs = add_batch_dim(obs, self.observation_space)
             if action_mask is not None:
                 action_mask = np.asarray(action_mask)[None]
+        if episode_start is not None:
+            self.episodes_ended(np.asarray(episode_start, dtype=bool).reshape(-1))
         act = self.eval_action if deterministic else self.sample_action
         with torch.no_grad():
             actions = act(obs, action_mask)
@@ -200,6 +212,7 @@ class RLAlgorithm(EvolvableAlgorithm):
         with torch.no_grad():
             for round_ in range(loop):
                 obs, info = env.reset(seed=None if seed is None else seed + round_ * num_envs)
+                self.episodes_ended(np.ones(num_envs, dtype=bool))  # per-env state afresh
                 totals = np.zeros(num_envs)
                 done = np.zeros(num_envs, dtype=bool)
                 steps = 0
@@ -207,7 +220,9 @@ class RLAlgorithm(EvolvableAlgorithm):
                     action = self.eval_action(obs, action_mask_from_info(info))
                     obs, reward, terminated, truncated, info = env.step(action)
                     totals += np.where(done, 0.0, reward)
-                    done |= np.logical_or(terminated, truncated)
+                    ended = np.logical_or(terminated, truncated)
+                    self.episodes_ended(ended)
+                    done |= ended
                     steps += 1
                 taken += steps * num_envs
                 returns.extend(totals.tolist())

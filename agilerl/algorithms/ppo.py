@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 from gymnasium import spaces
+from pydantic import BaseModel, ValidationError
 
 from agilerl._generated.ppo_schema import RolloutBufferConfig
 from agilerl.algorithms.base import RLAlgorithm, action_mask_from_info
@@ -51,7 +52,7 @@ from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkS
 from agilerl.modules.base import respec
 from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
-from agilerl.observations import map_tree, tree_leaves
+from agilerl.observations import map_tree, stack_tree, tree_leaves
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
 #: means over the minibatches evaluated, in the order :meth:`PPO._minibatch_loss` stacks them.
@@ -70,15 +71,6 @@ METRICS = tuple(LEARN_METRICS)[:6]
 #: A recurrent state: network name ("actor", and "critic" when it has its own encoder)
 #: -> the LSTM's ``(h, c)``, each ``(layers, envs, hidden_state_size)``.
 HiddenState = dict[str, tuple[torch.Tensor, torch.Tensor]]
-
-
-def _stack_obs(items: list[Any], space: spaces.Space) -> Any:
-    """Single observations (e.g. from ``info["final_obs"]``) -> one batch."""
-    if isinstance(space, spaces.Dict):
-        return {k: _stack_obs([o[k] for o in items], sub) for k, sub in space.spaces.items()}
-    if isinstance(space, spaces.Tuple):
-        return tuple(_stack_obs([o[i] for o in items], s) for i, s in enumerate(space.spaces))
-    return np.stack([np.asarray(o) for o in items])
 
 
 def _reset_rows(state: HiddenState | None, ended: np.ndarray) -> HiddenState | None:
@@ -214,14 +206,9 @@ class PPO(RLAlgorithm):
         self.share_encoders = bool(share_encoders)
         self.bptt_sequence_type = bptt_sequence_type
 
-        self.actor = StochasticActor(
-            observation_space,
-            action_space,
-            self.network_spec(StochasticActorSpec, recurrent=self.recurrent),
-        ).to(self.device)
-        self.critic = ValueNetwork(
-            observation_space, None, self.network_spec(ValueNetworkSpec, recurrent=self.recurrent)
-        ).to(self.device)
+        actor_spec, critic_spec = self._network_specs()
+        self.actor = StochasticActor(observation_space, action_space, actor_spec).to(self.device)
+        self.critic = ValueNetwork(observation_space, None, critic_spec).to(self.device)
         if self.recurrent and not isinstance(self.actor.spec.encoder_config, LstmSpec):
             arch = self.actor.spec.encoder_config.arch
             raise ValueError(
@@ -242,6 +229,24 @@ class PPO(RLAlgorithm):
         #: act on, one row per environment (recurrent only; None until they first act).
         self.hidden_state: HiddenState | None = None
         self.finish_init(hp_config)
+
+    def _network_specs(self) -> tuple[BaseModel, BaseModel]:
+        """The actor's and the critic's specs; a recurrent agent's encoder, where the
+        network section names no arch, is an LSTM, and a section written for another
+        encoder is refused saying so."""
+        try:
+            return (
+                self.network_spec(StochasticActorSpec, recurrent=self.recurrent),
+                self.network_spec(ValueNetworkSpec, recurrent=self.recurrent),
+            )
+        except ValidationError as err:
+            if not self.recurrent:
+                raise
+            raise ValueError(
+                "recurrent: true builds an LSTM encoder where network.arch / "
+                "network.encoder_config.arch is not given, and network.encoder_config does "
+                f"not describe one (an LSTM takes hidden_state_size, num_layers, ...): {err}"
+            ) from None
 
     # -- shared encoder -------------------------------------------------------------------
     def _link_networks(self) -> None:
@@ -517,7 +522,7 @@ class PPO(RLAlgorithm):
                 "a truncated episode's final observation is missing from info['final_obs']: "
                 "collect_rollouts needs a vector env with autoreset_mode=SAME_STEP"
             )
-        batch = _stack_obs([final[i] for i in envs], self.observation_space)
+        batch = stack_tree([final[i] for i in envs])
         return self._value(batch, state).cpu().numpy()
 
     # -- learning -------------------------------------------------------------------------

@@ -18,6 +18,14 @@ of the observation after the last step:
   ``A_t = delta_t + gamma lambda (1 - d_t) A_{t+1}``; returns ``R_t = A_t + V_t``.
 * Without GAE: discounted returns ``R_t = r_t + gamma (1 - d_t) R_{t+1}`` with
   ``R_T = V_T``, and ``A_t = R_t - V_t``.
+
+Recurrent policies (truncated backpropagation through time): a buffer built with
+``seq_len`` cuts each environment's rollout into sequences of ``seq_len`` steps that
+start every ``seq_stride`` steps (:data:`SEQUENCE_STRIDES`), and stores the policy's
+hidden state at those starts only (the state it acted on at that step; :meth:`add`
+takes it every step and keeps it where a sequence starts). Sequences stop adding once
+one reaches the rollout's end; the last may be shorter and is padded (``valid`` marks
+the real steps). :meth:`RolloutBuffer.sequence_minibatches` yields whole sequences.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from agilerl.networks.distributions import distribution_class
 from agilerl.observations import map_tree
 
 
@@ -66,16 +75,21 @@ def _obs_layout(space: spaces.Space) -> Any:
 
 
 def _action_layout(space: spaces.Space) -> _Leaf:
-    """The :class:`_Leaf` of one action as a stochastic actor produces it: integer
-    (sub-)actions for Discrete and MultiDiscrete, float bits for MultiBinary, floats for
-    Box (the unclipped, unsquashed Gaussian sample the log-probability belongs to)."""
-    if isinstance(space, spaces.Discrete):
-        return _Leaf((), torch.int64)
-    if isinstance(space, spaces.MultiDiscrete):
-        return _Leaf(tuple(space.shape), torch.int64)
-    if isinstance(space, (spaces.MultiBinary, spaces.Box)):
-        return _Leaf(tuple(space.shape), torch.float32)
-    raise TypeError(f"unsupported action space {space!r}")
+    """The :class:`_Leaf` of one action sample of the space's action distribution
+    (:mod:`agilerl.networks.distributions`): integer (sub-)actions for Discrete and
+    MultiDiscrete, float bits for MultiBinary, floats for Box (the unclipped, unsquashed
+    Gaussian sample the log-probability belongs to)."""
+    shape = () if isinstance(space, spaces.Discrete) else tuple(space.shape)
+    return _Leaf(shape, distribution_class(space).sample_dtype)
+
+
+#: ``bptt_sequence_type`` -> the step between the starts of consecutive sequences of
+#: ``max_seq_len`` steps: back to back, half overlapping, or one starting at every step.
+SEQUENCE_STRIDES = {
+    "chunked": lambda seq_len: seq_len,
+    "fifty_percent_overlap": lambda seq_len: max(1, seq_len // 2),
+    "maximum": lambda seq_len: 1,
+}
 
 
 def _write(store: torch.Tensor, value: Any) -> None:
@@ -102,6 +116,13 @@ class RolloutBatch:
     advantages: torch.Tensor
     returns: torch.Tensor
     action_masks: torch.Tensor | None
+    #: Sequence minibatches only (else None): ``obs`` is then laid out ``(sequences,
+    #: seq_len, ...)`` (padding included) and the other fields hold the ``valid`` steps,
+    #: flattened in that order; ``hidden`` is the stored state at each sequence's start
+    #: (sequence first) and ``resets[s, t]`` says an episode starts at step ``t``.
+    hidden: Any = None
+    resets: torch.Tensor | None = None
+    valid: torch.Tensor | None = None
 
 
 class RolloutBuffer:
@@ -121,10 +142,19 @@ class RolloutBuffer:
         gamma: float = 0.99,
         gae_lambda: float = 0.95,
         use_gae: bool = True,
+        seq_len: int | None = None,
+        seq_stride: int | None = None,
     ) -> None:
         for name, value in (("capacity", capacity), ("num_envs", num_envs)):
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if seq_len is not None:
+            seq_stride = seq_len if seq_stride is None else seq_stride
+            for name, value in (("seq_len", seq_len), ("seq_stride", seq_stride)):
+                if isinstance(value, bool) or int(value) != value or value < 1:
+                    raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.seq_len = None if seq_len is None else min(int(seq_len), int(capacity))
+        self.seq_stride = None if seq_len is None else min(int(seq_stride), self.seq_len)
         self.capacity = int(capacity)
         self.num_envs = int(num_envs)
         self.observation_space = observation_space
@@ -149,6 +179,9 @@ class RolloutBuffer:
         self.advantages = empty(scalar)
         self.returns = empty(scalar)
         self.action_masks: torch.Tensor | None = None
+        # Hidden states at sequence starts, (starts, num_envs, ...) per leaf of the tree
+        # of states :meth:`add` receives; allocated from the first one.
+        self.hidden: Any = None
         self.pos = 0
         self.ready = False  # advantages and returns computed for the current contents
 
@@ -176,9 +209,12 @@ class RolloutBuffer:
         value: Any,
         log_prob: Any,
         action_mask: Any = None,
+        hidden_state: Any = None,
     ) -> None:
         """Store one vector step: every argument has ``num_envs`` as its leading
-        dimension (observations as the environment returns them, nested for Dict/Tuple)."""
+        dimension (observations as the environment returns them, nested for Dict/Tuple;
+        ``hidden_state``, of a buffer with ``seq_len``, a tree of tensors: the state the
+        policy acted on, kept where a sequence starts)."""
         if self.full:
             raise RuntimeError(f"rollout buffer is full ({self.capacity} steps); reset() it")
         t = self.pos
@@ -196,8 +232,34 @@ class RolloutBuffer:
                 shape = (self.capacity, self.num_envs, *mask.shape[1:])
                 self.action_masks = torch.ones(shape, dtype=torch.bool, device=self.device)
             _write(self.action_masks[t], action_mask)
+        if self.seq_len is not None:
+            if hidden_state is None:
+                raise ValueError("a recurrent rollout buffer needs the hidden_state of every step")
+            if t % self.seq_stride == 0:
+                self._store_hidden(t // self.seq_stride, hidden_state)
         self.pos += 1
         self.ready = False
+
+    def _store_hidden(self, row: int, hidden_state: Any) -> None:
+        if self.hidden is None:
+            starts = -(-self.capacity // self.seq_stride)
+
+            def empty(leaf: torch.Tensor) -> torch.Tensor:
+                shape = (starts, self.num_envs, *leaf.shape[1:])
+                return torch.zeros(shape, dtype=leaf.dtype, device=self.device)
+
+            self.hidden = map_tree(empty, hidden_state)
+        map_tree(lambda store, leaf: _write(store[row], leaf.detach()), self.hidden, hidden_state)
+
+    def sequence_starts(self) -> list[int]:
+        """Steps where the sequences of each environment's rollout start: every
+        ``seq_stride`` steps until one sequence reaches the last stored step."""
+        if self.seq_len is None:
+            raise RuntimeError("this rollout buffer was built without seq_len")
+        starts = [0]
+        while starts[-1] + self.seq_len < self.pos:
+            starts.append(starts[-1] + self.seq_stride)
+        return starts
 
     def compute_returns_and_advantages(self, last_value: Any, last_done: Any = None) -> None:
         """Fill ``advantages`` and ``returns`` of the stored steps (module docstring).
@@ -267,4 +329,56 @@ class RolloutBuffer:
                 advantages=advantages,
                 returns=returns,
                 action_masks=None if masks is None else masks.index_select(0, index),
+            )
+
+    def sequence_minibatches(self, batch_size: int) -> Iterator[RolloutBatch]:
+        """One pass over every sequence (see the module docstring) of every environment
+        in a random order (the global torch CPU generator), ``max(1, batch_size //
+        seq_len)`` sequences at a time, so a minibatch holds about ``batch_size`` steps
+        as a feed-forward one does."""
+        if not self.ready:
+            raise RuntimeError(
+                "compute_returns_and_advantages() must run before sequence_minibatches()"
+            )
+        if isinstance(batch_size, bool) or int(batch_size) < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        starts = torch.tensor(self.sequence_starts(), device=self.device)
+        length = self.seq_len
+        # Sequence k = (start starts[k % S], env k // S): steps (L,) and validity per sequence.
+        offsets = torch.arange(length, device=self.device)
+        steps = starts[:, None] + offsets[None, :]  # (S, L)
+        valid = steps < self.pos
+        steps = steps.clamp(max=self.pos - 1)
+        count = len(starts) * self.num_envs
+        per_batch = max(1, int(batch_size) // length)
+        order = torch.randperm(count).to(self.device)
+        rows = starts // self.seq_stride
+        for first in range(0, count, per_batch):
+            pick = order[first : first + per_batch]
+            which, env = pick % len(starts), pick // len(starts)
+            t, e = steps[which], env[:, None].expand(-1, length)  # (B, L) each
+            ok = valid[which]
+
+            def seq(store: torch.Tensor, t: torch.Tensor = t, e: torch.Tensor = e) -> torch.Tensor:
+                return store[t, e]
+
+            def flat(store: torch.Tensor, ok: torch.Tensor = ok) -> torch.Tensor:
+                return seq(store)[ok]
+
+            # An episode starts at step t > 0 of a sequence when the step before ended one;
+            # step 0 starts from the stored state, already reset where it had to be.
+            resets = torch.zeros_like(ok)
+            if length > 1:
+                resets[:, 1:] = seq(self.dones)[:, :-1].bool()
+            yield RolloutBatch(
+                obs=map_tree(seq, self.obs),
+                actions=flat(self.actions),
+                log_probs=flat(self.log_probs),
+                values=flat(self.values),
+                advantages=flat(self.advantages),
+                returns=flat(self.returns),
+                action_masks=None if self.action_masks is None else flat(self.action_masks),
+                hidden=map_tree(lambda store, w=which, v=env: store[rows[w], v], self.hidden),
+                resets=resets,
+                valid=ok,
             )

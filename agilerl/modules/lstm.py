@@ -71,6 +71,41 @@ class EvolvableLSTM(EvolvableModule):
     ) -> torch.Tensor:
         return self.forward_with_state(x, hidden)[0]
 
+    def initial_state(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The zero ``(h, c)`` an episode starts from (each layers x batch x H), on the
+        module's device; its size follows a mutated ``hidden_state_size`` / depth."""
+        weight = self.lstm.weight_hh_l0
+        shape = (self.spec.num_layers, int(batch), self.spec.hidden_state_size)
+        zeros = torch.zeros(shape, device=weight.device, dtype=weight.dtype)
+        return zeros, zeros.clone()
+
+    def forward_sequence(
+        self,
+        x: torch.Tensor,
+        hidden: tuple[torch.Tensor, torch.Tensor],
+        resets: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Outputs of every time step ``(batch, time, outputs)`` of sequences ``x``
+        ``(batch, time, features)`` started from ``hidden``, and the final state.
+
+        ``resets[b, t]`` (bool, ``(batch, time)``) zeroes sequence ``b``'s state before
+        step ``t``: a new episode starts there. The LSTM runs in one call per stretch of
+        time steps without any reset, so a batch of whole episodes costs one call.
+        """
+        cuts = [0, x.shape[1]]
+        if resets is not None:
+            cuts = sorted({0, x.shape[1], *torch.nonzero(resets.any(dim=0)).flatten().tolist()})
+        h, c = hidden
+        outputs = []
+        for start, end in zip(cuts[:-1], cuts[1:], strict=True):
+            if resets is not None:
+                keep = (~resets[:, start]).to(h).reshape(1, -1, 1)
+                h, c = h * keep, c * keep
+            y, (h, c) = self.lstm(x[:, start:end], (h, c))
+            outputs.append(y)
+        y = outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=1)
+        return self.out(y), (h, c)
+
     def _preserve(self, old: dict[str, torch.Tensor]) -> None:
         for key, new in self.state_dict().items():
             if key not in old:

@@ -19,7 +19,6 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
-from torch.distributions import Bernoulli, Categorical, Normal
 
 from agilerl.models.networks import (
     ContinuousQNetworkSpec,
@@ -30,6 +29,7 @@ from agilerl.models.networks import (
 )
 from agilerl.modules.base import respec
 from agilerl.networks.base import EvolvableNetwork
+from agilerl.networks.distributions import make_action_distribution
 
 
 def _box_bounds(space: spaces.Box) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,138 +186,39 @@ class DeterministicActor(EvolvableNetwork):
 
 class StochasticActor(EvolvableNetwork):
     """Policy distribution; ``forward(obs)`` returns ``(action, log_prob, entropy)``, the
-    last two of shape ``(batch,)``.
+    last two of shape ``(batch,)``. The distribution comes from the action space through
+    :func:`~agilerl.networks.distributions.make_action_distribution` (held as
+    :attr:`distribution`; its module docstring gives each space's distribution):
 
-    * Discrete: Categorical; actions int64 ``(batch,)``.
-    * MultiDiscrete: independent Categoricals, one per sub-action (logits laid out as in
-      the module docstring); actions int64 ``(batch, *space.shape)`` (``start`` added);
-      log-probability and entropy are the sums over sub-actions.
-    * MultiBinary: independent Bernoullis (the head outputs one logit per bit); actions
-      float 0/1 of shape ``(batch, *space.shape)``; log-probability and entropy summed.
-    * Box: diagonal Gaussian with a state-independent learnable ``log_std`` (initialised
-      to 0). With ``squash_output`` the Gaussian sample ``u`` becomes
-      ``low + (tanh(u) + 1) / 2 * (high - low)`` and the log-probability includes the
-      change-of-variables term; the entropy returned is then the entropy of the underlying
-      Gaussian (the squashed one has no closed form).
+    * Discrete: actions int64 ``(batch,)``.
+    * MultiDiscrete: actions int64 ``(batch, *space.shape)`` (``start`` added).
+    * MultiBinary: actions float 0/1 of shape ``(batch, *space.shape)``.
+    * Box: actions ``(batch, *space.shape)``, the Gaussian sample, or with
+      ``squash_output`` the sample squashed into the bounds (the log-probability includes
+      the change-of-variables term; the entropy is the Gaussian's).
 
     ``deterministic=True`` gives the mode (argmax, bits whose probability exceeds 1/2, the
     Gaussian mean). ``squash_output`` only applies to Box actions.
     """
 
     spec: StochasticActorSpec
-    _LOG_STD_BOUNDS = (-20.0, 2.0)
 
     def _check_spaces(self) -> None:
-        space = self.action_space
-        self.discrete = isinstance(space, spaces.Discrete)
-        if self.discrete:
-            self.kind = "discrete"
-        elif isinstance(space, spaces.MultiDiscrete):
-            self.kind = "multidiscrete"
-            self.nvec = _multi_discrete(self, space)
-        elif isinstance(space, spaces.MultiBinary):
-            self.kind = "multibinary"
-            self.action_dim = int(math.prod(space.shape))
-        else:
-            self.kind = "box"
-            self.action_dim = _flat_box(space, "StochasticActor")
-            if self.spec.squash_output:
-                low, high = _box_bounds(space)
-                self.register_buffer("action_low", low)
-                self.register_buffer("action_high", high)
-            self.log_std = nn.Parameter(torch.zeros(self.action_dim))
+        self.distribution = make_action_distribution(self.action_space, self.spec.squash_output)
 
     def head_outputs(self) -> int:
-        if self.kind == "discrete":
-            return int(self.action_space.n)
-        if self.kind == "multidiscrete":
-            return sum(self.nvec)
-        return self.action_dim
-
-    def _logits(self, obs: Any) -> torch.Tensor:
-        return self.head(self.extract_features(obs))
-
-    def _categoricals(self, obs: Any) -> list[Categorical]:
-        """One Categorical per sub-action of a MultiDiscrete space."""
-        return [
-            Categorical(logits=part) for part in split_per_sub_action(self._logits(obs), self.nvec)
-        ]
-
-    def _multi_categorical(
-        self, dists: list[Categorical], index: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Summed log-probability of ``index`` ``(batch, D)`` and summed entropy."""
-        log_prob = sum(d.log_prob(index[:, i]) for i, d in enumerate(dists))
-        entropy = sum(d.entropy() for d in dists)
-        return log_prob, entropy
-
-    def _gaussian(self, obs: Any) -> Normal:
-        mean = self._logits(obs)
-        log_std = self.log_std.clamp(*self._LOG_STD_BOUNDS)
-        return Normal(mean, log_std.exp().expand_as(mean))
-
-    def _squash(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Squashed action and ``sum log|d action / d u|``."""
-        half_range = (self.action_high - self.action_low) * 0.5
-        action = self.action_low + (torch.tanh(u) + 1.0) * half_range
-        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u|
-        log_det = 2.0 * (math.log(2.0) - u - nn.functional.softplus(-2.0 * u)) + half_range.log()
-        return action, log_det.sum(dim=-1)
+        return self.distribution.num_params
 
     def forward(
         self, obs: Any, deterministic: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if self.kind == "discrete":
-            dist = Categorical(logits=self._logits(obs))
-            action = dist.probs.argmax(dim=-1) if deterministic else dist.sample()
-            return action, dist.log_prob(action), dist.entropy()
-        if self.kind == "multidiscrete":
-            dists = self._categoricals(obs)
-            index = torch.stack(
-                [d.probs.argmax(dim=-1) if deterministic else d.sample() for d in dists], dim=-1
-            )
-            log_prob, entropy = self._multi_categorical(dists, index)
-            action = (index + self.action_start).reshape(-1, *self.action_space.shape)
-            return action, log_prob, entropy
-        if self.kind == "multibinary":
-            dist = Bernoulli(logits=self._logits(obs))
-            bits = (dist.logits > 0).to(dist.logits) if deterministic else dist.sample()
-            log_prob = dist.log_prob(bits).sum(dim=-1)
-            action = bits.reshape(-1, *self.action_space.shape)
-            return action, log_prob, dist.entropy().sum(dim=-1)
-        dist = self._gaussian(obs)
-        u = dist.mean if deterministic else dist.rsample()
-        log_prob = dist.log_prob(u).sum(dim=-1)
-        entropy = dist.entropy().sum(dim=-1)
-        if not self.spec.squash_output:
-            return u, log_prob, entropy
-        action, log_det = self._squash(u)
-        return action, log_prob - log_det, entropy
+        dist = self.distribution(self.head(self.extract_features(obs)))
+        sample = dist.sample(deterministic)
+        return self.distribution.actions(sample), dist.log_prob(sample), dist.entropy()
 
     def evaluate_actions(self, obs: Any, action: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(log_prob, entropy)`` of given actions (e.g. for PPO), each ``(batch,)``.
+        """``(log_prob, entropy)`` of given actions, each ``(batch,)``.
 
         Actions as :meth:`forward` returns them (tensors or arrays, batch first)."""
-        action = torch.as_tensor(action)
-        if self.kind == "discrete":
-            dist = Categorical(logits=self._logits(obs))
-            action = action.to(dist.logits.device).reshape(-1).long()
-            return dist.log_prob(action), dist.entropy()
-        if self.kind == "multidiscrete":
-            dists = self._categoricals(obs)
-            index = action.to(self.action_start.device).reshape(-1, len(self.nvec)).long()
-            return self._multi_categorical(dists, index - self.action_start)
-        if self.kind == "multibinary":
-            dist = Bernoulli(logits=self._logits(obs))
-            bits = action.to(dist.logits).reshape(dist.logits.shape)
-            return dist.log_prob(bits).sum(dim=-1), dist.entropy().sum(dim=-1)
-        dist = self._gaussian(obs)
-        action = action.to(dist.mean).reshape(dist.mean.shape)
-        entropy = dist.entropy().sum(dim=-1)
-        if not self.spec.squash_output:
-            return dist.log_prob(action).sum(dim=-1), entropy
-        half_range = (self.action_high - self.action_low) * 0.5
-        y = ((action - self.action_low) / half_range - 1.0).clamp(-1 + 1e-6, 1 - 1e-6)
-        u = torch.atanh(y)
-        _, log_det = self._squash(u)
-        return dist.log_prob(u).sum(dim=-1) - log_det, entropy
+        dist = self.distribution(self.head(self.extract_features(obs)))
+        return dist.log_prob(self.distribution.samples(action)), dist.entropy()
