@@ -1,7 +1,8 @@
 """Observation trees (Dict/Tuple observations), and one observation or a batch of them.
 
 :func:`map_tree` and :func:`tree_leaves` are the one walk over nested observations that
-the buffers share. The rest decides, from the observation space's shapes, whether a
+the buffers, the training loops and the algorithms share (with :func:`stack_tree`,
+:func:`replace_rows` and :func:`leading_size` built on it). The rest decides, from the observation space's shapes, whether a
 value is one observation or a batch.
 
 The networks take batches (a leading dimension on every leaf of a Dict/Tuple
@@ -39,6 +40,31 @@ def tree_leaves(tree: Any) -> list[Any]:
     out: list[Any] = []
     map_tree(out.append, tree)
     return out
+
+
+def leading_size(batch: Any) -> int:
+    """The leading (batch) dimension of a batch of observations: its first leaf's."""
+    first = tree_leaves(batch)[0]
+    return int(_shape(first)[0])
+
+
+def stack_tree(items: list[Any]) -> Any:
+    """Observations (trees of the same structure) stacked into one batch per leaf."""
+    return map_tree(lambda *leaves: np.stack(leaves), items[0], *items[1:])
+
+
+def replace_rows(batch: Any, rows: np.ndarray, items: list[Any]) -> Any:
+    """A copy of ``batch`` whose rows ``rows`` are the observations ``items`` (one per
+    row, trees of the batch's structure)."""
+    if len(rows) == 0:
+        return batch
+
+    def patch(leaf: Any, *replacements: Any) -> np.ndarray:
+        leaf = np.array(leaf, copy=True)
+        leaf[rows] = np.stack(replacements)
+        return leaf
+
+    return map_tree(patch, batch, *items)
 
 
 def _shape(value: Any) -> tuple[int, ...]:

@@ -27,13 +27,7 @@ from agilerl.algorithms.base import RLAlgorithm
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
-
-
-def _batch_size(obs: Any) -> int:
-    """Leading dimension of an observation batch (the first leaf of a dict or tuple)."""
-    while isinstance(obs, (dict, tuple, list)):
-        obs = next(iter(obs.values())) if isinstance(obs, dict) else obs[0]
-    return int(np.shape(obs)[0]) if not torch.is_tensor(obs) else int(obs.shape[0])
+from agilerl.observations import leading_size
 
 
 class DQN(RLAlgorithm):
@@ -242,7 +236,7 @@ class DQN(RLAlgorithm):
         Returns int64 actions, ``(batch,)`` for Discrete, ``(batch, *shape)`` for
         MultiDiscrete, with the space's ``start`` added.
         """
-        batch = _batch_size(obs)
+        batch = leading_size(obs)
         mask = self._mask(action_mask, batch)
         explore = self.rng.random(batch) < epsilon if epsilon > 0 else np.zeros(batch, bool)
         if explore.all():
@@ -259,7 +253,7 @@ class DQN(RLAlgorithm):
     def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Epsilon-greedy actions at the schedule's epsilon for this agent's ``steps``
         (decayed once per vector step of ``batch`` envs)."""
-        self.epsilon = self.epsilon_schedule.at(self.steps, _batch_size(obs))
+        self.epsilon = self.epsilon_schedule.at(self.steps, leading_size(obs))
         return self.get_action(obs, self.epsilon, action_mask)
 
     def exploration_metrics(self) -> dict[str, float]:

@@ -9,6 +9,7 @@ import numpy as np
 
 from agilerl.algorithms.base import action_mask_from_info
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
+from agilerl.observations import replace_rows
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
 from agilerl.training.replay import Replay
 from agilerl.training.run_checkpoint import RunCheckpointer
@@ -21,19 +22,8 @@ def with_final_obs(next_obs: Any, info: dict[str, Any]) -> Any:
     ended = info.get("_final_obs")
     if ended is None or not np.any(ended):
         return next_obs
-    final = info["final_obs"]
-
-    def patch(batch: Any, pick: Any) -> Any:
-        if isinstance(batch, dict):
-            return {k: patch(v, lambda o, k=k: pick(o)[k]) for k, v in batch.items()}
-        if isinstance(batch, tuple):
-            return tuple(patch(v, lambda o, i=i: pick(o)[i]) for i, v in enumerate(batch))
-        batch = np.array(batch, copy=True)
-        for i in np.flatnonzero(ended):
-            batch[i] = pick(final[i])
-        return batch
-
-    return patch(next_obs, lambda o: o)
+    rows = np.flatnonzero(ended)
+    return replace_rows(next_obs, rows, [info["final_obs"][i] for i in rows])
 
 
 def train_off_policy(
