@@ -44,10 +44,11 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from agilerl.algorithms.dqn import DQN, _batch_size
+from agilerl.algorithms.dqn import DQN
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
+from agilerl.observations import leading_size
 
 
 def project_distribution(
@@ -197,9 +198,13 @@ class RainbowDQN(DQN):
     def get_action(self, obs: Any, action_mask: Any = None, training: bool = True) -> np.ndarray:
         """Greedy actions (among the allowed ones) of the noisy network (``training``) or
         of its mean weights. Returns int64 actions ``(batch,)`` with the space's start."""
-        mask = self._mask(action_mask, _batch_size(obs))
+        mask = self._mask(action_mask, leading_size(obs))
         was_training = self.actor.training
-        self.actor.train(training)  # the noisy layers add noise in training mode only
+        # The noisy layers add noise in training mode only. Switching modes walks the
+        # module tree (as costly as a small forward pass), so only when it changes.
+        if was_training == training:
+            return self._to_actions(self._greedy_index(obs, mask))
+        self.actor.train(training)
         try:
             return self._to_actions(self._greedy_index(obs, mask))
         finally:
