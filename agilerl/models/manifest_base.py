@@ -11,14 +11,16 @@ hyperparameters. Every error is reported at its place in the document, all at on
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError, SchemaValidator
 
 from agilerl.models.base import AgentType, AlgorithmBase, SpecBase, reraisable, spec_class
+from agilerl.models.core_schemas import typed_sections
 from agilerl.models.limits import hyperparameter_limits
-from agilerl.models.one_pass import validate_document
+from agilerl.models.one_pass import Holds, accepted_holds, validate_document
 from agilerl.models.registry import ALGO_REGISTRY
 
 #: Environment spec (title) per agent type; LLM algorithms by their gym type.
@@ -116,7 +118,7 @@ def resolve_network(
 
 def _check_encoder(arch: Any, encoder: Any) -> list[InitErrorDetails]:
     """The encoder config against the encoder its ``arch`` (given or inferable) selects."""
-    if not isinstance(encoder, dict) or (arch is not None and arch not in ENCODER_SPECS):
+    if not isinstance(encoder, dict) or (arch is not None and not _known_arch(arch)):
         return []  # a non-object encoder or an unknown top-level arch is already reported
     loc = ("network", "encoder_config")
     inner = encoder.get("arch")
@@ -124,7 +126,7 @@ def _check_encoder(arch: Any, encoder: Any) -> list[InitErrorDetails]:
         return [_error((*loc, "arch"), inner, f"conflicts with network.arch {arch!r}")]
     chosen = arch or inner
     if chosen is not None:
-        if chosen not in ENCODER_SPECS:
+        if not _known_arch(chosen):
             known = ", ".join(repr(a) for a in ENCODER_SPECS)
             return [_error((*loc, "arch"), chosen, f"unknown encoder architecture; known: {known}")]
         return _validate(spec_class(ENCODER_SPECS[chosen]), {**encoder, "arch": chosen}, loc)[1]
@@ -145,6 +147,10 @@ def _check_encoder(arch: Any, encoder: Any) -> list[InitErrorDetails]:
             f"{_message(attempts[closest][0])}",
         )
     ]
+
+
+def _known_arch(arch: Any) -> bool:
+    return isinstance(arch, str) and arch in ENCODER_SPECS  # a document's arch may be a list
 
 
 def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[InitErrorDetails]:
@@ -176,8 +182,12 @@ def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[Init
             continue  # a type error the mutation spec reports
         for key in ("min", "max"):
             value = bounds.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
-                continue  # missing or not a number: the mutation spec reports it
+            kind = type(value)
+            if kind is not int and kind is not float:
+                if isinstance(value, bool) or not isinstance(value, (int, float)):
+                    continue  # missing or not a number: the mutation spec reports it
+            elif limit.low <= value <= limit.high and (kind is int or not limit.integer):
+                continue  # within the limits (the usual case, decided without a call)
             problem = limit.problem(value)
             if problem:
                 errors.append(
@@ -207,6 +217,123 @@ def _expect_object(
         return []
     expected = "an object or null" if nullable else "an object"
     return [_error(loc, value, f"Input should be {expected}", "dict_type")]
+
+
+# A valid manifest in one call. ``prepare_document`` validates the sections that depend
+# on the algorithm one by one, so that every problem is found at its place; most
+# manifests have none, and for them one pydantic-core validator per algorithm, with those
+# sections typed (agilerl.models.core_schemas), does the same work at once. What the
+# validator cannot check (rules, the encoder, the mutation ranges) is checked after it,
+# on the same values. Any problem, or anything prepare_document would have changed (an
+# integral float in an integer field), sends the document down the general path, which
+# finds and reports it as it always has: this path decides nothing on its own.
+
+
+@dataclass(frozen=True)
+class _OneCall:
+    """What a manifest of one algorithm (and encoder) is validated with in one call."""
+
+    validator: SchemaValidator
+    #: The tests of the sections' rules and free-form values (None: nothing to check).
+    algorithm_holds: Holds | None
+    environment_holds: Holds | None
+    network_holds: Holds | None
+
+
+#: By manifest class, algorithm class and encoder (``arch``: the one the encoder config
+#: is checked against, ``""`` for whichever it fits, None where there is none to check).
+_ONE_CALL: dict[tuple[type, type, str | None], _OneCall] = {}
+
+
+def _one_call(manifest_cls: type, algorithm_cls: type[AlgorithmBase], arch: str | None) -> _OneCall:
+    found = _ONE_CALL.get((manifest_cls, algorithm_cls, arch))
+    if found is None:
+        llm = algorithm_cls.agent_type is AgentType.LLMAgent
+        sections = {
+            "algorithm": (algorithm_cls, False),
+            "environment": (environment_spec_for(algorithm_cls), False),
+            "network": (spec_class("FinetuningNetworkSpec" if llm else "NetworkSection"), True),
+        }
+        titles = list(ENCODER_SPECS.values()) if arch == "" else [ENCODER_SPECS.get(arch)]
+        encoders = tuple(spec_class(title) for title in titles) if arch is not None else ()
+        found = _ONE_CALL[(manifest_cls, algorithm_cls, arch)] = _OneCall(
+            typed_sections(manifest_cls, sections, encoders),
+            *(accepted_holds(section_cls) for section_cls, _ in sections.values()),
+        )
+    return found
+
+
+_REFUSED = object()
+
+
+def _encoder_document(network: dict[str, Any]) -> Any:
+    """The encoder config as :func:`_check_encoder` validates it, and the ``arch`` it is
+    validated for (``""``: whichever encoder it fits); ``(None, None)`` without one, and
+    ``_REFUSED`` for one that function or the network section refuses as it stands."""
+    if "encoder_config" not in network:
+        return None, None
+    encoder = network["encoder_config"]
+    if not isinstance(encoder, dict):
+        return _REFUSED
+    arch, inner = network.get("arch"), encoder.get("arch")
+    if arch is not None and inner is not None and inner != arch:
+        return _REFUSED
+    chosen = inner if arch is None else arch
+    if chosen is None:
+        return "", encoder
+    if not _known_arch(chosen):
+        return _REFUSED
+    return chosen, encoder if inner == chosen else {**encoder, "arch": chosen}
+
+
+def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
+    """The manifest ``data`` describes when it is valid as written; None when it is not
+    (or holds anything ``prepare_document`` would change), for the general path."""
+    algorithm, environment = data.get("algorithm"), data.get("environment")
+    if not (isinstance(algorithm, dict) and isinstance(environment, dict)):
+        return None
+    name = algorithm.get("name")
+    if not isinstance(name, str) or name not in ALGO_REGISTRY:
+        return None
+    algorithm_cls = ALGO_REGISTRY.get(name).spec_cls
+    network = data.get("network")
+    arch = encoder = None
+    if network is not None:
+        if not isinstance(network, dict):
+            return None
+        if algorithm_cls.agent_type is not AgentType.LLMAgent:
+            if (
+                "squash_output" in network
+                and algorithm_cls.network_spec_name != "StochasticActorSpec"
+            ):
+                return None
+            found = _encoder_document(network)
+            if found is _REFUSED:
+                return None
+            arch, encoder = found
+    one_call = _one_call(manifest_cls, algorithm_cls, arch)
+    fields = dict(algorithm)
+    del fields["name"]
+    document = {**data, "algorithm": fields}
+    try:
+        if arch is None:
+            manifest = one_call.validator.validate_python(document)
+        else:
+            manifest, encoder_spec = one_call.validator.validate_python((document, encoder))
+    except ValidationError:
+        return None
+    for holds, value in (
+        (accepted_holds(type(encoder_spec)) if arch is not None else None, encoder),
+        (one_call.algorithm_holds, fields),
+        (one_call.environment_holds, environment),
+        (one_call.network_holds if network is not None else None, network),
+        (accepted_holds(manifest_cls), data),
+    ):
+        if holds is not None and not holds(value):
+            return None
+    if check_ranges(algorithm_cls, data.get("mutation")):
+        return None
+    return manifest
 
 
 class ManifestBase(SpecBase):
@@ -255,6 +382,10 @@ class ManifestBase(SpecBase):
                 else None
             )
         return None
+
+    @classmethod
+    def validate_at_once(cls, data: dict[str, Any]) -> Any:
+        return validate_in_one_call(cls, data)
 
     @classmethod
     def prepare_document(

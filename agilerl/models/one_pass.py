@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 
-from agilerl.models.rules import Check, compile_rules
+from agilerl.models.rules import Acceptance, Check, compile_acceptance, compile_rules
 
 try:  # Python >= 3.10: `X | Y` unions
     from types import UnionType
@@ -156,6 +156,8 @@ class Plan:
     rules: tuple[RulePlan, ...]
     #: Whether the class prepares its own document (``prepare_document`` overridden).
     has_hook: bool
+    #: All of ``rules`` at once: True when none is broken (then none is checked one by one).
+    accepts: Acceptance
     #: The nested fields below which some rule or free-form value is checked.
     checked: tuple[tuple[str, Shape], ...] = ()
 
@@ -176,12 +178,16 @@ def _names_in(value: Any) -> set[str]:
     return set()
 
 
+def _defaults(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: getattr(info, "default", None) for name, info in fields.items()}
+
+
 def _rule_checks(
     rules: tuple[Mapping[str, Any], ...], fields: Mapping[str, Any]
 ) -> tuple[RulePlan, ...]:
     """Each rule compiled with the fields' defaults, and the fields it can read (any name
     in it that is a field)."""
-    defaults = {name: getattr(info, "default", None) for name, info in fields.items()}
+    defaults = _defaults(fields)
     checks = []
     for rule, check in zip(rules, compile_rules(rules, defaults), strict=True):
         operands = frozenset(_names_in(list(rule.values())) & fields.keys())
@@ -208,6 +214,7 @@ def plan_of(cls: Any) -> Plan:
             nested=tuple(nested),
             rules=_rule_checks(cls.spec_rules, fields),
             has_hook=cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__,
+            accepts=compile_acceptance(cls.spec_rules, _defaults(fields)),
             checked=tuple((name, shape) for name, shape in nested if _has_checks(shape)),
         )
     return plan
@@ -299,6 +306,8 @@ class Walk:
 def _check_rules(
     plan: Plan, data: dict[str, Any], loc: tuple[Any, ...], errors: list[InitErrorDetails]
 ) -> None:
+    if plan.accepts(data):
+        return  # no rule is broken (the usual case): nothing to report
     get = data.get  # the checks hold the defaults of what they read
     for check, operands, passes_on_defaults in plan.rules:
         if passes_on_defaults and operands.isdisjoint(data):
@@ -444,6 +453,120 @@ def _value_checker(shape: Shape) -> Checker | None:
     return check
 
 
+# The checkers above say what is wrong; most documents have nothing wrong, and saying
+# so is cheaper: each class also gets a test, made once, that answers True only where
+# its checker would find nothing (its rules all at once, see ``compile_acceptance``), so
+# the checker runs only on a document that may break a rule.
+
+#: ``holds(value)``: True only when the checker of ``value`` would append nothing.
+Holds = Callable[[Any], bool]
+
+_HOLDS: dict[type, Holds | None] = {}
+
+
+def accepted_holds(cls: Any) -> Holds | None:
+    """The test of a ``cls`` document pydantic-core accepted; None where
+    :func:`accepted_checker` is (nothing to check). Built as that checker is."""
+    if cls in _HOLDS:
+        return _HOLDS[cls]
+    plan = plan_of(cls)
+    specs, others = [], []
+    for name, shape in plan.checked:
+        model = _only_model(shape)
+        if model is not None:
+            if (test := accepted_holds(model)) is not None:
+                specs.append((name, test))
+        elif (test := _value_holds(shape)) is not None:
+            others.append((name, test))
+    accepts = plan.accepts if plan.rules else None
+    holds: Holds | None = accepts
+    if specs or others:
+        spec_fields, other_fields = tuple(specs), tuple(others)
+
+        def holds(data: Any) -> bool:
+            for name, test in spec_fields:
+                value = data.get(name)
+                if isinstance(value, dict) and not test(value):
+                    return False
+            for name, test in other_fields:
+                value = data.get(name, _MISSING)
+                if value is not _MISSING and not test(value):
+                    return False
+            return accepts is None or accepts(data)
+
+    _HOLDS[cls] = holds
+    return holds
+
+
+def _value_holds(shape: Shape) -> Holds | None:
+    """The test of a value of ``shape``: True only where :func:`_value_checker` finds
+    nothing."""
+    if shape.free:
+        return _all_finite
+    model = _only_model(shape)
+    if model is not None:
+        inner = accepted_holds(model)
+        if inner is None:
+            return None
+        return lambda value: not isinstance(value, dict) or inner(value)
+    on_dict: Holds | None = None
+    if shape.models:
+        tests = {model: accepted_holds(model) for model in shape.models}
+        if any(tests.values()):
+
+            def on_dict(value: Any) -> bool:
+                test = tests.get(shape.model_for(value))
+                return test is None or test(value)
+
+    elif shape.values is not None:
+        value_model = _only_model(shape.values)
+        if value_model is not None:  # a map of specs (the common case): each tested directly
+            if (spec_test := accepted_holds(value_model)) is not None:
+
+                def on_dict(value: Any) -> bool:
+                    for item in value.values():
+                        if isinstance(item, dict) and not spec_test(item):
+                            return False
+                    return True
+
+        elif (each := _value_holds(shape.values)) is not None:
+
+            def on_dict(value: Any) -> bool:
+                for item in value.values():
+                    if not each(item):
+                        return False
+                return True
+
+    on_list = _value_holds(shape.items) if shape.items is not None else None
+    if on_dict is None and on_list is None:
+        return None
+
+    def holds(value: Any) -> bool:
+        if isinstance(value, dict):
+            return on_dict is None or on_dict(value)
+        if isinstance(value, list) and on_list is not None:
+            for item in value:
+                if not on_list(item):
+                    return False
+        return True
+
+    return holds
+
+
+def _all_finite(value: Any) -> bool:
+    """Whether :func:`_finite` finds nothing in ``value``."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        value = value.values()
+    elif not isinstance(value, (list, tuple)):
+        return True
+    for item in value:
+        if not _all_finite(item):
+            return False
+    return True
+
+
 _BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
 
 
@@ -474,6 +597,10 @@ def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
     """
     validator = cls.__pydantic_validator__
     plan = _PLANS.get(cls) or plan_of(cls)
+    if plan.has_hook and not options:
+        result = cls.validate_at_once(data)
+        if result is not None:
+            return result
     hooked, hook_errors = cls.prepare_document(data) if plan.has_hook else (data, None)
     if not hook_errors:
         try:
@@ -481,9 +608,10 @@ def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
         except ValidationError:
             pass  # reported by the full walk below
         else:
-            check = _CHECKERS[cls] if cls in _CHECKERS else accepted_checker(cls)
-            if check is None:
+            holds = _HOLDS[cls] if cls in _HOLDS else accepted_holds(cls)
+            if holds is None or holds(hooked):
                 return result
+            check = _CHECKERS[cls] if cls in _CHECKERS else accepted_checker(cls)
             rule_errors: list[InitErrorDetails] = []
             check(hooked, (), rule_errors)
             if not rule_errors:

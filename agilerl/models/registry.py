@@ -61,7 +61,7 @@ class AlgorithmRegistry:
         return sorted(self._entries)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        return isinstance(name, str) and name in self._entries  # a document's name may be a list
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
