@@ -273,7 +273,9 @@ def evaluate_agent(
                     frames += 1
                 total, steps, done = 0.0, 0, False
                 while not done and (max_episode_steps is None or steps < max_episode_steps):
-                    action = agent.predict(obs, deterministic, info.get("action_mask"))
+                    mask = info.get("action_mask")
+                    # a recurrent agent's memory starts afresh with each episode
+                    action = agent.predict(obs, deterministic, mask, episode_start=steps == 0)
                     obs, reward, terminated, truncated, info = env.step(action)
                     total += float(reward)
                     steps += 1

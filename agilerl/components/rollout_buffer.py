@@ -39,7 +39,7 @@ import torch
 from gymnasium import spaces
 
 from agilerl.networks.distributions import distribution_class
-from agilerl.observations import map_tree
+from agilerl.observations import map_tree, tree_leaves
 
 
 @dataclass(frozen=True)
@@ -241,7 +241,9 @@ class RolloutBuffer:
         self.ready = False
 
     def _store_hidden(self, row: int, hidden_state: Any) -> None:
-        if self.hidden is None:
+        # (Re)allocated for the first state and for one of another layout (a mutated LSTM).
+        layout = [tuple(leaf.shape[1:]) for leaf in tree_leaves(hidden_state)]
+        if self.hidden is None or layout != [x.shape[2:] for x in tree_leaves(self.hidden)]:
             starts = -(-self.capacity // self.seq_stride)
 
             def empty(leaf: torch.Tensor) -> torch.Tensor:
