@@ -221,3 +221,11 @@ def test_typed_sections_take_a_second_document_alongside():
     validator = typed_sections(_Outer, {"section": (_Inner, True)}, (_Inner,))
     outer, inner = validator.validate_python(({}, {"n": 3}))
     assert type(outer) is _Outer and inner == _Inner(n=3)
+
+
+def test_every_spec_is_tested_where_it_is_checked():
+    from agilerl.models.base import SPEC_CLASSES
+    from agilerl.models.one_pass import accepted_checker, accepted_holds
+
+    for cls in SPEC_CLASSES.values():
+        assert (accepted_holds(cls) is None) == (accepted_checker(cls) is None), cls.__name__

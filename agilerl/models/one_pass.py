@@ -32,7 +32,14 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 
-from agilerl.models.rules import Acceptance, Check, compile_acceptance, compile_rules
+from agilerl.models.rules import (
+    Acceptance,
+    Check,
+    acceptance_lines,
+    compile_acceptance,
+    compile_rules,
+    compile_test,
+)
 
 try:  # Python >= 3.10: `X | Y` unions
     from types import UnionType
@@ -466,36 +473,55 @@ _HOLDS: dict[type, Holds | None] = {}
 
 def accepted_holds(cls: Any) -> Holds | None:
     """The test of a ``cls`` document pydantic-core accepted; None where
-    :func:`accepted_checker` is (nothing to check). Built as that checker is."""
+    :func:`accepted_checker` is (nothing to check).
+
+    One generated function per class: the rules of the class and of the specs nested in
+    it (directly or as the values of a map) inline, other nested values (lists, tagged
+    unions, free-form values) through their own tests."""
     if cls in _HOLDS:
         return _HOLDS[cls]
-    plan = plan_of(cls)
-    specs, others = [], []
-    for name, shape in plan.checked:
-        model = _only_model(shape)
-        if model is not None:
-            if (test := accepted_holds(model)) is not None:
-                specs.append((name, test))
-        elif (test := _value_holds(shape)) is not None:
-            others.append((name, test))
-    accepts = plan.accepts if plan.rules else None
-    holds: Holds | None = accepts
-    if specs or others:
-        spec_fields, other_fields = tuple(specs), tuple(others)
-
-        def holds(data: Any) -> bool:
-            for name, test in spec_fields:
-                value = data.get(name)
-                if isinstance(value, dict) and not test(value):
-                    return False
-            for name, test in other_fields:
-                value = data.get(name, _MISSING)
-                if value is not _MISSING and not test(value):
-                    return False
-            return accepts is None or accepts(data)
-
+    constants: dict[str, Any] = {"_MISSING": _MISSING}
+    lines = _holds_lines(cls, "instance", constants, 0)
+    holds = compile_test(lines, constants) if lines else None
     _HOLDS[cls] = holds
     return holds
+
+
+def _holds_lines(cls: Any, name: str, constants: dict[str, Any], depth: int) -> list[str]:
+    """The lines testing the ``cls`` document held in variable ``name`` (as
+    :func:`accepted_checker` checks it: nested specs first, then the class's rules)."""
+    plan = plan_of(cls)
+    lines: list[str] = []
+    value, item = f"v{depth}", f"i{depth}"
+    for field, shape in plan.checked:
+        model = _only_model(shape)
+        value_model = (
+            _only_model(shape.values)
+            if shape.values is not None and not (shape.models or shape.free)
+            else None
+        )
+        if model is not None:
+            inner = _holds_lines(model, value, constants, depth + 1)
+            if inner:
+                lines.append(f"{value} = {name}.get({field!r})")
+                lines.append(f"if isinstance({value}, dict):")
+                lines += [f"    {line}" for line in inner]
+        elif value_model is not None and shape.items is None:  # a map of specs
+            inner = _holds_lines(value_model, item, constants, depth + 1)
+            if inner:
+                lines.append(f"{value} = {name}.get({field!r})")
+                lines.append(f"if isinstance({value}, dict):")
+                lines.append(f"    for {item} in {value}.values():")
+                lines.append(f"        if isinstance({item}, dict):")
+                lines += [f"            {line}" for line in inner]
+        elif (test := _value_holds(shape)) is not None:
+            key = f"_t{len(constants)}"
+            constants[key] = test
+            lines.append(f"{value} = {name}.get({field!r}, _MISSING)")
+            lines.append(f"if {value} is not _MISSING and not {key}({value}): return False")
+    if plan.rules:
+        lines += acceptance_lines(cls.spec_rules, _defaults(cls.model_fields), name, constants)
+    return lines
 
 
 def _value_holds(shape: Shape) -> Holds | None:

@@ -127,14 +127,26 @@ def compile_acceptance(
     skipped); on False the checks decide, and report. The rule definitions are the ones
     above; only their "holds" case is written here.
     """
-    default = (defaults or {}).get
-    constants: dict[str, Any] = {"_held": _held}
+    constants: dict[str, Any] = {}
+    return compile_test(acceptance_lines(rules, defaults or {}, "instance", constants), constants)
+
+
+def acceptance_lines(
+    rules: Iterable[Mapping[str, Any]],
+    defaults: Mapping[str, Any],
+    instance: str,
+    constants: dict[str, Any],
+) -> list[str]:
+    """The lines of :func:`compile_acceptance`'s test for the object named ``instance``:
+    each rule's "return False" where it may be broken. Values they need go in
+    ``constants`` (the generated code's globals)."""
+    constants["_held"] = _held
     lines: list[str] = []
 
     def get(name: str) -> str:
         key = f"_d{len(constants)}"
-        constants[key] = default(name)
-        return f"get({name!r}, {key})"
+        constants[key] = defaults.get(name)
+        return f"{instance}.get({name!r}, {key})"
 
     for rule in rules:
         if "sameLength" in rule:
@@ -178,12 +190,18 @@ def compile_acceptance(
                     lines.append("if isinstance(v, list) and b is not None:")
                     lines.append("    for x in v:")
                     lines.append(f"        if not x {op} b: return False")
+    return lines
+
+
+def compile_test(lines: list[str], constants: dict[str, Any]) -> Acceptance:
+    """``lines`` (which ``return False`` where something may be wrong) as a function of
+    one object, ``instance``: True when they get through; False also when an operand
+    does not compare (then the checks decide)."""
     if not lines:
         return lambda instance: True
     body = "\n".join(f"        {line}" for line in lines)
     source = (
         "def accepts(instance):\n"
-        "    get = instance.get\n"
         "    try:\n"
         f"{body}\n"
         "    except Exception:  # an operand that does not compare: the checks decide\n"
