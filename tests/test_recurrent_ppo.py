@@ -406,13 +406,13 @@ def _cartpole_without_velocities(num_envs):
 
 
 def _train_on_hidden_velocities(recurrent, steps, seed=0):
+    """Evaluation fitness (8 episodes) after ``steps`` environment steps of PPO on
+    CartPole-v1 observing only the cart position and the pole angle."""
     torch.manual_seed(seed)
-    env = _cartpole_without_velocities(8)
-    arch = (
-        {"arch": "lstm", "hidden_state_size": 64}
-        if recurrent
-        else {"arch": "mlp", "hidden_size": [64]}
-    )
+    env = _cartpole_without_velocities(16)
+    encoder = {"arch": "lstm", "hidden_state_size": 64}
+    if not recurrent:
+        encoder = {"arch": "mlp", "hidden_size": [64]}
     agent = PPO(
         env.single_observation_space,
         env.single_action_space,
@@ -420,9 +420,13 @@ def _train_on_hidden_velocities(recurrent, steps, seed=0):
         max_seq_len=16,
         learn_step=1024,
         batch_size=256,
-        lr=1e-3,
+        lr=1.5e-3,
         ent_coef=0.0,
-        net_config={"encoder_config": arch, "head_config": {"hidden_size": [64]}, "latent_dim": 64},
+        net_config={
+            "encoder_config": encoder,
+            "head_config": {"hidden_size": [64]},
+            "latent_dim": 64,
+        },
         seed=seed,
     )
     obs, info = env.reset(seed=seed)
@@ -435,7 +439,9 @@ def _train_on_hidden_velocities(recurrent, steps, seed=0):
 
 
 def test_recurrent_ppo_balances_cartpole_without_velocities_where_feed_forward_cannot():
-    budget = 60_000
+    # Same budget, seed and settings; only the encoder differs. Measured here: recurrent
+    # 190 (seeds 1, 2: 232, 212), feed-forward 40 (a random policy scores about 22).
+    budget = 40_960
     recurrent = _train_on_hidden_velocities(True, budget)
     feed_forward = _train_on_hidden_velocities(False, budget)
     assert recurrent >= 150, recurrent
