@@ -1,5 +1,5 @@
-"""AgileRL's own DQN, PPO (recurrent PPO included; non-image), DDPG and TD3 manifests
-train in this engine.
+"""AgileRL's own DQN, RainbowDQN, PPO (recurrent PPO included; non-image), DDPG and TD3
+manifests train in this engine.
 
 Each runs as written except for its budget: a few hundred steps per agent (PPO rounds
 up to one rollout of its ``learn_step``), evaluation episodes cut at 50 steps.
@@ -25,9 +25,10 @@ TRAINABLE = [
     "configs/ddpg/ddpg.yaml",
     "configs/ddpg/ddpg_simba.yaml",
     "configs/td3.yaml",
+    "configs/dqn/dqn_rainbow.yaml",
 ]
-#: Changes beyond the budget. The DDPG/TD3 manifests wait 1,000-10,000 steps before they
-#: learn, which a few hundred never reach: the wait goes. ddpg_simba's HalfCheetah-v4
+#: Changes beyond the budget. The DDPG/TD3 and dqn_rainbow manifests wait 1,000-10,000
+#: steps before they learn, which a few hundred never reach: the wait goes. ddpg_simba's HalfCheetah-v4
 #: needs the mujoco extra, which CI does not install: Pendulum-v1 stands in (what the
 #: manifest exercises is its DDPG with a SimBa encoder and a Tanh actor head).
 ADJUST = {
@@ -37,19 +38,23 @@ ADJUST = {
         "environment": {"name": "Pendulum-v1"},
     },
     "configs/td3.yaml": {"training": {"learning_delay": 0}},
+    "configs/dqn/dqn_rainbow.yaml": {"training": {"learning_delay": 0}},
 }
 # Left out, by kind: image observations (configs/ppo/ppo_image.yaml, tests/ppo_cnn.yaml);
 # the other DQN and PPO manifests are refused at validation (see test_manifest.REFUSED).
 
 
-def test_the_list_covers_every_valid_dqn_and_ppo_manifest():
+ALGORITHMS = ("DQN", "RainbowDQN", "PPO", "DDPG", "TD3")
+
+
+def test_the_list_covers_every_valid_manifest_of_these_algorithms():
     from tests.test_manifest import REFUSED
 
     found = set()
     for path in CORPUS.rglob("*.yaml"):
         name = path.relative_to(CORPUS).as_posix()
         data, _ = load_document(path)
-        if name not in REFUSED and data["algorithm"]["name"] in ("DQN", "PPO", "DDPG", "TD3"):
+        if name not in REFUSED and data["algorithm"]["name"] in ALGORITHMS:
             found.add(name)
     excluded = {
         "configs/ppo/ppo_image.yaml",
