@@ -551,3 +551,14 @@ def test_generated_manifests_are_accepted_or_refused_clearly(tmp_path, monkeypat
 
     check()
     assert outcomes["accepted"] > 0 and outcomes["refused"] > 0, outcomes
+
+
+def test_prioritised_and_n_step_buffers_are_counted() -> None:
+    doc = manifest(
+        algorithm={"name": "RainbowDQN"},
+        replay_buffer={"max_size": 1000, "per_buffer": True, "n_step_buffer": True},
+    )
+    needs = {need.field: need.bytes for need in estimate(trainer_for(doc)).needs}
+    assert needs["replay_buffer.per_buffer"] == 1000 * 25
+    # the n-step buffer holds the replay buffer's rows plus a float32 discount each
+    assert needs["replay_buffer.n_step_buffer"] == needs["replay_buffer.max_size"] + 1000 * 4

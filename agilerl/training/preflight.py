@@ -42,6 +42,11 @@ NAME_MAX = 255
 #: Memory of one AsyncVectorEnv worker process beyond its environment (measured on Linux:
 #: about 10 MiB proportional set size for a forked CartPole worker; rounded up).
 WORKER_PROCESS_BYTES = 16 * 2**20
+#: A prioritised slot: its raw priority and its leaf in the sum and minimum trees (float64
+#: each), plus the upper levels (a 32-way tree adds about 1/31 of the leaves).
+PRIORITY_BYTES = 25
+#: An n-step row's extra field, ``discount`` (float32).
+N_STEP_EXTRA_BYTES = 4
 #: Least memory counted for one environment (a CartPole measures about 2.4 KiB).
 MIN_ENV_BYTES = 4 * 2**10
 #: Agents alive at once during selection: the old generation and the new one.
@@ -329,6 +334,25 @@ def estimate(trainer: Any) -> Estimate:
                 size * transition,
             )
         )
+        buffers = trainer.replay_buffer
+        if buffers is not None and buffers.per_buffer:
+            needs.append(
+                Need(
+                    "replay_buffer.per_buffer",
+                    f"priorities of {size:,} slots ({PRIORITY_BYTES} B each, their sum tree "
+                    "included)",
+                    size * PRIORITY_BYTES,
+                )
+            )
+        if buffers is not None and buffers.n_step_buffer:
+            row = transition + N_STEP_EXTRA_BYTES
+            needs.append(
+                Need(
+                    "replay_buffer.n_step_buffer",
+                    f"an n-step buffer beside it: {size:,} transitions of {_size(row)}",
+                    size * row,
+                )
+            )
         needs.append(
             Need(
                 "algorithm.batch_size",
