@@ -198,9 +198,9 @@ def _batch(agent, rows, seed=0, n_step=False, weights=None):
 
 def _losses(agent, batch):
     """Per-transition losses of the 1-step and n-step parts, without a learning step."""
-    one = agent._transition_loss(batch, agent.gamma).detach()
+    one = agent._transition_loss(batch, agent.gamma)[0].detach()
     n_step = batch.get("n_step")
-    n = None if n_step is None else agent._transition_loss(n_step, n_step["discount"]).detach()
+    n = None if n_step is None else agent._transition_loss(n_step, n_step["discount"])[0].detach()
     return one, n
 
 

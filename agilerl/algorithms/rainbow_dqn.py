@@ -229,9 +229,12 @@ class RainbowDQN(DQN):
         return self.get_action(obs, action_mask, training=True)
 
     # -- learning -------------------------------------------------------------------------
-    def _transition_loss(self, batch: dict[str, Any], discount: Any) -> torch.Tensor:
+    def _transition_loss(
+        self, batch: dict[str, Any], discount: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """Cross-entropy per transition between the projected double-DQN target and the
-        online distribution of the action taken, ``(batch,)``."""
+        online distribution of the action taken, ``(batch,)``, and the Q-values of the
+        actions taken (detached)."""
         action = torch.as_tensor(batch["action"], device=self.device).long().reshape(-1)
         rows = action.shape[0]
         taken = torch.arange(rows, device=self.device)
@@ -245,19 +248,20 @@ class RainbowDQN(DQN):
             target = project_distribution(next_probs, reward, discount, done, self.actor.support)
         index = action - int(self._start[0])
         log_probs = self.actor.log_dist(batch["obs"])[taken, index]
-        self._q_taken = self.actor.q_from_dist(log_probs.detach().exp())
-        return -(target * log_probs).sum(dim=-1)
+        q_taken = self.actor.q_from_dist(log_probs.detach().exp())
+        return -(target * log_probs).sum(dim=-1), q_taken
 
     def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
         """One gradient step (see the module docstring); returns the metrics and the loss
         of every transition (the new priorities of the slots sampled)."""
         n_step = batch.get("n_step")
-        losses = []
+        parts = []
         if n_step is None or self.combined_reward:
-            losses.append(self._transition_loss(batch, self.gamma))
+            parts.append(self._transition_loss(batch, self.gamma))
         if n_step is not None:
-            losses.append(self._transition_loss(n_step, n_step["discount"]))
-        per_transition = torch.stack(losses).sum(dim=0)
+            parts.append(self._transition_loss(n_step, n_step["discount"]))
+        per_transition = torch.stack([part for part, _ in parts]).sum(dim=0)
+        q_taken = parts[0][1]
         weights = batch.get("weights")
         if weights is None:
             loss = per_transition.mean()
@@ -270,7 +274,8 @@ class RainbowDQN(DQN):
         self.soft_update()
         self.actor.reset_noise()
         self.actor_target.reset_noise()
-        value, q_mean = torch.stack([loss.detach(), self._q_taken.mean()]).tolist()
+        # The parts share obs and action: any one's Q-values are those of the batch.
+        value, q_mean = torch.stack([loss.detach(), q_taken.mean()]).tolist()
         return {"loss": value, "q_mean": q_mean}, per_transition.detach()
 
     def learn(self, batch: dict[str, Any]) -> dict[str, float]:

@@ -12,7 +12,8 @@ mid-episode). Which replay serves a run follows from its buffers, through
 * a :class:`~agilerl.components.prioritized_replay.PrioritizedReplayBuffer`: batches drawn
   by priority with importance-sampling weights at the agent's ``beta`` annealed to 1 over
   the run (:func:`annealed_beta`), the agent's ``learn_prioritized(batch)``, whose
-  per-transition losses become the new priorities (plus the agent's ``prior_eps``);
+  per-transition losses become the new priorities (plus the agent's ``prior_eps``); the
+  ``beta`` it sampled with is reported beside the agent's metrics;
 * either, with an :class:`~agilerl.components.n_step_replay.NStepReplayBuffer` beside it
   (``n_step_memory``): every step goes through the n-step buffer first, the main buffer
   receives the 1-step transitions it returns (so slot ``i`` of both holds the same

@@ -1,12 +1,13 @@
 """Run checkpoints: a whole training run at a generation boundary, in one file.
 
 A run checkpoint holds every agent (networks, optimisers, hyperparameters, metrics, RNG
-state), the replay buffer's contents (off-policy), the selection and mutation operators'
+state), the replay buffer's contents (off-policy; its priorities when prioritised, and
+the n-step buffer beside it where there is one), the selection and mutation operators'
 random generators, the global torch / numpy / python RNG states, the run's progress
 (:class:`~agilerl.training.evolution.RunState`), the best agent ever evaluated (the
 "elite", kept apart from the population so later mutation cannot touch it) and the
-manifest it was started from (:data:`RUN_LAYOUT`). It is a :mod:`agilerl.checkpoints` file: data only, written
-atomically (a run killed at any moment leaves the previous checkpoint intact), and
+manifest it was started from (:data:`RUN_LAYOUT`). It is a :mod:`agilerl.checkpoints`
+file: data only, written atomically (a run killed at any moment leaves the previous checkpoint intact), and
 checked part by part before a resumed run uses any of it (:func:`restore`).
 """
 
