@@ -334,6 +334,14 @@ def test_shared_encoders_are_trained_by_the_critic_loss_only(name):
         not torch.equal(a, b)
         for a, b in zip(encoder, agent.actor.encoder.parameters(), strict=True)
     )
+    # The targets' encoders are copies that stay equal (the target actor's features
+    # serve every target critic).
+    for _ in range(3):
+        agent.learn(batch())
+    shared = agent.actor_target.encoder.state_dict()
+    for name in agent.critics:
+        own = getattr(agent, f"{name}_target").encoder.state_dict()
+        assert all(torch.equal(own[k], shared[k]) for k in shared)
 
 
 # -- probe environments: the critics' values -----------------------------------------------

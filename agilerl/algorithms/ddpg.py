@@ -296,14 +296,14 @@ class DDPG(RLAlgorithm):
         smoothing = self.rng.standard_normal(tuple(next_action.shape)) * self.policy_noise
         smoothing = np.clip(smoothing, -self.noise_clip, self.noise_clip)
         next_action = (next_action + torch.as_tensor(smoothing).to(next_action)).clamp(-1.0, 1.0)
-        # A target critic's own (copied) encoder: targets are separate copies even when
-        # the online networks share one.
-        values = [
-            getattr(self, f"{name}_target")
-            .from_latent(getattr(self, f"{name}_target").encoder(x), next_action)
-            .reshape(-1)
-            for name in self.critics
-        ]
+        # Targets are separate copies even when the online networks share an encoder;
+        # those copies follow one source from one start, so they stay equal and the
+        # target actor's features serve every target critic.
+        values = []
+        for name in self.critics:
+            target = getattr(self, f"{name}_target")
+            features = latent if self.share_encoders else target.encoder(x)
+            values.append(target.from_latent(features, next_action).reshape(-1))
         return self._combine(values)
 
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
