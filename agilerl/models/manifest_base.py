@@ -238,6 +238,7 @@ class _OneCall:
     algorithm_holds: Holds | None
     environment_holds: Holds | None
     network_holds: Holds | None
+    manifest_holds: Holds | None
 
 
 #: By manifest class, algorithm class and encoder (``arch``: the one the encoder config
@@ -259,6 +260,7 @@ def _one_call(manifest_cls: type, algorithm_cls: type[AlgorithmBase], arch: str 
         found = _ONE_CALL[(manifest_cls, algorithm_cls, arch)] = _OneCall(
             typed_sections(manifest_cls, sections, encoders),
             *(accepted_holds(section_cls) for section_cls, _ in sections.values()),
+            accepted_holds(manifest_cls),
         )
     return found
 
@@ -292,10 +294,9 @@ def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
     algorithm, environment = data.get("algorithm"), data.get("environment")
     if not (isinstance(algorithm, dict) and isinstance(environment, dict)):
         return None
-    name = algorithm.get("name")
-    if not isinstance(name, str) or name not in ALGO_REGISTRY:
+    algorithm_cls = ALGO_REGISTRY.spec_class(algorithm.get("name"))
+    if algorithm_cls is None:
         return None
-    algorithm_cls = ALGO_REGISTRY.get(name).spec_cls
     network = data.get("network")
     arch = encoder = None
     if network is not None:
@@ -311,7 +312,9 @@ def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
             if found is _REFUSED:
                 return None
             arch, encoder = found
-    one_call = _one_call(manifest_cls, algorithm_cls, arch)
+    one_call = _ONE_CALL.get((manifest_cls, algorithm_cls, arch)) or _one_call(
+        manifest_cls, algorithm_cls, arch
+    )
     fields = dict(algorithm)
     del fields["name"]
     document = {**data, "algorithm": fields}
@@ -322,18 +325,20 @@ def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
             manifest, encoder_spec = one_call.validator.validate_python((document, encoder))
     except ValidationError:
         return None
-    for holds, value in (
-        (accepted_holds(type(encoder_spec)) if arch is not None else None, encoder),
-        (one_call.algorithm_holds, fields),
-        (one_call.environment_holds, environment),
-        (one_call.network_holds if network is not None else None, network),
-        (accepted_holds(manifest_cls), data),
-    ):
-        if holds is not None and not holds(value):
-            return None
-    if check_ranges(algorithm_cls, data.get("mutation")):
+    if arch is not None and not _holds(accepted_holds(type(encoder_spec)), encoder):
+        return None
+    if not (
+        _holds(one_call.algorithm_holds, fields)
+        and _holds(one_call.environment_holds, environment)
+        and (network is None or _holds(one_call.network_holds, network))
+        and _holds(one_call.manifest_holds, data)
+    ) or check_ranges(algorithm_cls, data.get("mutation")):
         return None
     return manifest
+
+
+def _holds(test: Holds | None, value: Any) -> bool:
+    return test is None or test(value)
 
 
 class ManifestBase(SpecBase):

@@ -56,6 +56,11 @@ class AlgorithmRegistry:
             known = ", ".join(sorted(self._entries)) or "(none)"
             raise KeyError(f"Unknown algorithm {name!r}. Registered algorithms: {known}.") from None
 
+    def spec_class(self, name: object) -> type[AlgorithmBase] | None:
+        """The spec class registered under ``name``; None for any other value."""
+        entry = self._entries.get(name) if isinstance(name, str) else None
+        return entry.spec_cls if entry is not None else None
+
     def names(self) -> list[str]:
         """Registered algorithm names, sorted."""
         return sorted(self._entries)
