@@ -229,3 +229,13 @@ def test_every_spec_is_tested_where_it_is_checked():
 
     for cls in SPEC_CLASSES.values():
         assert (accepted_holds(cls) is None) == (accepted_checker(cls) is None), cls.__name__
+
+
+def test_every_algorithm_has_a_one_call_validator():
+    from agilerl.models.manifest_base import ENCODER_SPECS, _one_call
+    from agilerl.models.registry import ALGO_REGISTRY
+
+    for name in ALGO_REGISTRY:
+        for arch in (None, "", *ENCODER_SPECS):
+            _one_call(TrainingManifest, ALGO_REGISTRY.get(name).spec_cls, arch)
+    assert TrainingManifest.__pydantic_complete__
