@@ -242,10 +242,15 @@ class PPO(RLAlgorithm):
         except ValidationError as err:
             if not self.recurrent:
                 raise
+            # "encoder_config.lstm.hidden_state_size" -> "network.encoder_config.hidden_state_size"
+            problems = "; ".join(
+                "network." + ".".join(str(p) for p in e["loc"] if p != "lstm") + f": {e['msg']}"
+                for e in err.errors()
+            )
             raise ValueError(
                 "recurrent: true builds an LSTM encoder where network.arch / "
                 "network.encoder_config.arch is not given, and network.encoder_config does "
-                f"not describe one (an LSTM takes hidden_state_size, num_layers, ...): {err}"
+                f"not describe one (an LSTM takes hidden_state_size, num_layers, ...): {problems}"
             ) from None
 
     # -- shared encoder -------------------------------------------------------------------
