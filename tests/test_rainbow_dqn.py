@@ -91,6 +91,14 @@ def test_bad_settings_are_refused(kwargs, message):
         _agent(**kwargs)
 
 
+@pytest.mark.parametrize("name", RainbowDQN.fixed_settings)
+def test_the_settings_the_network_is_built_from_cannot_mutate(name):
+    with pytest.raises(ValueError, match=f"hp_config.{name}: RainbowDQN's num_atoms, v_min"):
+        _agent(hp_config={name: {"min": 1, "max": 5}})
+    agent = _agent(hp_config={"beta": {"min": 0.2, "max": 0.8}, "lr": {"min": 1e-4, "max": 1e-2}})
+    assert {"beta", "lr"} <= set(agent.hp_config)  # beside the default ranges
+
+
 def test_only_discrete_actions():
     with pytest.raises(TypeError, match="RainbowDQN needs a Discrete action space"):
         RainbowDQN(OBS, spaces.MultiDiscrete([2, 2]))

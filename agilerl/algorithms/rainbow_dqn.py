@@ -45,6 +45,7 @@ from gymnasium import spaces
 from torch import nn
 
 from agilerl.algorithms.dqn import DQN
+from agilerl.algorithms.hyperparameters import parse_hp_config
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
@@ -117,6 +118,15 @@ class RainbowDQN(DQN):
     main_loss: ClassVar[str] = "loss"
     #: Batches may carry the n-step transitions of their slots (an n-step buffer serves it).
     learns_n_step: ClassVar[bool] = True
+    #: Settings fixed for a run: the network's atoms and noise are built from them and the
+    #: n-step buffer's horizon from ``n_step``; a mutated value would leave both behind.
+    fixed_settings: ClassVar[tuple[str, ...]] = (
+        "num_atoms",
+        "v_min",
+        "v_max",
+        "noise_std",
+        "n_step",
+    )
 
     def __init__(
         self,
@@ -157,6 +167,13 @@ class RainbowDQN(DQN):
             raise ValueError(f"noise_std must be non-negative, got {noise_std!r}")
         if isinstance(n_step, bool) or int(n_step) != n_step or n_step < 1:
             raise ValueError(f"n_step must be a positive integer, got {n_step!r}")
+        fixed = [name for name in parse_hp_config(hp_config) if name in self.fixed_settings]
+        if fixed:
+            raise ValueError(
+                f"hp_config.{fixed[0]}: RainbowDQN's {', '.join(self.fixed_settings)} are "
+                "fixed for a run (the network and the n-step buffer are built from them); "
+                "they cannot mutate"
+            )
         # Read by _build_actor, which DQN's constructor calls.
         self.beta = float(beta)
         self.prior_eps = float(prior_eps)
