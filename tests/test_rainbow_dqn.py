@@ -454,6 +454,38 @@ def test_the_loop_fills_the_n_step_buffer_and_flushes_it_at_the_end_of_a_turn():
     assert np.all(rows["next_obs"][:, 0].numpy() == 1.0)
 
 
+def test_the_loop_cuts_n_step_returns_at_a_time_limit_and_at_the_end_of_a_turn():
+    # TruncatedRewardEnv(max_steps=4): reward 1 a step, cut after 4 steps, never ended by
+    # the task; the turn ends 2 steps into the second episode (flushed as truncated).
+    # Per env, in time order (gamma 0.5, n 3): 1 + 1/2 + 1/4 twice, then 1 + 1/2, 1 (the
+    # time limit), then 1 + 1/2, 1 (the turn's end); never done, discount gamma^k.
+    env = SyncVectorEnv(
+        [lambda: TruncatedRewardEnv(max_steps=4)] * 2, autoreset_mode=AutoresetMode.SAME_STEP
+    )
+    agent = RainbowDQN(
+        env.single_observation_space,
+        env.single_action_space,
+        net_config=SMALL_NET,
+        gamma=GAMMA,
+        batch_size=4,
+        v_min=0.0,
+        v_max=2.0,
+        seed=0,
+    )
+    memory, n_step = ReplayBuffer(100), NStepReplayBuffer(100, n_step=3, gamma=GAMMA)
+    train_off_policy(
+        env, "probe", "RainbowDQN", [agent], memory, n_step_memory=n_step,
+        max_steps=12, evo_steps=12, eval_steps=5, verbose=False,
+    )  # fmt: skip
+    rows = n_step.state_dict()["buffer"]["data"]  # slot order: time, then env
+    per_env = lambda t: t.reshape(6, 2).T.numpy()  # noqa: E731
+    np.testing.assert_allclose(per_env(rows["reward"]), [[1.75, 1.75, 1.5, 1, 1.5, 1]] * 2)
+    discount = [0.125, 0.125, 0.25, 0.5, 0.25, 0.5]
+    np.testing.assert_allclose(per_env(rows["discount"]), [discount] * 2)
+    assert not rows["done"].any()
+    assert n_step.pending == 0 and len(memory) == 12
+
+
 def test_the_loop_refuses_buffers_the_agent_cannot_learn_from():
     env = SyncVectorEnv([ConstantRewardEnv], autoreset_mode=AutoresetMode.SAME_STEP)
     dqn = DQN(env.single_observation_space, env.single_action_space, net_config=SMALL_NET)
