@@ -5,7 +5,9 @@ velocities hidden (where a feed-forward policy cannot)."""
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -15,10 +17,12 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from agilerl.algorithms import PPO, RLAlgorithm
+from agilerl.cli import main
 from agilerl.components.rollout_buffer import RolloutBuffer
 from agilerl.models import PPOSpec
 from agilerl.testing.partial_observability import KeepObservations
 
+ROOT = Path(__file__).resolve().parents[1]
 OBS = spaces.Box(-10.0, 10.0, (2,))
 LSTM_NET = {
     "encoder_config": {"arch": "lstm", "hidden_state_size": 8},
@@ -446,3 +450,23 @@ def test_recurrent_ppo_balances_cartpole_without_velocities_where_feed_forward_c
     feed_forward = _train_on_hidden_velocities(False, budget)
     assert recurrent >= 150, recurrent
     assert feed_forward < 100, feed_forward
+
+
+def test_the_recurrent_config_trains_a_few_hundred_steps_through_agilerl_train(tmp_path, capsys):
+    out = tmp_path / "run"
+    small = [
+        "--set", "training.max_steps=256",
+        "--set", "training.evo_steps=128",
+        "--set", "training.eval_steps=30",
+        "--set", "environment.num_envs=2",
+        "--set", "algorithm.learn_step=64",
+        "--set", "algorithm.batch_size=32",
+    ]  # fmt: skip
+    rc = main(["train", str(ROOT / "configs/ppo_recurrent.yaml"), *small, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    history = json.loads((out / "history.json").read_text())
+    assert [r["generation"] for r in history] == [0, 1] and history[-1]["steps"] == 256
+    best = PPO.load(out / "best_agent.pt")
+    assert best.recurrent and best.observation_space.shape == (2,)  # velocities hidden
+    assert best.actor.spec.encoder_config.arch == "lstm" and best.steps >= 128
