@@ -271,7 +271,9 @@ def test_gradients_are_clipped_to_the_max_norm():
 def test_learning_reduces_the_td_error_on_a_fixed_batch(double):
     agent = _agent(lr=5e-3, gamma=0.5, tau=0.05, double=double)
     batch = _random_batch(agent, n=64)
-    losses = [agent.learn(batch)["td_loss"] for _ in range(60)]
+    # 80 steps: with the encoder's latent layer-normalised (AgileRL's layout) fitting a
+    # random batch is a little slower than with a linear latent (double: 9.8x in 60 steps).
+    losses = [agent.learn(batch)["td_loss"] for _ in range(80)]
     assert np.mean(losses[-5:]) < 0.1 * np.mean(losses[:5])
 
 

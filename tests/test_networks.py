@@ -422,3 +422,61 @@ def test_to_moves_parameters_and_buffers(kind):
     out = net(obs)
     first = out[0] if isinstance(out, tuple) else out
     assert torch.isfinite(first.double()).all()
+
+
+def _q_network(space, **encoder):
+    spec = QNetworkSpec(
+        encoder_config={"arch": "mlp", "hidden_size": [16], **encoder},
+        head_config={"hidden_size": [16]},
+        latent_dim=16,
+    )
+    return QNetwork(space, spaces.Discrete(3), spec)
+
+
+def test_mlp_encoder_latent_ends_like_a_hidden_layer():
+    """A network's MLP encoder ends Linear -> LayerNorm -> the hidden activation (the
+    latent is normalised and activated, as in AgileRL), not a scaled-down linear layer."""
+    space = OBS_SPACES["box"]
+    net = _q_network(space)
+    encoder = net.encoder
+    assert isinstance(encoder.out_norm, torch.nn.LayerNorm)
+    assert isinstance(encoder.out_act, torch.nn.ReLU)
+    latent = encoder(torch.randn(BATCH, 6))
+    assert (latent >= 0).all()
+    # Normalised before the ReLU: a quarter or more of the features of every sample are on.
+    assert ((latent > 0).float().mean(dim=1) > 0.25).all()
+    # output_vanish is not applied under the norm: the output layer keeps its init scale.
+    assert encoder.out.weight.std() > 0.5 * encoder.linears[0].weight.std()
+    # The head's output layer still vanishes.
+    assert net.head.out.weight.abs().max() < 0.5 * net.head.linears[0].weight.abs().max()
+
+
+def test_mlp_encoder_output_follows_activation_and_spec():
+    space = OBS_SPACES["box"]
+    net = _q_network(space)
+    net.mutate("encoder.change_activation", np.random.default_rng(0))
+    activation = net.encoder.spec.activation
+    assert activation != "ReLU"
+    assert type(net.encoder.out_act) is type(net.encoder.acts[0])
+    linear = _q_network(space, output_activation="Identity")
+    assert isinstance(linear.encoder.out_act, torch.nn.Identity)
+    # Without layer_norm there is no output norm, and output_vanish scales the layer again.
+    plain = _q_network(space, layer_norm=False)
+    assert isinstance(plain.encoder.out_norm, torch.nn.Identity)
+    vanished = plain.encoder.out.weight.abs().max()
+    assert vanished < 0.5 * plain.encoder.linears[0].weight.abs().max()
+
+
+def test_grow_latent_is_exact_through_the_encoder_output_norm():
+    space = OBS_SPACES["box"]
+    net = _q_network(space)
+    obs = torch.randn(BATCH, 6)
+    before_latent, before = net.encoder(obs), net(obs)
+    assert net.mutate("grow_latent", np.random.default_rng(0))
+    grown = net.encoder(obs)
+    assert grown.shape[1] > before_latent.shape[1]
+    torch.testing.assert_close(grown[:, : before_latent.shape[1]], before_latent)
+    torch.testing.assert_close(net(obs), before)
+    fresh = QNetwork(space, spaces.Discrete(3), net.spec)
+    fresh.load_state_dict(net.state_dict())
+    torch.testing.assert_close(fresh(obs), net(obs))

@@ -6,7 +6,7 @@ Importing this package loads torch; :mod:`agilerl.models` never imports it.
 from agilerl.modules.base import SAFE_ACTIVATIONS, EvolvableModule, make_activation, mutation
 from agilerl.modules.cnn import EvolvableCNN
 from agilerl.modules.lstm import EvolvableLSTM
-from agilerl.modules.mlp import EvolvableMLP
+from agilerl.modules.mlp import EvolvableMLP, MlpEncoder
 from agilerl.modules.multi_input import EvolvableMultiInput
 from agilerl.modules.simba import EvolvableSimBa
 
@@ -18,6 +18,7 @@ __all__ = [
     "EvolvableModule",
     "EvolvableMultiInput",
     "EvolvableSimBa",
+    "MlpEncoder",
     "make_activation",
     "mutation",
 ]

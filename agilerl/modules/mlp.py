@@ -1,6 +1,7 @@
 """Evolvable multi-layer perceptron built from an :class:`~agilerl.models.MlpSpec`.
 
 Layout: ``[Linear -> LayerNorm? -> activation] * len(hidden_size) -> Linear -> output_activation``.
+As a network's encoder (:class:`MlpEncoder`) the output layer ends like a hidden one.
 
 Exactness of growth (outputs identical before and after, fixed weights):
 
@@ -57,19 +58,27 @@ class EvolvableMLP(EvolvableModule):
         )
         self.acts = nn.ModuleList(make_activation(spec.activation) for _ in spec.hidden_size)
         self.out = nn.Linear(dims[-1], self.num_outputs)
-        self.out_act = make_activation(spec.output_activation)
+        self.out_norm = self._output_norm()
+        self.out_act = make_activation(self._output_activation())
         if spec.init_layers:
             for layer in [*self.linears, self.out]:
                 init_linear(layer)
-        if spec.output_vanish:
+        # A LayerNorm on the output would undo the scale (same function, larger steps).
+        if spec.output_vanish and isinstance(self.out_norm, nn.Identity):
             with torch.no_grad():
                 self.out.weight.mul_(0.1)
                 self.out.bias.mul_(0.1)
 
+    def _output_norm(self) -> nn.Module:
+        return nn.Identity()
+
+    def _output_activation(self) -> str | None:
+        return self.spec.output_activation
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for linear, norm, act in zip(self.linears, self.norms, self.acts, strict=True):
             x = act(norm(linear(x)))
-        return self.out_act(self.out(x))
+        return self.out_act(self.out_norm(self.out(x)))
 
     def set_num_inputs(self, num_inputs: int) -> None:
         """Resize the input (the first layer keeps its overlapping weights; new input columns
@@ -146,3 +155,30 @@ class EvolvableMLP(EvolvableModule):
         new = choices[int(rng.integers(len(choices)))]
         self._rebuild(rng, activation=new)
         return {"mutation": "change_activation", "activation": new}
+
+
+class MlpEncoder(EvolvableMLP):
+    """An :class:`EvolvableMLP` as a network's encoder, laid out as AgileRL builds one:
+    the output layer (the latent) ends like a hidden layer, ``Linear -> LayerNorm (with
+    layer_norm) -> output_activation``, and a null ``output_activation`` means the hidden
+    ``activation`` (it follows activation mutations; ``Identity`` gives a linear latent).
+    ``output_vanish`` applies only without ``layer_norm`` (the norm would undo it).
+
+    Measured on AgileRL's DQN CartPole manifest, the previous layout (a linear latent
+    scaled down by 0.1, straight into the head's first layer) learned far worse.
+    """
+
+    def _output_norm(self) -> nn.Module:
+        return nn.LayerNorm(self.num_outputs) if self.spec.layer_norm else nn.Identity()
+
+    def _output_activation(self) -> str | None:
+        return self.spec.output_activation or self.spec.activation
+
+    def set_num_outputs(self, num_outputs: int) -> None:
+        """Resize the latent; growth is exact (the grown output LayerNorm keeps its
+        statistics and the new features normalise to 0, see ``keep_normalised_width``)."""
+        old = self.num_outputs
+        super().set_num_outputs(num_outputs)
+        if self.spec.layer_norm and num_outputs > old:
+            with torch.no_grad():
+                keep_normalised_width([self.out], [self.out_norm], old, self.num_outputs)

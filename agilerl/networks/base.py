@@ -24,7 +24,7 @@ from agilerl.models.networks import CnnSpec, LstmSpec, MlpSpec, MultiInputSpec, 
 from agilerl.modules.base import EvolvableModule, MutationInfo, draw_step, mutation, respec
 from agilerl.modules.cnn import EvolvableCNN
 from agilerl.modules.lstm import EvolvableLSTM
-from agilerl.modules.mlp import EvolvableMLP
+from agilerl.modules.mlp import EvolvableMLP, MlpEncoder
 from agilerl.modules.multi_input import EvolvableMultiInput, flat_dim, is_image_space
 from agilerl.modules.simba import EvolvableSimBa
 
@@ -77,7 +77,7 @@ def _vector_inputs(space: spaces.Space) -> int:
 
 
 def _build_mlp(space: spaces.Space, latent: int, spec: MlpSpec) -> EvolvableModule:
-    return EvolvableMLP(_vector_inputs(space), latent, spec)
+    return MlpEncoder(_vector_inputs(space), latent, spec)
 
 
 def _build_cnn(space: spaces.Space, latent: int, spec: CnnSpec) -> EvolvableModule:
