@@ -87,6 +87,7 @@ EMPTY_CONFIG: Mapping[str, Any] = MappingProxyType({})
 
 
 def _rows(state: HiddenState, envs: Any) -> HiddenState:
+    """The part of ``state`` of environments ``envs`` (e.g. the truncated ones)."""
     return map_tree(lambda x: x[:, envs], state)
 
 
