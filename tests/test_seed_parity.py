@@ -268,9 +268,23 @@ def test_field_type(doc: DocField) -> None:
 # ---------------------------------------------------------------------- members
 
 
+#: Documented methods this project extends, on purpose, with keyword-only parameters
+#: after the documented ones (every documented call still works unchanged); the README
+#: lists them under "Where this differs from the reference implementation".
+EXTENSIONS = {"RLAlgorithmSpec.build_algorithm": ("net_config", "seed")}
+
+
 def _compare_params(member: DocMember, code: list[inspect.Parameter]) -> list[str]:
     problems: list[str] = []
     documented_names = [p.name for p in member.params]
+    extra = EXTENSIONS.get(f"{member.owner}.{member.name}", ())
+    if extra:
+        tail = code[len(code) - len(extra) :]
+        if [p.name for p in tail] != list(extra) or any(
+            p.kind is not inspect.Parameter.KEYWORD_ONLY or p.default is not None for p in tail
+        ):
+            problems.append(f"extension {list(extra)}: expected keyword-only, default None, last")
+        code = code[: len(code) - len(extra)]
     code_names = [p.name for p in code]
     if documented_names != code_names:
         problems.append(f"parameters: seed {documented_names}, code {code_names}")
