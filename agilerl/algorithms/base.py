@@ -89,6 +89,12 @@ class RLAlgorithm(EvolvableAlgorithm):
         "action_space": spaces.Space,
     }
 
+    #: What the off-policy replay (:mod:`agilerl.training.replay`) may hand the agent:
+    #: batches carrying n-step transitions under ``"n_step"``, and prioritised batches
+    #: to :meth:`learn_prioritized`. Algorithms that learn from those say so.
+    learns_n_step: ClassVar[bool] = False
+    learns_from_priorities: ClassVar[bool] = False
+
     def __init__(
         self,
         observation_space: spaces.Space,
@@ -125,6 +131,12 @@ class RLAlgorithm(EvolvableAlgorithm):
         """Actions drawn from the agent's stochastic policy for a batch of observations,
         as :meth:`eval_action` returns them (``predict(..., deterministic=False)``)."""
         raise NotImplementedError(f"{self.name} has no stochastic policy to sample from")
+
+    def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
+        """One learning step on a prioritised batch (importance-sampling ``weights``);
+        returns :attr:`learn_metrics` and the per-transition losses (new priorities).
+        Only agents with :attr:`learns_from_priorities` implement it."""
+        raise NotImplementedError(f"{self.name} does not learn from prioritised replay")
 
     # -- exploration (asked for by the off-policy loop) ------------------------------------
     def configure_exploration(self, schedule: EpsilonSchedule) -> None:

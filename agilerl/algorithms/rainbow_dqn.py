@@ -118,6 +118,7 @@ class RainbowDQN(DQN):
     main_loss: ClassVar[str] = "loss"
     #: Batches may carry the n-step transitions of their slots (an n-step buffer serves it).
     learns_n_step: ClassVar[bool] = True
+    learns_from_priorities: ClassVar[bool] = True
     #: Settings fixed for a run: the network's atoms and noise are built from them and the
     #: n-step buffer's horizon from ``n_step``; a mutated value would leave both behind.
     fixed_settings: ClassVar[tuple[str, ...]] = (

@@ -44,12 +44,12 @@ def annealed_beta(beta: float, steps: int, max_steps: int) -> float:
 
 def learns_n_step(agent: Any) -> bool:
     """Whether an agent (or algorithm class) learns from batches with n-step transitions."""
-    return bool(getattr(agent, "learns_n_step", False))
+    return bool(agent.learns_n_step)
 
 
 def learns_from_priorities(agent: Any) -> bool:
     """Whether an agent (or algorithm class) reports per-transition losses as priorities."""
-    return callable(getattr(agent, "learn_prioritized", None))
+    return bool(agent.learns_from_priorities)
 
 
 class Replay:
