@@ -40,16 +40,16 @@ def test_init_warns_of_an_algorithm_the_engine_cannot_train(tmp_path, capsys):
 
 
 def test_validate_warns_in_text_and_json(tmp_path, capsys):
-    path = tmp_path / "td3.yaml"
-    assert main(["init", "TD3", "-o", str(path)]) == 0
+    path = tmp_path / "neural_ucb.yaml"
+    assert main(["init", "NeuralUCB", "-o", str(path)]) == 0
     capsys.readouterr()
     assert main(["validate", str(path)]) == 0  # valid: a warning, not an error
     captured = capsys.readouterr()
     assert f"{path}: valid" in captured.out
-    assert f"{path}: warning: algorithm TD3: the engine cannot train it yet" in captured.err
+    assert f"{path}: warning: algorithm NeuralUCB: the engine cannot train it yet" in captured.err
     assert main(["validate", "--format", "json", str(path)]) == 0
     entry = json.loads(capsys.readouterr().out)[str(path)]
-    assert entry["valid"] and entry["warnings"][0].startswith("algorithm TD3:")
+    assert entry["valid"] and entry["warnings"][0].startswith("algorithm NeuralUCB:")
     assert main(["validate", "--format", "json", str(ROOT / "configs/ppo.yaml")]) == 0
     assert "warnings" not in json.loads(capsys.readouterr().out)[str(ROOT / "configs/ppo.yaml")]
 

@@ -15,6 +15,7 @@ from agilerl.models import (
     AgentType,
     AlgorithmRegistry,
     AlgorithmSpec,
+    CQNSpec,
     DQNSpec,
     GymEnvSpec,
     LLMAlgorithmSpec,
@@ -23,7 +24,6 @@ from agilerl.models import (
     MultiAgentRLAlgorithmSpec,
     PPOSpec,
     QNetworkSpec,
-    RainbowDQNSpec,
     RegistryEntry,
     RLAlgorithmSpec,
     TrainingSpec,
@@ -312,8 +312,8 @@ def test_facts_declared_in_the_schema():
 
 
 def test_algo_class_without_implementation_is_a_clear_error():
-    with pytest.raises(AlgorithmNotAvailableError, match="'RainbowDQN' has a spec but"):
-        RainbowDQNSpec.algo_class()
+    with pytest.raises(AlgorithmNotAvailableError, match="'CQN' has a spec but"):
+        CQNSpec.algo_class()
 
 
 def test_algo_class_and_training_fn_resolve_to_the_engine():

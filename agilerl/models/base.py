@@ -332,8 +332,6 @@ class AlgorithmBase(SpecBase):
         return kwargs
 
     def _instantiate(self, index: int, resume_from_checkpoint: str | None, **runtime: Any) -> Any:
-        # Runtime arguments left None (net_config, seed) keep the constructor's defaults.
-        runtime = {k: v for k, v in runtime.items() if v is not None}
         algo = self.algo_class()(index=index, **runtime, **self.algorithm_kwargs())
         if resume_from_checkpoint is not None:
             algo.load_checkpoint(resume_from_checkpoint)
@@ -377,8 +375,8 @@ class RLAlgorithmBase(AlgorithmBase):
             action_space=action_space,
             device=device,
             accelerator=accelerator,
-            net_config=net_config,
-            seed=seed,
+            # The extensions reach the constructor only when given (its defaults else).
+            **{k: v for k, v in (("net_config", net_config), ("seed", seed)) if v is not None},
         )
 
 
