@@ -8,8 +8,8 @@ the steps and time at which an agent's mean evaluation score first reached 475, 
 peak resident memory of this process and of its environment workers.
 
 These are this project's tuned manifests; the reference library's figures in
-``shared/bench-manifests/`` are for its own (different) CartPole manifests, so they are
-not printed beside these.
+``shared/bench-manifests/`` are for its own (different) CartPole manifests, which
+``benchmarks/reference_cartpole.py`` runs and prints beside them.
 """
 
 from __future__ import annotations
