@@ -39,17 +39,12 @@ from torch.nn import functional
 
 from agilerl import checkpoints
 from agilerl.algorithms.base import RLAlgorithm
+from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
 from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSpec
 from agilerl.modules.base import respec
 from agilerl.networks.base import preprocess
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 class DDPG(RLAlgorithm):
@@ -142,20 +137,14 @@ class DDPG(RLAlgorithm):
             raise TypeError(f"{self.name} needs a Box action space, got {action_space!r}")
         if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
             raise ValueError(f"{self.name} needs bounded actions (finite low and high)")
-        self.batch_size = _positive_int("batch_size", batch_size)
-        self.learn_step = _positive_int("learn_step", learn_step)
-        self.policy_freq = _positive_int("policy_freq", policy_freq)
-        self.vect_noise_dim = _positive_int("vect_noise_dim", vect_noise_dim)
-        for name, value in (("gamma", gamma), ("tau", tau)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
-        for name, value in (("lr_actor", lr_actor), ("lr_critic", lr_critic)):
-            if value < 0:
-                raise ValueError(f"{name} must be non-negative, got {value!r}")
-        self.gamma = float(gamma)
-        self.lr_actor = float(lr_actor)
-        self.lr_critic = float(lr_critic)
-        self.tau = float(tau)
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.learn_step = positive_int("learn_step", learn_step)
+        self.policy_freq = positive_int("policy_freq", policy_freq)
+        self.vect_noise_dim = positive_int("vect_noise_dim", vect_noise_dim)
+        self.gamma = unit_interval("gamma", gamma)
+        self.lr_actor = non_negative("lr_actor", lr_actor)
+        self.lr_critic = non_negative("lr_critic", lr_critic)
+        self.tau = unit_interval("tau", tau)
         self.O_U_noise = bool(O_U_noise)
         self.expl_noise = float(expl_noise)
         self.mean_noise = float(mean_noise)

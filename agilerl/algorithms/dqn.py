@@ -24,6 +24,7 @@ from torch import nn
 from torch.nn import functional
 
 from agilerl.algorithms.base import RLAlgorithm
+from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
@@ -102,19 +103,11 @@ class DQN(RLAlgorithm):
             raise TypeError(
                 f"DQN needs a Discrete or MultiDiscrete action space, got {action_space!r}"
             )
-        for name, value in (("batch_size", batch_size), ("learn_step", learn_step)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        for name, value in (("gamma", gamma), ("tau", tau)):
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
-        if lr < 0:
-            raise ValueError(f"lr must be non-negative, got {lr!r}")
-        self.batch_size = int(batch_size)
-        self.lr = float(lr)
-        self.learn_step = int(learn_step)
-        self.gamma = float(gamma)
-        self.tau = float(tau)
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.lr = non_negative("lr", lr)
+        self.learn_step = positive_int("learn_step", learn_step)
+        self.gamma = unit_interval("gamma", gamma)
+        self.tau = unit_interval("tau", tau)
         self.double = bool(double)
         self.cudagraphs = bool(cudagraphs)
         if self.cudagraphs and self.device.type == "cuda":

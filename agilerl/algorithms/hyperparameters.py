@@ -90,3 +90,26 @@ def parse_hp_config(raw: Any) -> dict[str, RLParameter]:
             raise TypeError(f"hp_config.{name} must give min and max, got {value!r}")
         parsed[name] = RLParameter(**{k: float(v) for k, v in value.items()})
     return parsed
+
+
+# -- constructor checks: what every algorithm refuses, said the same way ---------------------
+def positive_int(name: str, value: Any) -> int:
+    """``value`` as an int, or a ValueError naming ``name`` unless it is a whole number >= 1
+    (``True`` is not a number here)."""
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def unit_interval(name: str, value: Any) -> float:
+    """``value`` as a float, or a ValueError naming ``name`` unless it lies in [0, 1]."""
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+    return float(value)
+
+
+def non_negative(name: str, value: Any) -> float:
+    """``value`` as a float, or a ValueError naming ``name`` unless it is >= 0."""
+    if not value >= 0.0:
+        raise ValueError(f"{name} must be non-negative, got {value!r}")
+    return float(value)

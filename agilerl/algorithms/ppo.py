@@ -47,6 +47,7 @@ from pydantic import BaseModel, ValidationError
 
 from agilerl._generated.ppo_schema import RolloutBufferConfig
 from agilerl.algorithms.base import RLAlgorithm, action_mask_from_info
+from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
@@ -172,8 +173,7 @@ class PPO(RLAlgorithm):
             ("num_envs", num_envs),
             ("update_epochs", update_epochs),
         ):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            positive_int(name, value)
         if target_kl is not None and target_kl < 0:
             raise ValueError(f"target_kl must be non-negative or None, got {target_kl!r}")
         if max_seq_len is not None and (

@@ -45,7 +45,12 @@ from gymnasium import spaces
 from torch import nn
 
 from agilerl.algorithms.dqn import DQN
-from agilerl.algorithms.hyperparameters import parse_hp_config
+from agilerl.algorithms.hyperparameters import (
+    non_negative,
+    parse_hp_config,
+    positive_int,
+    unit_interval,
+)
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
@@ -156,18 +161,14 @@ class RainbowDQN(DQN):
     ) -> None:
         if not isinstance(action_space, spaces.Discrete):
             raise TypeError(f"RainbowDQN needs a Discrete action space, got {action_space!r}")
-        if not 0.0 <= beta <= 1.0:
-            raise ValueError(f"beta must lie in [0, 1], got {beta!r}")
-        if not prior_eps >= 0.0:
-            raise ValueError(f"prior_eps must be non-negative, got {prior_eps!r}")
+        unit_interval("beta", beta)
+        non_negative("prior_eps", prior_eps)
         if isinstance(num_atoms, bool) or int(num_atoms) != num_atoms or num_atoms < 2:
             raise ValueError(f"num_atoms must be an integer of at least 2, got {num_atoms!r}")
         if not v_min < v_max:
             raise ValueError(f"v_min must be below v_max, got {v_min!r} and {v_max!r}")
-        if not noise_std >= 0.0:
-            raise ValueError(f"noise_std must be non-negative, got {noise_std!r}")
-        if isinstance(n_step, bool) or int(n_step) != n_step or n_step < 1:
-            raise ValueError(f"n_step must be a positive integer, got {n_step!r}")
+        non_negative("noise_std", noise_std)
+        positive_int("n_step", n_step)
         fixed = [name for name in parse_hp_config(hp_config) if name in self.fixed_settings]
         if fixed:
             raise ValueError(
