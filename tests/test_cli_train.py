@@ -3,14 +3,13 @@
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from killed_runs import kill_at_first_checkpoint
 
 from agilerl.cli import main
 from agilerl.models.manifest import load_manifest
@@ -94,14 +93,8 @@ def test_a_killed_run_resumes_and_completes(tmp_path):
         *SMALL, "--set", "training.max_steps=1200", "--out", str(out),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     checkpoint = out / "checkpoint.pt"
-    deadline = time.monotonic() + 120
-    while not checkpoint.exists() and time.monotonic() < deadline and first.poll() is None:
-        time.sleep(0.05)
-    assert checkpoint.exists(), first.communicate()[1].decode()[-2000:]
-    first.send_signal(signal.SIGKILL)  # no chance to clean up: mid-generation at best
-    first.wait()
+    kill_at_first_checkpoint(command, checkpoint, env)
     resumed = subprocess.run(
         [*command, "--resume"], env=env, capture_output=True, text=True, timeout=300
     )

@@ -7,10 +7,8 @@ from __future__ import annotations
 import inspect
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import gymnasium as gym
@@ -19,6 +17,7 @@ import pytest
 import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from killed_runs import kill_at_first_checkpoint
 
 from agilerl import checkpoints
 from agilerl.algorithms import DDPG, TD3
@@ -576,14 +575,8 @@ def test_a_killed_td3_run_resumes_and_completes(tmp_path):
         *SMALL, "--set", "training.max_steps=900", "--out", str(out),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OMP_NUM_THREADS": "1"}
-    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     checkpoint = out / "checkpoint.pt"
-    deadline = time.monotonic() + 120
-    while not checkpoint.exists() and time.monotonic() < deadline and first.poll() is None:
-        time.sleep(0.05)
-    assert checkpoint.exists(), first.communicate()[1].decode()[-2000:]
-    first.send_signal(signal.SIGKILL)
-    first.wait()
+    kill_at_first_checkpoint(command, checkpoint, env)
     saved = checkpoints.load(checkpoint, kind="run")
     assert all("noise" in agent["extra"] for agent in saved["agents"])
     resumed = subprocess.run(

@@ -9,10 +9,8 @@ import copy
 import inspect
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ import pytest
 import torch
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from killed_runs import kill_at_first_checkpoint
 
 from agilerl import checkpoints
 from agilerl.algorithms import DQN, RainbowDQN
@@ -604,14 +603,8 @@ def test_a_killed_rainbow_run_resumes_with_the_same_priorities_and_history(tmp_p
         "--out", str(out),
     ]  # fmt: skip
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     checkpoint = out / "checkpoint.pt"
-    deadline = time.monotonic() + 120
-    while not checkpoint.exists() and time.monotonic() < deadline and first.poll() is None:
-        time.sleep(0.05)
-    assert checkpoint.exists(), first.communicate()[1].decode()[-2000:]
-    first.send_signal(signal.SIGKILL)
-    first.wait()
+    kill_at_first_checkpoint(command, checkpoint, env)
     saved = load_run(checkpoint)
     assert set(saved["memory"]) >= {"priorities", "max_priority"}  # a prioritised buffer
     assert saved["n_step_memory"]["n_step"] == 3
