@@ -15,53 +15,13 @@ These are this project's tuned manifests; the reference library's figures in
 from __future__ import annotations
 
 import argparse
-import resource
-import time
 from pathlib import Path
 
-from agilerl.documents import load_document
-from agilerl.models.manifest import parse_manifest
-from agilerl.training import LocalTrainer
+from timed_run import run_manifest
 
 HERE = Path(__file__).parent
 RUNS = {"dqn": HERE / "dqn_cartpole.yaml", "ppo": HERE / "ppo_cartpole.yaml"}
 SCORE = 475.0
-
-
-def run(name: str, steps: int | None, use_async: bool) -> dict[str, float | None]:
-    data, _ = load_document(RUNS[name])
-    if steps is not None:
-        data["training"]["max_steps"] = steps
-    if use_async:
-        data["environment"]["sync"] = False
-    trainer = LocalTrainer.from_manifest(parse_manifest(data))
-    reached: dict[str, float] = {}
-    started = time.perf_counter()
-
-    def on_generation(state) -> None:
-        record = state.history[-1]
-        if not reached and max(a["fitness"] for a in record["agents"]) >= SCORE:
-            reached.update(
-                steps=record["steps"],
-                env_steps=record["env_steps"],
-                seconds=time.perf_counter() - started,
-            )
-
-    trainer.on_generation = on_generation
-    trainer.train(verbose=False)
-    wall = time.perf_counter() - started
-    state = trainer.state
-    return {
-        "env_steps": state.env_steps,
-        "wall_s": wall,
-        "env_steps_per_s": state.env_steps / wall,
-        "best": state.best_fitness,
-        "steps_to_475": reached.get("steps"),
-        "env_steps_to_475": reached.get("env_steps"),
-        "seconds_to_475": reached.get("seconds"),
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "workers_peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
-    }
 
 
 def main() -> None:
@@ -76,11 +36,11 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown algorithm(s) {sorted(unknown)}; choose from {list(RUNS)}")
     for name in args.algorithms or list(RUNS):
-        r = run(name, args.steps, args.use_async)
+        r = run_manifest(RUNS[name], SCORE, args.steps, args.use_async)
         to_score = (
-            f"{r['steps_to_475']:,} steps per agent ({r['env_steps_to_475']:,} env steps in all), "
-            f"{r['seconds_to_475']:.1f} s"
-            if r["steps_to_475"] is not None
+            f"{r['steps_to_score']:,} steps per agent ({r['env_steps_to_score']:,} env steps in all), "
+            f"{r['seconds_to_score']:.1f} s"
+            if r["steps_to_score"] is not None
             else "not reached"
         )
         print(

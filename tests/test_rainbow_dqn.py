@@ -421,10 +421,8 @@ def test_prioritised_replay_samples_at_the_annealed_beta_and_updates_priorities(
     np.testing.assert_allclose(memory.priorities()[slots], losses.numpy() + 1e-3, rtol=1e-4)
 
 
-def test_the_loop_fills_the_n_step_buffer_and_flushes_it_at_the_end_of_a_turn():
-    # DiscountedRewardEnv: obs 0 (reward 0) then obs 1 (reward 1, terminal): from obs 0 the
-    # 3-step return is gamma * 1, cut at the termination after 2 steps.
-    env = SyncVectorEnv([DiscountedRewardEnv] * 2, autoreset_mode=AutoresetMode.SAME_STEP)
+def _n_step_probe_run(env):
+    """A small Rainbow agent on ``env`` with a replay and a 3-step buffer to fill."""
     agent = RainbowDQN(
         env.single_observation_space,
         env.single_action_space,
@@ -435,7 +433,14 @@ def test_the_loop_fills_the_n_step_buffer_and_flushes_it_at_the_end_of_a_turn():
         v_max=2.0,
         seed=0,
     )
-    memory, n_step = ReplayBuffer(100), NStepReplayBuffer(100, n_step=3, gamma=GAMMA)
+    return agent, ReplayBuffer(100), NStepReplayBuffer(100, n_step=3, gamma=GAMMA)
+
+
+def test_the_loop_fills_the_n_step_buffer_and_flushes_it_at_the_end_of_a_turn():
+    # DiscountedRewardEnv: obs 0 (reward 0) then obs 1 (reward 1, terminal): from obs 0 the
+    # 3-step return is gamma * 1, cut at the termination after 2 steps.
+    env = SyncVectorEnv([DiscountedRewardEnv] * 2, autoreset_mode=AutoresetMode.SAME_STEP)
+    agent, memory, n_step = _n_step_probe_run(env)
     train_off_policy(
         env, "probe", "RainbowDQN", [agent], memory, n_step_memory=n_step,
         max_steps=11, evo_steps=11, eval_steps=5, verbose=False,
@@ -461,17 +466,7 @@ def test_the_loop_cuts_n_step_returns_at_a_time_limit_and_at_the_end_of_a_turn()
     env = SyncVectorEnv(
         [lambda: TruncatedRewardEnv(max_steps=4)] * 2, autoreset_mode=AutoresetMode.SAME_STEP
     )
-    agent = RainbowDQN(
-        env.single_observation_space,
-        env.single_action_space,
-        net_config=SMALL_NET,
-        gamma=GAMMA,
-        batch_size=4,
-        v_min=0.0,
-        v_max=2.0,
-        seed=0,
-    )
-    memory, n_step = ReplayBuffer(100), NStepReplayBuffer(100, n_step=3, gamma=GAMMA)
+    agent, memory, n_step = _n_step_probe_run(env)
     train_off_policy(
         env, "probe", "RainbowDQN", [agent], memory, n_step_memory=n_step,
         max_steps=12, evo_steps=12, eval_steps=5, verbose=False,
