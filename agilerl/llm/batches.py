@@ -1,0 +1,97 @@
+"""The batches LLM environments hand to LLM algorithms, and what the algorithms hand back.
+
+One convention holds throughout: a sequence of ``T`` token ids ``ids[:, :T]`` gives ``T - 1``
+next-token predictions (``logits[:, :-1]`` predict ``ids[:, 1:]``), so every *loss mask* has
+shape ``[rows, T - 1]`` and marks the predictions that count (response tokens; never prompt
+or padding). Prompts are left-padded so that generation continues every row at the same
+column; responses and completions are right-padded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass
+class PromptBatch:
+    """Tokenised prompts of a reasoning environment.
+
+    ``input_ids`` / ``attention_mask``: ``[B, P]``, left-padded. ``texts``: the rendered
+    prompts. ``rows``: the dataset rows the prompts came from (the environment keeps
+    them to score completions; an agent has no use for them, and a test split's answers
+    never reach a training reward because training batches only ever come from the train
+    split).
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    texts: list[str]
+    rows: list[dict[str, Any]]
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+@dataclass
+class Completions:
+    """``group_size`` sampled completions per prompt of a :class:`PromptBatch`.
+
+    Row ``b * group_size + g`` is completion ``g`` of prompt ``b``. ``ids`` /
+    ``attention_mask``: ``[B * G, P + C]``, the (left-padded) prompt followed by the
+    (right-padded) completion. ``loss_mask``: ``[B * G, P + C - 1]``, True where the
+    prediction is a completion token (padding after an end-of-sequence token excluded).
+    ``texts``: the decoded completions. ``sampling_logprobs``: ``[B * G, P + C - 1]``
+    log-probabilities of the taken tokens under the policy that sampled them (zero
+    outside ``loss_mask``), or None when not recorded.
+    """
+
+    ids: torch.Tensor
+    attention_mask: torch.Tensor
+    loss_mask: torch.Tensor
+    prompt_length: int
+    group_size: int
+    texts: list[str]
+    sampling_logprobs: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+
+@dataclass
+class Experience:
+    """What GRPO learns from: completions and their rewards ``[B, G]``."""
+
+    completions: Completions
+    rewards: torch.Tensor
+
+
+@dataclass
+class TokenSequences:
+    """Prompt + response sequences: ``input_ids`` / ``attention_mask`` ``[B, T]``
+    (right-padded), ``loss_mask`` ``[B, T - 1]`` True on response-token predictions."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    loss_mask: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.input_ids.shape[0])
+
+
+@dataclass
+class PreferenceBatch:
+    """Preference pairs (DPO): the same prompts with the chosen and the rejected
+    response."""
+
+    chosen: TokenSequences
+    rejected: TokenSequences
+
+    def __len__(self) -> int:
+        return len(self.chosen)
+
+
+#: Supervised fine-tuning batches are prompt + target-response sequences.
+SFTBatch = TokenSequences
