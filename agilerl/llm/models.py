@@ -1,0 +1,92 @@
+"""Loading a pretrained causal LM and its tokenizer from a local directory, offline.
+
+Nothing is ever downloaded: every load passes ``local_files_only=True``, and a path that
+is not a directory holding a model is refused before transformers sees it, with an error
+that names the manifest field, the path and what is missing.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+MODEL_FIELD = "network.pretrained_model_name_or_path"
+#: What a directory must hold, by what it is loaded as: any one of the names suffices.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
+WEIGHT_PATTERNS = ("*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin")
+
+
+class LLMSetupError(ValueError):
+    """A model, tokenizer, dataset or reward function a manifest names cannot be used."""
+
+
+def _directory(path: str | Path, field: str) -> Path:
+    where = Path(path).expanduser()
+    if not where.exists():
+        raise LLMSetupError(
+            f"{field}: {path} does not exist; it must be a local model directory "
+            "(nothing is downloaded)"
+        )
+    if not where.is_dir():
+        raise LLMSetupError(f"{field}: {path} is not a directory (a local model directory)")
+    return where
+
+
+def _require(where: Path, field: str, what: str, patterns: tuple[str, ...]) -> None:
+    if not any(any(where.glob(pattern)) for pattern in patterns):
+        raise LLMSetupError(f"{field}: {where} holds no {what} (looked for {', '.join(patterns)})")
+
+
+def load_tokenizer(path: str | Path, *, field: str = MODEL_FIELD) -> PreTrainedTokenizerBase:
+    """The tokenizer saved in ``path``, padding on the left (generation continues every
+    row at the same column) with a pad token (the end-of-sequence token if it has none)."""
+    from transformers import AutoTokenizer
+
+    where = _directory(path, field)
+    _require(where, field, "tokenizer", TOKENIZER_FILES)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(where, local_files_only=True)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise LLMSetupError(f"{field}: {where}: the tokenizer does not load: {err}") from None
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise LLMSetupError(
+                f"{field}: {where}: the tokenizer has neither a pad nor an end-of-sequence "
+                "token, so batches cannot be padded"
+            )
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def load_causal_lm(
+    path: str | Path,
+    *,
+    field: str = MODEL_FIELD,
+    attn_implementation: str | None = None,
+    dtype: torch.dtype | None = None,
+) -> PreTrainedModel:
+    """The causal LM saved in ``path`` (a ``config.json`` and its weights), in ``dtype``
+    (float32 by default), with ``attn_implementation`` when given."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    where = _directory(path, field)
+    _require(where, field, "model config", ("config.json",))
+    _require(where, field, "model weights", WEIGHT_PATTERNS)
+    from transformers.utils import logging
+
+    options = {"attn_implementation": attn_implementation} if attn_implementation else {}
+    logging.disable_progress_bar()  # the caller's progress bar is the one to show
+    try:
+        return AutoModelForCausalLM.from_pretrained(
+            where, local_files_only=True, dtype=dtype or torch.float32, **options
+        )
+    except (OSError, ValueError, KeyError, ImportError) as err:
+        raise LLMSetupError(f"{field}: {where}: the model does not load: {err}") from None
+    finally:
+        logging.enable_progress_bar()
