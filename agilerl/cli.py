@@ -424,6 +424,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _llm_tiny(args: argparse.Namespace) -> int:
+    from agilerl.llm.tiny import build_tiny_assets
+
+    try:
+        root = build_tiny_assets(args.directory, seed=args.seed)
+    except OSError as err:
+        print(f"agilerl: {args.directory}: {err.strerror or err}", file=sys.stderr)
+        return 1
+    print(f"wrote {root}/: model/ (tiny Llama + tokenizer), data/*.jsonl, reward.py")
+    return 0
+
+
 def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
@@ -580,6 +592,17 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--device", default="cpu", help="torch device (default cpu)")
     evaluate.add_argument("--format", choices=["text", "json"], default="text")
     evaluate.set_defaults(handler=_evaluate)
+
+    llm = commands.add_parser("llm", help="LLM fine-tuning helpers")
+    llm_commands = llm.add_subparsers(dest="llm_command", required=True)
+    tiny = llm_commands.add_parser(
+        "tiny",
+        help="build a tiny random causal LM, its tokenizer, toy datasets and a reward file "
+        "in DIR (offline, seconds) for the LLM manifests, examples and tests",
+    )
+    tiny.add_argument("directory", metavar="DIR")
+    tiny.add_argument("--seed", type=int, default=0, help="weights and data seed (default 0)")
+    tiny.set_defaults(handler=_llm_tiny)
     return parser
 
 

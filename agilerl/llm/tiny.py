@@ -38,7 +38,6 @@ generation prompt is ``<assistant>``; a model that learns to end its answer with
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -127,9 +126,12 @@ def toy_rows(seed: int = 0) -> dict[str, list[dict[str, str]]]:
 
 
 def _vocabulary(rows: dict[str, list[dict[str, str]]]) -> list[str]:
-    """Every word of the datasets, the system prompt and the role names, sorted."""
-    words = set(SYSTEM_PROMPT.split()) | set(ROLES)
-    words |= {str(n) for n in range(LARGEST_START + COUNT + 1)}
+    """Every word of the datasets, the system prompt and the role names, sorted. Every
+    word the tasks can use is in, drawn or not, so the vocabulary is the same for every
+    seed."""
+    words = set(SYSTEM_PROMPT.split()) | set(ROLES) | set(COLOURS.values())
+    words |= {word for thing in COLOURS for word in QUESTION.format(object=thing).split()}
+    words |= {"count", "from", *(str(n) for n in range(LARGEST_START + COUNT + 1))}
     for table in rows.values():
         for row in table:
             for text in row.values():
@@ -216,17 +218,7 @@ def build_tiny_assets(directory: str | Path, *, seed: int = 0) -> Path:
     return root
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m agilerl.llm.tiny", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("directory", metavar="DIR")
-    parser.add_argument("--seed", type=int, default=0, help="weights and data seed (default 0)")
-    args = parser.parse_args(argv)
-    root = build_tiny_assets(args.directory, seed=args.seed)
-    print(f"wrote {root}/: model/ (tiny Llama + tokenizer), data/*.jsonl, reward.py")
-    return 0
+if __name__ == "__main__":  # the same command as `agilerl llm tiny DIR`
+    from agilerl.cli import main
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(["llm", "tiny", *sys.argv[1:]]))
