@@ -1,0 +1,490 @@
+"""LLM environments over local datasets: prompts for GRPO (scored by the manifest's reward
+function), preference pairs for DPO, prompt/response pairs for SFT.
+
+Tables load through Hugging Face ``datasets`` (JSON lines, JSON, CSV, Parquet, or a
+directory of such files) from local paths only, held in memory, with the loader's cache in
+a temporary directory that is removed at once: nothing is downloaded and nothing is left
+behind. The table is split once, seeded, into a train and a test split; training batches
+only ever come from the train split, so no answer of the test split can reach a training
+reward.
+
+Batching: each epoch walks a permutation of the train split drawn from ``(seed, epoch)``,
+so the position in the data is two integers (:meth:`state_dict`) and a resumed run draws
+exactly the batches the interrupted one would have. Batches keep their size across an
+epoch boundary (the last rows of an epoch and the first of the next). Test batches follow
+the test split's order.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import torch
+
+from agilerl.llm.batches import PreferenceBatch, PromptBatch, SFTBatch, TokenSequences
+from agilerl.llm.models import LLMSetupError
+from agilerl.llm.rewards import RewardError, load_reward_fn
+
+if TYPE_CHECKING:
+    from datasets import Dataset
+
+    from agilerl.llm.batches import Completions
+
+DATASET_FIELD = "environment.dataset"
+TEMPLATE_FIELD = "environment.prompt_template"
+#: Dataset formats by file suffix: the ``datasets`` builder that reads each.
+BUILDERS = {
+    ".jsonl": "json",
+    ".json": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+#: A prompt template key: the message's role and its position in the conversation.
+MESSAGE_KEY = re.compile(r"^(?P<role>[a-z]+)_(?P<position>\d+)$")
+
+
+# ---------------------------------------------------------------------------- tables
+def _data_files(path: Path, field: str) -> tuple[str, list[str]]:
+    """The builder and the files of a dataset file or directory."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in BUILDERS)
+        if not files:
+            raise LLMSetupError(f"{field}: {path} holds no dataset file ({', '.join(BUILDERS)})")
+    else:
+        files = [path]
+    builders = {BUILDERS.get(p.suffix.lower()) for p in files}
+    if None in builders:
+        raise LLMSetupError(
+            f"{field}: {path}: unknown dataset format {path.suffix!r} "
+            f"(known: {', '.join(BUILDERS)})"
+        )
+    if len(builders) > 1:
+        raise LLMSetupError(
+            f"{field}: {path} mixes dataset formats ({', '.join(sorted(builders))}); "
+            "a directory must hold files of one format"
+        )
+    return builders.pop(), [str(p) for p in files]
+
+
+def _columns_field(field: str) -> str:
+    return field.rpartition(".")[0] + ".columns" if "." in field else "columns"
+
+
+def load_table(
+    path: str | Path,
+    *,
+    field: str = DATASET_FIELD,
+    base_dir: Path | None = None,
+    columns: dict[str, str] | None = None,
+) -> Dataset:
+    """The local dataset at ``path`` (relative to ``base_dir`` when relative), its columns
+    renamed by ``columns`` (dataset name -> name the environment expects)."""
+    import datasets
+
+    where = Path(path).expanduser()
+    if not where.is_absolute() and base_dir is not None:
+        where = Path(base_dir) / where
+    if not where.exists():
+        relative = f" (relative to {base_dir})" if base_dir is not None else ""
+        raise LLMSetupError(
+            f"{field}: {path}{relative} does not exist; datasets are local files "
+            "(nothing is downloaded)"
+        )
+    builder, files = _data_files(where, field)
+    progress = datasets.utils.logging.is_progress_bar_enabled()
+    datasets.utils.logging.disable_progress_bar()
+    try:
+        with tempfile.TemporaryDirectory(prefix="agilerl-datasets-") as cache:
+            table = datasets.load_dataset(
+                builder, data_files=files, split="train", cache_dir=cache, keep_in_memory=True
+            )
+    except Exception as err:  # the loader's parse errors come in many types
+        cause = err.__cause__ or err
+        raise LLMSetupError(
+            f"{field}: {where}: cannot be read as {builder}: {type(cause).__name__}: {cause}"
+        ) from None
+    finally:
+        if progress:
+            datasets.utils.logging.enable_progress_bar()
+    if columns:
+        missing = sorted(set(columns) - set(table.column_names))
+        if missing:
+            raise LLMSetupError(
+                f"{_columns_field(field)}: {where} has no column {', '.join(map(repr, missing))} "
+                f"to rename (its columns: {', '.join(table.column_names)})"
+            )
+        table = table.rename_columns(dict(columns))
+    return table
+
+
+def require_columns(table: Dataset, names: list[str], where: str) -> None:
+    """Refuse a table that lacks a column the environment reads."""
+    missing = [name for name in names if name not in table.column_names]
+    if missing:
+        raise LLMSetupError(
+            f"{where}: the dataset has no column {', '.join(map(repr, missing))} (its columns: "
+            f"{', '.join(table.column_names)}; environment.columns renames them)"
+        )
+
+
+def split_dataset(table: Dataset, train_fraction: float, seed: int) -> tuple[Dataset, Dataset]:
+    """Seeded train/test split; both splits must hold at least one row (fitness is
+    measured on the test split)."""
+    held_out = 1.0 - train_fraction
+    test_rows = int(np.ceil(held_out * len(table) - 1e-9))
+    if test_rows < 1 or test_rows >= len(table):
+        raise LLMSetupError(
+            f"environment.train_test_split: {train_fraction} of {len(table)} rows leaves "
+            f"{len(table) - test_rows} for training and {test_rows} for testing; both "
+            "splits need at least one row (agents are compared on the test split)"
+        )
+    parts = table.train_test_split(test_size=test_rows, seed=seed, keep_in_memory=True)
+    return parts["train"], parts["test"]
+
+
+# ----------------------------------------------------------------------- rendering
+def parse_template(template: dict[str, str], columns: list[str]) -> list[tuple[str, str]]:
+    """``{"<role>_<position>": text}`` as (role, text) messages in position order; a
+    key of another form, two messages at one position, or a placeholder naming no
+    column is refused naming the key."""
+    messages: dict[int, tuple[str, str]] = {}
+    for key, text in template.items():
+        match = MESSAGE_KEY.match(key)
+        if match is None:
+            raise LLMSetupError(
+                f"{TEMPLATE_FIELD}.{key}: keys are <role>_<position>, e.g. system_0, user_1"
+            )
+        position = int(match["position"])
+        if position in messages:
+            raise LLMSetupError(
+                f"{TEMPLATE_FIELD}.{key}: position {position} is also "
+                f"{messages[position][0]}_{position}; each position holds one message"
+            )
+        try:
+            fields = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+        except ValueError as err:
+            raise LLMSetupError(
+                f"{TEMPLATE_FIELD}.{key}: {err} (write {{{{ and }}}} for literal braces)"
+            ) from None
+        for name in fields:
+            column = re.split(r"[.\[]", name, maxsplit=1)[0]
+            if column not in columns:
+                raise LLMSetupError(
+                    f"{TEMPLATE_FIELD}.{key}: {{{name}}} names no column of the dataset "
+                    f"(its columns: {', '.join(columns)})"
+                )
+        messages[position] = (match["role"], text)
+    if not messages:
+        raise LLMSetupError(f"{TEMPLATE_FIELD}: holds no message")
+    return [messages[position] for position in sorted(messages)]
+
+
+def render_messages(tokenizer: Any, messages: list[dict[str, str]]) -> str:
+    """A conversation as prompt text: the tokenizer's chat template when it has one
+    (ending in a generation prompt, or continuing a final assistant message), otherwise
+    one ``role: text`` line per message and an ``assistant:`` line to answer on."""
+    ends_with_answer = messages[-1]["role"] == "assistant"
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(
+            messages,
+            tokenize=False,
+            add_generation_prompt=not ends_with_answer,
+            continue_final_message=ends_with_answer,
+        )
+    lines = [f"{message['role']}: {message['content']}" for message in messages]
+    return "\n".join(lines if ends_with_answer else [*lines, "assistant:"])
+
+
+def _prompt_ids(tokenizer: Any, texts: list[str], limit: int | None) -> list[list[int]]:
+    """Token ids of rendered prompts, keeping the last ``limit`` tokens of a longer one
+    (its end holds the question and the generation prompt)."""
+    # A chat template writes its own special tokens; a plain rendering gets the usual ones.
+    special = not getattr(tokenizer, "chat_template", None)
+    ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
+    return [row[-limit:] if limit else row for row in ids]
+
+
+def _pad(rows: list[list[int]], pad_id: int, *, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(row) for row in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        span = slice(width - len(row), width) if left else slice(0, len(row))
+        ids[i, span] = torch.tensor(row, dtype=torch.long)
+        mask[i, span] = 1
+    return ids, mask
+
+
+def _sequences(
+    tokenizer: Any, prompts: list[list[int]], responses: list[str], limit: int | None
+) -> TokenSequences:
+    """Prompt + response (+ end of sequence) rows, right-padded, the loss on the response.
+
+    Past ``limit`` tokens the prompt keeps its end (at most ``limit - 1`` tokens) and the
+    response its start, so every row keeps at least one response token to learn from."""
+    rows, starts = [], []
+    for prompt, response in zip(prompts, responses, strict=True):
+        answer = [
+            *tokenizer(response, add_special_tokens=False)["input_ids"],
+            tokenizer.eos_token_id,
+        ]
+        if limit:
+            prompt = prompt[-(limit - 1) :] if limit > 1 else []
+            answer = answer[: limit - len(prompt)]
+        rows.append(prompt + answer)
+        starts.append(len(prompt))
+    ids, mask = _pad(rows, tokenizer.pad_token_id, left=False)
+    # Prediction t (logits[:, t]) is of token t + 1: a response token when t + 1 >= start.
+    positions = torch.arange(ids.shape[1] - 1).unsqueeze(0) + 1
+    start = torch.tensor(starts).unsqueeze(1)
+    loss_mask = (positions >= start) & mask[:, 1:].bool()
+    return TokenSequences(input_ids=ids, attention_mask=mask, loss_mask=loss_mask)
+
+
+# ----------------------------------------------------------------------- environments
+class _DatasetEnv:
+    """Seeded, resumable batches over a train split, and the test split in order."""
+
+    #: Columns every row must have, by environment.
+    required: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        train: Dataset,
+        test: Dataset,
+        tokenizer: Any,
+        *,
+        batch_size: int,
+        max_context_length: int | None = None,
+        seed: int = 42,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if len(train) == 0 or len(test) == 0:
+            raise LLMSetupError("environment: the train and the test split both need rows")
+        if tokenizer.pad_token_id is None:
+            raise LLMSetupError("the tokenizer has no pad token (load it with load_tokenizer)")
+        for split in (train, test):
+            require_columns(split, list(self.required), "environment")
+        self.train, self.test, self.tokenizer = train, test, tokenizer
+        self.batch_size, self.max_context_length, self.seed = batch_size, max_context_length, seed
+        self.num_epochs, self._position = 0, 0
+        self._order = self._permutation(0)
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        return np.random.default_rng([self.seed, epoch]).permutation(len(self.train))
+
+    def _take(self) -> list[int]:
+        taken: list[int] = []
+        while len(taken) < self.batch_size:
+            end = min(len(self._order), self._position + self.batch_size - len(taken))
+            taken.extend(int(i) for i in self._order[self._position : end])
+            self._position = end
+            if self._position == len(self._order):  # an epoch is done: reshuffle
+                self.num_epochs += 1
+                self._order, self._position = self._permutation(self.num_epochs), 0
+        return taken
+
+    def _batch(self, rows: list[dict[str, Any]]) -> Any:
+        raise NotImplementedError
+
+    def next_batch(self) -> Any:
+        """The next training batch (train split only)."""
+        return self._batch(self.train.select(self._take()).to_list())
+
+    def test_batches(self) -> Iterator[Any]:
+        """The whole test split, in its order, ``batch_size`` rows at a time."""
+        for start in range(0, len(self.test), self.batch_size):
+            end = min(start + self.batch_size, len(self.test))
+            yield self._batch(self.test.select(range(start, end)).to_list())
+
+    def state_dict(self) -> dict[str, int]:
+        return {"seed": self.seed, "epoch": self.num_epochs, "position": self._position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        if int(state["position"]) > len(self.train):
+            raise ValueError(
+                f"environment state: position {state['position']} is past the train split "
+                f"({len(self.train)} rows); the state is from another dataset"
+            )
+        self.seed, self.num_epochs = int(state["seed"]), int(state["epoch"])
+        self._order, self._position = self._permutation(self.num_epochs), int(state["position"])
+
+    def _render(self, messages: list[tuple[str, str]], row: dict[str, Any]) -> str:
+        filled = [{"role": role, "content": text.format_map(row)} for role, text in messages]
+        return render_messages(self.tokenizer, filled)
+
+
+class ReasoningEnv(_DatasetEnv):
+    """GRPO: prompts rendered from ``prompt_template``, completions scored by
+    ``reward_fn(completion, row["answer"], row["question"])``."""
+
+    required = ("question", "answer")
+
+    def __init__(
+        self,
+        train: Dataset,
+        test: Dataset,
+        tokenizer: Any,
+        reward_fn: Callable[[str, Any, Any], float],
+        prompt_template: dict[str, str],
+        *,
+        batch_size: int,
+        max_context_length: int | None = None,
+        seed: int = 42,
+        max_reward: float | None = None,
+    ) -> None:
+        super().__init__(
+            train,
+            test,
+            tokenizer,
+            batch_size=batch_size,
+            max_context_length=max_context_length,
+            seed=seed,
+        )
+        self.messages = parse_template(prompt_template, train.column_names)
+        self.reward_fn, self.max_reward = reward_fn, max_reward
+
+    def _batch(self, rows: list[dict[str, Any]]) -> PromptBatch:
+        texts = [self._render(self.messages, row) for row in rows]
+        ids = _prompt_ids(self.tokenizer, texts, self.max_context_length)
+        input_ids, attention_mask = _pad(ids, self.tokenizer.pad_token_id, left=True)
+        return PromptBatch(
+            input_ids=input_ids, attention_mask=attention_mask, texts=texts, rows=rows
+        )
+
+    def rewards(self, prompts: PromptBatch, completions: Completions) -> torch.Tensor:
+        """``[B, G]`` rewards of the ``group_size`` completions of each prompt."""
+        group = completions.group_size
+        if len(completions.texts) != len(prompts.rows) * group:
+            raise ValueError(
+                f"{len(completions.texts)} completions for {len(prompts.rows)} prompts "
+                f"of group size {group}"
+            )
+        scores = torch.empty((len(prompts.rows), group), dtype=torch.float32)
+        for b, row in enumerate(prompts.rows):
+            for g in range(group):
+                value = self.reward_fn(
+                    completions.texts[b * group + g], row["answer"], row["question"]
+                )
+                if self.max_reward is not None and value > self.max_reward + 1e-9:
+                    raise RewardError(
+                        f"{self.reward_fn!r} returned {value} for question "
+                        f"{row['question']!r}, above environment.max_reward {self.max_reward}"
+                    )
+                scores[b, g] = value
+        return scores
+
+
+class PreferenceEnv(_DatasetEnv):
+    """DPO: the prompt (a user message) with its chosen and its rejected response."""
+
+    required = ("prompt", "chosen", "rejected")
+
+    def _batch(self, rows: list[dict[str, Any]]) -> PreferenceBatch:
+        prompts = _prompt_ids(
+            self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows], None
+        )
+        limit = self.max_context_length
+        return PreferenceBatch(
+            chosen=_sequences(self.tokenizer, prompts, [str(r["chosen"]) for r in rows], limit),
+            rejected=_sequences(self.tokenizer, prompts, [str(r["rejected"]) for r in rows], limit),
+        )
+
+
+class SFTEnv(_DatasetEnv):
+    """SFT: the prompt (a user message) followed by the target response."""
+
+    def __init__(
+        self,
+        train: Dataset,
+        test: Dataset,
+        tokenizer: Any,
+        *,
+        response_column: str = "response",
+        batch_size: int,
+        max_context_length: int | None = None,
+        seed: int = 42,
+    ) -> None:
+        self.response_column = response_column
+        self.required = ("prompt", response_column)
+        super().__init__(
+            train,
+            test,
+            tokenizer,
+            batch_size=batch_size,
+            max_context_length=max_context_length,
+            seed=seed,
+        )
+
+    def _batch(self, rows: list[dict[str, Any]]) -> SFTBatch:
+        prompts = _prompt_ids(
+            self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows], None
+        )
+        responses = [str(row[self.response_column]) for row in rows]
+        return _sequences(self.tokenizer, prompts, responses, self.max_context_length)
+
+
+# ----------------------------------------------------------------------- from a spec
+def _reasoning(spec: Any, train: Dataset, test: Dataset, tokenizer: Any, base_dir, **common):
+    reward_fn = load_reward_fn(spec.reward_file_path, spec.reward_fn_name, base_dir=base_dir)
+    return ReasoningEnv(
+        train,
+        test,
+        tokenizer,
+        reward_fn,
+        dict(spec.prompt_template),
+        max_reward=spec.max_reward,
+        **common,
+    )
+
+
+def _preference(spec: Any, train: Dataset, test: Dataset, tokenizer: Any, base_dir, **common):
+    return PreferenceEnv(train, test, tokenizer, **common)
+
+
+def _sft(spec: Any, train: Dataset, test: Dataset, tokenizer: Any, base_dir, **common):
+    return SFTEnv(train, test, tokenizer, response_column=spec.response_column, **common)
+
+
+#: How each ``env_type`` of an LLM environment spec becomes an environment.
+ENV_BUILDERS = {"reasoning": _reasoning, "preference": _preference, "sft": _sft}
+
+
+def build_llm_env(
+    env_spec: Any,
+    tokenizer: Any,
+    *,
+    batch_size: int,
+    max_context_length: int | None,
+    seed: int,
+    base_dir: Path | None,
+) -> ReasoningEnv | PreferenceEnv | SFTEnv:
+    """The environment an ``LLMReasoningEnvSpec`` / ``LLMPreferenceEnvSpec`` /
+    ``LLMSftEnvSpec`` describes; relative paths resolve against ``base_dir`` (the
+    manifest's directory)."""
+    builder = ENV_BUILDERS.get(env_spec.env_type)
+    if builder is None:
+        raise LLMSetupError(
+            f"environment.env_type: {env_spec.env_type!r} is not an LLM environment "
+            f"(known: {', '.join(ENV_BUILDERS)})"
+        )
+    table = load_table(env_spec.dataset, base_dir=base_dir, columns=env_spec.columns)
+    train, test = split_dataset(table, env_spec.train_test_split, seed)
+    return builder(
+        env_spec,
+        train,
+        test,
+        tokenizer,
+        base_dir,
+        batch_size=batch_size,
+        max_context_length=max_context_length,
+        seed=seed,
+    )
