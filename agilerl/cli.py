@@ -293,10 +293,14 @@ def _train(args: argparse.Namespace) -> int:
         resume = checkpoint if args.resume is True else args.resume
         device = _device(args.device)
         trainer = LocalTrainer.from_manifest(
-            manifest, device=device, resume_from_checkpoint=resume, num_threads=args.threads
+            manifest,
+            device=device,
+            resume_from_checkpoint=resume,
+            num_threads=args.threads,
+            base_dir=Path(args.manifest).parent,  # the manifest's relative paths start there
         )
         print(
-            f"training {manifest.algorithm.name} on {manifest.environment.name}: population "
+            f"training {manifest.algorithm.name} on {trainer.env_name}: population "
             f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per agent, "
             f"output in {out}/" + (f", resuming from {resume}" if resume else ""),
             file=sys.stderr,

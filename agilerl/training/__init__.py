@@ -1,11 +1,27 @@
 """Training loops (with evolutionary HPO) and the trainer that runs a manifest.
 
 ``DQNSpec.get_training_fn()`` resolves to :func:`train_off_policy`,
-``PPOSpec.get_training_fn()`` to :func:`train_on_policy`.
+``PPOSpec.get_training_fn()`` to :func:`train_on_policy`, the LLM specs' to the
+``finetune_llm_*`` entry points of :func:`finetune_llm`.
 """
 
+from agilerl.training.llm_loop import (
+    finetune_llm,
+    finetune_llm_preference,
+    finetune_llm_reasoning,
+    finetune_llm_sft,
+)
 from agilerl.training.off_policy import train_off_policy
 from agilerl.training.on_policy import train_on_policy
 from agilerl.training.trainer import LocalTrainer, TrainerError
 
-__all__ = ["LocalTrainer", "TrainerError", "train_off_policy", "train_on_policy"]
+__all__ = [
+    "LocalTrainer",
+    "TrainerError",
+    "finetune_llm",
+    "finetune_llm_preference",
+    "finetune_llm_reasoning",
+    "finetune_llm_sft",
+    "train_off_policy",
+    "train_on_policy",
+]

@@ -80,13 +80,20 @@ class RunState:
 
 
 def snapshot(agent: AgentT) -> AgentT:
-    """An exact, independent copy of ``agent``. Taking one changes nothing in the run:
-    building the copy's networks draws initial weights from torch's global generator,
-    whose state is put back (the saved weights replace those draws anyway)."""
+    """An exact, independent copy of ``agent`` (its :meth:`clone`, which an LLM agent
+    makes on the base model it shares). Taking one changes nothing in the run: building
+    the copy draws initial weights from torch's global generator, whose state is put
+    back (the saved weights replace those draws anyway), and the copy continues the
+    agent's own random stream, which is left where it stood."""
     import torch
 
+    stream = copy.deepcopy(agent.rng.bit_generator.state)
     with torch.random.fork_rng(devices=[]):
-        return type(agent).from_state_dict(agent.state_dict(), device=agent.device)
+        twin = agent.clone(index=agent.index)
+    agent.rng.bit_generator.state = stream
+    twin.rng = np.random.default_rng()
+    twin.rng.bit_generator.state = copy.deepcopy(stream)
+    return twin
 
 
 def next_generation(population: list[AgentT], selection: Any, mutation: Any) -> list[AgentT]:
@@ -165,8 +172,12 @@ def evolve(
     algo: str = "agent",
     env_name: str = "env",
     on_generation: Callable[[RunState], None] | None = None,
+    stops: dict[str, Callable[[RunState], bool]] | None = None,
+    table_metrics: tuple[str, ...] = (),
 ) -> tuple[list[Any], list[float]]:
-    """Run generations until ``max_steps`` per agent, ``target`` or ``max_wall_seconds``.
+    """Run generations until ``max_steps`` per agent, ``target`` or ``max_wall_seconds``
+    (or a reason of the family's own: ``stops`` maps a reason to whether it holds after
+    a generation, e.g. an LLM run's passes over its dataset).
 
     Each generation trains every agent (``train_agent``), evaluates it
     (``evaluate_agent``; default :func:`episode_evaluation` on ``env`` with
@@ -176,7 +187,8 @@ def evolve(
     Checkpoints: ``checkpointer``, or one built from ``checkpoint`` (steps between
     checkpoints) / ``checkpoint_path`` (see :func:`checkpointer_for`); ``memory`` is
     the replay buffer they save (``n_step_memory`` the n-step one beside it). ``state``
-    resumes a run.
+    resumes a run. ``table_metrics``: learn metrics the per-generation table shows per
+    agent (an LLM run's loss and KL).
 
     Returns ``(population, fitnesses)``: the last evaluated population (the final
     generation is not selected or mutated again, so every returned agent carries the
@@ -259,13 +271,16 @@ def evolve(
                 "agents": records,
             }
             state.history.append(record)
-            progress.write(generation_summary(record, max_steps, state.best))
+            progress.write(generation_summary(record, max_steps, state.best, table_metrics))
             if target is not None and state.best_fitness >= target:
                 state.finished = "target_score"
             elif state.steps >= max_steps:
                 state.finished = "max_steps"
             elif max_wall_seconds is not None and time.perf_counter() - started >= max_wall_seconds:
                 state.finished = "max_wall_seconds"
+            else:
+                held = (reason for reason, holds in (stops or {}).items() if holds(state))
+                state.finished = next(held, None)
             state.generation += 1
             if state.finished is None and evolving:
                 population = next_generation(population, selection, mutation)

@@ -1,9 +1,10 @@
 """The trainer's table of agent families: how a run of each agent type is set up.
 
 :class:`~agilerl.training.trainer.LocalTrainer` knows no agent type; it looks its
-algorithm's up here. A row says which environment section the family trains on, how
-that environment is made, and which runtime arguments the spec's ``build_algorithm``
-gets from it; the training function is the spec's own (``get_training_fn``). A family
+algorithm's up here. A row says which network section the family reads, how its
+environment is made, which runtime arguments the spec's ``build_algorithm`` gets, how a
+saved agent is rebuilt, what the pre-flight checks and what the run writes beside the
+common outputs; the training function is the spec's own (``get_training_fn``). A family
 the engine does not implement yet has a row that says so, and the trainer refuses it
 before anything is built.
 """
@@ -11,54 +12,133 @@ before anything is built.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from agilerl.models.base import AgentType, AlgorithmNotAvailableError
-from agilerl.models.env import GymEnvSpec
+from agilerl.models.base import AgentType, AlgorithmNotAvailableError, spec_class
+from agilerl.models.manifest import NetworkSection
 
 
 @dataclass(frozen=True)
 class Family:
-    """How the trainer runs the algorithms of one agent type."""
+    """How the trainer runs the algorithms of one agent type. Callables take the trainer
+    (:class:`~agilerl.training.trainer.LocalTrainer`) first."""
 
     #: What the family is called in messages.
     title: str
-    #: The spec class of the manifest's ``environment`` section.
-    env_spec: type
-    #: environment spec -> the (vectorised) environment the run trains and evaluates on.
+    #: The spec class of the manifest's ``network`` section.
+    network_spec: type
+    #: trainer -> the environment the run trains and evaluates on.
     make_env: Callable[[Any], Any]
-    #: environment -> the runtime arguments ``build_algorithm`` takes from it.
-    build_args: Callable[[Any], dict[str, Any]]
+    #: (trainer, environment, seed) -> the runtime arguments ``build_algorithm`` takes.
+    build_args: Callable[[Any, Any, int], dict[str, Any]]
+    #: environment spec -> the name runs, checkpoints and plots give the environment.
+    env_name: Callable[[Any], str]
+    #: (trainer, environment) -> worker processes the environment runs (thread choice).
+    env_workers: Callable[[Any, Any], int]
+    #: (trainer, environment) -> what rebuilds a saved agent (``from_state_dict``).
+    agent_loader: Callable[[Any, Any], Any]
+    #: (trainer, memory available or None) -> the family's own pre-flight checks (raise
+    #: ``PreflightError``); returns the run's memory estimate where it makes one.
+    preflight: Callable[[Any, int | None], Any]
+    #: trainer -> algorithm spec fields the run fills in from other sections (an LLM
+    #: agent's model path and LoRA settings come from the network section).
+    spec_fields: Callable[[Any], dict[str, Any]] = lambda trainer: {}
+    #: Whether run checkpoints save the environment's position (``env.state_dict()``):
+    #: true where a resumed run cannot regain it from seeds (an LLM run's datasets).
+    saves_env_position: bool = False
+    #: environment -> None: release it at the end of the run.
+    close_env: Callable[[Any], None] = lambda env: env.close()
+    #: best agent -> its network section as evolved (None: the manifest's stands).
+    evolved_network: Callable[[Any], dict[str, Any]] | None = None
+    #: Outputs beside the common ones: kind -> (name in the output directory, writer of
+    #: the best agent there).
+    outputs: dict[str, tuple[str, Callable[[Any, Path], Any]]] = field(default_factory=dict)
 
 
-def _gym_vector_env(spec: GymEnvSpec) -> Any:
+def _gym_vector_env(trainer: Any) -> Any:
     from agilerl.training.envs import make_vector_env
 
-    return make_vector_env(spec)
+    return make_vector_env(trainer.environment)
 
 
-def _single_agent_args(env: Any) -> dict[str, Any]:
+def _single_agent_args(trainer: Any, env: Any, seed: int) -> dict[str, Any]:
     return {
         "observation_space": env.single_observation_space,
         "action_space": env.single_action_space,
+        "net_config": trainer.network,
+        "seed": seed,
     }
+
+
+def _single_agent_preflight(trainer: Any, available: int | None) -> Any:
+    from agilerl.training.preflight import check_rl_run
+
+    return check_rl_run(trainer, available)
+
+
+def _evolved_mlp_network(best: Any) -> dict[str, Any]:
+    """The best agent's policy network as a manifest network section."""
+    network = best.policy.spec.model_dump(mode="json", exclude_none=True)
+    encoder = dict(network.pop("encoder_config"))
+    network["arch"] = encoder.pop("arch")
+    network["encoder_config"] = encoder
+    network["head_config"].pop("arch", None)
+    return network
+
+
+def _llm(name: str) -> Callable[..., Any]:
+    """``agilerl.training.llm_setup.<name>``, imported on first use (transformers loads
+    there)."""
+
+    def call(*args: Any) -> Any:
+        from agilerl.training import llm_setup
+
+        return getattr(llm_setup, name)(*args)
+
+    return call
+
+
+def _llm_preflight(trainer: Any, available: int | None) -> None:
+    from agilerl.training.preflight import check_llm_run
+
+    check_llm_run(trainer)
 
 
 #: Agent type -> its family. Adding a family is adding a row (and its training function).
 FAMILIES: dict[AgentType, Family] = {
     AgentType.SingleAgent: Family(
         title="single-agent",
-        env_spec=GymEnvSpec,
+        network_spec=NetworkSection,
         make_env=_gym_vector_env,
         build_args=_single_agent_args,
+        env_name=lambda spec: spec.name,
+        env_workers=lambda trainer, env: 0 if trainer.environment.sync else env.num_envs,
+        agent_loader=lambda trainer, env: trainer.algorithm.algo_class(),
+        preflight=_single_agent_preflight,
+        evolved_network=_evolved_mlp_network,
+    ),
+    AgentType.LLMAgent: Family(
+        title="LLM fine-tuning",
+        network_spec=spec_class("FinetuningNetworkSpec"),
+        make_env=_llm("make_llm_env"),
+        build_args=_llm("llm_build_args"),
+        env_name=lambda spec: Path(spec.dataset).stem,
+        env_workers=lambda trainer, env: 0,
+        agent_loader=_llm("SharedBaseLoader"),
+        spec_fields=_llm("llm_spec_fields"),
+        preflight=_llm_preflight,
+        saves_env_position=True,
+        close_env=lambda env: None,  # datasets in memory: nothing to release
+        # The best agent's peft adapter directory, tokenizer beside it.
+        outputs={"adapter": ("best_adapter", lambda best, path: best.save_adapter(path))},
     ),
 }
 
 #: Agent types whose specs exist but whose family the engine does not implement yet.
 NOT_IMPLEMENTED: dict[AgentType, str] = {
     AgentType.MultiAgent: "multi-agent training (IPPO, MADDPG, MATD3 on PettingZoo)",
-    AgentType.LLMAgent: "LLM fine-tuning (GRPO, DPO, SFT)",
     AgentType.OfflineAgent: "offline training from datasets (CQN)",
     AgentType.BanditAgent: "contextual-bandit training (NeuralUCB, NeuralTS)",
 }

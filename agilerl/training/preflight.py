@@ -404,7 +404,7 @@ def check_memory(found: Estimate, available: int | None) -> None:
 
 def preflight(
     trainer: Any, output_dir: str | Path | None = None, available: int | None = None
-) -> Estimate:
+) -> Estimate | None:
     """Check that ``trainer`` (a :class:`~agilerl.training.LocalTrainer` with its final
     training spec) can run here; returns the memory estimate, raises
     :class:`PreflightError` otherwise (an environment or agent that cannot be built
@@ -415,7 +415,52 @@ def preflight(
     if trainer.training.checkpoint_path is not None:
         check_file(trainer.training.checkpoint_path, "training.checkpoint_path")
     _check_tracking(trainer.training)
+    return trainer.family.preflight(trainer, available)
+
+
+def check_rl_run(trainer: Any, available: int | None = None) -> Estimate:
+    """The single-agent family's checks: the replay buffer against the batch size, then
+    the memory estimate against what this machine has (``available``)."""
     _check_batch(trainer)
     found = estimate(trainer)
     check_memory(found, available_memory() if available is None else available)
     return found
+
+
+# --- LLM runs ---------------------------------------------------------------------------
+
+#: Mutation kinds that change a network's architecture or weights: an LLM agent trains a
+#: LoRA adapter on a frozen pretrained model, so none of them can apply.
+ARCHITECTURE_MUTATIONS = {
+    "arch_mut": "architecture mutations",
+    "params_mut": "weight-noise mutations",
+    "act_mut": "activation mutations",
+}
+
+
+def check_llm_run(trainer: Any) -> None:
+    """The LLM family's checks, before any step: fields the machine cannot honour
+    (:func:`agilerl.algorithms.llm.refusals`), mutations that cannot apply, then the
+    model directory, the dataset and the reward file and function (loaded here; the run
+    reuses the model)."""
+    from agilerl.algorithms.llm import refusals
+
+    problems = list(refusals(trainer.algorithm))
+    if trainer.evolving:
+        probabilities = trainer.mutation.probabilities
+        problems += [
+            f"mutation.probabilities.{name}: {getattr(probabilities, name)} > 0, but an LLM "
+            f"agent fine-tunes a LoRA adapter on a fixed pretrained model, so {what} do not "
+            "apply; set it to 0 (rl_hp_mut mutates lr, beta, group_size)"
+            for name, what in ARCHITECTURE_MUTATIONS.items()
+            if getattr(probabilities, name) > 0
+        ]
+    if problems:
+        raise PreflightError("; ".join(problems))
+    from agilerl.training.trainer import TrainerError
+
+    try:
+        env = trainer.family.make_env(trainer)  # loads the model, dataset and reward fn
+    except TrainerError as err:
+        raise PreflightError(str(err)) from None
+    trainer.family.close_env(env)

@@ -58,7 +58,7 @@ class Progress:
         self.bar.update(min(steps, self.bar.total - self.bar.n))
         postfix = {"gen": generation, "env steps/s": f"{env_steps_per_s:,.0f}"}
         if best is not None:
-            postfix["best"] = f"{best:.1f}"
+            postfix["best"] = score(best)
         self.bar.set_postfix(postfix, refresh=False)
 
     def write(self, text: str) -> None:
@@ -77,37 +77,47 @@ class Progress:
         self.bar.close()
 
 
+def score(value: float) -> str:
+    """A fitness or score as the summaries show it: one decimal (a return of 213.5), three
+    where it lies below one in size (an LLM's mean reward or accuracy, 0.438)."""
+    return f"{value:.1f}" if abs(value) >= 1 or value == 0 else f"{value:.3f}"
+
+
 def describe_best(best: dict[str, Any] | None) -> str:
     """The best agent ever evaluated in a run (``RunState.best``), as the generation
     summaries, the closing line and the trainer's output listing all name it."""
     if best is None:
         return "no agent evaluated yet"
-    return (
-        f"best ever {best['fitness']:.1f} (agent {best['index']}, generation {best['generation']})"
-    )
+    return f"best ever {score(best['fitness'])} (agent {best['index']}, generation {best['generation']})"
 
 
 def generation_summary(
-    record: dict[str, Any], max_steps: int, best_ever: dict[str, Any] | None = None
+    record: dict[str, Any],
+    max_steps: int,
+    best_ever: dict[str, Any] | None = None,
+    metrics: tuple[str, ...] = (),
 ) -> str:
-    """A short table: fitness per agent, its mutable hyperparameters, the mutation it
+    """A short table: fitness per agent, the generation's means of its learn ``metrics``
+    (an LLM run shows loss and KL), its mutable hyperparameters, the mutation it
     received before this generation's training. The head names this generation's best
     and, given ``best_ever`` (``RunState.best``), the best agent of the whole run."""
     agents = record["agents"]
     hp_names = sorted({name for agent in agents for name in agent["mutable"]})
+    metrics = tuple(m for m in metrics if any(m in agent["metrics"] for agent in agents))
     best = max(agents, key=lambda a: a["fitness"])
     ever = f"  {describe_best(best_ever)}" if best_ever is not None else ""
     head = (
         f"generation {record['generation']}  steps {record['steps']:,}/{max_steps:,} per agent  "
-        f"best of generation {best['fitness']:.1f} (agent {best['index']}){ever}  "
+        f"best of generation {score(best['fitness'])} (agent {best['index']}){ever}  "
         f"{record['env_steps_per_s']:,.0f} env steps/s"
     )
-    columns = ["agent", "fitness", "train score", *hp_names, "mutation"]
+    columns = ["agent", "fitness", "train score", *metrics, *hp_names, "mutation"]
     rows = [
         [
             str(a["index"]),
-            f"{a['fitness']:.1f}",
-            "-" if a["train_score"] is None else f"{a['train_score']:.1f}",
+            score(a["fitness"]),
+            "-" if a["train_score"] is None else score(a["train_score"]),
+            *(_fmt(a["metrics"].get(m, "-")) for m in metrics),
             *(_fmt(a["mutable"].get(n, "-")) for n in hp_names),
             a["mutation"],
         ]

@@ -72,6 +72,9 @@ RUN_LAYOUT = {
     "memory": checkpoints.Nullable(dict),
     # The n-step buffer beside the replay buffer (Rainbow); absent where a run has none.
     "n_step_memory": checkpoints.Omittable(dict),
+    # The environment's position (an LLM run's place in its dataset); absent where the
+    # environment restarts from seeds instead (Gymnasium resets are seeded per generation).
+    "env": checkpoints.Omittable(dict),
     "selection": checkpoints.Nullable(dict),
     "mutation": checkpoints.Nullable(dict),
     "rng": {"torch": torch.Tensor, "numpy": tuple, "python": tuple},
@@ -131,6 +134,8 @@ class RunCheckpointer:
     ``overwrite``: False also keeps a copy per checkpoint, ``<stem>_<steps><suffix>``,
     next to the latest one (which is always at ``path``, for resuming).
     ``extra``: more parts, of :data:`EXTRA_KEYS` (the run's manifest).
+    ``env``: an environment whose position is saved (``state_dict()``), for a run whose
+    environment is not restarted from seeds (the LLM family's datasets).
     """
 
     def __init__(
@@ -143,6 +148,7 @@ class RunCheckpointer:
         mutation: Any = None,
         extra: dict[str, Any] | None = None,
         n_step_memory: Any = None,
+        env: Any = None,
     ) -> None:
         unknown = sorted(set(extra or {}) - set(EXTRA_KEYS))
         if unknown:
@@ -152,6 +158,7 @@ class RunCheckpointer:
         self.overwrite = overwrite
         self.memory = memory
         self.n_step_memory = n_step_memory
+        self.env = env
         self.selection = selection
         self.mutation = mutation
         self.extra = extra or {}
@@ -176,6 +183,8 @@ class RunCheckpointer:
         }
         if self.n_step_memory is not None:
             payload["n_step_memory"] = self.n_step_memory.state_dict()
+        if self.env is not None:
+            payload["env"] = self.env.state_dict()
         checkpoints.save(payload, self.path)
         if not self.overwrite and self.every is not None:
             copy = self.path.with_name(f"{self.path.stem}_{state.steps}{self.path.suffix}")
@@ -202,11 +211,14 @@ def restore(
     selection: Any = None,
     mutation: Any = None,
     n_step_memory: Any = None,
+    env: Any = None,
 ) -> tuple[list[Any], RunState]:
     """Rebuild the population and the run state of :func:`load_run` output, and restore
-    the replay buffer (and the n-step buffer beside it), operators and global RNG states
-    this run uses. Each part is checked before it is used; the global RNG states are set
-    last, once all passed."""
+    the replay buffer (and the n-step buffer beside it), operators, the environment's
+    position (``env``, where the run saves it) and global RNG states this run uses. Each
+    part is checked before it is used; the global RNG states are set last, once all
+    passed. ``algo_cls``: what rebuilds an agent (``from_state_dict``): the algorithm's
+    class, or a family's loader (LLM agents are rebuilt on the run's shared base model)."""
     from agilerl.training.evolution import RunState
 
     with checkpoints.restoring(source):
@@ -221,13 +233,21 @@ def restore(
             ("n_step_memory", n_step_memory),
             ("selection", selection),
             ("mutation", mutation),
+            ("env", env),
         )
         for key, part in parts:
             if (part is None) != (data.get(key) is None):
                 held = "holds none" if data.get(key) is None else "holds one"
                 needed = "this run needs one" if part is not None else "this run has none"
                 raise checkpoints.fail(key, f"the checkpoint {held}, {needed}")
-            if part is not None:
+            if part is not None and key == "env":  # the environment's own check
+                try:
+                    part.load_state_dict(data[key])
+                except (KeyError, TypeError, ValueError, IndexError) as err:
+                    raise checkpoints.fail(
+                        key, f"not this environment's position ({err})"
+                    ) from None
+            elif part is not None:
                 part.load_state_dict(data[key], where=key)
         state = RunState.from_dict(data["state"])
         if (data["elite"] is None) != (state.best is None):

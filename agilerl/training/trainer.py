@@ -25,13 +25,13 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
-    NetworkSection,
     TrainingManifest,
     algorithm_document,
     dump_manifest,
     load_manifest,
     parse_manifest,
 )
+from agilerl.models.manifest_base import environment_spec_for
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.evolution import RunState, next_generation, still_finished
@@ -130,6 +130,9 @@ class LocalTrainer:
             distributed RL training is not implemented).
         num_threads: torch's CPU threads for the run (None: the rule of
             :mod:`agilerl.training.threads`, one thread for small agents on the CPU).
+        base_dir: the directory relative paths of the manifest resolve against (an LLM
+            run's model, dataset and reward file); :meth:`from_manifest` gives a manifest
+            file's own directory; default the working directory.
     """
 
     def __init__(
@@ -148,6 +151,7 @@ class LocalTrainer:
         accelerator: Any = None,
         version: int | None = None,
         num_threads: int | None = None,
+        base_dir: str | Path | None = None,
     ) -> None:
         if isinstance(algorithm, str):
             if algorithm not in ALGO_REGISTRY:
@@ -159,7 +163,7 @@ class LocalTrainer:
         #: The agent family's row of the trainer's table (refused here if not implemented).
         self.family = family_for(algorithm)
         self.algorithm = algorithm
-        env_spec = self.family.env_spec
+        env_spec = environment_spec_for(type(algorithm))
         if isinstance(environment, str):
             environment = env_spec(name=environment)
         self.environment = _spec(environment, env_spec, "environment")
@@ -173,7 +177,8 @@ class LocalTrainer:
             self.mutation = self.mutation or MutationSpec()
             self.selection_strategy = self.selection_strategy or TournamentSelectionSpec()
         self.replay_buffer = _spec(replay_buffer, ReplayBufferSpec, "replay_buffer")
-        self.network = _spec(network, NetworkSection, "network")
+        self.network = _spec(network, self.family.network_spec, "network")
+        self.base_dir = Path(base_dir) if base_dir is not None else Path()
         self.version = version
         self.resume_from_checkpoint = resume_from_checkpoint
         self.accelerator = accelerator
@@ -191,6 +196,7 @@ class LocalTrainer:
         """From a manifest file, a manifest document (dict) or a :class:`TrainingManifest`;
         ``kwargs`` (device, resume_from_checkpoint, hpo, accelerator) are passed on."""
         if isinstance(manifest, (str, Path)):
+            kwargs.setdefault("base_dir", Path(manifest).parent)
             manifest = load_manifest(manifest)
         elif isinstance(manifest, dict):
             manifest = parse_manifest(manifest)
@@ -214,6 +220,11 @@ class LocalTrainer:
     @property
     def evolving(self) -> bool:
         return bool(self.training.hpo and self.mutation and self.selection_strategy)
+
+    @property
+    def env_name(self) -> str:
+        """What the run calls its environment (a Gymnasium id, an LLM dataset's name)."""
+        return self.family.env_name(self.environment)
 
     @property
     def evo_steps(self) -> int:
@@ -240,18 +251,16 @@ class LocalTrainer:
     def _build_agent(self, env: Any, index: int, seed: int) -> Any:
         """One agent, built through the spec's ``build_algorithm`` (the one way an agent
         is built), with the run's mutable ranges and its environment's count."""
-        update: dict[str, Any] = {"hp_config": self._hp_config()}
+        update: dict[str, Any] = {"hp_config": self._hp_config(), **self.family.spec_fields(self)}
         if "num_envs" in type(self.algorithm).model_fields:  # the environment decides
             update["num_envs"] = env.num_envs
         spec = self.algorithm.model_copy(update=update)
         try:
             agent = spec.build_algorithm(
-                **self.family.build_args(env),
+                **self.family.build_args(self, env, seed),
                 index=index,
                 device=self.device,
                 accelerator=self.accelerator,
-                net_config=self.network,
-                seed=seed,
             )
         except (TypeError, ValueError) as err:
             where = "mutation.rl_hp_selection" if str(err).startswith("hp_config.") else "network"
@@ -403,7 +412,7 @@ class LocalTrainer:
     def _run(self, verbose: bool, output_dir: str | Path | None) -> tuple[list[Any], list[float]]:
         training = self.training
         seed = self._seed()
-        env = self.family.make_env(self.environment)
+        env = self.family.make_env(self)
         try:
             memory, n_step_memory = self._build_memory()
             selection, mutation = self._operators(seed)
@@ -434,12 +443,13 @@ class LocalTrainer:
                 training.checkpoint_steps,
                 training.checkpoint_path,
                 training.overwrite_checkpoints,
-                f"{self.algorithm.name}-{self.environment.name}",
+                f"{self.algorithm.name}-{self.env_name}",
                 memory=memory,
                 n_step_memory=n_step_memory,
                 selection=selection,
                 mutation=mutation,
                 extra={"manifest": self._document()},
+                env=env if self.family.saves_env_position else None,
             )
             if checkpointer is not None:
                 checkpointer = _StopOnFailedCheckpoint(checkpointer)
@@ -449,8 +459,13 @@ class LocalTrainer:
                 memory=memory,
                 n_step_memory=n_step_memory,
             )
-            for key in ("checkpoint", "checkpoint_path", "overwrite_checkpoints"):
-                kwargs.pop(key)  # the checkpointer built here carries them
+            for key in (
+                "checkpoint",
+                "checkpoint_steps",
+                "checkpoint_path",
+                "overwrite_checkpoints",
+            ):
+                kwargs.pop(key, None)  # the checkpointer built here carries them
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
             reporter = Reporter.open(training, self._document())  # TensorBoard, W&B
             try:
@@ -474,7 +489,7 @@ class LocalTrainer:
             finally:
                 reporter.close()
         finally:
-            env.close()
+            self.family.close_env(env)
         self.state = state
         if output_dir is not None:
             self._write_outputs(output_dir, verbose=verbose)
@@ -482,7 +497,7 @@ class LocalTrainer:
 
     def _set_threads(self, agent: Any, env: Any) -> None:
         """torch's thread count for this run (:mod:`agilerl.training.threads`)."""
-        workers = 0 if self.environment.sync else env.num_envs
+        workers = self.family.env_workers(self, env)
         try:
             threads = choose_threads(self.num_threads, agent, self.device, workers)
         except ValueError as err:
@@ -529,12 +544,13 @@ class LocalTrainer:
         population, state = restore(
             data,
             path,
-            self.algorithm.algo_class(),
+            self.family.agent_loader(self, env),
             self.device,
             memory,
             selection,
             mutation,
             n_step_memory=n_step_memory,
+            env=env if self.family.saves_env_position else None,
         )
         # The run keeps its own seed: resets and selection continue its sequence.
         self.training = self.training.model_copy(update={"seed": state.seed})
@@ -585,12 +601,8 @@ class LocalTrainer:
             for name in type(self.algorithm).model_fields:
                 if name in hyper and name != "hp_config":
                     doc["algorithm"][name] = hyper[name]
-            network = best.policy.spec.model_dump(mode="json", exclude_none=True)
-            encoder = dict(network.pop("encoder_config"))
-            network["arch"] = encoder.pop("arch")
-            network["encoder_config"] = encoder
-            network["head_config"].pop("arch", None)
-            doc["network"] = network
+            if self.family.evolved_network is not None:
+                doc["network"] = self.family.evolved_network(best)
         return parse_manifest(doc)
 
     def save_outputs(self, output_dir: str | Path, verbose: bool = True) -> dict[str, Path]:
@@ -610,7 +622,7 @@ class LocalTrainer:
         out = Path(output_dir)
         best = self.best_agent
         history = self.state.history if self.state else []
-        title = f"{self.algorithm.name} on {self.environment.name}"
+        title = f"{self.algorithm.name} on {self.env_name}"
         writers = {
             "agent": best.save_checkpoint,
             "population": lambda p: save_population(self.population, p),
@@ -620,10 +632,14 @@ class LocalTrainer:
             "plot": lambda p: plot_fitness(history, p, title, loss=type(best).main_loss),
             "history": lambda p: write_text(p, json.dumps(history, indent=1)),
         }
+        names = dict(OUTPUT_NAMES)
+        for kind, (name, writer) in self.family.outputs.items():  # the family's own
+            names[kind] = name
+            writers[kind] = lambda p, writer=writer: writer(best, p)
         paths: dict[str, Path] = {}
         failures = []
         for kind, write in writers.items():
-            name = OUTPUT_NAMES[kind]
+            name = names[kind]
             try:
                 write(out / name)
             except OSError as err:
