@@ -74,3 +74,15 @@ def node_toolchain() -> NodeToolchain:
     if os.environ.get(REQUIRE_NODE_ENV) == "1":
         pytest.fail(f"{problem}, and {REQUIRE_NODE_ENV}=1 requires the Node tests to run")
     pytest.skip(f"{problem}; set {REQUIRE_NODE_ENV}=1 to make this a failure")
+
+
+# --- LLM tiny assets -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def tiny_llm(tmp_path_factory) -> Path:
+    """The tiny LLM assets (``agilerl.llm.tiny``: model/, data/*.jsonl, reward.py), built
+    once per session (seed 0). Tests must not modify them; copy what you change."""
+    from agilerl.llm.tiny import build_tiny_assets
+
+    return build_tiny_assets(tmp_path_factory.mktemp("tiny_llm"), seed=0)
