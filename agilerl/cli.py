@@ -65,7 +65,8 @@ def _validate(args: argparse.Namespace) -> int:
             if args.format == "text":
                 print(err, file=sys.stderr)
         else:
-            code = code_references(spec)  # what a run of it would import: shown, not run
+            # what a run of it would import: shown, not run
+            code = code_references(spec, base_dir=Path(path).parent)
             report[path] = {"valid": True, "code": [ref.to_json() for ref in code]}
             warnings = _engine_warnings(spec)
             if warnings:
@@ -305,7 +306,8 @@ def _train(args: argparse.Namespace) -> int:
             f"output in {out}/" + (f", resuming from {resume}" if resume else ""),
             file=sys.stderr,
         )
-        for ref in code_references(manifest):  # before the run imports any of it
+        # before the run imports any of it
+        for ref in code_references(manifest, base_dir=Path(args.manifest).parent):
             print(ref.line(), file=sys.stderr)
         trainer.train(
             verbose=not args.quiet,

@@ -106,6 +106,9 @@ class CodeField:
     section: str
     spec_types: tuple[type, ...]
     named: Callable[[Any], Iterator[Named]]
+    #: Whether the file resolves against the manifest's directory (an LLM reward file)
+    #: rather than the spec's ``path`` or the working directory.
+    manifest_relative: bool = False
 
 
 #: Every field of a manifest that names code. A new one (a reward model, a callback) is a
@@ -115,19 +118,21 @@ CODE_FIELDS: tuple[CodeField, ...] = (
     CodeField("environment", (GymEnvSpec,), _gymnasium_module),
     CodeField("environment", (PettingZooEnvSpec,), _pettingzoo_module),
     CodeField("environment", (GymEnvSpec, PettingZooEnvSpec), _wrappers),
-    CodeField("environment", (LLMReasoningEnvSpec,), _reward_function),
+    CodeField("environment", (LLMReasoningEnvSpec,), _reward_function, manifest_relative=True),
 )
 
 
-def code_references(manifest: Any) -> list[CodeReference]:
-    """Every piece of code the run of ``manifest`` would import, in the order it would."""
+def code_references(manifest: Any, base_dir: str | Path | None = None) -> list[CodeReference]:
+    """Every piece of code the run of ``manifest`` would import, in the order it would;
+    ``base_dir``: the manifest's directory, where its manifest-relative files lie."""
     refs = []
     for row in CODE_FIELDS:
         spec = getattr(manifest, row.section, None)
         if not isinstance(spec, row.spec_types):
             continue
         for path, target, module in row.named(spec):
-            refs.append(
-                CodeReference(f"{row.section}.{path}", target, module, getattr(spec, "path", None))
-            )
+            base = getattr(spec, "path", None)
+            if row.manifest_relative and base_dir is not None:
+                base = str(base_dir)
+            refs.append(CodeReference(f"{row.section}.{path}", target, module, base))
     return refs

@@ -467,6 +467,10 @@ class LocalTrainer:
             ):
                 kwargs.pop(key, None)  # the checkpointer built here carries them
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
+            # what the progress bar and the summaries call the run (an LLM spec's
+            # training kwargs name neither)
+            kwargs.setdefault("algo", self.algorithm.name)
+            kwargs.setdefault("env_name", self.env_name)
             reporter = Reporter.open(training, self._document())  # TensorBoard, W&B
             try:
                 self.population, fitnesses = self.algorithm.get_training_fn()(

@@ -1,0 +1,275 @@
+"""The LLM training loop and ``agilerl train`` on the LLM manifests (issue 12, part C).
+
+The loop's own behaviour (same batches for every agent of a generation, evaluation
+interval, epochs, reward errors, the environment's position in run checkpoints) is
+tested with small fakes that follow the interfaces of ``agilerl.llm``; the end-to-end
+tests run the ``configs/`` manifests through ``agilerl train`` on tiny assets built into
+``tmp_path`` (``agilerl.llm.tiny``), a few steps each.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from agilerl.llm.batches import Completions, PromptBatch, TokenSequences
+from agilerl.training import TrainerError
+from agilerl.training.llm_loop import STEPS, finetune_llm
+from agilerl.training.run_checkpoint import RunCheckpointer, load_run
+
+ROOT = Path(__file__).resolve().parents[1]
+MANIFESTS = ("grpo", "dpo", "sft")
+
+
+# -- fakes that follow agilerl/llm and the LLMAlgorithm contract ------------------------
+class FakeEnv:
+    """``n`` training batches per epoch, tagged by their position; a test split of one."""
+
+    def __init__(self, n: int = 6, reasoning: bool = False) -> None:
+        self.n, self.reasoning = n, reasoning
+        self.position, self.num_epochs = 0, 0
+        self.scored: list[list[str]] = []
+
+    def _batch(self, tag: int):
+        ids = torch.full((2, 3), tag)
+        if self.reasoning:
+            rows = [{"question": f"q{tag}", "answer": "a"}] * 2
+            return PromptBatch(ids, torch.ones_like(ids), [f"p{tag}"] * 2, rows)
+        return TokenSequences(ids, torch.ones_like(ids), torch.ones(2, 2, dtype=torch.bool))
+
+    def next_batch(self):
+        batch = self._batch(self.position)
+        self.position += 1
+        if self.position == self.n:
+            self.position, self.num_epochs = 0, self.num_epochs + 1
+        return batch
+
+    def test_batches(self):
+        yield self._batch(-1)
+
+    def rewards(self, prompts, completions):
+        self.scored.append(completions.texts)
+        if any("boom" in text for text in completions.texts):
+            from agilerl.llm.rewards import RewardError
+
+            raise RewardError("reward.py:reward raised ValueError on sample question 'q0'")
+        return torch.full((len(prompts), completions.group_size), 0.25)
+
+    def state_dict(self) -> dict[str, int]:
+        return {"position": self.position, "num_epochs": self.num_epochs}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.position, self.num_epochs = state["position"], state["num_epochs"]
+
+
+class FakeAgent:
+    """Records the batches it learns from; its fitness is how many it has seen."""
+
+    learn_metrics = {"loss": "a loss", "kl": "a KL"}
+    main_loss = "loss"
+
+    def __init__(self, index: int = 0, text: str = "x") -> None:
+        self.index, self.text = index, text
+        self.fitness: list[float] = []
+        self.scores: list[float] = []
+        self.steps, self.mut, self.hp_config = 0, "None", {}
+        self.rng = np.random.default_rng(index)
+        self.seen: list[int] = []
+        self.tests = 0
+        self.learned_rewards: list[float] = []
+
+    def hyperparameters(self):
+        return {"lr": 0.1}
+
+    def clone(self, index=None):
+        twin = copy.deepcopy(self)
+        twin.index = self.index if index is None else index
+        return twin
+
+    def get_action(self, prompts, training=True):
+        n = len(prompts) * 2
+        ids = torch.zeros(n, 5, dtype=torch.long)
+        return Completions(ids, torch.ones_like(ids), torch.ones(n, 4, dtype=torch.bool), 3, 2,
+                           [self.text] * n)  # fmt: skip
+
+    def learn(self, batch):
+        if hasattr(batch, "rewards"):  # GRPO's Experience
+            self.learned_rewards.append(float(batch.rewards.mean()))
+            self.seen.append(int(batch.completions.ids.shape[0]))
+        else:
+            self.seen.append(int(batch.input_ids[0, 0]))
+        return {"loss": 1.0 + len(self.seen), "kl": 0.5}
+
+    def test(self, env, loop=1):
+        self.tests += 1
+        self.fitness.append(float(len(self.seen)))
+        return self.fitness[-1]
+
+    def state_dict(self):
+        return {"index": self.index, "seen": list(self.seen)}
+
+
+def run(pop, env, **kwargs):
+    options = {"env_type": "sft", "max_steps": 6, "evo_steps": 3, "verbose": False}
+    return finetune_llm(pop, env, **{**options, **kwargs})
+
+
+# -- the loop ---------------------------------------------------------------------------
+def test_every_agent_of_a_generation_trains_on_the_same_batches():
+    env = FakeEnv(n=10)
+    pop = [FakeAgent(0), FakeAgent(1)]
+    run(pop, env)
+    assert [a.seen for a in pop] == [[0, 1, 2, 3, 4, 5], [0, 1, 2, 3, 4, 5]]
+    assert env.position == 6  # the generation's batches, once each: the data moves on
+    assert [a.steps for a in pop] == [6, 6]
+
+
+def test_a_step_of_each_environment_type_is_in_the_table():
+    assert set(STEPS) == {"reasoning", "preference", "sft"}
+    with pytest.raises(ValueError, match="env_type: 'chat'"):
+        run([FakeAgent()], FakeEnv(), env_type="chat")
+
+
+def test_a_reasoning_step_learns_from_the_rewards_of_its_completions():
+    env = FakeEnv(reasoning=True)
+    agent = FakeAgent()
+    pop, _ = run([agent], env, env_type="reasoning", max_steps=2, evo_steps=2)
+    assert pop[0].learned_rewards == [0.25, 0.25]
+    assert pop[0].seen == [4, 4]  # 2 prompts x group of 2
+    assert pop[0].scores == [0.25, 0.25]  # the training score: the mean reward
+
+
+def test_a_reward_function_that_raises_stops_the_run_with_its_message():
+    env = FakeEnv(reasoning=True)
+    with pytest.raises(TrainerError, match=r"reward_fn_name: reward.py:reward raised .*'q0'"):
+        run([FakeAgent(text="boom")], env, env_type="reasoning")
+
+
+def test_agents_are_tested_every_evaluation_interval_and_at_the_end():
+    pop = [FakeAgent()]
+    run(pop, FakeEnv(n=100), max_steps=12, evo_steps=2, evaluation_interval=4)
+    # generations end at 2, 4, ..., 12: tested at 2 (no fitness yet), 4, 8 and 12
+    assert pop[0].tests == 4
+    assert pop[0].fitness == [2.0, 4.0, 8.0, 12.0]
+
+
+def test_num_epochs_stops_the_run_after_that_many_passes_over_the_data():
+    env = FakeEnv(n=4)
+    state_box = []
+    pop, _ = run([FakeAgent()], env, max_steps=100, evo_steps=2, num_epochs=2,
+                 on_generation=state_box.append)  # fmt: skip
+    assert env.num_epochs == 2
+    assert pop[0].steps == 8
+    assert state_box[-1].finished == "num_epochs"
+
+
+def test_max_reward_stops_the_run_when_no_target_is_given():
+    pop, _ = run([FakeAgent()], FakeEnv(n=100), max_steps=30, evo_steps=2, max_reward=4.0)
+    assert pop[0].steps == 4  # fitness 4 (batches seen) reaches the best reward
+
+
+def test_the_generation_table_shows_the_learn_metrics(capsys):
+    run([FakeAgent(0), FakeAgent(1)], FakeEnv(), verbose=True)
+    err = capsys.readouterr().err
+    header = next(line for line in err.splitlines() if "fitness" in line and "agent" in line)
+    assert header.split()[:5] == ["agent", "fitness", "train", "score", "loss"]
+    assert "kl" in header.split()
+
+
+def test_a_run_checkpoint_holds_the_environments_position(tmp_path):
+    env = FakeEnv(n=10)
+    checkpointer = RunCheckpointer(tmp_path / "run.pt", env=env)
+    pop = [FakeAgent()]
+    pop[0].state_dict = lambda: {"seen": 1}  # any agent tree
+    run(pop, env, max_steps=4, evo_steps=2, checkpointer=checkpointer)
+    assert load_run(tmp_path / "run.pt")["env"] == {"position": 4, "num_epochs": 0}
+
+
+# -- end to end on the tiny assets ------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """``configs/`` and the tiny assets beside it, as the README lays them out."""
+    from agilerl.llm.tiny import build_tiny_assets
+
+    root = tmp_path_factory.mktemp("llm")
+    shutil.copytree(ROOT / "configs", root / "configs")
+    build_tiny_assets(root / "tiny-llm")
+    return root
+
+
+def agilerl(*args, cwd, check=True):
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+    command = [sys.executable, "-m", "agilerl.cli", *args]
+    result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    if check:
+        assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+BRIEF = ["--set", "training.max_steps=2", "--set", "training.evo_steps=1",
+         "--set", "training.pop_size=2", "--set", "training.evaluation_interval=1"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MANIFESTS)
+def test_each_llm_manifest_trains_end_to_end_through_agilerl_train(tiny, name):
+    out = tiny / "runs" / name
+    result = agilerl("train", f"configs/{name}.yaml", "--out", str(out), *BRIEF, cwd=tiny)
+    assert "generation 1" in result.stderr  # the per-generation table, as for RL
+    for output in ("best_agent.pt", "population.pt", "manifest.yaml", "fitness.png",
+                   "history.json", "checkpoint.pt"):  # fmt: skip
+        assert (out / output).is_file(), output
+    assert (out / "best_adapter" / "adapter_config.json").is_file()
+
+
+def test_the_saved_adapter_loads_with_peft_in_plain_transformers(tiny):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = tiny / "runs" / "peft"
+    agilerl("train", "configs/sft.yaml", "--out", str(out), *BRIEF, cwd=tiny)
+    base = AutoModelForCausalLM.from_pretrained(tiny / "tiny-llm" / "model")
+    tokenizer = AutoTokenizer.from_pretrained(out / "best_adapter")
+    model = PeftModel.from_pretrained(base, out / "best_adapter").eval()
+    ids = tokenizer("count from 3", return_tensors="pt").input_ids
+    with torch.no_grad():
+        tuned = model(ids).logits
+        with model.disable_adapter():
+            plain = model(ids).logits
+    assert not torch.allclose(tuned, plain)  # the adapter was trained and applies
+
+
+REFUSALS = {
+    "missing model directory": (
+        ["--set", "network.pretrained_model_name_or_path=../nowhere"],
+        "network.pretrained_model_name_or_path",
+    ),
+    "missing reward function": (
+        ["--set", "environment.reward_fn_name=no_such_reward"],
+        "no_such_reward",
+    ),
+    "missing dataset": (["--set", "environment.dataset=../tiny-llm/data/none.jsonl"], "dataset"),
+    "vLLM without vllm": (["--set", "algorithm.use_vllm=true"], "use_vllm"),
+    "architecture mutation": (
+        ["--set", "mutation.probabilities.arch_mut=0.2"],
+        "mutation.probabilities.arch_mut",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSALS))
+def test_each_refusal_names_its_field_before_the_first_step_without_a_traceback(tiny, case):
+    args, field = REFUSALS[case]
+    out = tiny / "runs" / f"refused-{case.replace(' ', '-')}"
+    result = agilerl("train", "configs/grpo.yaml", "--out", str(out), *args, cwd=tiny, check=False)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert field in result.stderr
+    assert not (out / "checkpoint.pt").exists()  # refused before the first generation
