@@ -115,7 +115,7 @@ def load_reward_fn(file: str | Path, name: str, *, base_dir: Path | None = None)
     fn = getattr(module, name)
     if not callable(fn):
         raise LLMSetupError(
-            f"{NAME_FIELD}: {path}: {name} is a {type(fn).__name__}, not a function"
+            f"{NAME_FIELD}: {path}: {name} is not callable (it is of type {type(fn).__name__})"
         )
     try:
         signature = inspect.signature(fn)
