@@ -40,6 +40,9 @@ def test_constructor_defaults_equal_the_schema_defaults(name):
     for field, info in spec_cls.model_fields.items():
         assert field in params, f"{name}: spec field {field} is no constructor argument"
         default = params[field].default
+        if info.is_required():  # a field the schema requires, the constructor requires too
+            assert default is inspect.Parameter.empty, f"{name}.{field} has a default"
+            continue
         assert default is not inspect.Parameter.empty, f"{name}.{field} has no default"
         expected = info.get_default(call_default_factory=True)
         if hasattr(expected, "model_dump"):
@@ -209,18 +212,13 @@ def test_a_multi_agent_agent_round_trips_through_the_checkpoint_format(tmp_path,
 
 
 # -- the LLM contract ---------------------------------------------------------------------
-class _AdapterOnly(LLMAlgorithm):
-    init_args = ("lr",)
-    default_mutable = ("lr",)
-
-    def __init__(self, index=0, lr=1e-4, **kwargs):
-        super().__init__(index, **kwargs)
-        self.lr = lr
-        self.finish_init()
-
-
-def test_llm_agents_mutate_hyperparameters_but_never_their_architecture():
-    agent = _AdapterOnly()
+def test_llm_agents_mutate_hyperparameters_but_never_their_architecture(tiny_llm):
+    agent = agilerl.algorithms.SFT(
+        pretrained_model_name_or_path=str(tiny_llm / "model"),
+        lr=1e-4,
+        hp_config={"lr": {"min": 1e-5, "max": 1e-3}},
+    )
+    assert isinstance(agent, LLMAlgorithm)
     mutations = Mutations(rand_seed=0)
     assert mutations.apply(agent, "architecture") == "None (fixed architecture)"
     assert mutations.apply(agent, "activation") == "None (fixed activation)"

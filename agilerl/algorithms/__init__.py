@@ -18,6 +18,9 @@ _MODULES = {
     "DDPG": "agilerl.algorithms.ddpg",
     "TD3": "agilerl.algorithms.td3",
     "RainbowDQN": "agilerl.algorithms.rainbow_dqn",
+    "GRPO": "agilerl.algorithms.grpo",
+    "DPO": "agilerl.algorithms.dpo",
+    "SFT": "agilerl.algorithms.sft",
 }
 
 #: Names of the algorithm classes (the only ones an agent checkpoint may ask for).

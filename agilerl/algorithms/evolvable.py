@@ -368,9 +368,17 @@ class EvolvableAlgorithm:
         """Replace this agent's state by :meth:`state_dict` output. The state is checked
         and a new agent built from it first, so a refused state changes nothing; the
         agent keeps its index, seed and accelerator."""
-        fresh = type(self).from_state_dict(state, device=self.device, index=self.index)
+        fresh = type(self).from_state_dict(
+            state, device=self.device, index=self.index, **self.runtime_args()
+        )
         fresh.seed, fresh.accelerator = self.seed, self.accelerator
         self.__dict__.update(fresh.__dict__)
+
+    def runtime_args(self) -> dict[str, Any]:
+        """Hook: what this agent was built from that no checkpoint holds (an LLM agent's
+        shared base model and tokenizer), passed to the constructor of its clones and of
+        the agents rebuilt from its checkpoints. Nothing by default."""
+        return {}
 
     @classmethod
     def from_state_dict(
@@ -379,10 +387,12 @@ class EvolvableAlgorithm:
         device: str | torch.device = "cpu",
         index: int | None = None,
         where: str = "",
+        **runtime: Any,
     ) -> EvolvableAlgorithm:
         """A new agent built from :meth:`state_dict` output, checked before it is used:
         any problem is a :class:`~agilerl.checkpoints.CheckpointError` naming its key
-        path (``where`` is prefixed, e.g. ``agents[0]``)."""
+        path (``where`` is prefixed, e.g. ``agents[0]``). ``runtime``: constructor
+        arguments no checkpoint holds (:meth:`runtime_args`)."""
         checkpoints.require(state, {**AGENT_LAYOUT, **cls.construction_layout}, where)
         if state["class"] != cls.__name__:
             raise checkpoints.fail(
@@ -400,6 +410,7 @@ class EvolvableAlgorithm:
                 index=state["index"] if index is None else index,
                 device=device,
                 hp_config=state["hp_config"],
+                **runtime,
                 **hyper,
             )
         except (TypeError, ValueError, NotImplementedError) as err:
@@ -513,7 +524,9 @@ class EvolvableAlgorithm:
     def clone(self, index: int | None = None) -> EvolvableAlgorithm:
         """An independent copy (networks, optimiser states, hyperparameters, metrics);
         ``index`` gives it a new population index."""
-        twin = type(self).from_state_dict(self.state_dict(), device=self.device, index=index)
+        twin = type(self).from_state_dict(
+            self.state_dict(), device=self.device, index=index, **self.runtime_args()
+        )
         # A clone draws its own random numbers: same seed lineage, different stream.
         twin.rng = np.random.default_rng(self.rng.integers(2**63))
         return twin
