@@ -10,6 +10,7 @@ tests run the ``configs/`` manifests through ``agilerl train`` on tiny assets bu
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -20,8 +21,9 @@ import numpy as np
 import pytest
 import torch
 
+from agilerl.cli import main
 from agilerl.llm.batches import Completions, PromptBatch, TokenSequences
-from agilerl.training import TrainerError
+from agilerl.training import LocalTrainer, TrainerError
 from agilerl.training.llm_loop import STEPS, finetune_llm
 from agilerl.training.run_checkpoint import RunCheckpointer, load_run
 
@@ -206,6 +208,7 @@ def tiny(tmp_path_factory):
 
 
 def agilerl(*args, cwd, check=True):
+    """``agilerl ARGS`` in a fresh interpreter (the kill-and-resume test needs one)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
     command = [sys.executable, "-m", "agilerl.cli", *args]
     result = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
@@ -214,27 +217,37 @@ def agilerl(*args, cwd, check=True):
     return result
 
 
+def train(capsys, tiny, name, out, *args):
+    """``agilerl train configs/NAME.yaml --out OUT ARGS`` in this process (what the CLI
+    prints, its exit status); an exception escaping it would be a traceback."""
+    capsys.readouterr()
+    rc = main(["train", str(tiny / "configs" / f"{name}.yaml"), "--out", str(out), *args])
+    return rc, capsys.readouterr().err
+
+
 BRIEF = ["--set", "training.max_steps=2", "--set", "training.evo_steps=1",
          "--set", "training.pop_size=2", "--set", "training.evaluation_interval=1"]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", MANIFESTS)
-def test_each_llm_manifest_trains_end_to_end_through_agilerl_train(tiny, name):
+def test_each_llm_manifest_trains_end_to_end_through_agilerl_train(tiny, name, capsys):
     out = tiny / "runs" / name
-    result = agilerl("train", f"configs/{name}.yaml", "--out", str(out), *BRIEF, cwd=tiny)
-    assert "generation 1" in result.stderr  # the per-generation table, as for RL
+    rc, err = train(capsys, tiny, name, out, *BRIEF)
+    assert rc == 0, err
+    assert "generation 1" in err and "loss" in err  # the per-generation table, as for RL
     for output in ("best_agent.pt", "population.pt", "manifest.yaml", "fitness.png",
                    "history.json", "checkpoint.pt"):  # fmt: skip
         assert (out / output).is_file(), output
     assert (out / "best_adapter" / "adapter_config.json").is_file()
 
 
-def test_the_saved_adapter_loads_with_peft_in_plain_transformers(tiny):
+def test_the_saved_adapter_loads_with_peft_in_plain_transformers(tiny, capsys):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = tiny / "runs" / "peft"
-    agilerl("train", "configs/sft.yaml", "--out", str(out), *BRIEF, cwd=tiny)
+    rc, err = train(capsys, tiny, "sft", out, *BRIEF)
+    assert rc == 0, err
     base = AutoModelForCausalLM.from_pretrained(tiny / "tiny-llm" / "model")
     tokenizer = AutoTokenizer.from_pretrained(out / "best_adapter")
     model = PeftModel.from_pretrained(base, out / "best_adapter").eval()
@@ -256,7 +269,10 @@ REFUSALS = {
         "no_such_reward",
     ),
     "missing dataset": (["--set", "environment.dataset=../tiny-llm/data/none.jsonl"], "dataset"),
-    "vLLM without vllm": (["--set", "algorithm.use_vllm=true"], "use_vllm"),
+    "vLLM without vllm": (
+        ["--set", "algorithm.use_vllm=true", "--set", "algorithm.vllm_config={}"],
+        "algorithm.use_vllm",
+    ),
     "architecture mutation": (
         ["--set", "mutation.probabilities.arch_mut=0.2"],
         "mutation.probabilities.arch_mut",
@@ -265,11 +281,56 @@ REFUSALS = {
 
 
 @pytest.mark.parametrize("case", sorted(REFUSALS))
-def test_each_refusal_names_its_field_before_the_first_step_without_a_traceback(tiny, case):
+def test_each_refusal_names_its_field_before_the_first_step_without_a_traceback(tiny, case, capsys):
     args, field = REFUSALS[case]
     out = tiny / "runs" / f"refused-{case.replace(' ', '-')}"
-    result = agilerl("train", "configs/grpo.yaml", "--out", str(out), *args, cwd=tiny, check=False)
-    assert result.returncode == 1
-    assert "Traceback" not in result.stderr
-    assert field in result.stderr
+    rc, err = train(capsys, tiny, "grpo", out, *args)
+    assert rc == 1
+    assert err.startswith("agilerl: ") or "\nagilerl: " in err, err
+    assert field in err[err.index("agilerl: ") :], err
     assert not (out / "checkpoint.pt").exists()  # refused before the first generation
+
+
+def test_a_killed_llm_run_resumes_where_it_stood(tiny):
+    """Killed at its first checkpoint and resumed, a GRPO run gives the generations an
+    uninterrupted run gives: adapters, optimisers, RNG and the dataset position came
+    back (the losses agree to the last digit)."""
+    from killed_runs import kill_at_first_checkpoint
+
+    steps = [*BRIEF, "--set", "training.max_steps=4", "--quiet"]
+    whole, killed = tiny / "runs" / "whole", tiny / "runs" / "killed"
+    agilerl("train", "configs/grpo.yaml", "--out", str(whole), *steps, cwd=tiny)
+    command = [sys.executable, "-m", "agilerl.cli", "train", str(tiny / "configs/grpo.yaml"),
+               "--out", str(killed), *steps]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    kill_at_first_checkpoint(command, killed / "checkpoint.pt", env)
+    assert not (killed / "history.json").exists()  # it did not finish
+    result = agilerl(*command[3:], "--resume", cwd=tiny)
+    assert "resuming from" in result.stderr
+
+    def losses(run):
+        history = json.loads((run / "history.json").read_text())
+        return [[a["metrics"]["loss"] for a in gen["agents"]] for gen in history]
+
+    assert len(losses(whole)) == 4
+    assert losses(killed) == losses(whole)
+
+
+def test_a_mutated_learning_rate_takes_effect_in_the_next_generation(tiny):
+    from agilerl.documents import load_document
+    from agilerl.models.manifest import parse_manifest
+
+    doc = load_document(tiny / "configs" / "grpo.yaml")[0]
+    doc["training"].update(max_steps=3, evo_steps=1, pop_size=2, evaluation_interval=1)
+    doc["mutation"]["probabilities"].update(no_mut=0.0, rl_hp_mut=1.0)
+    doc["mutation"]["rl_hp_selection"] = {"lr": {"min": 1e-5, "max": 1.0}}
+    trainer = LocalTrainer.from_manifest(parse_manifest(doc), base_dir=tiny / "configs")
+    population, _ = trainer.train(verbose=False)
+    mutated = population[1]  # slot 0 is the unmutated elite
+    assert mutated.mut.startswith("lr ")
+    assert mutated.lr != doc["algorithm"]["lr"]
+    (optimizer_attr,) = type(mutated).optimizer_specs
+    # The clone's optimiser trains with the mutated rate, not its parent's.
+    assert [g["lr"] for g in getattr(mutated, optimizer_attr).param_groups] == [mutated.lr]
+    history = trainer.state.history
+    assert history[-1]["agents"][1]["hyperparameters"]["lr"] == mutated.lr

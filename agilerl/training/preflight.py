@@ -445,7 +445,7 @@ def check_llm_run(trainer: Any) -> None:
     reuses the model)."""
     from agilerl.algorithms.llm import refusals
 
-    problems = list(refusals(trainer.algorithm, trainer.device))
+    problems = [f"algorithm.{why}" for why in refusals(trainer.algorithm, trainer.device)]
     if trainer.evolving:
         probabilities = trainer.mutation.probabilities
         problems += [
