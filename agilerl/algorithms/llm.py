@@ -390,7 +390,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
         if self.use_separate_reference_adapter:
             context = self.shared.active(self.reference.name)
         else:
-            context = self.shared.disabled()
+            context = self.shared.disabled(self.actor.name)
         with context as model:
             model.eval()
             yield model
@@ -399,9 +399,9 @@ class LLMAlgorithm(EvolvableAlgorithm):
         base = self.shared.base
         if base.is_activation_checkpointing != self.gradient_checkpointing:
             if self.gradient_checkpointing:
-                base.gradient_checkpointing_enable({"use_reentrant": False})
+                base.activation_checkpointing_enable({"use_reentrant": False})
             else:
-                base.gradient_checkpointing_disable()
+                base.activation_checkpointing_disable()
 
     def _position_ids(self, attention_mask: torch.Tensor) -> torch.Tensor | None:
         if not self.calc_position_embeddings:

@@ -24,12 +24,25 @@ from typing import Any
 import safetensors.torch
 import torch
 from peft import LoraConfig, PeftModel, get_peft_model
+from peft.tuners.tuners_utils import BaseTunerLayer
 from peft.utils import get_peft_model_state_dict
 
 from agilerl.models.networks import LoraConfigDict
 
 #: The attribute of a base model under which its :class:`SharedBase` is kept.
 _SHARED_ATTR = "_agilerl_shared_base"
+
+
+def _modules(model: torch.nn.Module) -> Iterator[tuple[str, torch.nn.Module]]:
+    """The model's modules as the base model has them: a layer peft already wrapped (the
+    base is shared) counts as the layer, its insides (``base_layer``, ``lora_A``) not."""
+    inside: list[str] = []
+    for name, module in model.named_modules():
+        if any(name.startswith(f"{outer}.") for outer in inside):
+            continue
+        if isinstance(module, BaseTunerLayer):
+            inside.append(name)
+        yield name, module
 
 
 def _linear_names(model: torch.nn.Module) -> set[str]:
@@ -40,8 +53,8 @@ def _linear_names(model: torch.nn.Module) -> set[str]:
     output = model.get_output_embeddings()
     return {
         name
-        for name, module in model.named_modules()
-        if isinstance(module, (torch.nn.Linear, Conv1D)) and module is not output
+        for name, module in _modules(model)
+        if isinstance(module, (torch.nn.Linear, Conv1D, BaseTunerLayer)) and module is not output
     }
 
 
@@ -63,7 +76,7 @@ def scoped_targets(model: torch.nn.Module, targets: Any, scope: str | None) -> A
     linear = _linear_names(model)
     found = sorted(
         name
-        for name, _ in model.named_modules()
+        for name, _ in _modules(model)
         if name.startswith(f"{scope}.") and _matches(name, targets, linear)
     )
     if not found:
@@ -96,6 +109,7 @@ class SharedBase:
         self.base = base
         self.model: PeftModel | None = None
         self._count = 0
+        self._retired: list[str] = []
 
     @classmethod
     def of(cls, model: Any) -> SharedBase:
@@ -127,6 +141,7 @@ class SharedBase:
 
     def add(self, name: str, config: LoraConfig) -> None:
         """Add adapter ``name`` (peft initialises it: a zero LoRA update)."""
+        self._collect()
         if self.model is None:
             with warnings.catch_warnings():
                 # peft reads transformers' deprecated ``is_gradient_checkpointing``.
@@ -135,12 +150,27 @@ class SharedBase:
         else:
             self.model.add_adapter(name, config)
 
-    def remove(self, name: str) -> None:
-        """Delete adapter ``name`` (its parameters go with it)."""
+    def retire(self, name: str) -> None:
+        """Mark adapter ``name`` for deletion at the next safe point (entering a forward,
+        adding an adapter): its owner was garbage collected, which can happen in the
+        middle of another agent's forward."""
+        self._retired.append(name)
+
+    def _collect(self) -> None:
+        while self._retired:
+            self._remove(self._retired.pop())
+
+    def _remove(self, name: str) -> None:
         if self.model is not None and name in self.model.peft_config:
-            self.model.delete_adapter(name)
+            with warnings.catch_warnings():
+                # Deleting the active adapter makes another one active, which peft reports;
+                # every forward activates the adapter it needs anyway.
+                warnings.filterwarnings("ignore", "Adapter .* was active", UserWarning)
+                self.model.delete_adapter(name)
 
     def names(self) -> list[str]:
+        """The adapters the model holds (retired ones deleted first)."""
+        self._collect()
         return [] if self.model is None else list(self.model.peft_config)
 
     def parameters(self, name: str) -> dict[str, torch.nn.Parameter]:
@@ -158,18 +188,19 @@ class SharedBase:
     def active(self, name: str) -> Iterator[PeftModel]:
         """The peft model with adapter ``name`` the active one."""
         assert self.model is not None
+        self._collect()
         if self.model.active_adapter != name:
-            # inference_mode: peft would otherwise flip requires_grad of every adapter;
-            # each agent's optimiser alone decides what trains.
-            self.model.set_adapter(name, inference_mode=True)
+            # peft makes the active adapter trainable and freezes the others: only the
+            # adapter in use receives gradients (each agent's optimiser holds its own).
+            self.model.set_adapter(name)
         yield self.model
 
     @contextlib.contextmanager
-    def disabled(self) -> Iterator[PeftModel]:
-        """The peft model computing the base model alone (no adapter applies)."""
-        assert self.model is not None
-        with self.model.disable_adapter():
-            yield self.model
+    def disabled(self, name: str) -> Iterator[PeftModel]:
+        """The peft model computing the base model alone (no adapter applies), entered
+        from adapter ``name`` (peft needs a live active adapter to disable them)."""
+        with self.active(name) as model, model.disable_adapter():
+            yield model
 
     def save(self, name: str, path: Path) -> None:
         """Adapter ``name`` as a peft adapter directory (``adapter_config.json`` and
@@ -207,7 +238,7 @@ class LoraAdapter:
         self.name = shared.new_name(prefix)
         shared.add(self.name, config)
         self._params = shared.parameters(self.name)
-        weakref.finalize(self, shared.remove, self.name)
+        weakref.finalize(self, shared.retire, self.name)
 
     def parameters(self) -> list[torch.nn.Parameter]:
         return list(self._params.values())
