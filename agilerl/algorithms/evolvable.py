@@ -62,6 +62,35 @@ def unique_parameters(modules: list[torch.nn.Module]) -> list[torch.nn.Parameter
     return params
 
 
+def perturb_weights(net: torch.nn.Module, rng: np.random.Generator, mutation_sd: float) -> int:
+    """Perturb ``net``'s weight matrices as :meth:`EvolvableAlgorithm.mutate_parameters`
+    describes; returns the number of entries changed."""
+    gen = torch.Generator().manual_seed(int(rng.integers(2**63)))
+    matrices = [p for n, p in net.named_parameters() if p.dim() == 2 and "norm" not in n]
+    if not matrices:
+        return 0
+    chosen = [m for m in matrices if rng.random() < 0.5] or [
+        matrices[int(rng.integers(len(matrices)))]
+    ]
+    changed = 0
+    with torch.no_grad():
+        for weight in chosen:
+            flat = weight.view(-1)
+            count = max(1, int(np.ceil(0.1 * flat.numel())))
+            idx = torch.randperm(flat.numel(), generator=gen)[:count].to(flat.device)
+            kind = torch.rand(count, generator=gen).to(flat.device)
+            noise = torch.randn(count, generator=gen).to(flat)
+            old = flat[idx]
+            new = torch.where(
+                kind < 0.05,
+                old + noise * 10 * old.abs(),
+                torch.where(kind < 0.10, noise, old + noise * mutation_sd * old.abs()),
+            )
+            flat[idx] = new.clamp(-1e6, 1e6)
+            changed += count
+    return changed
+
+
 class EvolvableAlgorithm:
     """Base of every agent (see the module docstring for the contract)."""
 
@@ -259,31 +288,7 @@ class EvolvableAlgorithm:
         """Perturb the policy's weight matrices: in a random half of them, 10% of the
         entries get noise (90% N(0, (sd·|w|)²), 5% N(0, (10·|w|)²), 5% reset to N(0, 1)).
         Target networks follow. Returns the number of entries changed."""
-        gen = torch.Generator().manual_seed(int(rng.integers(2**63)))
-        matrices = [
-            p for n, p in self.policy.named_parameters() if p.dim() == 2 and "norm" not in n
-        ]
-        if not matrices:
-            return 0
-        chosen = [m for m in matrices if rng.random() < 0.5] or [
-            matrices[int(rng.integers(len(matrices)))]
-        ]
-        changed = 0
-        with torch.no_grad():
-            for weight in chosen:
-                flat = weight.view(-1)
-                count = max(1, int(np.ceil(0.1 * flat.numel())))
-                idx = torch.randperm(flat.numel(), generator=gen)[:count].to(flat.device)
-                kind = torch.rand(count, generator=gen).to(flat.device)
-                noise = torch.randn(count, generator=gen).to(flat)
-                old = flat[idx]
-                new = torch.where(
-                    kind < 0.05,
-                    old + noise * 10 * old.abs(),
-                    torch.where(kind < 0.10, noise, old + noise * mutation_sd * old.abs()),
-                )
-                flat[idx] = new.clamp(-1e6, 1e6)
-                changed += count
+        changed = perturb_weights(self.policy, rng, mutation_sd)
         self._sync_targets()
         return changed
 

@@ -559,23 +559,10 @@ class PPO(RLAlgorithm):
             dist, value = self._forward(batch.obs, batch.action_masks)
         else:
             dist, value = self._forward_sequences(batch)
-        log_ratio = dist.log_prob(batch.actions) - batch.log_probs
-        ratio = log_ratio.exp()
-        advantages = batch.advantages
-        if advantages.numel() > 1:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-        clipped = ratio.clamp(1.0 - self.clip_coef, 1.0 + self.clip_coef)
-        policy_loss = -torch.min(advantages * ratio, advantages * clipped).mean()
-        value_clipped = batch.values + (value - batch.values).clamp(-self.clip_coef, self.clip_coef)
-        value_error = torch.max((value - batch.returns) ** 2, (value_clipped - batch.returns) ** 2)
-        value_loss = 0.5 * value_error.mean()
-        entropy = dist.entropy().mean()
-        loss = policy_loss - self.ent_coef * entropy + self.vf_coef * value_loss
-        with torch.no_grad():
-            approx_kl = ((ratio - 1.0) - log_ratio).mean()
-            clip_fraction = ((ratio - 1.0).abs() > self.clip_coef).float().mean()
-            stats = torch.stack([loss, policy_loss, value_loss, entropy, approx_kl, clip_fraction])
-        return loss, stats
+        return clipped_ppo_loss(
+            dist.log_prob(batch.actions), dist.entropy(), value, batch,
+            self.clip_coef, self.ent_coef, self.vf_coef,
+        )  # fmt: skip
 
     def learn(self) -> dict[str, float]:
         """PPO updates on the collected rollout (see the class docstring); a recurrent
@@ -617,6 +604,39 @@ class PPO(RLAlgorithm):
         metrics["updates"] = float(updates)
         metrics["early_stop"] = float(stopped)
         return metrics
+
+
+def clipped_ppo_loss(
+    log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    value: torch.Tensor,
+    batch: Any,
+    clip_coef: float,
+    ent_coef: float,
+    vf_coef: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The PPO loss of one minibatch (module docstring) and, detached, :data:`METRICS`.
+
+    ``log_prob``, ``entropy`` and ``value`` are the current networks' for the minibatch;
+    ``batch`` carries what the rollout stored: ``log_probs``, ``advantages`` (normalised
+    here, within the minibatch), ``values`` and ``returns``. Shared by PPO and IPPO."""
+    log_ratio = log_prob - batch.log_probs
+    ratio = log_ratio.exp()
+    advantages = batch.advantages
+    if advantages.numel() > 1:
+        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+    clipped = ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef)
+    policy_loss = -torch.min(advantages * ratio, advantages * clipped).mean()
+    value_clipped = batch.values + (value - batch.values).clamp(-clip_coef, clip_coef)
+    value_error = torch.max((value - batch.returns) ** 2, (value_clipped - batch.returns) ** 2)
+    value_loss = 0.5 * value_error.mean()
+    entropy = entropy.mean()
+    loss = policy_loss - ent_coef * entropy + vf_coef * value_loss
+    with torch.no_grad():
+        approx_kl = ((ratio - 1.0) - log_ratio).mean()
+        clip_fraction = ((ratio - 1.0).abs() > clip_coef).float().mean()
+        stats = torch.stack([loss, policy_loss, value_loss, entropy, approx_kl, clip_fraction])
+    return loss, stats
 
 
 def _batch_of(x: Any) -> int:
