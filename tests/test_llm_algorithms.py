@@ -13,6 +13,7 @@ from peft import PeftModel
 from agilerl import checkpoints
 from agilerl.algorithms import DPO, GRPO, SFT
 from agilerl.algorithms.llm import cosine_factor, refusals, row_chunks
+from agilerl.llm.adapters import SharedBase
 from agilerl.llm.batches import Experience
 from agilerl.llm.environments import (
     PreferenceEnv,
@@ -191,6 +192,26 @@ def test_checkpoint_round_trip_restores_adapter_optimiser_and_hyperparameters(
     agent.learn(batch)
     other.learn(batch)
     for key, value in other.actor.state_dict().items():
+        torch.testing.assert_close(value, agent.actor.state_dict()[key])
+
+
+def test_the_spec_builds_its_algorithm_on_the_shared_base_and_resumes(tokenizer, base, tmp_path):
+    spec = GRPOSpec(group_size=3, lr=1e-4, gradient_checkpointing=False)
+    agent = spec.build_algorithm(tokenizer=tokenizer, index=2, actor_network=base)
+    assert isinstance(agent, GRPO) and (agent.group_size, agent.lr, agent.index) == (3, 1e-4, 2)
+    assert agent.shared is SharedBase.of(base)
+    with torch.no_grad():
+        for param in agent.actor.parameters():
+            param.add_(0.01)
+    agent.save_checkpoint(tmp_path / "agent.ckpt")
+    resumed = spec.build_algorithm(
+        tokenizer=tokenizer,
+        index=1,
+        resume_from_checkpoint=str(tmp_path / "agent.ckpt"),
+        actor_network=base,
+    )
+    assert resumed.index == 1 and resumed.shared is agent.shared
+    for key, value in resumed.actor.state_dict().items():
         torch.testing.assert_close(value, agent.actor.state_dict()[key])
 
 

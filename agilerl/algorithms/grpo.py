@@ -136,7 +136,9 @@ class GRPO(LLMAlgorithm):
         self.filter_zero_adv = bool(filter_zero_adv)
         self.turn_advantage_trajectory_fallback = bool(turn_advantage_trajectory_fallback)
         self.loss_norm = _choice("loss_norm", loss_norm, ("micro_batch", "accumulation_window"))
-        super().__init__(index, lr=lr, use_vllm=use_vllm, vllm_config=vllm_config, **common)
+        super().__init__(
+            index, lr=lr, own_fields={"use_vllm": use_vllm, "vllm_config": vllm_config}, **common
+        )
 
     # -- acting ---------------------------------------------------------------------------
     def get_action(self, prompts: PromptBatch, training: bool = True) -> Completions:

@@ -217,7 +217,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
         base = [
             p
             for p in inspect.signature(LLMAlgorithm.__init__).parameters.values()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in names
+            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in {*names, "own_fields"}
         ]
         params = [p for p in own.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
         cls.__signature__ = inspect.Signature([*params[1:], *base])
@@ -254,11 +254,12 @@ class LLMAlgorithm(EvolvableAlgorithm):
         pretrained_model_name_or_path: str | None = None,
         max_model_len: int = 1024,
         lora_config: Any = None,
-        **own: Any,
+        own_fields: Mapping[str, Any] | None = None,
     ) -> None:
+        """``own_fields``: the subclass's fields that :func:`refusals` reads too."""
         super().__init__(index, device=device, accelerator=accelerator, seed=seed)
         fields = {k: v for k, v in locals().items() if k in LLMAlgorithm.init_args}
-        problems = refusals({**fields, **own}, self.device)
+        problems = refusals({**fields, **(own_fields or {})}, self.device)
         if problems:
             raise ValueError(f"{self.name}: " + "; ".join(problems))
         from agilerl.models.networks import LoraConfigDict
