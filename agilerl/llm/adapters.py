@@ -6,7 +6,9 @@ the same one to each) adds its own named adapter to that peft model. An agent's 
 runs with its adapter active (:meth:`SharedBase.active`); the reference policy is the
 same model with every adapter disabled (:meth:`SharedBase.disabled`) or a frozen adapter
 of its own. Base weights exist once in memory, whatever the population size; an agent's
-adapter is deleted when the agent is garbage collected (:class:`LoraAdapter`).
+adapter is deleted when the agent is garbage collected (:class:`LoraAdapter`). Agents
+take turns on the shared model (one forward at a time, as the training loop runs them);
+it is not meant for concurrent use from several threads.
 """
 
 from __future__ import annotations
