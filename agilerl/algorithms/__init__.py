@@ -21,6 +21,9 @@ _MODULES = {
     "GRPO": "agilerl.algorithms.grpo",
     "DPO": "agilerl.algorithms.dpo",
     "SFT": "agilerl.algorithms.sft",
+    "IPPO": "agilerl.algorithms.ippo",
+    "MADDPG": "agilerl.algorithms.maddpg",
+    "MATD3": "agilerl.algorithms.matd3",
 }
 
 #: Names of the algorithm classes (the only ones an agent checkpoint may ask for).

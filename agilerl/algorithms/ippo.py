@@ -1,0 +1,396 @@
+"""Independent PPO (de Witt et al., 2020): PPO per agent group, parameter sharing within one.
+
+Each group has a :class:`StochasticActor` and a :class:`ValueNetwork` over its own
+observations (no centralised information: the agents learn independently), trained by one
+Adam optimiser per group with PPO's clipped loss (:func:`~agilerl.algorithms.ppo.
+clipped_ppo_loss`, the single-agent PPO's conventions: advantages normalised per
+minibatch, clipped value loss, ``max_grad_norm``, ``target_kl`` early stop). The agents
+of a group pool their samples: one PPO update of the group's networks learns from all of
+them.
+
+Acting (:meth:`IPPO.explore`): actions sampled per agent, within masks, in the agent's own
+action space (a Box action clipped into its bounds); the log-probability recorded is that
+of the action the environment got, and learning evaluates that same action, so the ratio
+is exact whatever the clipping. :attr:`IPPO.last_step` holds, per agent, the
+``log_prob`` and ``value`` of the step just acted (what the rollout stores).
+
+Advantages: GAE per agent and sub-environment over the rollout (``done[t]``: the agent's
+episode ended at step ``t``, as in the single-agent rollout buffer). Steps where an
+agent was inactive are skipped: they add no advantage, take no part in a loss, and the
+recursion passes over them (an agent absent for a while continues from where it left
+off). A truncated episode's bootstrap (``gamma * V(final obs)`` added to its last reward)
+is the loop's to add, with :meth:`IPPO.values`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
+from agilerl.algorithms.multi_agent import PerAgent
+from agilerl.algorithms.multi_agent_actor_critic import (
+    MultiAgentActorCritic,
+    leading,
+    rows_of,
+)
+from agilerl.algorithms.ppo import LEARN_METRICS, METRICS, clipped_ppo_loss
+from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
+from agilerl.networks.networks import StochasticActor, ValueNetwork
+from agilerl.observations import map_tree
+
+
+@dataclass
+class _Samples:
+    """A group's learning samples (active rows of every member, pooled), as
+    :func:`clipped_ppo_loss` reads them."""
+
+    obs: Any
+    actions: torch.Tensor
+    log_probs: torch.Tensor
+    values: torch.Tensor
+    advantages: torch.Tensor
+    returns: torch.Tensor
+    masks: torch.Tensor | None
+
+    def rows(self, index: torch.Tensor) -> _Samples:
+        return _Samples(
+            map_tree(lambda x: x[index], self.obs),
+            self.actions[index],
+            self.log_probs[index],
+            self.values[index],
+            self.advantages[index],
+            self.returns[index],
+            None if self.masks is None else self.masks[index],
+        )
+
+
+def skip_inactive_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    dones: torch.Tensor,
+    active: torch.Tensor,
+    last_value: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+) -> torch.Tensor:
+    """GAE advantages ``[T, N]`` of one agent (module docstring): ``dones[t]`` ends the
+    episode at step ``t``; inactive steps get 0 and are passed over."""
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(last_value)
+    next_value = last_value
+    for t in range(rewards.shape[0] - 1, -1, -1):
+        on = active[t]
+        not_done = 1.0 - dones[t]
+        delta = rewards[t] + gamma * not_done * next_value - values[t]
+        advantage = delta + gamma * gae_lambda * not_done * running
+        advantages[t] = torch.where(on, advantage, torch.zeros_like(advantage))
+        running = torch.where(on, advantage, running)
+        next_value = torch.where(on, values[t], next_value)
+    return advantages
+
+
+class IPPO(MultiAgentActorCritic):
+    """IPPO (module docstring). ``learn_step`` environment steps (the loop rounds them to
+    whole vector steps) make one rollout; :meth:`learn` runs ``update_epochs`` passes
+    over it per group in minibatches of ``batch_size`` samples. ``action_batch_size``
+    bounds the observations one forward pass acts on (null: a group's all at once)."""
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        "batch_size",
+        "lr",
+        "learn_step",
+        "gamma",
+        "gae_lambda",
+        "action_std_init",
+        "clip_coef",
+        "ent_coef",
+        "vf_coef",
+        "max_grad_norm",
+        "target_kl",
+        "update_epochs",
+        "action_batch_size",
+        "torch_compiler",
+        "net_config",
+    )
+    default_mutable: ClassVar[tuple[str, ...]] = ("lr", "batch_size", "learn_step")
+    roles: ClassVar[tuple[str, ...]] = ("actor", "critic")
+    optimizer_roles: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
+        "optimizer": (("actor", "critic"), "lr")
+    }
+    learn_metrics: ClassVar[Mapping[str, str]] = {
+        **{k: f"{v} (mean over groups)" for k, v in LEARN_METRICS.items() if k in METRICS},
+        "updates": "optimiser steps taken, all groups together",
+        "early_stop": "share of the groups whose epochs target_kl ended early",
+    }
+    main_loss: ClassVar[str] = "value_loss"
+
+    def __init__(
+        self,
+        observation_spaces: Mapping[str, spaces.Space],
+        action_spaces: Mapping[str, spaces.Space],
+        index: int = 0,
+        *,
+        batch_size: int = 128,
+        lr: float = 1e-4,
+        learn_step: int = 2048,
+        gamma: float = 0.99,
+        gae_lambda: float = 0.95,
+        action_std_init: float = 0.0,
+        clip_coef: float = 0.2,
+        ent_coef: float = 0.01,
+        vf_coef: float = 0.5,
+        max_grad_norm: float = 0.5,
+        target_kl: float | None = None,
+        update_epochs: int = 4,
+        action_batch_size: int | None = None,
+        torch_compiler: str | None = None,
+        hp_config: Any = None,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(
+            observation_spaces,
+            action_spaces,
+            index,
+            torch_compiler=torch_compiler,
+            net_config=net_config,
+            device=device,
+            accelerator=accelerator,
+            seed=seed,
+        )
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.learn_step = positive_int("learn_step", learn_step)
+        self.update_epochs = positive_int("update_epochs", update_epochs)
+        self.lr = non_negative("lr", lr)
+        self.gamma = unit_interval("gamma", gamma)
+        self.gae_lambda = unit_interval("gae_lambda", gae_lambda)
+        self.action_std_init = non_negative("action_std_init", action_std_init)
+        self.clip_coef = unit_interval("clip_coef", clip_coef)
+        self.ent_coef = non_negative("ent_coef", ent_coef)
+        self.vf_coef = non_negative("vf_coef", vf_coef)
+        self.max_grad_norm = non_negative("max_grad_norm", max_grad_norm)
+        self.target_kl = None if target_kl is None else non_negative("target_kl", target_kl)
+        self.action_batch_size = (
+            None
+            if action_batch_size is None
+            else positive_int("action_batch_size", action_batch_size)
+        )
+        for group in self.groups:
+            space = self.policy_spaces[group]
+            action_space = self.group_space(group, "action")
+            actor = self.build_network(
+                StochasticActor, f"group {group!r}", space, action_space,
+                self.group_network_spec(StochasticActorSpec, space),
+            )  # fmt: skip
+            if self.action_std_init > 0:
+                actor.distribution.set_initial_std(self.action_std_init)
+            critic = self.build_network(
+                ValueNetwork, f"group {group!r}", space, None,
+                self.group_network_spec(ValueNetworkSpec, space),
+            )  # fmt: skip
+            setattr(self, self.net_name("actor", group), actor)
+            setattr(self, self.net_name("critic", group), critic)
+        #: The step :meth:`explore` acted last: ``{"log_prob": PerAgent, "value": PerAgent}``
+        #: of ``[N]`` arrays, what the rollout stores beside the actions.
+        self.last_step: dict[str, PerAgent] = {"log_prob": {}, "value": {}}
+        self.finish_init(hp_config)
+
+    # -- acting ---------------------------------------------------------------------------
+    def _chunks(self, rows: int) -> list[tuple[int, int]]:
+        size = self.action_batch_size or rows
+        return [(i, min(i + size, rows)) for i in range(0, rows, size)]
+
+    def _act(
+        self, obs: PerAgent, infos: PerAgent | None, deterministic: bool, record: bool
+    ) -> PerAgent:
+        actions: PerAgent = {}
+        log_probs: PerAgent = {}
+        values: PerAgent = {}
+        for group in self.groups:
+            members = self.present(obs, group)
+            if not members:
+                continue
+            actor, critic = self.net("actor", group), self.net("critic", group)
+            x = self.group_obs(obs, members)
+            mask = self.group_mask(obs, infos, members)
+            rows = leading(x)
+            parts = []
+            with torch.no_grad():
+                for start, stop in self._chunks(rows):
+                    xs = rows_of(x, start, stop)
+                    ms = None if mask is None else mask[start:stop]
+                    dist = actor.distribution(actor.head(actor.encoder(xs)), ms)
+                    env_action = actor.distribution.env_actions(dist.sample(deterministic))
+                    if record:
+                        sample = actor.distribution.samples(torch.as_tensor(env_action))
+                        log_prob = dist.log_prob(sample.to(self.device)).cpu().numpy()
+                        value = critic.head(critic.encoder(xs)).reshape(-1).cpu().numpy()
+                        parts.append((env_action, log_prob, value))
+                    else:
+                        parts.append((env_action,))
+            joined = [np.concatenate(p) for p in zip(*parts, strict=True)]
+            n = rows // len(members)
+            for i, agent in enumerate(members):
+                actions[agent] = joined[0][i * n : (i + 1) * n]
+                if record:
+                    log_probs[agent] = joined[1][i * n : (i + 1) * n]
+                    values[agent] = joined[2][i * n : (i + 1) * n]
+        if record:
+            self.last_step = {"log_prob": log_probs, "value": values}
+        return actions
+
+    def explore(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
+        """Actions sampled from every agent's policy (within its mask); records their
+        log-probabilities and values in :attr:`last_step`."""
+        return self._act(obs, infos, deterministic=False, record=True)
+
+    def get_action(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
+        """The most likely action of every agent (the Gaussian mean for a Box), in masks."""
+        return self._act(obs, infos, deterministic=True, record=False)
+
+    def values(self, obs: PerAgent) -> PerAgent:
+        """``V`` of every agent's observations, ``[N]`` each (bootstrapping)."""
+        out: PerAgent = {}
+        with torch.no_grad():
+            for group in self.groups:
+                members = self.present(obs, group)
+                if not members:
+                    continue
+                critic = self.net("critic", group)
+                value = critic.head(critic.encoder(self.group_obs(obs, members))).reshape(-1)
+                n = value.shape[0] // len(members)
+                for i, agent in enumerate(members):
+                    out[agent] = value[i * n : (i + 1) * n].cpu().numpy()
+        return out
+
+    # -- learning -------------------------------------------------------------------------
+    def _group_samples(
+        self, group: str, rollout: Any, last_values: PerAgent, last_done: PerAgent | None
+    ) -> _Samples | None:
+        """The active samples of every member of ``group``, with their advantages."""
+        parts = []
+        actor = self.net("actor", group)
+        for agent in self.groups[group]:
+            reward = _tensor(rollout.reward[agent], self.device).float()
+            steps, envs = reward.shape[:2]
+            value = _tensor(rollout.value[agent], self.device).float().reshape(steps, envs)
+            done = _tensor(rollout.done[agent], self.device).float().reshape(steps, envs)
+            if last_done is not None and agent in last_done:
+                done[-1] = _tensor(last_done[agent], self.device).float().reshape(envs)
+            active = _tensor(rollout.active[agent], self.device).bool().reshape(steps, envs)
+            last = _tensor(last_values[agent], self.device).float().reshape(envs)
+            adv = skip_inactive_gae(
+                reward.reshape(steps, envs), value, done, active, last, self.gamma, self.gae_lambda
+            )
+            keep = active.reshape(-1)
+            if not keep.any():
+                continue
+            flat_obs = map_tree(lambda x, k=keep: _flat_rows(x, k), rollout.obs[agent])
+            action = _flat_rows(_tensor(rollout.action[agent], self.device), keep)
+            parts.append(
+                (
+                    {agent: flat_obs},
+                    actor.distribution.samples(action).to(self.device),
+                    _tensor(rollout.log_prob[agent], self.device).float().reshape(-1)[keep],
+                    value.reshape(-1)[keep],
+                    adv.reshape(-1)[keep],
+                )
+            )
+        if not parts:
+            return None
+        members = [next(iter(p[0])) for p in parts]
+        stored = {m: p[0][m] for m, p in zip(members, parts, strict=True)}
+        obs = self.group_obs(stored, members)
+        # The masks the actions were chosen within (a Dict observation's action_mask),
+        # so the log-probabilities learnt from are those the rollout recorded.
+        masks = self.group_mask(stored, None, members)
+        values = torch.cat([p[3] for p in parts])
+        advantages = torch.cat([p[4] for p in parts])
+        return _Samples(
+            obs,
+            torch.cat([p[1] for p in parts]),
+            torch.cat([p[2] for p in parts]),
+            values,
+            advantages,
+            advantages + values,
+            masks,
+        )
+
+    def _update_group(self, group: str, samples: _Samples) -> tuple[torch.Tensor, int, int, bool]:
+        """PPO epochs on one group's samples: summed :data:`METRICS`, minibatches
+        evaluated, optimiser steps, whether target_kl stopped them."""
+        actor, critic = self.net("actor", group), self.net("critic", group)
+        optimizer = getattr(self, self.net_name("optimizer", group))
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        kl_index = METRICS.index("approx_kl")
+        totals = torch.zeros(len(METRICS), device=self.device)
+        evaluated = updates = 0
+        count = samples.actions.shape[0]
+        for _ in range(self.update_epochs):
+            order = torch.randperm(count).to(self.device)
+            for start in range(0, count, self.batch_size):
+                batch = samples.rows(order[start : start + self.batch_size])
+                dist = actor.distribution(actor.head(actor.encoder(batch.obs)), batch.masks)
+                value = critic.head(critic.encoder(batch.obs)).reshape(-1)
+                loss, stats = clipped_ppo_loss(
+                    dist.log_prob(batch.actions), dist.entropy(), value, batch,
+                    self.clip_coef, self.ent_coef, self.vf_coef,
+                )  # fmt: skip
+                totals += stats
+                evaluated += 1
+                if self.target_kl is not None and stats[kl_index].item() > self.target_kl:
+                    return totals, evaluated, updates, True
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if self.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+                optimizer.step()
+                updates += 1
+        return totals, evaluated, updates, False
+
+    def learn(
+        self, rollout: Any, last_obs: PerAgent, last_done: PerAgent | None = None
+    ) -> dict[str, float]:
+        """PPO updates of every group on a whole rollout (a :class:`~agilerl.multi_agent.
+        buffers.MultiAgentRollout`: per agent ``[T, N, ...]`` obs, action, log_prob,
+        value, reward, done, active). ``last_obs``: the observations after the last step
+        (their values bootstrap the advantages); ``last_done``: optional per-agent done
+        flags of the last step, overriding the stored ones (as the single-agent rollout
+        buffer's). Returns :attr:`learn_metrics`: the means over the groups of PPO's
+        figures, the optimiser steps of all groups and the share stopped by target_kl."""
+        last_values = self.values(last_obs)
+        means, updates, stopped = [], 0, 0
+        for group in self.groups:
+            samples = self._group_samples(group, rollout, last_values, last_done)
+            if samples is None:  # no member acted in this rollout
+                continue
+            totals, evaluated, steps, early = self._update_group(group, samples)
+            means.append(totals / max(evaluated, 1))
+            updates += steps
+            stopped += int(early)
+        if not means:
+            return {}
+        figures = torch.stack(means).mean(dim=0).tolist()
+        metrics = dict(zip(METRICS, figures, strict=True))
+        metrics["updates"] = float(updates)
+        metrics["early_stop"] = stopped / len(means)
+        return metrics
+
+
+def _flat_rows(x: Any, keep: torch.Tensor) -> Any:
+    """Rows ``keep`` (a flat ``[T * N]`` bool) of a ``[T, N, ...]`` leaf."""
+    x = x if torch.is_tensor(x) else torch.as_tensor(np.asarray(x))
+    return x.reshape(-1, *x.shape[2:])[keep.to(x.device)]
+
+
+def _tensor(value: Any, device: torch.device) -> torch.Tensor:
+    tensor = value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
+    return tensor.to(device)

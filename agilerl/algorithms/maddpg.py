@@ -1,0 +1,576 @@
+"""Multi-agent DDPG (Lowe et al., 2017): deterministic actors, centralised critics.
+
+Per agent group: an actor over the group's own observations and a critic ``Q(x, a)``
+over *every* agent's observation and action, each with a Polyak-averaged target and its
+own Adam optimiser (``lr_actor``, ``lr_critic``). The agents of a group share both: the
+critic input is agent-centric (the agent's own observation and action first, then the
+others' in the environment's order), so one critic serves each member as that member.
+
+Actions. A Box action is the actor's tanh output, *normalised* to [-1, 1] inside the
+agent (as DDPG's) and scaled to the bounds for the environment. A Discrete or
+MultiDiscrete action is read from the actor's logits (one block per sub-action): the
+greedy action is the best allowed choice, exploration samples the masked categorical
+(the Gumbel-softmax MADDPG of the paper), and learning differentiates a straight-through
+Gumbel-softmax sample. The critic reads actions as normalised Box values or one-hot
+choices.
+
+Critic inputs. With vector observations everywhere the critic's encoder reads the
+concatenated observations (the network section's encoder). When some agent observes an
+image or a Dict, the critic's observation is a Dict of every agent's parts (keyed by
+position: ``"0"`` the agent itself, ``"1.<key>"`` the next agent's Dict entry, ...) read
+by the multi-input encoder. An agent inactive in a sample enters every critic input as
+zeros (observation and action), and its own rows are left out of its losses.
+
+One learning step (:meth:`MADDPG.learn`), per group and member ``i``::
+
+    y_i = r_i + gamma * (1 - done_i) * Q_target(x'_i, a'),  a'_j = actor_target_j(o'_j)
+    critic loss = mean over active rows of (Q(x_i, a) - y_i)^2
+    actor loss  = -mean over active rows of Q(x_i, a with a_i <- actor_i(o_i))
+    targets <- tau * online + (1 - tau) * targets         after the actor update
+
+Exploration (:meth:`MADDPG.explore`): Box actions get Ornstein-Uhlenbeck (``O_U_noise``)
+or Gaussian noise of scale ``expl_noise`` (normalised units), one noise state per
+sub-environment and agent, restarted where an episode ended (:meth:`episodes_ended`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch.nn import functional
+
+from agilerl import checkpoints
+from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
+from agilerl.algorithms.multi_agent import PerAgent
+from agilerl.algorithms.multi_agent_actor_critic import (
+    MultiAgentActorCritic,
+    active_rows,
+    leading,
+    masked_mean,
+    section_dict,
+)
+from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
+from agilerl.models.networks import (
+    ContinuousQNetworkSpec,
+    DeterministicActorSpec,
+    StochasticActorSpec,
+)
+from agilerl.modules.base import respec
+from agilerl.modules.multi_input import flat_dim, is_image_space
+from agilerl.networks.distributions import MASKED_LOGIT
+from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor, StochasticActor
+
+
+class ActionCodec:
+    """How one agent's actions reach the critic (module docstring): ``dim`` features per
+    action; Box actions normalised, categorical ones one-hot per sub-action."""
+
+    def __init__(self, space: spaces.Space) -> None:
+        self.space = space
+        if isinstance(space, spaces.Box):
+            low = np.asarray(space.low, np.float32).reshape(-1)
+            high = np.asarray(space.high, np.float32).reshape(-1)
+            if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+                raise ValueError(f"a Box action space needs finite bounds, got {space}")
+            self.mid, self.half = (high + low) / 2, (high - low) / 2
+            self.nvec: list[int] = []
+            self.dim = int(low.size)
+        elif isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+            discrete = isinstance(space, spaces.Discrete)
+            self.nvec = [int(space.n)] if discrete else [int(n) for n in space.nvec.reshape(-1)]
+            self.start = np.asarray(space.start, np.int64).reshape(-1)
+            self.dim = sum(self.nvec)
+        else:
+            raise TypeError(
+                f"MADDPG and MATD3 act in Box, Discrete or MultiDiscrete spaces, got {space!r}"
+            )
+
+    @property
+    def continuous(self) -> bool:
+        return not self.nvec
+
+    def to_critic(self, action: Any, device: torch.device) -> torch.Tensor:
+        """Environment actions ``[B, ...]`` -> critic features ``[B, dim]``."""
+        action = torch.as_tensor(action, device=device)
+        rows = action.shape[0]
+        if self.continuous:
+            mid = torch.as_tensor(self.mid, device=device)
+            half = torch.as_tensor(self.half, device=device)
+            return (action.reshape(rows, -1).float() - mid) / half
+        index = action.reshape(rows, -1).long() - torch.as_tensor(self.start, device=device)
+        hot = [functional.one_hot(index[:, i], n) for i, n in enumerate(self.nvec)]
+        return torch.cat(hot, dim=1).float()
+
+    def to_env(self, features: torch.Tensor) -> np.ndarray:
+        """Critic features (normalised Box values or one-hot choices) -> env actions."""
+        if self.continuous:
+            values = features.detach().cpu().numpy().clip(-1.0, 1.0) * self.half + self.mid
+            return values.astype(self.space.dtype).reshape(-1, *self.space.shape)
+        blocks = features.split(self.nvec, dim=-1)
+        index = torch.stack([b.argmax(dim=-1) for b in blocks], dim=-1).cpu().numpy()
+        index = index + self.start
+        if isinstance(self.space, spaces.Discrete):
+            return index.reshape(-1).astype(np.int64)
+        return index.reshape(-1, *self.space.shape).astype(self.space.dtype)
+
+    def choose(self, logits: torch.Tensor, mask: torch.Tensor | None, mode: str) -> torch.Tensor:
+        """One-hot choices ``[B, dim]`` from the actor's logits within ``mask``: the best
+        (``"greedy"``), a sample (``"sample"``), or a straight-through Gumbel-softmax
+        sample that carries the gradient (``"relaxed"``)."""
+        if mask is not None:
+            logits = logits.masked_fill(~mask.reshape(logits.shape), MASKED_LOGIT)
+        out = []
+        for block in logits.split(self.nvec, dim=-1):
+            if mode == "relaxed":
+                out.append(functional.gumbel_softmax(block, tau=1.0, hard=True))
+                continue
+            if mode == "sample":
+                block = block - (-torch.rand_like(block).log()).log()  # Gumbel-max sample
+            out.append(functional.one_hot(block.argmax(dim=-1), block.shape[-1]).to(block))
+        return torch.cat(out, dim=-1)
+
+
+class MADDPG(MultiAgentActorCritic):
+    """MADDPG (module docstring). ``learn_step`` and ``batch_size`` are read by the
+    training loop (environment steps between updates, transitions per update).
+    ``policy_freq``: critic updates per actor update (MADDPG's spec has none: every
+    update; MATD3's carries it)."""
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        "batch_size",
+        "learn_step",
+        "gamma",
+        "vect_noise_dim",
+        "lr_actor",
+        "lr_critic",
+        "tau",
+        "O_U_noise",
+        "expl_noise",
+        "mean_noise",
+        "theta",
+        "dt",
+        "policy_freq",
+        "torch_compiler",
+        "net_config",
+    )
+    default_mutable: ClassVar[tuple[str, ...]] = (
+        "lr_actor",
+        "lr_critic",
+        "batch_size",
+        "learn_step",
+    )
+    #: The critics of a group (MATD3 has two), each with a target ``<name>_target``.
+    critics: ClassVar[tuple[str, ...]] = ("critic",)
+    roles: ClassVar[tuple[str, ...]] = ("actor", "critic")
+    target_roles: ClassVar[Mapping[str, str]] = {
+        "actor_target": "actor",
+        "critic_target": "critic",
+    }
+    optimizer_roles: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
+        "actor_optimizer": (("actor",), "lr_actor"),
+        "critic_optimizer": (("critic",), "lr_critic"),
+    }
+    learn_metrics: ClassVar[Mapping[str, str]] = {
+        "critic_loss": "mean squared TD error of the active rows (summed over a group's "
+        "critics, mean over groups)",
+        "actor_loss": "-mean Q of the actors' actions (on the calls that update them)",
+        "q_mean": "mean Q-value of the first critics for the actions taken",
+    }
+    main_loss: ClassVar[str] = "critic_loss"
+    #: Target policy smoothing of Box actions (MATD3's; none for MADDPG): standard
+    #: deviation and clip of the noise on target actions, in normalised units.
+    policy_noise: ClassVar[float] = 0.0
+    noise_clip: ClassVar[float] = 0.5
+    #: Gradient-norm clip of every update (DDPG's).
+    max_grad_norm: ClassVar[float] = 10.0
+
+    def __init__(
+        self,
+        observation_spaces: Mapping[str, spaces.Space],
+        action_spaces: Mapping[str, spaces.Space],
+        index: int = 0,
+        *,
+        batch_size: int = 128,
+        learn_step: int = 2048,
+        gamma: float = 0.99,
+        vect_noise_dim: int = 1,
+        lr_actor: float = 1e-3,
+        lr_critic: float = 1e-2,
+        tau: float = 1e-2,
+        O_U_noise: bool = True,  # noqa: N803 (the spec's name)
+        expl_noise: float = 0.1,
+        mean_noise: float = 0.0,
+        theta: float = 0.15,
+        dt: float = 0.01,
+        policy_freq: int = 1,
+        torch_compiler: str | None = None,
+        hp_config: Any = None,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(
+            observation_spaces,
+            action_spaces,
+            index,
+            torch_compiler=torch_compiler,
+            net_config=net_config,
+            device=device,
+            accelerator=accelerator,
+            seed=seed,
+        )
+        self.batch_size = positive_int("batch_size", batch_size)
+        self.learn_step = positive_int("learn_step", learn_step)
+        self.vect_noise_dim = positive_int("vect_noise_dim", vect_noise_dim)
+        self.policy_freq = positive_int("policy_freq", policy_freq)
+        self.gamma = unit_interval("gamma", gamma)
+        self.lr_actor = non_negative("lr_actor", lr_actor)
+        self.lr_critic = non_negative("lr_critic", lr_critic)
+        self.tau = unit_interval("tau", tau)
+        self.O_U_noise = bool(O_U_noise)
+        self.expl_noise = non_negative("expl_noise", expl_noise)
+        self.mean_noise = float(mean_noise)
+        self.theta = float(theta)
+        self.dt = float(dt)
+        #: Agent id -> how its actions reach the critics.
+        self.codecs = {a: ActionCodec(self.action_spaces[a]) for a in self.agent_ids}
+        #: Agent id -> the critic input order of that agent (itself first).
+        self.critic_order = {a: [a, *(b for b in self.agent_ids if b != a)] for a in self.agent_ids}
+        self._vector_critic = not any(
+            is_image_space(s) or isinstance(s, (spaces.Dict, spaces.Tuple))
+            for s in (self.policy_spaces[self.group_of[a]] for a in self.agent_ids)
+        )
+        self.noise: dict[str, ActionNoise] = {}
+        for group in self.groups:
+            self._build_group(group)
+        #: Calls of :meth:`learn` so far: the actors and targets update every policy_freq.
+        self.learn_counter = 0
+        self.finish_init(hp_config)
+
+    # -- construction ---------------------------------------------------------------------
+    def _build_group(self, group: str) -> None:
+        space = self.policy_spaces[group]
+        action_space = self.group_space(group, "action")
+        codec = self.codecs[self.groups[group][0]]
+        what = f"group {group!r}"
+        if codec.continuous:
+            spec = self.group_network_spec(DeterministicActorSpec, space)
+            actor = self.build_network(DeterministicActor, what, space, action_space, spec)
+            self.noise[group] = self._make_noise(codec.dim)
+        else:
+            spec = self.group_network_spec(StochasticActorSpec, space)
+            actor = self.build_network(StochasticActor, what, space, action_space, spec)
+        setattr(self, self.net_name("actor", group), actor)
+        critic_space = self._critic_space(self.groups[group][0])
+        actions = spaces.Box(-1.0, 1.0, (sum(c.dim for c in self.codecs.values()),), np.float32)
+        section = section_dict(self.net_config)
+        if not self._vector_critic:  # the multi-input encoder, inferred for the Dict
+            section = {k: v for k, v in section.items() if k not in ("arch", "encoder_config")}
+        critic_spec = self.group_network_spec(ContinuousQNetworkSpec, critic_space, section)
+        # The section describes the actor: a value must not be squashed by its head.
+        head = respec(critic_spec.head_config, output_activation=None)
+        critic_spec = respec(critic_spec, head_config=head.model_dump())
+        for i, name in enumerate(self.critics):
+            spec = critic_spec
+            if spec.random_seed is not None:  # twin critics must not start identical
+                spec = respec(spec, random_seed=spec.random_seed + i)
+            critic = self.build_network(
+                ContinuousQNetwork, f"the critic of {what}", critic_space, actions, spec
+            )
+            setattr(self, self.net_name(name, group), critic)
+
+    def _make_noise(self, action_dim: int) -> ActionNoise:
+        if self.O_U_noise:
+            return OrnsteinUhlenbeckNoise(
+                action_dim, self.vect_noise_dim, self.mean_noise, self.expl_noise,
+                self.theta, self.dt,
+            )  # fmt: skip
+        return GaussianNoise(action_dim, self.vect_noise_dim, self.mean_noise, self.expl_noise)
+
+    def _critic_space(self, agent: str) -> spaces.Space:
+        """What a critic of ``agent``'s group reads besides the actions (module docstring)."""
+        order = [self.policy_spaces[self.group_of[b]] for b in self.critic_order[agent]]
+        if self._vector_critic:
+            return spaces.Box(-np.inf, np.inf, (sum(flat_dim(s) for s in order),), np.float32)
+        parts: dict[str, spaces.Space] = {}
+        for pos, space in enumerate(order):
+            if isinstance(space, spaces.Dict):
+                parts.update({f"{pos}.{k}": sub for k, sub in space.spaces.items()})
+            elif isinstance(space, spaces.Tuple):
+                parts.update({f"{pos}.{k}": sub for k, sub in enumerate(space.spaces)})
+            else:
+                parts[str(pos)] = space
+        return spaces.Dict(parts)
+
+    # -- critic inputs --------------------------------------------------------------------
+    def _features(self, obs: PerAgent) -> PerAgent:
+        """Every agent's observations, preprocessed for its policy (mask key dropped)."""
+        return {a: self.group_obs(obs, [a]) for a in self.agent_ids}
+
+    def _critic_obs(self, features: PerAgent, members: list[str], weight: PerAgent) -> Any:
+        """The critic observation of every member (stacked member by member), with each
+        agent's part multiplied by its activity ``weight`` (inactive: zeros)."""
+        per_member = []
+        for agent in members:
+            order = self.critic_order[agent]
+            if self._vector_critic:
+                per_member.append(
+                    torch.cat([features[b] * weight[b][:, None] for b in order], dim=1)
+                )
+                continue
+            parts = {}
+            for pos, b in enumerate(order):
+                x, w = features[b], weight[b]
+                if isinstance(x, dict):
+                    parts.update({f"{pos}.{k}": _scaled(v, w) for k, v in x.items()})
+                elif isinstance(x, tuple):
+                    parts.update({f"{pos}.{k}": _scaled(v, w) for k, v in enumerate(x)})
+                else:
+                    parts[str(pos)] = _scaled(x, w)
+            per_member.append(parts)
+        if self._vector_critic:
+            return torch.cat(per_member)
+        return {k: torch.cat([p[k] for p in per_member]) for k in per_member[0]}
+
+    def _critic_actions(self, actions: PerAgent, members: list[str], weight: PerAgent) -> Any:
+        return torch.cat(
+            [
+                torch.cat([actions[b] * weight[b][:, None] for b in self.critic_order[a]], 1)
+                for a in members
+            ]
+        )
+
+    # -- actions --------------------------------------------------------------------------
+    def _policy(
+        self, group: str, x: Any, mask: torch.Tensor | None, mode: str, target: bool = False
+    ) -> torch.Tensor:
+        """Critic features of the group's actions for preprocessed observations ``x``:
+        ``mode`` "greedy", "sample" (categorical) or "relaxed" (with gradient)."""
+        actor = self.net("actor_target" if target else "actor", group)
+        out = actor.head(actor.encoder(x))
+        codec = self.codecs[self.groups[group][0]]
+        return out if codec.continuous else codec.choose(out, mask, mode)
+
+    def _act(self, obs: PerAgent, infos: PerAgent | None, explore: bool) -> PerAgent:
+        actions: PerAgent = {}
+        for group in self.groups:
+            members = self.present(obs, group)
+            if not members:
+                continue
+            codec = self.codecs[members[0]]
+            x = self.group_obs(obs, members)
+            mask = None if codec.continuous else self.group_mask(obs, infos, members)
+            with torch.no_grad():
+                features = self._policy(group, x, mask, "sample" if explore else "greedy")
+            if explore and codec.continuous:
+                noise = self.noise[group].sample(self.rng, features.shape[0])
+                features = features + torch.as_tensor(noise).to(features)
+            env_actions = codec.to_env(features)
+            n = leading(x) // len(members)
+            for i, agent in enumerate(members):
+                actions[agent] = env_actions[i * n : (i + 1) * n]
+        return actions
+
+    def explore(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
+        """Exploratory actions: Box actions plus the noise (one state per sub-environment
+        and agent), categorical ones sampled from the masked policy."""
+        return self._act(obs, infos, explore=True)
+
+    def get_action(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
+        """The deterministic actors' actions (the best allowed choice for categorical ones)."""
+        return self._act(obs, infos, explore=False)
+
+    def episodes_ended(self, ended: np.ndarray) -> None:
+        """Restart the noise of the sub-environments whose episode ended (every agent's)."""
+        ended = np.asarray(ended, dtype=bool).reshape(-1)
+        for group, noise in self.noise.items():
+            noise.reset(np.tile(ended, len(self.groups[group])))
+
+    # -- learning -------------------------------------------------------------------------
+    def _target_actions(self, next_features: PerAgent, next_masks: PerAgent) -> PerAgent:
+        out = {}
+        for group, members in self.groups.items():
+            x = _cat_tree([next_features[a] for a in members])
+            masks = [next_masks.get(a) for a in members]
+            mask = None if any(m is None for m in masks) else torch.cat(masks)
+            action = self._policy(group, x, mask, "greedy", target=True)
+            if self.policy_noise > 0 and self.codecs[members[0]].continuous:
+                smoothing = torch.as_tensor(
+                    self.rng.standard_normal(tuple(action.shape)) * self.policy_noise
+                ).to(action)
+                smoothing = smoothing.clamp(-self.noise_clip, self.noise_clip)
+                action = (action + smoothing).clamp(-1.0, 1.0)
+            n = action.shape[0] // len(members)
+            out.update({a: action[i * n : (i + 1) * n] for i, a in enumerate(members)})
+        return out
+
+    def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
+        """The target value from the target critics' values: MADDPG's one critic's."""
+        return values[0]
+
+    def _masks(self, obs: PerAgent, batch: Mapping[str, Any], key: str) -> PerAgent:
+        """Masks of the batch's choices: a Dict observation's ``action_mask``, else the
+        batch's ``key`` entry (``action_mask`` / ``next_action_mask``) when it has one."""
+        given = batch.get(key) or {}
+        out = {}
+        for agent in self.agent_ids:
+            if self.codecs[agent].continuous:
+                continue
+            found = self.group_mask(obs, given, [agent])
+            if found is not None:
+                out[agent] = found
+        return out
+
+    def learn(self, batch: Mapping[str, Any]) -> dict[str, float]:
+        """One learning step on a sample of :class:`~agilerl.multi_agent.buffers.
+        MultiAgentReplayBuffer` (``obs``, ``action``, ``reward``, ``next_obs``, ``done``
+        = terminated, ``active``: each per agent ``[B, ...]``). See the module docstring.
+        Returns :attr:`learn_metrics` (``actor_loss`` on the calls that update the actors:
+        every ``policy_freq``-th)."""
+        obs, next_obs = batch["obs"], batch["next_obs"]
+        rows = leading(obs[self.agent_ids[0]])
+        weight = {a: active_rows(batch["active"], a, rows, self.device) for a in self.agent_ids}
+        features, next_features = self._features(obs), self._features(next_obs)
+        actions = {
+            a: self.codecs[a].to_critic(batch["action"][a], self.device) for a in self.agent_ids
+        }
+        with torch.no_grad():
+            next_actions = self._target_actions(
+                next_features, self._masks(next_obs, batch, "next_action_mask")
+            )
+        critic_losses, q_means = [], []
+        for group, members in self.groups.items():
+            loss, q_mean = self._critic_step(
+                group, members, features, next_features, actions, next_actions, batch, weight
+            )
+            critic_losses.append(loss)
+            q_means.append(q_mean)
+        self.learn_counter += 1
+        figures = [torch.stack(critic_losses).mean(), torch.stack(q_means).mean()]
+        if self.learn_counter % self.policy_freq == 0:
+            masks = self._masks(obs, batch, "action_mask")
+            losses = [
+                self._actor_step(group, members, features, actions, masks, weight)
+                for group, members in self.groups.items()
+            ]
+            figures.append(torch.stack(losses).mean())
+            self.soft_update()
+        values = torch.stack(figures).tolist()
+        metrics = {"critic_loss": values[0], "q_mean": values[1]}
+        if len(values) > 2:
+            metrics["actor_loss"] = values[2]
+        return metrics
+
+    def _critic_step(
+        self,
+        group: str,
+        members: list[str],
+        features: PerAgent,
+        next_features: PerAgent,
+        actions: PerAgent,
+        next_actions: PerAgent,
+        batch: Mapping[str, Any],
+        weight: PerAgent,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        own = torch.cat([weight[a] for a in members])
+        with torch.no_grad():
+            x_next = self._critic_obs(next_features, members, weight)
+            a_next = self._critic_actions(next_actions, members, weight)
+            next_q = self._combine(
+                [self._q(f"{name}_target", group, x_next, a_next) for name in self.critics]
+            )
+            reward = torch.cat([_flat(batch["reward"][a], self.device) for a in members])
+            done = torch.cat([_flat(batch["done"][a], self.device) for a in members])
+            target = reward + self.gamma * (1.0 - done) * next_q
+        x = self._critic_obs(features, members, weight)
+        a = self._critic_actions(actions, members, weight)
+        qs = [self._q(name, group, x, a) for name in self.critics]
+        loss = sum(masked_mean((q - target) ** 2, own) for q in qs)
+        self._step(getattr(self, self.net_name("critic_optimizer", group)), loss)
+        return loss.detach(), masked_mean(qs[0].detach(), own)
+
+    def _actor_step(
+        self,
+        group: str,
+        members: list[str],
+        features: PerAgent,
+        actions: PerAgent,
+        masks: PerAgent,
+        weight: PerAgent,
+    ) -> torch.Tensor:
+        x = _cat_tree([features[a] for a in members])
+        found = [masks.get(a) for a in members]
+        mask = None if any(m is None for m in found) else torch.cat(found)
+        mine = self._policy(group, x, mask, "relaxed")
+        n = mine.shape[0] // len(members)
+        # Each member's critic input has its own new action; the others' are the batch's.
+        inputs = [
+            self._critic_actions({**actions, a: mine[i * n : (i + 1) * n]}, [a], weight)
+            for i, a in enumerate(members)
+        ]
+        q = self._q(self.critics[0], group, self._critic_obs(features, members, weight),
+                    torch.cat(inputs))  # fmt: skip
+        loss = -masked_mean(q, torch.cat([weight[a] for a in members]))
+        self._step(getattr(self, self.net_name("actor_optimizer", group)), loss)
+        return loss.detach()
+
+    def _q(self, name: str, group: str, x: Any, action: torch.Tensor) -> torch.Tensor:
+        critic = self.net(name, group)
+        return critic.from_latent(critic.encoder(x), action).reshape(-1)
+
+    def _step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        params = [p for g in optimizer.param_groups for p in g["params"]]
+        torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+        optimizer.step()
+
+    def soft_update(self) -> None:
+        """``target <- tau * online + (1 - tau) * target`` for every target network."""
+        targets, online = [], []
+        for target, source in self.target_networks.items():
+            targets.extend(getattr(self, target).parameters())
+            online.extend(getattr(self, source).parameters())
+        with torch.no_grad():
+            torch._foreach_lerp_(targets, online, self.tau)
+
+    # -- checkpoints ----------------------------------------------------------------------
+    def extra_state(self) -> dict[str, Any]:
+        """The learn counter and every group's exploration noise state."""
+        return {
+            "learn_counter": self.learn_counter,
+            "noise": {g: noise.state_dict() for g, noise in self.noise.items()},
+        }
+
+    def load_extra_state(self, state: dict[str, Any], where: str = "extra") -> None:
+        checkpoints.require(state, {"learn_counter": int, "noise": dict}, where)
+        if state["learn_counter"] < 0:
+            raise checkpoints.fail(checkpoints.join(where, "learn_counter"), "negative")
+        at = checkpoints.join(where, "noise")
+        checkpoints.require_keys(state["noise"], list(self.noise), at, "a group with noise")
+        for group, noise in self.noise.items():
+            noise.load_state_dict(state["noise"][group], checkpoints.join(at, group))
+        self.learn_counter = state["learn_counter"]
+
+
+def _scaled(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``x`` with each row multiplied by its weight (any trailing shape)."""
+    return x * weight.reshape(-1, *([1] * (x.dim() - 1)))
+
+
+def _cat_tree(items: list[Any]) -> Any:
+    if isinstance(items[0], dict):
+        return {k: torch.cat([i[k] for i in items]) for k in items[0]}
+    if isinstance(items[0], tuple):
+        return tuple(torch.cat(parts) for parts in zip(*items, strict=True))
+    return torch.cat(items)
+
+
+def _flat(value: Any, device: torch.device) -> torch.Tensor:
+    tensor = value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
+    return tensor.to(device=device, dtype=torch.float32).reshape(-1)
