@@ -393,8 +393,15 @@ class MultiAgentRLAlgorithmBase(AlgorithmBase):
         resume_from_checkpoint: str | None = None,
         device: Any = "cpu",
         accelerator: Any = None,
+        *,
+        net_config: Any = None,
+        seed: int | None = None,
     ) -> Any:
         """Build a multi-agent algorithm from spec fields.
+
+        ``net_config`` (a manifest ``network`` section, applied to every agent group;
+        None infers the networks from each group's observation space) and ``seed`` are
+        the extensions the single-agent ``build_algorithm`` has, for the same reason.
 
         Raises:
             ValueError: If observation_spaces, action_spaces, or index is None.
@@ -409,6 +416,7 @@ class MultiAgentRLAlgorithmBase(AlgorithmBase):
             action_spaces=action_spaces,
             device=device,
             accelerator=accelerator,
+            **{k: v for k, v in (("net_config", net_config), ("seed", seed)) if v is not None},
         )
 
 
