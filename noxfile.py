@@ -23,11 +23,11 @@ def _project() -> dict:
 
 
 def install_project(session: nox.Session, *, engine: bool) -> None:
-    """Install agilerl with its dev tools; the torch engine (with the LLM stack its tests
-    cover) only when ``engine``."""
+    """Install agilerl with its dev tools; the torch engine (with the LLM and multi-agent
+    stacks its tests cover) only when ``engine``."""
     if engine:
         session.install(TORCH)
-        session.install("-e", ".[dev,box2d,llm]")
+        session.install("-e", ".[dev,box2d,llm,multiagent]")
         return
     # Spec-only sessions skip the heavy engine dependencies (read from pyproject.toml,
     # so the list is never written twice).

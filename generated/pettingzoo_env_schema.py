@@ -34,7 +34,7 @@ class PettingZooEnvSpec(SpecBase):
         str,
         Field(
             description='Module path exposing `parallel_env` (called with `config` as keyword arguments), or a label for the environment when `entrypoint` is given.',
-            examples=['pettingzoo.mpe.simple_speaker_listener_v4'],
+            examples=['mpe2.simple_speaker_listener_v4'],
             min_length=1,
         ),
     ]
@@ -53,10 +53,16 @@ class PettingZooEnvSpec(SpecBase):
     num_envs: Annotated[
         int,
         Field(
-            description='Number of environments run in parallel (vectorised, one process each).',
+            description='Number of environments run in parallel (vectorised: one worker process each, or all in this process with `sync`).',
             ge=1,
         ),
     ] = 16
+    sync: Annotated[
+        bool,
+        Field(
+            description="Run every copy of the environment in this process instead of one worker process each (as the Gymnasium environment's `sync`)."
+        ),
+    ] = False
     config: Annotated[
         dict[str, Any] | None,
         Field(

@@ -456,7 +456,7 @@ def test_train_prints_the_code_before_importing_it(env_dir, capsys):
     ("document", "expected"),
     [
         (ROOT / "configs/dqn.yaml", []),
-        (ROOT / "configs/ippo.yaml", [("environment.name", "pettingzoo.mpe.simple_speaker_listener_v4:parallel_env")]),
+        (ROOT / "configs/ippo.yaml", [("environment.name", "mpe2.simple_speaker_listener_v4:parallel_env")]),
         (ROOT / "tests/manifest_corpus/valid/grpo_llm.yaml", [("environment.reward_file_path", "reward.py:combined_rewards")]),
         ({**TINY, "environment": {"name": "my_pkg:Grid-v0"}}, [("environment.name", "my_pkg:Grid-v0")]),
     ],

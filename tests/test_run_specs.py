@@ -57,7 +57,7 @@ REASONING = {
 MINIMAL: dict[type[BaseModel], dict[str, Any]] = {
     GymEnvSpec: {"name": "CartPole-v1"},
     OfflineEnvSpec: {"name": "CartPole-v1", "dataset_path": "data/cartpole.h5"},
-    PettingZooEnvSpec: {"name": "pettingzoo.mpe.simple_speaker_listener_v4"},
+    PettingZooEnvSpec: {"name": "mpe2.simple_speaker_listener_v4"},
     BanditEnvSpec: {"features": "data/iris_features.csv", "targets": "data/iris_targets.csv"},
     LLMReasoningEnvSpec: {
         k: REASONING[k]
@@ -88,7 +88,7 @@ FULL: dict[type[BaseModel], dict[str, Any]] = {
     },
     OfflineEnvSpec: {"name": "CartPole-v1", "num_envs": 16, "dataset_path": "data/cartpole.h5"},
     PettingZooEnvSpec: {
-        "name": "pettingzoo.mpe.simple_speaker_listener_v4",
+        "name": "mpe2.simple_speaker_listener_v4",
         "num_envs": 16,
         "config": {"continuous_actions": True, "max_cycles": 25},
         "wrappers": ["supersuit:pad_observations_v0"],
@@ -303,10 +303,14 @@ def test_offline_env_extends_the_gym_fields():
     )
 
 
-def test_pettingzoo_env_has_no_sync():
+def test_pettingzoo_env_sync_chooses_in_process_copies():
+    # AgileRL's PzEnvSpec has no `sync` (always worker processes); ours has the Gym
+    # spec's, default false, so a manifest can ask for either (issue 13).
     env = accepted(PettingZooEnvSpec, MINIMAL[PettingZooEnvSpec])
     assert env.num_envs == 16 and env.config is None and env.wrappers is None
-    rejected(PettingZooEnvSpec, {**MINIMAL[PettingZooEnvSpec], "sync": True}, where=("sync",))
+    assert env.sync is False
+    assert accepted(PettingZooEnvSpec, {**MINIMAL[PettingZooEnvSpec], "sync": True}).sync
+    rejected(PettingZooEnvSpec, {**MINIMAL[PettingZooEnvSpec], "sync": "yes"}, where=("sync",))
 
 
 def test_bandit_env():

@@ -1,0 +1,380 @@
+"""The environment side of multi-agent training: PettingZoo environments from a spec, the
+vector env's layout (ma_interfaces.md), the buffers, and the cue game's known answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+from pettingzoo import AECEnv
+from pettingzoo.utils.conversions import parallel_to_aec
+
+from agilerl.models.env import PettingZooEnvSpec
+from agilerl.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
+from agilerl.multi_agent.envs import make_parallel_env
+from agilerl.multi_agent.vector import FINAL, ParallelVecEnv, make_vector_env
+from agilerl.testing.cooperative import awkward_cue_game, cue_game
+from agilerl.training.envs import EnvironmentSpecError
+
+COOP = "agilerl.testing.cooperative"
+#: The cue game's integer ids, by role.
+ROLES = {"0": "seer_0", "1": "blind_0", "2": "scout_0"}
+
+
+def spec(**fields):
+    fields.setdefault("name", COOP)
+    fields.setdefault("sync", True)
+    return PettingZooEnvSpec(**fields)
+
+
+def vec(n=3, **fields):
+    return make_vector_env(spec(num_envs=n, **fields))
+
+
+def cue_actions(env, obs, infos, rule="optimal"):
+    """Actions of every agent for a batch: the optimal team (the seer names the cue, the
+    blind agent repeats the seer's last action), or the first allowed action."""
+    out = {}
+    for agent in env.agent_ids:
+        role = ROLES.get(agent, agent)
+        space = env.observation_spaces[agent]
+        mask = infos[agent].get("action_mask")
+        value = obs[agent]["observation"] if isinstance(space, spaces.Dict) else obs[agent]
+        if rule == "optimal" and role == "seer_0":
+            out[agent] = value.argmax(axis=1)
+        elif rule == "optimal" and role == "blind_0":
+            seen = value.argmax(axis=1)  # the seer's last action; n: the first step
+            guess = np.zeros_like(seen) if mask is None else mask.argmax(axis=1)
+            out[agent] = np.where(seen == env.action_spaces[agent].n, guess, seen)
+        elif mask is not None:
+            out[agent] = mask.argmax(axis=1)
+        else:
+            out[agent] = np.zeros(env.num_envs, dtype=np.int64)
+    return out
+
+
+# --- building environments --------------------------------------------------------------
+
+
+def test_mpe2_module_with_config_as_keywords():
+    env = make_vector_env(
+        PettingZooEnvSpec(
+            name="mpe2.simple_speaker_listener_v4",
+            num_envs=2,
+            sync=True,
+            config={"continuous_actions": True, "max_cycles": 5},
+        )
+    )
+    with env:
+        assert env.agent_ids == ["speaker_0", "listener_0"]
+        assert isinstance(env.action_spaces["speaker_0"], spaces.Box)  # the keyword took effect
+        obs, _ = env.reset(seed=0)
+        assert obs["speaker_0"].shape == (2, 3) and obs["listener_0"].shape == (2, 11)
+        for _ in range(5):
+            act = {a: np.stack([env.action_spaces[a].sample() for _ in range(2)]) for a in obs}
+            obs, _, _, truncated, infos = env.step(act)
+        assert infos[FINAL]["ended"].all() and truncated["speaker_0"].all()  # max_cycles 5
+
+
+def test_old_pettingzoo_mpe_name_points_at_mpe2():
+    with pytest.raises(EnvironmentSpecError, match="mpe2.simple_speaker_listener_v4"):
+        make_parallel_env(spec(name="pettingzoo.mpe.simple_speaker_listener_v4"))
+
+
+def test_unknown_module_and_bad_config_name_the_field():
+    with pytest.raises(EnvironmentSpecError, match=r"environment.name: 'no_such_pz_env'"):
+        make_parallel_env(spec(name="no_such_pz_env"))
+    with pytest.raises(EnvironmentSpecError, match="environment.config"):
+        make_parallel_env(spec(config={"no_such_option": 1}))
+
+
+def test_entrypoint_builds_the_environment():
+    env = make_parallel_env(
+        spec(name="label", entrypoint=f"{COOP}:awkward_cue_game", config={"horizon": 6})
+    )
+    assert env.horizon == 6 and env.possible_agents == ["seer_0", "blind_0", "scout_0"]
+
+
+def parallelizable_aec(**kwargs):
+    return parallel_to_aec(cue_game(**kwargs))
+
+
+class TurnBased(AECEnv):
+    """A turn-based game (agents move one after another), as chess is."""
+
+    metadata = {"name": "turn_based"}
+    possible_agents = ["white", "black"]
+
+
+def turn_based_aec():
+    return TurnBased()
+
+
+def test_aec_env_is_converted_when_parallelizable():
+    env = make_parallel_env(spec(entrypoint=f"{__name__}:parallelizable_aec"))
+    obs, _ = env.reset(seed=0)
+    assert set(obs) == {"seer_0", "blind_0"}
+
+
+def test_turn_based_aec_env_is_refused_clearly():
+    with pytest.raises(EnvironmentSpecError, match="turn-based .*is_parallelizable"):
+        make_parallel_env(spec(entrypoint=f"{__name__}:turn_based_aec"))
+
+
+def test_something_else_than_a_pettingzoo_env_is_refused():
+    with pytest.raises(EnvironmentSpecError, match="not a PettingZoo ParallelEnv"):
+        make_parallel_env(spec(entrypoint="builtins:dict"))
+
+
+def test_integer_ids_become_strings_and_map_back():
+    env = vec(2, config={"integer_ids": True})
+    with env:
+        assert env.agent_ids == ["0", "1"]
+        obs, infos = env.reset(seed=4)
+        rewards = env.step(cue_actions(env, obs, infos))[1]
+        # the seer (id 0) named the cue, so the action reached the environment under id 0
+        assert set(rewards) == {"0", "1"}
+        seer_env = env._envs.subs[0].env.env
+        assert seer_env.last_seer_action == int(obs["0"][0].argmax())
+
+
+# --- the vector env's layout --------------------------------------------------------------
+
+
+def test_shapes_and_dtypes_per_agent():
+    env = vec(3, entrypoint=f"{COOP}:awkward_cue_game")
+    with env:
+        obs, infos = env.reset(seed=0)
+        assert obs["seer_0"].shape == (3, 3) and obs["seer_0"].dtype == np.float32
+        assert obs["blind_0"]["observation"].shape == (3, 4)
+        assert obs["scout_0"].shape == (3, 1, 6, 6) and obs["scout_0"].dtype == np.uint8
+        out = env.step(cue_actions(env, obs, infos))
+        for table in out[1:4]:
+            assert set(table) == set(env.agent_ids)
+            assert all(v.shape == (3,) for v in table.values())
+        assert out[1]["seer_0"].dtype == np.float32 and out[2]["seer_0"].dtype == bool
+        assert all(out[4][a]["active"].dtype == bool for a in env.agent_ids)
+
+
+def test_seeded_resets_repeat_and_differ_per_copy():
+    a, b = vec(4), vec(4)
+    with a, b:
+        first, _ = a.reset(seed=11)
+        again, _ = b.reset(seed=11)
+        np.testing.assert_array_equal(first["seer_0"], again["seer_0"])
+        # copy i is seeded with seed + i: not all the same cue
+        with vec(16) as many:
+            cues = {tuple(row) for row in many.reset(seed=11)[0]["seer_0"]}
+        assert len(cues) == 2
+        # and the autoresets continue each copy's stream identically (3 episodes of 4)
+        for _ in range(12):
+            obs_a = a.step(cue_actions(a, first, {k: {} for k in a.agent_ids}))[0]
+            obs_b = b.step(cue_actions(b, again, {k: {} for k in b.agent_ids}))[0]
+            np.testing.assert_array_equal(obs_a["seer_0"], obs_b["seer_0"])
+            first, again = obs_a, obs_b
+
+
+def test_autoreset_gives_the_true_final_observation():
+    env = vec(2, config={"horizon": 2, "num_actions": 2})
+    with env:
+        obs, infos = env.reset(seed=0)
+        obs, _, _, truncated, infos = env.step(cue_actions(env, obs, infos))
+        assert not infos[FINAL]["ended"].any()
+        np.testing.assert_array_equal(infos[FINAL]["obs"]["blind_0"], obs["blind_0"])
+        last_seer = cue_actions(env, obs, infos)["seer_0"]
+        obs, _, _, truncated, infos = env.step(cue_actions(env, obs, infos))
+        assert infos[FINAL]["ended"].all() and truncated["blind_0"].all()
+        final = infos[FINAL]["obs"]["blind_0"]
+        # the final observation shows the seer's last action; the reset one the start flag
+        np.testing.assert_array_equal(final.argmax(axis=1), last_seer)
+        assert (obs["blind_0"].argmax(axis=1) == 2).all()
+
+
+def test_absent_agent_rows_are_zero_inactive_and_not_done():
+    env = vec(2, entrypoint=f"{COOP}:awkward_cue_game", config={"horizon": 4})
+    with env:
+        obs, infos = env.reset(seed=1)
+        actives = []
+        for _ in range(4):
+            obs, rewards, terminated, truncated, infos = env.step(cue_actions(env, obs, infos))
+            actives.append(infos["scout_0"]["active"].copy())
+            if not infos[FINAL]["ended"].any() and not infos["scout_0"]["active"].any():
+                assert not obs["scout_0"].any()  # absent: zeros
+                assert not rewards["scout_0"].any() and not terminated["scout_0"].any()
+        # the scout leaves after horizon // 2 = 2 steps: it acted in steps 1 and 2 only
+        assert [bool(a.all()) for a in actives] == [True, True, False, False]
+        # after the autoreset the scout is back
+        assert obs["scout_0"].any() and infos[FINAL]["ended"].all()
+
+
+def test_scout_termination_is_reported_at_its_last_step():
+    env = vec(1, entrypoint=f"{COOP}:awkward_cue_game", config={"horizon": 4})
+    with env:
+        obs, infos = env.reset(seed=1)
+        obs, *_, infos = env.step(cue_actions(env, obs, infos))
+        obs, _, terminated, _, infos = env.step(cue_actions(env, obs, infos))
+        assert terminated["scout_0"].all() and not terminated["seer_0"].any()
+        # its last observation is there to store; the one to act on is absent (zeros)
+        assert infos[FINAL]["obs"]["scout_0"].any() and not obs["scout_0"].any()
+        assert not infos[FINAL]["ended"].any()
+
+
+def test_action_masks_from_info_and_dict_observation():
+    env = vec(3, entrypoint=f"{COOP}:awkward_cue_game")
+    with env:
+        obs, infos = env.reset(seed=2)
+        mask = infos["blind_0"]["action_mask"]
+        assert mask.shape == (3, 3) and mask.dtype == bool
+        np.testing.assert_array_equal(mask, obs["blind_0"]["action_mask"].astype(bool))
+        assert (mask.sum(axis=1) == 2).all()  # one wrong action ruled out per step
+        assert "action_mask" not in infos["seer_0"]
+        obs, *_, infos = env.step(cue_actions(env, obs, infos))
+        np.testing.assert_array_equal(
+            infos["blind_0"]["action_mask"], obs["blind_0"]["action_mask"].astype(bool)
+        )
+
+
+def test_actions_are_never_replaced():
+    env = vec(2)
+    with env:
+        env.reset(seed=0)
+        with pytest.raises(KeyError, match="no action for agent"):
+            env.step({"seer_0": np.zeros(2, dtype=np.int64)})
+        with pytest.raises(KeyError, match="unknown agent id"):
+            env.step({"ghost_0": np.zeros(2), "seer_0": np.zeros(2), "blind_0": np.zeros(2)})
+        with pytest.raises(ValueError, match="leading dimension of 2"):
+            env.step({"seer_0": np.zeros(3), "blind_0": np.zeros(3)})
+    masked = vec(1, entrypoint=f"{COOP}:awkward_cue_game")
+    with masked:
+        obs, infos = masked.reset(seed=0)
+        bad = cue_actions(masked, obs, infos)
+        bad["blind_0"] = (~infos["blind_0"]["action_mask"]).argmax(axis=1)  # a masked one
+        with pytest.raises(ValueError, match="masked action"):
+            masked.step(bad)  # the environment sees exactly what was given
+
+
+def test_subprocess_mode_matches_in_process():
+    fields = {"entrypoint": f"{COOP}:awkward_cue_game", "config": {"integer_ids": True}}
+    inproc, workers = vec(2, **fields), vec(2, **{**fields, "sync": False})
+    with inproc, workers:
+        assert workers.subprocess and not inproc.subprocess
+        a, ia = inproc.reset(seed=5)
+        b, ib = workers.reset(seed=5)
+        for _ in range(6):
+            a_out = inproc.step(cue_actions(inproc, a, ia))
+            b_out = workers.step(cue_actions(workers, b, ib))
+            for x, y in zip(a_out[1:4], b_out[1:4], strict=True):
+                for agent in x:
+                    np.testing.assert_array_equal(x[agent], y[agent])
+            np.testing.assert_array_equal(a_out[0]["2"], b_out[0]["2"])
+            a, ia, b, ib = a_out[0], a_out[4], b_out[0], b_out[4]
+
+
+def test_subprocess_errors_name_the_sub_environment():
+    env = vec(2, sync=False)
+    with env:
+        env.reset(seed=0)
+        with pytest.raises(RuntimeError, match="sub-environment 0 .*no action for agent"):
+            env.step({"seer_0": np.zeros(2, dtype=np.int64)})
+
+
+@pytest.mark.parametrize(
+    ("make", "outcomes"),
+    # team returns of an optimal episode: the blind agent's first guess right, or wrong
+    # (two agents over 4 steps; awkward: the scout adds its 2 steps)
+    [(cue_game, {8.0, 6.0}), (awkward_cue_game, {10.0, 7.0})],
+)
+def test_optimal_team_reaches_the_known_optimum(make, outcomes):
+    game = make()
+    env = ParallelVecEnv([make] * 64)
+    with env:
+        obs, infos = env.reset(seed=0)
+        returns = np.zeros(64)
+        for _ in range(game.horizon):
+            obs, rewards, *_, infos = env.step(cue_actions(env, obs, infos))
+            returns += sum(rewards.values())
+        assert infos[FINAL]["ended"].all()
+    assert set(returns.tolist()) == outcomes
+    assert abs(returns.mean() - game.optimal_team_return()) < 0.5
+    assert game.random_team_return() < game.optimal_team_return() / 3
+
+
+# --- buffers ------------------------------------------------------------------------------
+
+
+def collect(env, steps, memory=None, rollout=None):
+    obs, infos = env.reset(seed=0)
+    for _ in range(steps):
+        act = cue_actions(env, obs, infos, rule="first")
+        nobs, rewards, terminated, truncated, infos = env.step(act)
+        active = {a: infos[a]["active"] for a in env.agent_ids}
+        if memory is not None:
+            memory.add(obs, act, rewards, infos[FINAL]["obs"], terminated, active)
+        if rollout is not None:
+            zeros = {a: np.zeros(env.num_envs, np.float32) for a in env.agent_ids}
+            done = {a: terminated[a] | truncated[a] for a in env.agent_ids}
+            rollout.add(obs, act, zeros, zeros, rewards, done, active)
+        obs = nobs
+
+
+def test_replay_buffer_samples_every_field_per_agent_and_keeps_inactive_flags():
+    torch.manual_seed(0)
+    env = vec(2, entrypoint=f"{COOP}:awkward_cue_game", config={"horizon": 4})
+    memory = MultiAgentReplayBuffer(64)
+    with env:
+        collect(env, 8, memory=memory)
+    assert len(memory) == 16
+    batch = memory.sample(32)
+    assert set(batch) == {"obs", "action", "reward", "next_obs", "done", "active"}
+    for field in batch.values():
+        assert set(field) == {"seer_0", "blind_0", "scout_0"}
+    assert batch["obs"]["blind_0"]["action_mask"].shape == (32, 3)
+    assert batch["obs"]["scout_0"].shape == (32, 1, 6, 6)
+    assert batch["active"]["scout_0"].dtype == torch.bool
+    # the scout is present in half the steps: both kinds were drawn, absent ones zero
+    active = batch["active"]["scout_0"]
+    assert active.any() and (~active).any()
+    assert not batch["obs"]["scout_0"][~active].any()
+
+
+def test_replay_buffer_round_trips_its_state():
+    env = vec(2)
+    memory = MultiAgentReplayBuffer(10)
+    with env:
+        collect(env, 7, memory=memory)  # wraps around
+    other = MultiAgentReplayBuffer(10)
+    other.load_state_dict(memory.state_dict())
+    torch.manual_seed(3)
+    a = memory.sample(6)
+    torch.manual_seed(3)
+    b = other.sample(6)
+    torch.testing.assert_close(a["next_obs"]["blind_0"], b["next_obs"]["blind_0"])
+    assert other.position == memory.position == 4
+
+
+def test_replay_buffer_refuses_mismatched_agents():
+    memory = MultiAgentReplayBuffer(4)
+    row = {"a": np.zeros((1, 2))}
+    with pytest.raises(ValueError, match="same agent ids"):
+        memory.add(row, row, row, row, row, {"b": np.ones(1, bool)})
+
+
+def test_rollout_stores_t_by_n_per_agent():
+    env = vec(3)
+    rollout = MultiAgentRollout(5, 3)
+    with env:
+        collect(env, 5, rollout=rollout)
+        assert rollout.full and len(rollout) == 5
+        assert rollout.obs["blind_0"].shape == (5, 3, 3)
+        assert rollout.action["seer_0"].shape == (5, 3)
+        assert rollout.done["seer_0"].dtype == torch.bool
+        # horizon 4: the episode ended with step 4 (index 3) in every copy
+        assert rollout.done["seer_0"][3].all() and not rollout.done["seer_0"][:3].any()
+        with pytest.raises(ValueError, match="full"):
+            collect(env, 1, rollout=rollout)
+    rollout.reset()
+    assert len(rollout) == 0
+    with pytest.raises(ValueError, match="leading dimension of 3"):
+        row = {"a": np.zeros(2)}
+        rollout.add(row, row, row, row, row, row, row)
