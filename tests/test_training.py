@@ -204,8 +204,8 @@ def test_unsupported_algorithm_and_buffer_settings_are_clear_errors():
     from agilerl.models.base import AlgorithmNotAvailableError
     from agilerl.training import TrainerError
 
-    with pytest.raises(AlgorithmNotAvailableError, match="MADDPG .*not implemented"):
-        LocalTrainer("MADDPG", "CartPole-v1")
+    with pytest.raises(AlgorithmNotAvailableError, match="CQN .*not implemented"):
+        LocalTrainer("CQN", "CartPole-v1")
     document = copy.deepcopy(SMALL_HPO)
     document["replay_buffer"]["n_step_buffer"] = True
     with pytest.raises(TrainerError, match="replay_buffer.n_step_buffer"):

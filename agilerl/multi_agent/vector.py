@@ -42,7 +42,6 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import create_empty_array
 
-from agilerl.multi_agent.envs import make_parallel_env
 from agilerl.observations import map_tree
 
 #: The key of ``infos`` holding the autoreset information (never an agent id).
@@ -372,6 +371,8 @@ def make_vector_env(spec: Any, num_envs: int | None = None) -> ParallelVecEnv:
     describes (``num_envs`` overrides the spec's): in this process when ``spec.sync``,
     else one worker process per copy. The first copy is built here, so a bad name,
     entry point or wrapper fails with a clear error before any worker starts."""
+    from agilerl.multi_agent.envs import make_parallel_env  # pettingzoo loads here
+
     n = int(num_envs or spec.num_envs)
     factory = functools.partial(make_parallel_env, spec)
     sync = getattr(spec, "sync", True)

@@ -33,11 +33,13 @@ TrainAgent = Callable[
     [EvolvingAgent, int, int, "RunState"], tuple[int, list[float], dict[str, float]]
 ]
 
-#: evaluate_agent(agent, slot, state) -> (fitness, env steps the evaluation took). The
-#: fitness is appended to ``agent.fitness``. A family whose fitness is not "episodes in
-#: a vector env" (bandit regret, an LLM's reward on a test split, multi-agent summed
-#: scores) passes its own; :func:`episode_evaluation` is the single-agent one.
-EvaluateAgent = Callable[[EvolvingAgent, int, "RunState"], tuple[float, int]]
+#: evaluate_agent(agent, slot, state) -> (fitness, env steps the evaluation took), or
+#: (fitness, steps, figures): evaluation figures recorded beside the agent's metrics
+#: (a multi-agent team's fitness per agent group). The fitness is appended to
+#: ``agent.fitness``. A family whose fitness is not "episodes in a vector env" (bandit
+#: regret, an LLM's reward on a test split, multi-agent summed scores) passes its own;
+#: :func:`episode_evaluation` is the single-agent one.
+EvaluateAgent = Callable[[EvolvingAgent, int, "RunState"], tuple[Any, ...]]
 
 
 @dataclass
@@ -230,7 +232,9 @@ def evolve(
             for slot, agent in enumerate(population):
                 agent_start = time.perf_counter()
                 taken, scores, metrics = train_agent(agent, slot, budget, state)
-                fitness, eval_taken = evaluate_agent(agent, slot, state)
+                fitness, eval_taken, *figures = evaluate_agent(agent, slot, state)
+                for extra in figures:
+                    metrics = {**metrics, **extra}
                 agent_steps = taken + eval_taken
                 agent_seconds = time.perf_counter() - agent_start
                 gen_env_steps += agent_steps

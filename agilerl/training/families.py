@@ -50,6 +50,9 @@ class Family:
     saves_env_position: bool = False
     #: environment -> None: release it at the end of the run.
     close_env: Callable[[Any], None] = lambda env: env.close()
+    #: trainer -> the replay buffer of an off-policy run, where the family stores its own
+    #: kind (None: the single-agent buffers of the replay_buffer section).
+    make_memory: Callable[[Any], Any] | None = None
     #: best agent -> its network section as evolved (None: the manifest's stands).
     evolved_network: Callable[[Any], dict[str, Any]] | None = None
     #: Outputs beside the common ones: kind -> (name in the output directory, writer of
@@ -88,6 +91,35 @@ def _evolved_mlp_network(best: Any) -> dict[str, Any]:
     return network
 
 
+def _pettingzoo_vector_env(trainer: Any) -> Any:
+    from agilerl.multi_agent.vector import make_vector_env
+
+    return make_vector_env(trainer.environment)
+
+
+def _multi_agent_args(trainer: Any, env: Any, seed: int) -> dict[str, Any]:
+    return {
+        "observation_spaces": env.observation_spaces,
+        "action_spaces": env.action_spaces,
+        "net_config": trainer.network,
+        "seed": seed,
+    }
+
+
+def _multi_agent_memory(trainer: Any) -> Any:
+    from agilerl.models.training import ReplayBufferSpec
+    from agilerl.multi_agent.buffers import MultiAgentReplayBuffer
+
+    spec = trainer.replay_buffer or ReplayBufferSpec()
+    return MultiAgentReplayBuffer(spec.max_size, device=trainer.device)
+
+
+def _multi_agent_preflight(trainer: Any, available: int | None) -> Any:
+    from agilerl.training.preflight import check_multi_agent_run
+
+    return check_multi_agent_run(trainer, available)
+
+
 def _llm(name: str) -> Callable[..., Any]:
     """``agilerl.training.llm_setup.<name>``, imported on first use (transformers loads
     there)."""
@@ -119,6 +151,19 @@ FAMILIES: dict[AgentType, Family] = {
         preflight=_single_agent_preflight,
         evolved_network=_evolved_mlp_network,
     ),
+    AgentType.MultiAgent: Family(
+        title="multi-agent",
+        network_spec=NetworkSection,
+        make_env=_pettingzoo_vector_env,
+        build_args=_multi_agent_args,
+        env_name=lambda spec: spec.name,
+        env_workers=lambda trainer, env: 0 if trainer.environment.sync else env.num_envs,
+        agent_loader=lambda trainer, env: trainer.algorithm.algo_class(),
+        preflight=_multi_agent_preflight,
+        make_memory=_multi_agent_memory,
+        # One network section serves every agent group, and each group's networks evolve
+        # on their own: the manifest's section stands (the agents' files hold the rest).
+    ),
     AgentType.LLMAgent: Family(
         title="LLM fine-tuning",
         network_spec=spec_class("FinetuningNetworkSpec"),
@@ -138,7 +183,6 @@ FAMILIES: dict[AgentType, Family] = {
 
 #: Agent types whose specs exist but whose family the engine does not implement yet.
 NOT_IMPLEMENTED: dict[AgentType, str] = {
-    AgentType.MultiAgent: "multi-agent training (IPPO, MADDPG, MATD3 on PettingZoo)",
     AgentType.OfflineAgent: "offline training from datasets (CQN)",
     AgentType.BanditAgent: "contextual-bandit training (NeuralUCB, NeuralTS)",
 }

@@ -464,3 +464,126 @@ def check_llm_run(trainer: Any) -> None:
     except TrainerError as err:
         raise PreflightError(str(err)) from None
     trainer.family.close_env(env)
+
+
+# --- multi-agent runs -------------------------------------------------------------------
+
+#: Single-agent settings a multi-agent run has no use for: field -> why.
+MULTI_AGENT_UNUSED = {
+    "replay_buffer.per_buffer": "prioritised replay is not implemented for multi-agent teams",
+    "replay_buffer.n_step_buffer": "n-step returns are not implemented for multi-agent teams",
+    "training.eps_start": "multi-agent teams explore with their own noise or sampling, not "
+    "epsilon-greedy",
+    "training.eps_end": "multi-agent teams explore with their own noise or sampling, not "
+    "epsilon-greedy",
+    "training.eps_decay": "multi-agent teams explore with their own noise or sampling, not "
+    "epsilon-greedy",
+}
+
+
+def _set_fields(trainer: Any) -> list[str]:
+    """The fields of :data:`MULTI_AGENT_UNUSED` the run sets."""
+    found = []
+    for name in MULTI_AGENT_UNUSED:
+        section, key = name.split(".")
+        spec = getattr(trainer, section, None)
+        if spec is not None and getattr(spec, key, None) not in (None, False):
+            found.append(name)
+    return found
+
+
+def check_multi_agent_run(trainer: Any, available: int | None = None) -> Estimate:
+    """The multi-agent family's checks: settings that do not apply to a team, the replay
+    buffer against the batch size, then the memory estimate against what this machine
+    has (``available``)."""
+    unused = _set_fields(trainer)
+    if unused:
+        raise PreflightError(
+            "; ".join(f"{name}: {MULTI_AGENT_UNUSED[name]}; remove it" for name in unused)
+        )
+    _check_batch(trainer)
+    found = estimate_multi_agent(trainer)
+    check_memory(found, available_memory() if available is None else available)
+    return found
+
+
+def estimate_multi_agent(trainer: Any) -> Estimate:
+    """What a multi-agent run allocates: teams, environments, replay rows or rollouts
+    (every agent's observation and action per row)."""
+    from agilerl.multi_agent.envs import make_parallel_env
+
+    algorithm, training, spec = trainer.algorithm, trainer.training, trainer.environment
+    tracing = tracemalloc.is_tracing()
+    if not tracing:
+        tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    try:
+        env = make_parallel_env(spec)
+        env_bytes = max(tracemalloc.get_traced_memory()[0] - before, MIN_ENV_BYTES)
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    try:
+        ids = list(env.possible_agents)
+        obs_spaces = {a: env.observation_space(a) for a in ids}
+        act_spaces = {a: env.action_space(a) for a in ids}
+    finally:
+        env.close()
+    num_envs = spec.num_envs
+    shim = SimpleNamespace(
+        observation_spaces=obs_spaces, action_spaces=act_spaces, num_envs=num_envs
+    )
+    probe = copy.copy(trainer)
+    probe.device, probe.accelerator = torch.device("meta"), None
+    with _parameters_on_meta():
+        team = probe._build_agent(shim, 0, 0)
+    obs = sum(_sample_bytes(space) for space in obs_spaces.values())
+    action = sum(_sample_bytes(space) for space in act_spaces.values())
+    per_team = _agent_bytes(team)
+    pop = training.pop_size
+    needs = [
+        Need(
+            "training.pop_size",
+            f"{pop:,} teams of {_size(per_team)} ({len(ids)} agents in "
+            f"{len(team.groups)} groups; {GENERATIONS_ALIVE} generations alive during "
+            "selection)",
+            GENERATIONS_ALIVE * pop * per_team,
+        )
+    ]
+    per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)
+    kind = "in this process" if spec.sync else "each in a worker process"
+    needs.append(
+        Need(
+            "environment.num_envs",
+            f"{num_envs:,} environments of {_size(per_env)} ({kind})",
+            num_envs * per_env,
+        )
+    )
+    if algorithm.off_policy:
+        row = 2 * obs + action + len(ids) * (TRANSITION_EXTRA_BYTES + 1)  # + active
+        size = trainer.replay_buffer.max_size if trainer.replay_buffer else _default_buffer()
+        needs.append(
+            Need(
+                "replay_buffer.max_size",
+                f"{size:,} rows of every agent's transition ({_size(row)})",
+                size * row,
+            )
+        )
+        needs.append(
+            Need(
+                "algorithm.batch_size",
+                f"batches of {algorithm.batch_size:,} rows of {_size(row)}",
+                algorithm.batch_size * row,
+            )
+        )
+    else:
+        steps = -(-team.learn_step // num_envs) * num_envs
+        per_step = obs + action + len(ids) * (ROLLOUT_EXTRA_BYTES + 1)
+        needs.append(
+            Need(
+                "algorithm.learn_step",
+                f"rollouts of {steps:,} steps of every agent ({_size(per_step)})",
+                steps * per_step,  # one team trains at a time
+            )
+        )
+    return Estimate(needs)

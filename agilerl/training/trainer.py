@@ -273,6 +273,8 @@ class LocalTrainer:
         """The replay buffer and the n-step buffer beside it (each None where unused)."""
         if not (self.algorithm.off_policy or self.algorithm.offline):
             return None, None
+        if self.family.make_memory is not None:  # the family's own storage
+            return self.family.make_memory(self), None
         from agilerl.training.replay import build_replay_buffers
 
         spec = self.replay_buffer or ReplayBufferSpec()
