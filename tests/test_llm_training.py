@@ -291,15 +291,16 @@ def test_each_refusal_names_its_field_before_the_first_step_without_a_traceback(
     assert not (out / "checkpoint.pt").exists()  # refused before the first generation
 
 
-def test_a_killed_llm_run_resumes_where_it_stood(tiny):
+def test_a_killed_llm_run_resumes_where_it_stood(tiny, capsys):
     """Killed at its first checkpoint and resumed, a GRPO run gives the generations an
     uninterrupted run gives: adapters, optimisers, RNG and the dataset position came
     back (the losses agree to the last digit)."""
     from killed_runs import kill_at_first_checkpoint
 
-    steps = [*BRIEF, "--set", "training.max_steps=4", "--quiet"]
+    steps = [*BRIEF, "--set", "training.max_steps=4", "--set", "algorithm.batch_size=2",
+             "--set", "algorithm.group_size=4", "--quiet"]  # fmt: skip
     whole, killed = tiny / "runs" / "whole", tiny / "runs" / "killed"
-    agilerl("train", "configs/grpo.yaml", "--out", str(whole), *steps, cwd=tiny)
+    assert train(capsys, tiny, "grpo", whole, *steps)[0] == 0  # in this process
     command = [sys.executable, "-m", "agilerl.cli", "train", str(tiny / "configs/grpo.yaml"),
                "--out", str(killed), *steps]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}

@@ -1,0 +1,113 @@
+"""GRPO on the tiny local model (``configs/grpo.yaml``): throughput and memory.
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/llm_grpo.py [--steps 10]
+
+Builds the tiny assets (``agilerl.llm.tiny``) in a temporary directory, then trains the
+manifest with a population of 4 and, for comparison, of 1, each in its own process (so
+each peak resident memory is that run's alone). Prints, for each: prompts/s and generated
+tokens/s over the GRPO training steps (sampling, scoring and learning; not evaluation),
+seconds per generation (training and test-split evaluation of every agent, selection,
+mutation) and the process's peak resident memory. The population shares one base model,
+so 4 agents should cost little more than 1 (four LoRA adapters and optimiser states).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_run(directory: Path, pop_size: int, steps: int) -> dict[str, float]:
+    """Train ``configs/grpo.yaml`` in this process; the figures of that run."""
+    from agilerl.documents import load_document
+    from agilerl.models.manifest import parse_manifest
+    from agilerl.training import LocalTrainer, llm_loop
+
+    counted = {"prompts": 0, "tokens": 0, "seconds": 0.0}
+    train_step = llm_loop.STEPS["reasoning"]
+
+    def counting(rewards):  # the environment scores every sampled completion once
+        def scored(prompts, completions):
+            counted["prompts"] += len(prompts)
+            counted["tokens"] += int(completions.loss_mask.sum())
+            return rewards(prompts, completions)
+
+        return scored
+
+    def timed_step(agent, env):  # the loop's own step, timed and counted
+        if not getattr(env, "counted", False):
+            env.rewards, env.counted = counting(env.rewards), True
+        started = time.perf_counter()
+        try:
+            return train_step(agent, env)
+        finally:
+            counted["seconds"] += time.perf_counter() - started
+
+    llm_loop.STEPS["reasoning"] = timed_step
+    doc, _ = load_document(directory / "configs" / "grpo.yaml")
+    doc["training"].update(max_steps=steps, pop_size=pop_size)
+    trainer = LocalTrainer.from_manifest(parse_manifest(doc), base_dir=directory / "configs")
+    trainer.train(verbose=False)
+    history = trainer.state.history
+    return {
+        "pop_size": pop_size,
+        "prompts_per_s": counted["prompts"] / counted["seconds"],
+        "generated_tokens_per_s": counted["tokens"] / counted["seconds"],
+        "seconds_per_generation": sum(r["seconds"] for r in history) / len(history),
+        "generations": len(history),
+        "best_test_reward": trainer.state.best_fitness,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10, help="batches per agent")
+    parser.add_argument("--child", nargs=2, metavar=("DIR", "POP"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(one_run(Path(args.child[0]), int(args.child[1]), args.steps)))
+        return
+    from agilerl.llm.tiny import build_tiny_assets
+
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp)
+        shutil.copytree(ROOT / "configs", directory / "configs")
+        build_tiny_assets(directory / "tiny-llm")
+        results = []
+        for pop in (4, 1):
+            command = [sys.executable, __file__, "--steps", str(args.steps)]
+            out = subprocess.run(
+                [*command, "--child", str(directory), str(pop)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    for r in results:
+        print(
+            f"population {r['pop_size']}: {r['prompts_per_s']:.1f} prompts/s, "
+            f"{r['generated_tokens_per_s']:.0f} generated tokens/s in GRPO training; "
+            f"{r['seconds_per_generation']:.2f} s per generation ({r['generations']} "
+            f"generations); peak resident memory {r['peak_rss_mib']:.0f} MiB; best test "
+            f"reward {r['best_test_reward']:.3f}"
+        )
+    four, one = results
+    print(
+        f"peak memory, population 4 against 1: {four['peak_rss_mib']:.0f} / "
+        f"{one['peak_rss_mib']:.0f} MiB (+{four['peak_rss_mib'] - one['peak_rss_mib']:.0f} MiB "
+        "for 3 more agents: the base model is shared)"
+    )
+
+
+if __name__ == "__main__":
+    main()
