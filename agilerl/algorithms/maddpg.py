@@ -51,7 +51,6 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     active_rows,
     leading,
     masked_mean,
-    section_dict,
 )
 from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
 from agilerl.models.networks import (
@@ -268,10 +267,7 @@ class MADDPG(MultiAgentActorCritic):
         setattr(self, self.net_name("actor", group), actor)
         critic_space = self._critic_space(self.groups[group][0])
         actions = spaces.Box(-1.0, 1.0, (sum(c.dim for c in self.codecs.values()),), np.float32)
-        section = section_dict(self.net_config)
-        if not self._vector_critic:  # the multi-input encoder, inferred for the Dict
-            section = {k: v for k, v in section.items() if k not in ("arch", "encoder_config")}
-        critic_spec = self.group_network_spec(ContinuousQNetworkSpec, critic_space, section)
+        critic_spec = self.group_network_spec(ContinuousQNetworkSpec, critic_space)
         # The section describes the actor: a value must not be squashed by its head.
         head = respec(critic_spec.head_config, output_activation=None)
         critic_spec = respec(critic_spec, head_config=head.model_dump())

@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from agilerl.algorithms.base import network_spec
 from agilerl.algorithms.evolvable import ACTIVATION_MUTATION, LAYER_MUTATIONS, perturb_weights
 from agilerl.algorithms.multi_agent import MultiAgentRLAlgorithm, PerAgent
+from agilerl.modules.multi_input import is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.observations import map_tree, tree_leaves
 
@@ -77,6 +78,29 @@ def section_dict(net_config: Any) -> dict[str, Any]:
     if isinstance(net_config, Mapping):
         return dict(net_config)
     raise TypeError(f"net_config must be a network section or spec, got {net_config!r}")
+
+
+def section_for_space(net_config: Any, space: spaces.Space) -> dict[str, Any]:
+    """The network section as it applies to a network reading ``space``.
+
+    One section serves every group of a team, and it usually describes an MLP (the
+    vector observations most agents have). For an image observation an MLP section's
+    encoder gives way to the inferred CNN; for a Dict or Tuple observation it becomes the
+    multi-input encoder's MLP for the vector parts. Any other encoder is used as given
+    (and refused by the network when it cannot read the space)."""
+    data = section_dict(net_config)
+    encoder = data.get("encoder_config")
+    if isinstance(encoder, BaseModel):
+        encoder = encoder.model_dump()
+    arch = data.get("arch") or (encoder or {}).get("arch")
+    structured = isinstance(space, (spaces.Dict, spaces.Tuple))
+    if arch not in (None, "mlp") or not (structured or is_image_space(space)):
+        return data
+    data = {k: v for k, v in data.items() if k not in ("arch", "encoder_config")}
+    if structured and encoder:
+        mlp = {k: v for k, v in encoder.items() if k != "arch"}
+        data["encoder_config"] = {"arch": "multiinput", "vector_space_mlp": True, "mlp_config": mlp}
+    return data
 
 
 class MultiAgentActorCritic(MultiAgentRLAlgorithm):
@@ -147,18 +171,19 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
     ) -> BaseModel:
         """The spec of a ``spec_cls`` network reading ``space``, from the network section
         (``section`` replaces the agent's ``net_config``)."""
-        return network_spec(spec_cls, space, self.net_config if section is None else section)
+        section = self.net_config if section is None else section
+        return network_spec(spec_cls, space, section_for_space(section, space))
 
     def build_network(self, cls: type[EvolvableNetwork], what: str, *args: Any) -> Any:
         """``cls(*args)`` on the agent's device; an encoder that cannot read the space is
         a ValueError naming the network and the space."""
         try:
             return cls(*args).to(self.device)
-        except TypeError as err:
+        except (TypeError, ValueError) as err:
             raise ValueError(
                 f"network: {what} observes {args[0]}, which the network section's encoder "
-                f"cannot read ({err}); leave network.arch and network.encoder_config.arch "
-                "out to infer an encoder per observation space"
+                f"cannot read ({err}); describe an MLP (or no arch) to have image and Dict "
+                "observations get a CNN / multi-input encoder"
             ) from None
 
     # -- batches per group ----------------------------------------------------------------

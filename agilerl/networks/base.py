@@ -122,6 +122,8 @@ def default_cnn_spec(shape: tuple[int, ...]) -> CnnSpec:
     84x84 frame would feed a 200k-input linear layer (over a second per batch of 256)."""
     if min(shape[1:]) >= 36:  # Atari-sized frames: the classic 8/4 and 4/2 pair
         return CnnSpec(channel_size=[32, 64], kernel_size=[8, 4], stride_size=[4, 2])
+    if min(shape[1:]) < 7:  # too small for two strided 3x3 layers (7 -> 3 -> 1)
+        return CnnSpec(channel_size=[16], kernel_size=[3], stride_size=[1])
     return CnnSpec(channel_size=[32, 32], kernel_size=[3, 3], stride_size=[2, 2])
 
 
