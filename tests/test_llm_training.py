@@ -23,6 +23,7 @@ import torch
 
 from agilerl.cli import main
 from agilerl.llm.batches import Completions, PromptBatch, TokenSequences
+from agilerl.models.manifest import load_manifest
 from agilerl.training import LocalTrainer, TrainerError
 from agilerl.training.llm_loop import STEPS, finetune_llm
 from agilerl.training.run_checkpoint import RunCheckpointer, load_run
@@ -239,6 +240,11 @@ def test_each_llm_manifest_trains_end_to_end_through_agilerl_train(tiny, name, c
                    "history.json", "checkpoint.pt"):  # fmt: skip
         assert (out / output).is_file(), output
     assert (out / "best_adapter" / "adapter_config.json").is_file()
+    # The manifest it writes stands on its own in its new directory: absolute paths.
+    written = load_manifest(out / "manifest.yaml")
+    assert Path(written.network.pretrained_model_name_or_path).is_absolute()
+    assert Path(written.environment.dataset).is_file()
+    assert written.algorithm.pretrained_model_name_or_path is None  # the network's to say
 
 
 def test_the_saved_adapter_loads_with_peft_in_plain_transformers(tiny, capsys):

@@ -55,6 +55,9 @@ class Family:
     make_memory: Callable[[Any], Any] | None = None
     #: best agent -> its network section as evolved (None: the manifest's stands).
     evolved_network: Callable[[Any], dict[str, Any]] | None = None
+    #: (trainer, manifest document) -> None: the family's changes to the manifest the run
+    #: writes (an LLM run's relative paths made absolute: the file lies elsewhere).
+    written_manifest: Callable[[Any, dict[str, Any]], None] = lambda trainer, doc: None
     #: Outputs beside the common ones: kind -> (name in the output directory, writer of
     #: the best agent there).
     outputs: dict[str, tuple[str, Callable[[Any, Path], Any]]] = field(default_factory=dict)
@@ -161,7 +164,7 @@ FAMILIES: dict[AgentType, Family] = {
         agent_loader=lambda trainer, env: trainer.algorithm.algo_class(),
         preflight=_multi_agent_preflight,
         make_memory=_multi_agent_memory,
-        # One network section serves every agent group, and each group's networks evolve
+        # One network section serves every agent group and each group's networks evolve
         # on their own: the manifest's section stands (the agents' files hold the rest).
     ),
     AgentType.LLMAgent: Family(
@@ -176,6 +179,7 @@ FAMILIES: dict[AgentType, Family] = {
         preflight=_llm_preflight,
         saves_env_position=True,
         close_env=lambda env: None,  # datasets in memory: nothing to release
+        written_manifest=_llm("llm_written_manifest"),
         # The best agent's peft adapter directory, tokenizer beside it.
         outputs={"adapter": ("best_adapter", lambda best, path: best.save_adapter(path))},
     ),

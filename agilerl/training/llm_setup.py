@@ -38,8 +38,12 @@ def model_location(trainer: Any) -> tuple[Path, str]:
             "network.pretrained_model_name_or_path: required: the local directory of the "
             "pretrained model to fine-tune"
         )
-    path = Path(raw).expanduser()
-    return (path if path.is_absolute() else trainer.base_dir / path), field
+    return _resolved(trainer, raw), field
+
+
+def _resolved(trainer: Any, raw: str) -> Path:
+    """``raw`` resolved against the manifest's directory."""
+    return (trainer.base_dir / Path(raw).expanduser()).resolve()
 
 
 def shared_base(trainer: Any) -> Base:
@@ -99,6 +103,29 @@ def llm_spec_fields(trainer: Any) -> dict[str, Any]:
     if trainer.algorithm.lora_config is None and network is not None and network.lora_config:
         fields["lora_config"] = network.lora_config.model_dump(mode="json", exclude_none=True)
     return fields
+
+
+#: Fields of a manifest holding paths relative to it: (section, field).
+PATH_FIELDS = (
+    ("network", "pretrained_model_name_or_path"),
+    ("algorithm", "pretrained_model_name_or_path"),
+    ("environment", "dataset"),
+    ("environment", "reward_file_path"),
+)
+
+
+def llm_written_manifest(trainer: Any, doc: dict[str, Any]) -> None:
+    """The manifest a run writes into its output directory: its paths absolute (they
+    were relative to the original manifest), and the algorithm fields the network
+    section fills (:func:`llm_spec_fields`) left to it again, unless the manifest set
+    them."""
+    for key in llm_spec_fields(trainer):
+        if key not in trainer.algorithm.model_fields_set:
+            doc["algorithm"].pop(key, None)
+    for section, key in PATH_FIELDS:
+        value = (doc.get(section) or {}).get(key)
+        if isinstance(value, str):
+            doc[section][key] = str(_resolved(trainer, value))
 
 
 class SharedBaseLoader:

@@ -263,7 +263,13 @@ class LocalTrainer:
                 accelerator=self.accelerator,
             )
         except (TypeError, ValueError) as err:
-            where = "mutation.rl_hp_selection" if str(err).startswith("hp_config.") else "network"
+            field = str(err).partition(":")[0]
+            if str(err).startswith("hp_config."):
+                where = "mutation.rl_hp_selection"
+            elif field in type(self.algorithm).model_fields:  # "torch_compiler: ..."
+                where = "algorithm"
+            else:
+                where = "network"
             raise TrainerError(f"{where}: {err}") from err
         # Recorded in the agent's files: `agilerl evaluate AGENT.pt` rebuilds it from there.
         agent.environment = self.environment.model_dump(mode="json", exclude_none=True)
@@ -601,6 +607,10 @@ class LocalTrainer:
         # budget and settings only: where this run wrote is no part of the next one
         for key in ("checkpoint_path", "tensorboard_log_dir"):
             doc["training"].pop(key, None)
+        if self.network is not None:  # as given: a default may not suit every algorithm
+            doc["network"] = self.network.model_dump(
+                mode="json", exclude_none=True, exclude_unset=True
+            )
         if self.population:
             best = self.best_agent
             hyper = best.hyperparameters()
@@ -609,6 +619,7 @@ class LocalTrainer:
                     doc["algorithm"][name] = hyper[name]
             if self.family.evolved_network is not None:
                 doc["network"] = self.family.evolved_network(best)
+        self.family.written_manifest(self, doc)
         return parse_manifest(doc)
 
     def save_outputs(self, output_dir: str | Path, verbose: bool = True) -> dict[str, Path]:
