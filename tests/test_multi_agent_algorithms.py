@@ -159,6 +159,56 @@ def test_continuous_exploration_noise_is_per_sub_environment_and_restarts():
     assert state_after[N].tolist() == [0.0, 0.0] and (state_after[1] != 0).all()
 
 
+def _random_batch(obs_spaces: dict, act_spaces: dict, rows: int) -> dict:
+    """A replay sample of random transitions, every agent active."""
+    return {
+        "obs": {a: torch.as_tensor(v) for a, v in observations(obs_spaces, rows, 1).items()},
+        "next_obs": {a: torch.as_tensor(v) for a, v in observations(obs_spaces, rows, 2).items()},
+        "action": {
+            a: torch.as_tensor(np.stack([s.sample() for _ in range(rows)]))
+            for a, s in act_spaces.items()
+        },  # fmt: skip
+        "reward": {a: torch.rand(rows) for a in obs_spaces},
+        "done": {a: torch.zeros(rows) for a in obs_spaces},
+        "active": {a: torch.ones(rows, dtype=torch.bool) for a in obs_spaces},
+    }
+
+
+@pytest.mark.parametrize("kind", ACTION_SPACES)
+@pytest.mark.parametrize("name", ["MADDPG", "MATD3"])
+def test_off_policy_agents_learn_in_every_action_space(name, kind):
+    obs_spaces, act_spaces = team(ACTION_SPACES[kind])
+    agent = make(name, obs_spaces, act_spaces)
+    before = _weights(agent)
+    metrics = {}
+    for _ in range(2):  # MATD3 updates its actors every second call
+        metrics.update(agent.learn(_random_batch(obs_spaces, act_spaces, 8)))
+    assert set(metrics) == set(agent.learn_metrics)
+    assert all(np.isfinite(v) for v in metrics.values())
+    assert any(not torch.equal(a, b) for a, b in zip(before, _weights(agent), strict=True))
+
+
+@pytest.mark.parametrize("kind", ACTION_SPACES)
+def test_ippo_learns_in_every_action_space_and_mutated_lr_reaches_every_optimiser(kind):
+    obs_spaces, act_spaces = team(ACTION_SPACES[kind])
+    agent = make("IPPO", obs_spaces, act_spaces, batch_size=4, hp_config={"lr": {"min": 1e-5,
+                 "max": 1e-2}})  # fmt: skip
+    rollout = MultiAgentRollout(4, N)
+    for t in range(4):
+        obs = observations(obs_spaces, seed=t)
+        actions = agent.explore(obs)
+        flags = {a: np.zeros(N, bool) for a in obs_spaces}
+        rollout.add(obs, actions, agent.last_step["log_prob"], agent.last_step["value"],
+                    {a: np.ones(N, np.float32) for a in obs_spaces}, flags,
+                    {a: ~flags[a] for a in obs_spaces})  # fmt: skip
+    metrics = agent.learn(rollout, observations(obs_spaces, seed=9))
+    assert set(metrics) == set(agent.learn_metrics) and metrics["updates"] > 0
+    name, _, new = agent.mutate_hyperparameter(np.random.default_rng(0))
+    assert name == "lr"
+    for group in agent.groups:
+        assert getattr(agent, f"optimizer/{group}").param_groups[0]["lr"] == new
+
+
 # -- learning leaves inactive agents out ---------------------------------------------------
 def test_gae_passes_over_inactive_steps():
     rewards = torch.tensor([[1.0], [5.0], [2.0]])
@@ -216,6 +266,7 @@ def test_ippo_learns_nothing_from_inactive_rows():
         scrambled.add(*(({a: fields[f][a][t] for a in obs_spaces}) for f in fields),
                       {a: rollout.done[a][t] for a in obs_spaces},
                       {a: active[a][t] for a in obs_spaces})  # fmt: skip
+    assert not torch.equal(scrambled.reward["ally_0"], rollout.reward["ally_0"])
     last = observations(obs_spaces, seed=99)
     torch.manual_seed(5)
     first = agent.learn(rollout, last)
@@ -229,35 +280,22 @@ def test_ippo_learns_nothing_from_inactive_rows():
 @pytest.mark.parametrize("name", ["MADDPG", "MATD3"])
 def test_maddpg_and_matd3_learn_nothing_from_inactive_rows(name):
     obs_spaces, act_spaces = team(ACTION_SPACES["box"])
-    agent = (
-        make(name, obs_spaces, act_spaces, policy_freq=1)
-        if name == "MATD3"
-        else make(name, obs_spaces, act_spaces)
-    )
+    agent = make(name, obs_spaces, act_spaces, policy_freq=1)  # actors update every call
     rng = np.random.default_rng(1)
     rows = 16
     active = {a: torch.as_tensor(rng.random(rows) < 0.6) for a in obs_spaces}
-    batch = {
-        "obs": {a: torch.as_tensor(v) for a, v in observations(obs_spaces, rows, 1).items()},
-        "next_obs": {a: torch.as_tensor(v) for a, v in observations(obs_spaces, rows, 2).items()},
-        "action": {
-            a: torch.as_tensor(np.stack([s.sample() for _ in range(rows)]))
-            for a, s in act_spaces.items()
-        },  # fmt: skip
-        "reward": {a: torch.rand(rows) for a in obs_spaces},
-        "done": {a: torch.zeros(rows) for a in obs_spaces},
-        "active": active,
-    }
+    batch = {**_random_batch(obs_spaces, act_spaces, rows), "active": active}
     scrambled = {k: (v if k in ("active", "done") else _corrupt_inactive(v, active, rng))
                  for k, v in batch.items()}  # fmt: skip
-    twin = type(agent).from_state_dict(agent.state_dict())
+    pristine = agent.state_dict()
+    twin = type(agent).from_state_dict(pristine)
     first, second = agent.learn(batch), twin.learn(scrambled)
     assert first == second and "actor_loss" in first
     for a, b in zip(_weights(agent), _weights(twin), strict=True):
         torch.testing.assert_close(a, b)
     # ... while an active row's data does change what is learnt.
     changed = {**batch, "reward": {a: r + 1.0 for a, r in batch["reward"].items()}}
-    assert type(agent).from_state_dict(agent.state_dict()).learn(changed) != first
+    assert type(agent).from_state_dict(pristine).learn(changed) != first
 
 
 # -- real environments: mixed spaces, masks, leavers, integer ids --------------------------

@@ -219,12 +219,13 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
         if all(m is None for m in found):
             return None
         rows = leading(obs[members[0]])
-        width = next(np.asarray(m).reshape(rows, -1).shape[1] for m in found if m is not None)
-        parts = [
-            np.ones((rows, width), bool) if m is None else np.asarray(m, bool).reshape(rows, -1)
+        given = [
+            None if m is None else torch.as_tensor(m).to(self.device).bool().reshape(rows, -1)
             for m in found
         ]
-        return torch.as_tensor(np.concatenate(parts), device=self.device)
+        width = next(m.shape[1] for m in given if m is not None)
+        full = torch.ones((rows, width), dtype=torch.bool, device=self.device)
+        return torch.cat([full if m is None else m for m in given])
 
     @property
     def group_of(self) -> dict[str, str]:
