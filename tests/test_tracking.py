@@ -369,8 +369,8 @@ def test_trainer_plots_the_algorithms_main_loss(tmp_path, monkeypatch):
 
     drawn = []
 
-    def recording(history, title, loss=None):
-        fig = real(history, title, loss)
+    def recording(history, title, loss=None, measure="mean return"):
+        fig = real(history, title, loss, measure)
         drawn.append((loss, [ax.get_ylabel() for ax in fig.axes]))
         return fig
 

@@ -58,6 +58,8 @@ class Family:
     #: (trainer, manifest document) -> None: the family's changes to the manifest the run
     #: writes (an LLM run's relative paths made absolute: the file lies elsewhere).
     written_manifest: Callable[[Any, dict[str, Any]], None] = lambda trainer, doc: None
+    #: What fitness and training scores measure (the fitness plot's axes).
+    measure: str = "mean return"
     #: Outputs beside the common ones: kind -> (name in the output directory, writer of
     #: the best agent there).
     outputs: dict[str, tuple[str, Callable[[Any, Path], Any]]] = field(default_factory=dict)
@@ -180,6 +182,7 @@ FAMILIES: dict[AgentType, Family] = {
         saves_env_position=True,
         close_env=lambda env: None,  # datasets in memory: nothing to release
         written_manifest=_llm("llm_written_manifest"),
+        measure="score: reward, accuracy or 1/perplexity",
         # The best agent's peft adapter directory, tokenizer beside it.
         outputs={"adapter": ("best_adapter", lambda best, path: best.save_adapter(path))},
     ),

@@ -151,24 +151,31 @@ def _panel(
 
 
 def plot_fitness(
-    history: list[dict[str, Any]], path: str | Path, title: str, loss: str | None = None
+    history: list[dict[str, Any]],
+    path: str | Path,
+    title: str,
+    loss: str | None = None,
+    measure: str = "mean return",
 ) -> Path:
     """PNG of :func:`fitness_figure`, written atomically (:func:`agilerl.atomic.write_bytes`)."""
     import matplotlib.pyplot as plt
 
-    fig = fitness_figure(history, title, loss)
+    fig = fitness_figure(history, title, loss, measure)
     png = io.BytesIO()
     fig.savefig(png, format="png")
     plt.close(fig)
     return write_bytes(path, png.getvalue())
 
 
-def fitness_figure(history: list[dict[str, Any]], title: str, loss: str | None = None) -> Any:
+def fitness_figure(
+    history: list[dict[str, Any]], title: str, loss: str | None = None, measure: str = "mean return"
+) -> Any:
     """A run's generations in three panels sharing the x-axis (environment steps per
     agent): every agent's evaluation fitness, its training score (mean return of the
     training episodes that ended) and its ``loss`` (the algorithm's ``main_loss``
     metric, averaged over the generation), with the population mean (and, for fitness
-    and score, the best agent's)."""
+    and score, the best agent's). ``measure``: what fitness and score are (an LLM run's
+    are test-split scores and training rewards)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
@@ -181,8 +188,8 @@ def fitness_figure(history: list[dict[str, Any]], title: str, loss: str | None =
         return [[float(v) for v in gen if v is not None] for gen in found]
 
     fig, axes = plt.subplots(3, 1, figsize=(7, 8.5), dpi=100, sharex=True)
-    _panel(axes[0], steps, per_agent(lambda a: a["fitness"]), "evaluation fitness\n(mean return)")
-    _panel(axes[1], steps, per_agent(lambda a: a["train_score"]), "training score\n(mean return)")
+    _panel(axes[0], steps, per_agent(lambda a: a["fitness"]), f"evaluation fitness\n({measure})")
+    _panel(axes[1], steps, per_agent(lambda a: a["train_score"]), f"training score\n({measure})")
     losses = per_agent(lambda a: a["metrics"].get(loss)) if loss else []
     label = f"{(loss or 'loss').replace('_', ' ')}\n(mean per generation)"
     if not _panel(axes[2], steps if loss else [], losses, label, best=False):

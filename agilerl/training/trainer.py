@@ -646,7 +646,9 @@ class LocalTrainer:
             "manifest": lambda p: write_text(
                 p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))
             ),
-            "plot": lambda p: plot_fitness(history, p, title, loss=type(best).main_loss),
+            "plot": lambda p: plot_fitness(
+                history, p, title, loss=type(best).main_loss, measure=self.family.measure
+            ),
             "history": lambda p: write_text(p, json.dumps(history, indent=1)),
         }
         names = dict(OUTPUT_NAMES)
