@@ -274,7 +274,18 @@ REFUSALS = {
         ["--set", "environment.reward_fn_name=no_such_reward"],
         "no_such_reward",
     ),
-    "missing dataset": (["--set", "environment.dataset=../tiny-llm/data/none.jsonl"], "dataset"),
+    "missing reward file": (
+        ["--set", "environment.reward_file_path=../tiny-llm/none.py"],
+        "environment.reward_file_path",
+    ),
+    "missing dataset": (
+        ["--set", "environment.dataset=../tiny-llm/data/none.jsonl"],
+        "environment.dataset",
+    ),
+    "weight-noise mutation": (
+        ["--set", "mutation.probabilities.params_mut=0.1"],
+        "mutation.probabilities.params_mut",
+    ),
     "vLLM without vllm": (
         ["--set", "algorithm.use_vllm=true", "--set", "algorithm.vllm_config={}"],
         "algorithm.use_vllm",

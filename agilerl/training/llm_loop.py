@@ -78,7 +78,7 @@ def finetune_llm(
     environment of :mod:`agilerl.llm.environments`); returns ``(population, fitnesses)``.
 
     ``max_steps``: batches per agent; ``num_epochs``: also stop once the training split
-    has been passed over that many times. ``target`` (or, when no target is given,
+    has been passed over that many times (checked after each generation). ``target`` (or, when no target is given,
     ``max_reward``, the best reward a completion can earn) stops the run once an agent's
     test fitness reaches it. ``evaluation_interval``: steps between evaluations on the
     test split (None: every generation). An agent is evaluated at the end of a
