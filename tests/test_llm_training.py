@@ -247,22 +247,32 @@ def test_each_llm_manifest_trains_end_to_end_through_agilerl_train(tiny, name, c
     assert written.algorithm.pretrained_model_name_or_path is None  # the network's to say
 
 
-def test_the_saved_adapter_loads_with_peft_in_plain_transformers(tiny, capsys):
+def test_the_saved_adapter_loads_with_peft_in_plain_transformers(tiny):
+    """``best_adapter/`` in plain transformers + peft computes what the best agent does
+    (and not what the base model alone does)."""
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     out = tiny / "runs" / "peft"
-    rc, err = train(capsys, tiny, "sft", out, *BRIEF)
-    assert rc == 0, err
+    trainer = LocalTrainer.from_manifest(tiny / "configs" / "sft.yaml")
+    brief = {"max_steps": 2, "evo_steps": 1, "pop_size": 2, "evaluation_interval": 1}
+    trainer.training = trainer.training.model_copy(update=brief)
+    trainer.train(verbose=False, output_dir=out)
     base = AutoModelForCausalLM.from_pretrained(tiny / "tiny-llm" / "model")
     tokenizer = AutoTokenizer.from_pretrained(out / "best_adapter")
     model = PeftModel.from_pretrained(base, out / "best_adapter").eval()
-    ids = tokenizer("count from 3", return_tensors="pt").input_ids
-    with torch.no_grad():
-        tuned = model(ids).logits
-        with model.disable_adapter():
-            plain = model(ids).logits
-    assert not torch.allclose(tuned, plain)  # the adapter was trained and applies
+    batch = tokenizer(["count from 3 4 5 6 7"], return_tensors="pt")
+    ids, mask = batch.input_ids, batch.attention_mask
+
+    def logprobs(model):
+        with torch.no_grad():
+            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
+        return logits.log_softmax(-1).gather(2, ids[:, 1:, None])[..., 0]
+
+    expected = trainer.best_agent.logprobs(ids, mask)
+    torch.testing.assert_close(logprobs(model), expected, atol=1e-5, rtol=1e-5)
+    with model.disable_adapter():
+        assert not torch.allclose(logprobs(model), expected, atol=1e-4)  # it trained
 
 
 REFUSALS = {
