@@ -21,8 +21,9 @@ def run_manifest(
     """Train ``manifest`` (``steps`` per agent if given; ``use_async``: AsyncVectorEnv
     workers) and measure: env steps (training and evaluation, all agents), wall and CPU
     seconds of this process, the best fitness, the steps per agent, env steps and seconds
-    at which an agent's evaluation first reached ``score`` (None if never), and the peak
-    resident memory of this process and of its largest child process (MiB)."""
+    at which an agent's evaluation first reached ``score`` (None if never), the peak
+    resident memory of this process and of its largest child process (MiB), and the
+    run's per-generation history."""
     data, _ = load_document(manifest)
     if steps is not None:
         data["training"]["max_steps"] = steps
@@ -56,4 +57,5 @@ def run_manifest(
         "seconds_to_score": reached.get("seconds"),
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "workers_peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "history": state.history,  # per generation: every agent's fitness, steps, ...
     }

@@ -279,3 +279,41 @@ def test_each_refusal_names_its_field_before_the_first_step(case, tmp_path, caps
     assert "Traceback" not in err
     assert field in err[err.index("agilerl: ") :], err
     assert not (tmp_path / "checkpoint.pt").exists()  # refused before the first generation
+
+
+@pytest.mark.parametrize("algorithm", ["IPPO", "MADDPG", "MATD3"])
+def test_each_algorithm_trains_on_the_awkward_game_with_integer_ids(algorithm):
+    """Mixed observation spaces (an image agent), an action mask, an agent that leaves
+    mid-episode and integer agent ids, end to end through the trainer with evolution."""
+    from agilerl.training import LocalTrainer
+
+    document = {
+        "algorithm": {"name": algorithm, "batch_size": 8, "learn_step": 8},
+        "environment": {
+            "name": "awkward cue game",
+            "entrypoint": "agilerl.testing.cooperative:awkward_cue_game",
+            "config": {"integer_ids": True},
+            "num_envs": 2,
+            "sync": True,
+        },
+        "training": {"max_steps": 32, "evo_steps": 16, "pop_size": 2, "seed": 1},
+        "mutation": {
+            "probabilities": {
+                "no_mut": 0.0,
+                "arch_mut": 0.5,
+                "new_layer": 0.0,
+                "params_mut": 0.25,
+                "act_mut": 0.0,
+                "rl_hp_mut": 0.25,
+            },
+        },  # fmt: skip
+        "selection_strategy": {"tournament_size": 2, "elitism": True},
+    }
+    if algorithm != "IPPO":
+        document["replay_buffer"] = {"max_size": 100}
+    trainer = LocalTrainer.from_manifest(document)
+    population, fitnesses = trainer.train(verbose=False)
+    assert population[0].agent_ids == ["0", "1", "2"]
+    assert len(trainer.state.history) == 2 and all(np.isfinite(fitnesses))
+    # the mutated slot's mutation was applied (and the team still acted in its env)
+    assert trainer.state.history[1]["agents"][1]["mutation"] != "None"
