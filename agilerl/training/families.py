@@ -45,6 +45,9 @@ class Family:
     #: trainer -> algorithm spec fields the run fills in from other sections (an LLM
     #: agent's model path and LoRA settings come from the network section).
     spec_fields: Callable[[Any], dict[str, Any]] = lambda trainer: {}
+    #: (trainer, agent) -> what its forward passes run, for the thread choice (anything
+    #: with ``network_parameters()``): the agent itself, or an LLM agent's shared base.
+    computes: Callable[[Any, Any], Any] = lambda trainer, agent: agent
     #: Whether run checkpoints save the environment's position (``env.state_dict()``):
     #: true where a resumed run cannot regain it from seeds (an LLM run's datasets).
     saves_env_position: bool = False
@@ -182,6 +185,7 @@ FAMILIES: dict[AgentType, Family] = {
         saves_env_position=True,
         close_env=lambda env: None,  # datasets in memory: nothing to release
         written_manifest=_llm("llm_written_manifest"),
+        computes=_llm("BaseCompute"),
         measure="score: reward, accuracy or 1/perplexity",
         # The best agent's peft adapter directory, tokenizer beside it.
         outputs={"adapter": ("best_adapter", lambda best, path: best.save_adapter(path))},

@@ -128,6 +128,18 @@ def llm_written_manifest(trainer: Any, doc: dict[str, Any]) -> None:
             doc[section][key] = str(_resolved(trainer, value))
 
 
+class BaseCompute:
+    """What an LLM agent's forward passes run, for the thread choice: the shared base
+    model with the adapter (the agent's own networks are its adapter alone)."""
+
+    def __init__(self, trainer: Any, agent: Any) -> None:
+        self.parameters = [*shared_base(trainer).model.parameters()]
+        self.parameters += [*agent.network_parameters()]
+
+    def network_parameters(self) -> list[Any]:
+        return self.parameters
+
+
 class SharedBaseLoader:
     """Rebuilds saved LLM agents (a run checkpoint's) on the run's shared base model:
     what :func:`~agilerl.training.run_checkpoint.restore` calls ``from_state_dict`` on."""

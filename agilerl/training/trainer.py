@@ -510,8 +510,9 @@ class LocalTrainer:
     def _set_threads(self, agent: Any, env: Any) -> None:
         """torch's thread count for this run (:mod:`agilerl.training.threads`)."""
         workers = self.family.env_workers(self, env)
+        computes = self.family.computes(self, agent)  # what the run's forward passes run
         try:
-            threads = choose_threads(self.num_threads, agent, self.device, workers)
+            threads = choose_threads(self.num_threads, computes, self.device, workers)
         except ValueError as err:
             raise TrainerError(str(err)) from None
         if threads is not None:
