@@ -142,6 +142,8 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
                 "networks are rebuilt by every architecture mutation); set it to null"
             )
         self.torch_compiler = None
+        #: Agent id -> its group.
+        self.group_of = {a: g for g, members in self.groups.items() for a in members}
         #: Group -> the observation space its networks read (no action mask).
         self.policy_spaces = {g: policy_space(self.group_space(g)) for g in self.groups}
         self.eval_networks = tuple(self.net_name(r, g) for g in self.groups for r in self.roles)
@@ -226,10 +228,6 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
         width = next(m.shape[1] for m in given if m is not None)
         full = torch.ones((rows, width), dtype=torch.bool, device=self.device)
         return torch.cat([full if m is None else m for m in given])
-
-    @property
-    def group_of(self) -> dict[str, str]:
-        return {a: g for g, members in self.groups.items() for a in members}
 
     # -- mutation per group ---------------------------------------------------------------
     def group_networks(self, group: str) -> list[str]:
