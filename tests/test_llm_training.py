@@ -362,3 +362,24 @@ def test_a_mutated_learning_rate_takes_effect_in_the_next_generation(tiny):
     assert [g["lr"] for g in getattr(mutated, optimizer_attr).param_groups] == [mutated.lr]
     history = trainer.state.history
     assert history[-1]["agents"][1]["hyperparameters"]["lr"] == mutated.lr
+
+
+def test_the_manifests_target_score_and_eval_loop_reach_the_llm_loop(tiny, monkeypatch):
+    from agilerl.algorithms.sft import SFT
+
+    loops = []
+    real_test = SFT.test
+
+    def counting(self, env, loop=1):
+        loops.append(loop)
+        return real_test(self, env, loop)
+
+    monkeypatch.setattr(SFT, "test", counting)
+    trainer = LocalTrainer.from_manifest(tiny / "configs" / "sft.yaml")
+    brief = {"max_steps": 3, "evo_steps": 1, "pop_size": 2, "evaluation_interval": 1}
+    trainer.training = trainer.training.model_copy(
+        update={**brief, "target_score": 0.0, "eval_loop": 2}
+    )
+    trainer.train(verbose=False)
+    assert trainer.state.finished == "target_score"  # after the first generation
+    assert trainer.state.generation == 1 and loops == [2, 2]

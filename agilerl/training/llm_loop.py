@@ -78,15 +78,17 @@ def finetune_llm(
     environment of :mod:`agilerl.llm.environments`); returns ``(population, fitnesses)``.
 
     ``max_steps``: batches per agent; ``num_epochs``: also stop once the training split
-    has been passed over that many times (checked after each generation). ``target`` (or, when no target is given,
-    ``max_reward``, the best reward a completion can earn) stops the run once an agent's
-    test fitness reaches it. ``evaluation_interval``: steps between evaluations on the
-    test split (None: every generation). An agent is evaluated at the end of a
-    generation that reaches a multiple of it, that is the run's last, or when it has no
-    fitness yet; otherwise it keeps its latest fitness, which selection then uses (as
-    AgileRL does: testing a population of LLMs costs generation time). Checkpoints (``checkpointer``, or ``checkpoint_steps`` /
-    ``checkpoint_path``) hold the agents, operators, RNG states, progress and the
-    environment's position (``env.state_dict()``); ``state`` resumes a run.
+    has been passed over that many times (checked after each generation). ``target``
+    (or, when no target is given, ``max_reward``, the best reward a completion can earn)
+    stops the run once an agent's test fitness reaches it. ``evaluation_interval``:
+    steps between evaluations on the test split (None: every generation). An agent is
+    evaluated at the end of a generation that reaches a multiple of it, that is the
+    run's last, or when it has no fitness yet; otherwise it keeps its latest fitness,
+    which selection then uses (as AgileRL does: testing LLMs costs generation time).
+    ``eval_loop``: passes over the test split per evaluation. Checkpoints
+    (``checkpointer``, or ``checkpoint_steps`` / ``checkpoint_path``) hold the agents,
+    operators, RNG states, progress and the environment's position
+    (``env.state_dict()``); ``state`` resumes a run.
     """
     if env_type not in STEPS:
         raise ValueError(f"env_type: {env_type!r} is not one of {sorted(STEPS)}")

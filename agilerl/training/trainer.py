@@ -475,10 +475,13 @@ class LocalTrainer:
             ):
                 kwargs.pop(key, None)  # the checkpointer built here carries them
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
-            # what the progress bar and the summaries call the run (an LLM spec's
-            # training kwargs name neither)
+            # Run settings every training function takes (an LLM spec's training kwargs
+            # leave them out): what the run is called, evaluation passes, target score.
             kwargs.setdefault("algo", self.algorithm.name)
             kwargs.setdefault("env_name", self.env_name)
+            kwargs.setdefault("eval_loop", training.eval_loop)
+            if training.target_score is not None:
+                kwargs.setdefault("target", training.target_score)
             reporter = Reporter.open(training, self._document())  # TensorBoard, W&B
             try:
                 self.population, fitnesses = self.algorithm.get_training_fn()(
