@@ -18,6 +18,7 @@ from agilerl.modules.multi_input import EvolvableMultiInput
 from agilerl.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
 from agilerl.multi_agent.envs import string_ids
 from agilerl.multi_agent.vector import ParallelVecEnv
+from agilerl.observations import map_tree
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 
 ALGORITHMS = ("IPPO", "MADDPG", "MATD3")
@@ -207,6 +208,49 @@ def test_ippo_learns_in_every_action_space_and_mutated_lr_reaches_every_optimise
     assert name == "lr"
     for group in agent.groups:
         assert getattr(agent, f"optimizer/{group}").param_groups[0]["lr"] == new
+
+
+class _MaskedRollout:
+    """A rollout that also stores the masks its env gave in infos (``action_mask``)."""
+
+    def __init__(self, rollout: MultiAgentRollout, masks: dict) -> None:
+        self.rollout, self.action_mask = rollout, masks
+
+    def __getattr__(self, name: str):
+        return getattr(self.rollout, name)
+
+
+@pytest.mark.parametrize("where", ["infos", "observation"])
+def test_ippo_learns_under_the_masks_it_acted_with(where):
+    steps, rows = 3, 16
+    rng = np.random.default_rng(2)
+    masks = np.eye(5, dtype=bool)[rng.integers(5, size=(steps, rows))]  # one action allowed
+    obs_space = OBS
+    if where == "observation":
+        obs_space = spaces.Dict({"observation": OBS, "action_mask": spaces.MultiBinary(5)})
+    agent = make("IPPO", {"p_0": obs_space}, {"p_0": spaces.Discrete(5)},
+                 update_epochs=1, batch_size=steps * rows)  # fmt: skip
+    rollout = MultiAgentRollout(steps, rows)
+    for t in range(steps):
+        vector = rng.uniform(-1, 1, (rows, 4)).astype(np.float32)
+        if where == "observation":
+            obs = {"p_0": {"observation": vector, "action_mask": masks[t].astype(np.int8)}}
+            infos = None
+        else:
+            obs, infos = {"p_0": vector}, {"p_0": {"action_mask": masks[t]}}
+        actions = agent.explore(obs, infos)
+        np.testing.assert_array_equal(agent.last_step["log_prob"]["p_0"], 0.0)  # certain
+        flags = {"p_0": np.zeros(rows, bool)}
+        rollout.add(obs, actions, agent.last_step["log_prob"], agent.last_step["value"],
+                    {"p_0": np.ones(rows, np.float32)}, flags, {"p_0": ~flags["p_0"]})  # fmt: skip
+    last = {"p_0": map_tree(lambda x: x[-1], rollout.obs["p_0"])}
+    if where == "infos":
+        # Without the masks the learner would see another policy than the one that acted.
+        unmasked = type(agent).from_state_dict(agent.state_dict())
+        assert unmasked.learn(rollout, last)["approx_kl"] > 0.1
+        rollout = _MaskedRollout(rollout, {"p_0": torch.as_tensor(masks)})
+    # Evaluated under the same masks, the policy is the one that acted: ratio 1, KL 0.
+    assert agent.learn(rollout, last)["approx_kl"] == 0.0
 
 
 # -- learning leaves inactive agents out ---------------------------------------------------

@@ -277,7 +277,10 @@ class IPPO(MultiAgentActorCritic):
     ) -> _Samples | None:
         """The active samples of every member of ``group``, with their advantages."""
         parts = []
+        given: PerAgent = {}
         actor = self.net("actor", group)
+        # Masks given in infos only: a rollout that stores them has an action_mask field.
+        stored_masks = getattr(rollout, "action_mask", None) or {}
         for agent in self.groups[group]:
             reward = _tensor(rollout.reward[agent], self.device).float()
             steps, envs = reward.shape[:2]
@@ -295,6 +298,8 @@ class IPPO(MultiAgentActorCritic):
                 continue
             flat_obs = map_tree(lambda x, k=keep: _flat_rows(x, k), rollout.obs[agent])
             action = _flat_rows(_tensor(rollout.action[agent], self.device), keep)
+            if stored_masks.get(agent) is not None:
+                given[agent] = {"action_mask": _flat_rows(stored_masks[agent], keep)}
             parts.append(
                 (
                     {agent: flat_obs},
@@ -309,9 +314,9 @@ class IPPO(MultiAgentActorCritic):
         members = [next(iter(p[0])) for p in parts]
         stored = {m: p[0][m] for m, p in zip(members, parts, strict=True)}
         obs = self.group_obs(stored, members)
-        # The masks the actions were chosen within (a Dict observation's action_mask),
-        # so the log-probabilities learnt from are those the rollout recorded.
-        masks = self.group_mask(stored, None, members)
+        # The masks the actions were chosen within (a Dict observation's action_mask, or
+        # the rollout's), so the log-probabilities learnt from are those it recorded.
+        masks = self.group_mask(stored, given, members)
         values = torch.cat([p[3] for p in parts])
         advantages = torch.cat([p[4] for p in parts])
         return _Samples(
