@@ -147,6 +147,24 @@ def test_multi_discrete_masks_apply_per_sub_action():
             assert (out == [2, 0]).all()
 
 
+def test_ippo_action_batch_size_bounds_the_forward_pass_not_the_actions():
+    obs_spaces, act_spaces = team(ACTION_SPACES["box"])
+    whole = make("IPPO", obs_spaces, act_spaces)
+    chunked = type(whole).from_state_dict(whole.state_dict())
+    chunked.action_batch_size = 2
+    obs = observations(obs_spaces, rows=5)
+    calls = []
+    actor = chunked.net("actor", "ally")
+    handle = actor.encoder.register_forward_hook(lambda m, i, o: calls.append(len(o)))
+    greedy = chunked.get_action(obs)
+    handle.remove()
+    assert calls == [2, 2, 2, 2, 2]  # the ally group's 10 rows, two at a time
+    for agent_id, action in whole.get_action(obs).items():
+        np.testing.assert_allclose(greedy[agent_id], action, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(chunked.values(obs)["ally_1"], whole.values(obs)["ally_1"],
+                               rtol=1e-5, atol=1e-6)  # fmt: skip
+
+
 def test_continuous_exploration_noise_is_per_sub_environment_and_restarts():
     obs_spaces, act_spaces = team(ACTION_SPACES["box"])
     agent = make("MADDPG", obs_spaces, act_spaces, expl_noise=0.5)
