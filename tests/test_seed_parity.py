@@ -271,7 +271,10 @@ def test_field_type(doc: DocField) -> None:
 #: Documented methods this project extends, on purpose, with keyword-only parameters
 #: after the documented ones (every documented call still works unchanged); the README
 #: lists them under "Where this differs from the reference implementation".
-EXTENSIONS = {"RLAlgorithmSpec.build_algorithm": ("net_config", "seed")}
+EXTENSIONS = {
+    "RLAlgorithmSpec.build_algorithm": ("net_config", "seed"),
+    "MultiAgentRLAlgorithmSpec.build_algorithm": ("net_config", "seed"),
+}
 
 
 def _compare_params(member: DocMember, code: list[inspect.Parameter]) -> list[str]:
