@@ -292,6 +292,10 @@ REFUSALS = {
         ["--set", "environment.dataset=../tiny-llm/data/none.jsonl"],
         "environment.dataset",
     ),
+    "an RL-only training setting": (
+        ["--set", "training.learning_delay=10"],
+        "training.learning_delay",
+    ),
     "weight-noise mutation": (
         ["--set", "mutation.probabilities.params_mut=0.1"],
         "mutation.probabilities.params_mut",

@@ -438,6 +438,19 @@ ARCHITECTURE_MUTATIONS = {
 }
 
 
+#: Training settings of RL loops that an LLM run has no use for: refused, not ignored.
+LLM_UNUSED = {
+    "training.learning_delay": "LLM agents learn from their first batch",
+    "training.eval_steps": "LLM agents are evaluated on the whole test split "
+    "(training.eval_loop passes)",
+    **{
+        f"training.{name}": "LLM agents explore by sampling (algorithm.temperature), not "
+        "epsilon-greedy"
+        for name in ("eps_start", "eps_end", "eps_decay")
+    },
+}
+
+
 def check_llm_run(trainer: Any) -> None:
     """The LLM family's checks, before any step: fields the machine cannot honour
     (:func:`agilerl.algorithms.llm.refusals`), mutations that cannot apply, then the
@@ -446,6 +459,14 @@ def check_llm_run(trainer: Any) -> None:
     from agilerl.algorithms.llm import refusals
 
     problems = [f"algorithm.{why}" for why in refusals(trainer.algorithm, trainer.device)]
+    problems += [
+        f"{name}: {LLM_UNUSED[name]}; remove it" for name in _set_fields(trainer, LLM_UNUSED)
+    ]
+    if trainer.replay_buffer is not None:
+        problems.append(
+            "replay_buffer: LLM agents learn from fresh batches of their dataset, not from a "
+            "replay buffer; remove the section"
+        )
     if trainer.evolving:
         probabilities = trainer.mutation.probabilities
         problems += [
@@ -481,10 +502,11 @@ MULTI_AGENT_UNUSED = {
 }
 
 
-def _set_fields(trainer: Any) -> list[str]:
-    """The fields of :data:`MULTI_AGENT_UNUSED` the run sets."""
+def _set_fields(trainer: Any, unused: dict[str, str] = MULTI_AGENT_UNUSED) -> list[str]:
+    """The fields of ``unused`` (a family's table of settings it has no use for) the
+    run sets."""
     found = []
-    for name in MULTI_AGENT_UNUSED:
+    for name in unused:
         section, key = name.split(".")
         spec = getattr(trainer, section, None)
         if spec is not None and getattr(spec, key, None) not in (None, False):
