@@ -120,6 +120,7 @@ class MultiAgentRLAlgorithm(EvolvableAlgorithm):
     def test(
         self, env: Any, max_steps: int | None = None, loop: int = 1, seed: Any = None
     ) -> float:
-        """Mean evaluation score on a vectorised parallel ``env`` (summed over agents or
-        per group, as the training spec's ``sum_scores`` says); appended to ``fitness``."""
+        """Mean evaluation score on a vectorised parallel ``env``: the team's return
+        (every agent's rewards summed) per episode, appended to ``fitness``; the
+        implementations leave each group's in ``group_fitness``."""
         raise NotImplementedError
