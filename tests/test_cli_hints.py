@@ -32,9 +32,9 @@ def test_engine_lacks_follows_the_engines_own_table():
 
 
 def test_init_warns_of_an_algorithm_the_engine_cannot_train(tmp_path, capsys):
-    assert main(["init", "IPPO", "-o", str(tmp_path / "ippo.yaml")]) == 0
+    assert main(["init", "CQN", "-o", str(tmp_path / "cqn.yaml")]) == 0
     err = capsys.readouterr().err
-    assert "agilerl: warning: algorithm IPPO: the engine cannot train it yet" in err
+    assert "agilerl: warning: algorithm CQN: the engine cannot train it yet" in err
     assert main(["init", "DQN", "-o", str(tmp_path / "dqn.yaml")]) == 0
     assert "warning" not in capsys.readouterr().err
 
@@ -58,8 +58,8 @@ def test_validate_stays_light_with_the_warning(tmp_path):
     import subprocess
     import sys
 
-    path = tmp_path / "ippo.yaml"
-    assert main(["init", "IPPO", "-o", str(path)]) == 0
+    path = tmp_path / "cqn.yaml"
+    assert main(["init", "CQN", "-o", str(path)]) == 0
     code = (
         "import sys; from agilerl.cli import main; main(['validate', sys.argv[1]]); "
         "print('torch' in sys.modules)"

@@ -233,6 +233,12 @@ def test_action_masks_from_info_and_dict_observation():
         np.testing.assert_array_equal(
             infos["blind_0"]["action_mask"], obs["blind_0"]["action_mask"].astype(bool)
         )
+        # the masks that go with the observations to store (here the same step's)
+        final = infos[FINAL]
+        np.testing.assert_array_equal(
+            final["action_mask"]["blind_0"], final["obs"]["blind_0"]["action_mask"].astype(bool)
+        )
+        assert set(final["action_mask"]) == {"blind_0"}
 
 
 def test_actions_are_never_replaced():
@@ -310,7 +316,10 @@ def collect(env, steps, memory=None, rollout=None):
         nobs, rewards, terminated, truncated, infos = env.step(act)
         active = {a: infos[a]["active"] for a in env.agent_ids}
         if memory is not None:
-            memory.add(obs, act, rewards, infos[FINAL]["obs"], terminated, active)
+            masks = {a: infos[a]["action_mask"] for a in env.agent_ids if "action_mask" in infos[a]}
+            final = infos[FINAL]
+            memory.add(obs, act, rewards, final["obs"], terminated, active, masks,
+                       final["action_mask"])  # fmt: skip
         if rollout is not None:
             zeros = {a: np.zeros(env.num_envs, np.float32) for a in env.agent_ids}
             done = {a: terminated[a] | truncated[a] for a in env.agent_ids}
@@ -326,9 +335,11 @@ def test_replay_buffer_samples_every_field_per_agent_and_keeps_inactive_flags():
         collect(env, 8, memory=memory)
     assert len(memory) == 16
     batch = memory.sample(32)
-    assert set(batch) == {"obs", "action", "reward", "next_obs", "done", "active"}
-    for field in batch.values():
-        assert set(field) == {"seer_0", "blind_0", "scout_0"}
+    masks = {"action_mask", "next_action_mask"}
+    assert set(batch) == {"obs", "action", "reward", "next_obs", "done", "active", *masks}
+    for name, field in batch.items():
+        assert set(field) == ({"blind_0"} if name in masks else {"seer_0", "blind_0", "scout_0"})
+    assert batch["next_action_mask"]["blind_0"].shape == (32, 3)
     assert batch["obs"]["blind_0"]["action_mask"].shape == (32, 3)
     assert batch["obs"]["scout_0"].shape == (32, 1, 6, 6)
     assert batch["active"]["scout_0"].dtype == torch.bool

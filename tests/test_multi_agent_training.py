@@ -78,11 +78,17 @@ def test_off_policy_loop_hands_the_env_the_teams_own_actions_and_stores_what_hap
     training = step.calls[:8]
     for (_, _, actions), (args, _, _) in zip(explore.calls, training, strict=True):
         assert args[0] is actions  # never replaced, never resampled
-    for (args, _, _), (_, _, out) in zip(added.calls, training, strict=True):
-        obs, action, reward, next_obs, done, active = args
+    before = [explore_args for explore_args, _, _ in explore.calls]  # (obs, infos) acted on
+    for (args, _, _), (_, _, out), (_, acted_infos) in zip(
+        added.calls, training, before, strict=True
+    ):
+        obs, action, reward, next_obs, done, active, mask, next_mask = args
         _, rewards, terminated, _, infos = out
         assert next_obs is infos[FINAL]["obs"] and done is terminated and reward is rewards
         assert all(active[a] is infos[a]["active"] for a in env.agent_ids)
+        # the masks the blind agent chose within, and those of the stored next observation
+        assert mask["blind_0"] is acted_infos["blind_0"]["action_mask"]
+        assert next_mask is infos[FINAL]["action_mask"]
     # the scout leaves after 2 of the 4 steps: half the stored rows are inactive for it
     scout = np.concatenate([args[5]["scout_0"] for args, _, _ in added.calls])
     assert scout.sum() == len(scout) // 2
@@ -264,6 +270,10 @@ REFUSALS = {
         "mpe2.simple_speaker_listener_v4",
     ),
     "unknown config key": (["--set", "environment.config={colour: red}"], "environment.config"),
+    "buffer beyond memory": (
+        ["--set", "replay_buffer.max_size=100000000000"],
+        "replay_buffer.max_size",
+    ),
     "turn-based game": (
         ["--set", "environment.entrypoint=tests.test_multi_agent_envs:turn_based_aec"],
         "turn-based",

@@ -18,10 +18,11 @@ from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
 from agilerl.observations import map_tree
 
 #: Fields of a multi-agent transition, in the order :meth:`MultiAgentReplayBuffer.add`
-#: takes them (each a dict keyed by agent id).
-MA_FIELDS = (*FIELDS, "active")
+#: takes them (each a dict keyed by agent id). The masks hold only the agents whose
+#: environment gives masks in its infos (a Dict observation's mask is in ``obs``).
+MA_FIELDS = (*FIELDS, "active", "action_mask", "next_action_mask")
 #: Fields of a rollout step, in the order :meth:`MultiAgentRollout.add` takes them.
-ROLLOUT_FIELDS = ("obs", "action", "log_prob", "value", "reward", "done", "active")
+ROLLOUT_FIELDS = ("obs", "action", "log_prob", "value", "reward", "done", "active", "action_mask")
 
 
 class MultiAgentReplayBuffer(ReplayBuffer):
@@ -34,23 +35,35 @@ class MultiAgentReplayBuffer(ReplayBuffer):
     fields: ClassVar[tuple[str, ...]] = MA_FIELDS
 
     def add(  # type: ignore[override]
-        self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any, active: Any
+        self,
+        obs: Any,
+        action: Any,
+        reward: Any,
+        next_obs: Any,
+        done: Any,
+        active: Any,
+        action_mask: Any = None,
+        next_action_mask: Any = None,
     ) -> None:
         """Store one vector step: every argument is a dict keyed by agent id of
-        ``[N, ...]`` arrays (``active``: ``[N]`` bool)."""
+        ``[N, ...]`` arrays (``active``: ``[N]`` bool; the masks, ``[N, n]`` bool, of
+        the agents that have one in their infos: those the action was chosen within and
+        those of ``next_obs``). Which agents have masks must stay the same."""
         values = (obs, action, reward, next_obs, done, active)
         agents = [set(v) for v in values]
         if any(a != agents[0] for a in agents):
             raise ValueError(
                 "every field of a multi-agent transition needs the same agent ids, got "
-                + ", ".join(f"{n}: {sorted(a)}" for n, a in zip(MA_FIELDS, agents, strict=True))
+                + ", ".join(f"{n}: {sorted(a)}" for n, a in zip(MA_FIELDS, agents, strict=False))
             )
-        self.store(dict(zip(MA_FIELDS, values, strict=True)))
+        masks = (dict(action_mask or {}), dict(next_action_mask or {}))
+        self.store(dict(zip(MA_FIELDS, (*values, *masks), strict=True)))
 
     def sample(self, batch_size: int, return_indices: bool = False) -> dict[str, Any]:
         """``batch_size`` rows: a dict keyed by ``obs``, ``action``, ``reward``,
-        ``next_obs``, ``done`` and ``active``, each a dict keyed by agent id of tensors
-        ``[batch_size, ...]``."""
+        ``next_obs``, ``done``, ``active``, ``action_mask`` and ``next_action_mask``,
+        each a dict keyed by agent id of tensors ``[batch_size, ...]`` (the masks' of
+        the agents that have one)."""
         return super().sample(batch_size, return_indices)
 
 
@@ -94,13 +107,15 @@ class MultiAgentRollout:
         reward: Any,
         done: Any,
         active: Any,
+        action_mask: Any = None,
     ) -> None:
         """Store one vector step; every argument is a dict keyed by agent id of ``[N, ...]``
-        arrays or tensors."""
+        arrays or tensors (``action_mask``: the masks the actions were chosen within, of
+        the agents whose infos give one; the same agents every step)."""
         if self.full:
             raise ValueError(f"the rollout is full ({self.capacity} steps): learn, then reset()")
-        values = dict(zip(ROLLOUT_FIELDS, (obs, action, log_prob, value, reward, done, active),
-                          strict=True))  # fmt: skip
+        given = (obs, action, log_prob, value, reward, done, active, dict(action_mask or {}))
+        values = dict(zip(ROLLOUT_FIELDS, given, strict=True))
         batch = {name: map_tree(self._tensor, tree) for name, tree in values.items()}
         for name, tree in batch.items():
             map_tree(lambda leaf, name=name: self._check_rows(leaf, name), tree)

@@ -18,7 +18,8 @@ layout is fixed in ``notes/ma_interfaces.md`` and the loops and algorithms rely 
   ``infos["__final__"]`` holds ``ended`` (``[N]`` bool) and ``obs``, the observations
   the step itself returned, to store as next observations: the true last ones where an
   episode ended, or where an agent is done while others play on (``obs`` has zeros for
-  it from then on: it is absent).
+  it from then on: it is absent); ``infos["__final__"]["action_mask"]``, per agent
+  that has masks, the masks that go with those observations.
 
 Actions are taken as given: ``actions[id]`` is ``[N, ...]`` in the agent's own action
 space, only the agents present in a sub-environment are passed to it, and an agent that
@@ -107,6 +108,7 @@ class SubEnv:
             "ended": not self.env.agents,
             # what the step returned: the true last observation of an agent done now
             "final_obs": dict(obs),
+            "final_masks": _masks(obs, infos),
         }
         if out["ended"]:
             for agent in acted:  # an episode that ends leaves no agent undecided
@@ -279,7 +281,8 @@ class ParallelVecEnv:
         infos = self._infos(results, "acted")
         ended = np.array([r["ended"] for r in results], dtype=bool)
         final = self._stack_obs([r["final_obs"] for r in results])
-        infos[FINAL] = {"ended": ended, "obs": final}
+        final_masks = self._masks_of(results, "final_masks")
+        infos[FINAL] = {"ended": ended, "obs": final, "action_mask": final_masks}
         return obs, rewards, terminated, truncated, infos
 
     def close(self) -> None:
@@ -317,18 +320,28 @@ class ParallelVecEnv:
         }
 
     def _infos(self, results: list[dict[str, Any]], who: str) -> dict[str, Any]:
+        masks = self._masks_of(results, "masks")
         infos: dict[str, Any] = {}
         for agent in self.agent_ids:
             info = {"active": np.array([agent in r[who] for r in results], dtype=bool)}
-            masks = [r["masks"].get(agent) for r in results]
+            if agent in masks:
+                info["action_mask"] = masks[agent]
+            infos[agent] = info
+        return infos
+
+    def _masks_of(self, results: list[dict[str, Any]], key: str) -> dict[str, np.ndarray]:
+        """``[N, n]`` masks per agent that has one (``key``: the sub-envs' ``masks`` or
+        ``final_masks``)."""
+        out = {}
+        for agent in self.agent_ids:
+            masks = [r[key].get(agent) for r in results]
             if agent not in self._mask_widths and any(m is not None for m in masks):
                 width = mask_width(self.observation_spaces[agent], self.action_spaces[agent])
                 first = next(m for m in masks if m is not None)
                 self._mask_widths[agent] = width if width is not None else len(first)
             if agent in self._mask_widths:
-                info["action_mask"] = self._stack_masks(agent, masks)
-            infos[agent] = info
-        return infos
+                out[agent] = self._stack_masks(agent, masks)
+        return out
 
     def _stack_masks(self, agent: str, masks: list[Any]) -> np.ndarray:
         width = self._mask_widths[agent]

@@ -45,6 +45,11 @@ def _active(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, np.ndarray
     return {agent: infos[agent]["active"] for agent in agent_ids}
 
 
+def _masks(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, np.ndarray]:
+    """The action masks of the agents that have one (what the actions were chosen within)."""
+    return {a: infos[a]["action_mask"] for a in agent_ids if "action_mask" in infos[a]}
+
+
 class _Returns:
     """Each sub-environment's running team return, and those of the episodes that ended."""
 
@@ -131,9 +136,10 @@ def train_multi_agent_off_policy(
 
     Each team in turn explores for its ``evo_steps`` share (its own noise, restarted per
     sub-environment where an episode ended), storing every vector step with the true
-    next observations and ``done`` = terminated (a time-limit cut bootstraps), and learns
-    from a sample of ``batch_size`` rows every ``learn_step`` env steps once the buffer
-    holds a batch and more than ``learning_delay`` rows. Returns ``(population,
+    next observations, ``done`` = terminated (a time-limit cut bootstraps) and the masks
+    the environment gave (those acted within and those of the next observations), and
+    learns from a sample of ``batch_size`` rows every ``learn_step`` env steps once the
+    buffer holds a batch and more than ``learning_delay`` rows. Returns ``(population,
     fitnesses)``; checkpoints and resuming: :func:`~agilerl.training.evolution.evolve`.
     """
     num_envs = env.num_envs
@@ -153,7 +159,8 @@ def train_multi_agent_off_policy(
             final = next_infos[FINAL]
             memory.add(
                 obs, actions, rewards, final["obs"], terminated,
-                _active(next_infos, env.agent_ids),
+                _active(next_infos, env.agent_ids), _masks(infos, env.agent_ids),
+                final["action_mask"],
             )  # fmt: skip
             returns.add(rewards, final["ended"])
             if final["ended"].any():
@@ -243,9 +250,9 @@ def train_multi_agent_on_policy(
     Each team in turn collects rollouts of ``learn_step`` env steps (rounded up to whole
     vector steps) into a :class:`~agilerl.multi_agent.buffers.MultiAgentRollout` (obs,
     action, and the log-probability and value its ``explore`` recorded, reward, done =
-    terminated or truncated, active), learns from each whole (GAE per agent,
-    bootstrapped from the observations after the rollout), until its ``evo_steps``
-    share is used. Time-limit cuts are bootstrapped by adding ``gamma * V`` of the last
+    terminated or truncated, active, the action masks acted within), learns from each
+    whole (GAE per agent, bootstrapped from the observations after the rollout), until
+    its ``evo_steps`` share is used. Time-limit cuts are bootstrapped by adding ``gamma * V`` of the last
     observation to that step's reward. Returns ``(population, fitnesses)``.
     """
     num_envs = env.num_envs
@@ -270,7 +277,7 @@ def train_multi_agent_on_policy(
                 rollout.add(
                     obs, actions, step["log_prob"], step["value"],
                     _bootstrapped(agent, rewards, terminated, truncated, final["obs"]),
-                    done, _active(next_infos, env.agent_ids),
+                    done, _active(next_infos, env.agent_ids), _masks(infos, env.agent_ids),
                 )  # fmt: skip
                 returns.add(rewards, final["ended"])
                 if final["ended"].any():
