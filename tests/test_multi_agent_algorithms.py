@@ -193,6 +193,21 @@ def _random_batch(obs_spaces: dict, act_spaces: dict, rows: int) -> dict:
     }
 
 
+def _learn_once(agent, obs_spaces: dict, act_spaces: dict) -> dict:
+    """One learning step on random data: a replay sample, or a 4-step rollout (IPPO)."""
+    if type(agent).__name__ != "IPPO":
+        return agent.learn(_random_batch(obs_spaces, act_spaces, 8))
+    rollout = MultiAgentRollout(4, N)
+    for t in range(4):
+        obs = observations(obs_spaces, seed=t)
+        actions = agent.explore(obs)
+        flags = {a: np.zeros(N, bool) for a in obs_spaces}
+        rollout.add(obs, actions, agent.last_step["log_prob"], agent.last_step["value"],
+                    {a: np.ones(N, np.float32) for a in obs_spaces}, flags,
+                    {a: ~flags[a] for a in obs_spaces})  # fmt: skip
+    return agent.learn(rollout, observations(obs_spaces, seed=9))
+
+
 @pytest.mark.parametrize("kind", ACTION_SPACES)
 @pytest.mark.parametrize("name", ["MADDPG", "MATD3"])
 def test_off_policy_agents_learn_in_every_action_space(name, kind):
@@ -201,7 +216,7 @@ def test_off_policy_agents_learn_in_every_action_space(name, kind):
     before = _weights(agent)
     metrics = {}
     for _ in range(2):  # MATD3 updates its actors every second call
-        metrics.update(agent.learn(_random_batch(obs_spaces, act_spaces, 8)))
+        metrics.update(_learn_once(agent, obs_spaces, act_spaces))
     assert set(metrics) == set(agent.learn_metrics)
     assert all(np.isfinite(v) for v in metrics.values())
     assert any(not torch.equal(a, b) for a, b in zip(before, _weights(agent), strict=True))
@@ -212,15 +227,7 @@ def test_ippo_learns_in_every_action_space_and_mutated_lr_reaches_every_optimise
     obs_spaces, act_spaces = team(ACTION_SPACES[kind])
     agent = make("IPPO", obs_spaces, act_spaces, batch_size=4, hp_config={"lr": {"min": 1e-5,
                  "max": 1e-2}})  # fmt: skip
-    rollout = MultiAgentRollout(4, N)
-    for t in range(4):
-        obs = observations(obs_spaces, seed=t)
-        actions = agent.explore(obs)
-        flags = {a: np.zeros(N, bool) for a in obs_spaces}
-        rollout.add(obs, actions, agent.last_step["log_prob"], agent.last_step["value"],
-                    {a: np.ones(N, np.float32) for a in obs_spaces}, flags,
-                    {a: ~flags[a] for a in obs_spaces})  # fmt: skip
-    metrics = agent.learn(rollout, observations(obs_spaces, seed=9))
+    metrics = _learn_once(agent, obs_spaces, act_spaces)
     assert set(metrics) == set(agent.learn_metrics) and metrics["updates"] > 0
     name, _, new = agent.mutate_hyperparameter(np.random.default_rng(0))
     assert name == "lr"
@@ -431,6 +438,7 @@ def test_architecture_mutation_is_replayed_on_the_group_s_networks(name):
         assert params == {id(p) for n in nets for p in getattr(agent, n).parameters()}
     for attr, optimizer in solo_optimizers.items():  # the other group's state is kept
         assert getattr(agent, attr) is optimizer
+    assert _learn_once(agent, obs_spaces, act_spaces)  # the rebuilt networks train
     with pytest.raises(ValueError, match="names no group"):
         agent.mutate_architecture("head.add_node", 0)
     assert agent.mutate_parameters(np.random.default_rng(0), 0.1) > 0
