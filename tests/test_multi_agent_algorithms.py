@@ -138,8 +138,7 @@ def test_every_action_choice_respects_the_mask(name, where):
 def test_multi_discrete_masks_apply_per_sub_action():
     space = spaces.MultiDiscrete([3, 2])
     mask = np.array([[False, False, True, True, False]] * 8)  # sub-action 0 -> 2, 1 -> 0
-    agent = make("IPPO", {"p_0": OBS}, {"p_0": space})
-    for name in ("IPPO", "MADDPG"):
+    for name in ALGORITHMS:
         agent = make(name, {"p_0": OBS}, {"p_0": space})
         obs = observations({"p_0": OBS}, rows=8)
         for act in (agent.explore, agent.get_action):
