@@ -388,5 +388,4 @@ def make_vector_env(spec: Any, num_envs: int | None = None) -> ParallelVecEnv:
 
     n = int(num_envs or spec.num_envs)
     factory = functools.partial(make_parallel_env, spec)
-    sync = getattr(spec, "sync", True)
-    return ParallelVecEnv([factory] * n, subprocess=not sync)
+    return ParallelVecEnv([factory] * n, subprocess=not spec.sync)
