@@ -15,7 +15,7 @@ reference's definition), and best / mean fitness of the final population; then t
 averages and the ratio to the reference, whose figures (AgileRL 2.58, same machine, one
 torch thread) come from ``shared/bench-manifests/README.md`` for PPO and, for DQN, from
 runs of AgileRL itself beside this project (``benchmarks/agilerl_side_by_side.py``,
-seeds 42 and 1-7).
+seeds 42 and 1-8).
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ REFERENCE = {
             5: (420, 192),
             6: (210, 139),
             7: (132, 118),
+            8: (138, 124),
         },
     ),
     "ppo": Reference(
