@@ -364,6 +364,23 @@ def test_fitness_plot_shows_fitness_training_score_and_the_main_loss():
     plt.close(fig)
 
 
+def test_fitness_plot_says_so_when_a_run_has_no_training_scores():
+    # An SFT or DPO run: evaluation fitness and a loss, but no rewarded training batches.
+    history = [
+        {"steps": 10 * (g + 1), "agents": [{"fitness": 0.1 * g, "train_score": None,
+                                            "metrics": {"loss": 3.0 - g}}]}
+        for g in range(2)
+    ]  # fmt: skip
+    fig = fitness_figure(history, "SFT on sft", loss="loss")
+    fitness_ax, score_ax, loss_ax = fig.axes
+    assert not score_ax.get_lines()
+    assert [t.get_text() for t in score_ax.texts] == ["no training scores recorded"]
+    assert fitness_ax.get_lines() and not fitness_ax.texts and not loss_ax.texts
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
 def test_trainer_plots_the_algorithms_main_loss(tmp_path, monkeypatch):
     from agilerl.training import report
 

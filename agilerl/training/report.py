@@ -130,11 +130,17 @@ def generation_summary(
 
 
 def _panel(
-    ax: Any, steps: list[int], values: list[list[float]], ylabel: str, best: bool = True
-) -> bool:
+    ax: Any,
+    steps: list[int],
+    values: list[list[float]],
+    ylabel: str,
+    empty: str,
+    best: bool = True,
+) -> None:
     """Every agent's value per generation (dots) with the population mean and, where the
     highest value is the best one (``best``), the best agent's (lines); generations
-    without a value are skipped. Returns whether anything was drawn."""
+    without a value are skipped, and a panel with none says ``empty`` instead of
+    showing bare axes."""
     drawn = [(x, v) for x, v in zip(steps, values, strict=True) if v]
     for x, v in drawn:
         ax.scatter([x] * len(v), v, s=12, color="tab:blue", alpha=0.4)
@@ -145,9 +151,10 @@ def _panel(
         mean = [sum(v) / len(v) for _, v in drawn]
         ax.plot(xs, mean, color="tab:orange", label="population mean")
         ax.legend(loc="best", fontsize="small")
+    else:
+        ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes, color="gray")
     ax.set_ylabel(ylabel)
     ax.grid(alpha=0.3)
-    return bool(drawn)
 
 
 def plot_fitness(
@@ -188,15 +195,16 @@ def fitness_figure(
         return [[float(v) for v in gen if v is not None] for gen in found]
 
     fig, axes = plt.subplots(3, 1, figsize=(7, 8.5), dpi=100, sharex=True)
-    _panel(axes[0], steps, per_agent(lambda a: a["fitness"]), f"evaluation fitness\n({measure})")
-    _panel(axes[1], steps, per_agent(lambda a: a["train_score"]), f"training score\n({measure})")
+    fitness = per_agent(lambda a: a["fitness"])
+    _panel(axes[0], steps, fitness, f"evaluation fitness\n({measure})", "no evaluation yet")
+    scores = per_agent(lambda a: a["train_score"])
+    # SFT and DPO batches carry no reward, so their runs have no training score.
+    _panel(axes[1], steps, scores, f"training score\n({measure})", "no training scores recorded")
     losses = per_agent(lambda a: a["metrics"].get(loss)) if loss else []
     label = f"{(loss or 'loss').replace('_', ' ')}\n(mean per generation)"
-    if not _panel(axes[2], steps if loss else [], losses, label, best=False):
-        axes[2].text(
-            0.5, 0.5, "no learning updates recorded", ha="center", va="center",
-            transform=axes[2].transAxes, color="gray",
-        )  # fmt: skip
+    _panel(
+        axes[2], steps if loss else [], losses, label, "no learning updates recorded", best=False
+    )
     axes[0].set_title(title)
     axes[-1].set_xlabel("environment steps per agent")
     fig.tight_layout()
