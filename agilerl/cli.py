@@ -349,15 +349,23 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _without_dataset(document: dict[str, Any]) -> dict[str, Any]:
+    """An offline environment section as the Gymnasium environment it evaluates in (an
+    offline agent records its dataset beside it)."""
+    return {key: value for key, value in document.items() if key != "dataset_path"}
+
+
 def _evaluation_environment(args: argparse.Namespace, agent: Any) -> Any:
     """The environment to evaluate on: --env, the manifest's, or the one the agent file
     records (agents written by ``agilerl train`` record theirs)."""
     from pydantic import ValidationError
 
-    from agilerl.models.env import GymEnvSpec
+    from agilerl.models.env import GymEnvSpec, OfflineEnvSpec
 
     if args.manifest:
         environment = load_with_overrides(args.manifest, []).environment
+        if isinstance(environment, OfflineEnvSpec):  # its evaluation environment
+            environment = GymEnvSpec.model_validate(_without_dataset(environment.model_dump()))
         if not isinstance(environment, GymEnvSpec):
             raise CliError(
                 f"{args.manifest}: environment: evaluate runs Gymnasium environments, not a "
@@ -375,7 +383,7 @@ def _evaluation_environment(args: argparse.Namespace, agent: Any) -> Any:
             "name one with --env ID or --manifest FILE"
         )
     try:
-        return GymEnvSpec.model_validate(document)
+        return GymEnvSpec.model_validate(_without_dataset(document))
     except ValidationError as err:
         first = err.errors()[0]
         loc = ".".join(map(str, first["loc"]))
@@ -440,6 +448,81 @@ def _llm_tiny(args: argparse.Namespace) -> int:
         return 1
     print(f"wrote {root}/: model/ (tiny Llama + tokenizer), data/*.jsonl, reward.py")
     return 0
+
+
+def _collection_environment(source: str) -> Any:
+    """The environment ``agilerl dataset collect`` records: a manifest's (an offline one
+    names the evaluation environment beside its dataset) or a Gymnasium id."""
+    from pydantic import ValidationError
+
+    from agilerl.models.env import GymEnvSpec
+
+    if Path(source).suffix in (".yaml", ".yml"):
+        environment = load_with_overrides(source, []).environment
+        if not hasattr(environment, "num_envs"):
+            raise CliError(
+                f"{source}: environment: datasets are recorded from Gymnasium environments, "
+                f"not a {type(environment).__name__}"
+            )
+        return environment
+    try:
+        return GymEnvSpec(name=source)
+    except ValidationError as err:
+        raise CliError(f"{source}: {err.errors()[0]['msg']}") from None
+
+
+def _dataset_collect(args: argparse.Namespace) -> int:
+    from agilerl.algorithms import RLAlgorithm
+    from agilerl.checkpoints import CheckpointError
+    from agilerl.offline.collect import collect_transitions, write_dataset
+    from agilerl.offline.datasets import DatasetError
+    from agilerl.training.envs import EnvironmentSpecError, make_vector_env
+
+    try:
+        if args.policy == "random" and args.epsilon is not None:
+            raise CliError("--epsilon: the random policy acts at random at every step already")
+        environment = _collection_environment(args.source)
+        agent = None if args.policy == "random" else RLAlgorithm.load(args.policy)
+        env = make_vector_env(environment)
+        try:
+            if agent is not None and (
+                agent.observation_space != env.single_observation_space
+                or agent.action_space != env.single_action_space
+            ):
+                raise CliError(
+                    f"{args.policy}: the agent acts on {agent.observation_space} -> "
+                    f"{agent.action_space}; {environment.name} has "
+                    f"{env.single_observation_space} -> {env.single_action_space}"
+                )
+            data, returns = collect_transitions(
+                env, args.steps, agent, epsilon=args.epsilon or 0.0, seed=args.seed
+            )
+        finally:
+            env.close()
+        path = write_dataset(args.output, data)
+    except (CliError, CheckpointError, DatasetError, EnvironmentSpecError) as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:
+        print(f"agilerl: {args.output}: cannot write ({err.strerror or err})", file=sys.stderr)
+        return 1
+    policy = "random policy" if agent is None else f"{args.policy}, epsilon {args.epsilon or 0}"
+    mean = f", mean return {sum(returns) / len(returns):.1f}" if returns else ""
+    print(
+        f"wrote {path}: {len(data['rewards']):,} transitions of {environment.name} "
+        f"({policy}); {len(returns):,} episodes ended{mean}"
+    )
+    return 0
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number in [0, 1]")
+    return value
 
 
 def _positive(text: str) -> int:
@@ -598,6 +681,39 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--device", default="cpu", help="torch device (default cpu)")
     evaluate.add_argument("--format", choices=["text", "json"], default="text")
     evaluate.set_defaults(handler=_evaluate)
+
+    dataset = commands.add_parser("dataset", help="offline datasets (HDF5) for CQN")
+    dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True)
+    collect = dataset_commands.add_parser(
+        "collect",
+        help="record transitions of a Gymnasium environment (random or a trained agent) in "
+        "an HDF5 dataset",
+    )
+    collect.add_argument(
+        "source",
+        metavar="MANIFEST_OR_ENV",
+        help="a manifest (its environment section) or a Gymnasium id, e.g. CartPole-v1",
+    )
+    collect.add_argument("-o", "--output", required=True, metavar="FILE", help="e.g. data.h5")
+    collect.add_argument(
+        "--steps", type=_positive, required=True, metavar="N", help="transitions to record"
+    )
+    collect.add_argument(
+        "--policy",
+        default="random",
+        metavar="random|AGENT",
+        help="random (default), or an agent file (e.g. runs/dqn/best_agent.pt) acting greedily",
+    )
+    collect.add_argument(
+        "--epsilon",
+        type=_fraction,
+        metavar="E",
+        help="with an agent: the share of random actions (default 0)",
+    )
+    collect.add_argument(
+        "--seed", type=int, default=0, metavar="S", help="reset and action seed (default 0)"
+    )
+    collect.set_defaults(handler=_dataset_collect)
 
     llm = commands.add_parser("llm", help="LLM fine-tuning helpers")
     llm_commands = llm.add_subparsers(dest="llm_command", required=True)

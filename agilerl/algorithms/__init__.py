@@ -14,6 +14,7 @@ from agilerl.algorithms.hyperparameters import RLParameter
 #: Algorithm class name -> module that defines it.
 _MODULES = {
     "DQN": "agilerl.algorithms.dqn",
+    "CQN": "agilerl.algorithms.cqn",
     "PPO": "agilerl.algorithms.ppo",
     "DDPG": "agilerl.algorithms.ddpg",
     "TD3": "agilerl.algorithms.td3",
@@ -24,6 +25,8 @@ _MODULES = {
     "IPPO": "agilerl.algorithms.ippo",
     "MADDPG": "agilerl.algorithms.maddpg",
     "MATD3": "agilerl.algorithms.matd3",
+    "NeuralUCB": "agilerl.algorithms.neural_ucb",
+    "NeuralTS": "agilerl.algorithms.neural_ts",
 }
 
 #: Names of the algorithm classes (the only ones an agent checkpoint may ask for).

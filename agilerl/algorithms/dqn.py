@@ -273,6 +273,24 @@ class DQN(RLAlgorithm):
         towards the online one by ``tau`` (Polyak averaging). Returns
         :attr:`learn_metrics`: the loss (``td_loss``) and ``q_mean``.
         """
+        q_values, index, q_taken, target = self._td(batch)
+        loss, figures = self._loss(q_values, index, q_taken, target)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self._online_parameters(), self.max_grad_norm)
+        self.optimizer.step()
+        self.soft_update()
+        # One device sync for every figure.
+        figures = {**figures, "q_mean": q_taken.detach().mean()}
+        values = torch.stack([value.detach() for value in figures.values()]).tolist()
+        return dict(zip(figures, values, strict=True))
+
+    def _td(
+        self, batch: dict[str, Any]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The online Q-values of the batch ``(batch, sum(nvec))``, the 0-based taken
+        sub-action indices ``(batch, D)``, their Q-values and the (no-gradient) TD targets
+        ``(batch, D)``: what every loss of this family is built from."""
         q_values = self.actor(batch["obs"])
         rows = q_values.shape[0]
         action = torch.as_tensor(batch["action"], device=self.device).long()
@@ -288,15 +306,19 @@ class DQN(RLAlgorithm):
             done = torch.as_tensor(batch["done"], device=self.device).to(q_taken)
             not_done = 1.0 - done.reshape(rows, 1)
             target = reward.reshape(rows, 1) + self.gamma * not_done * next_q
+        return q_values, index, q_taken, target
+
+    def _loss(
+        self,
+        q_values: torch.Tensor,
+        index: torch.Tensor,
+        q_taken: torch.Tensor,
+        target: torch.Tensor,
+    ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """The loss minimised and the figures reported beside ``q_mean`` (DQN: the mean
+        squared TD error, which is both)."""
         loss = functional.mse_loss(q_taken, target)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self._online_parameters(), self.max_grad_norm)
-        self.optimizer.step()
-        self.soft_update()
-        # One device sync for both figures.
-        td_loss, q_mean = torch.stack([loss.detach(), q_taken.detach().mean()]).tolist()
-        return {"td_loss": td_loss, "q_mean": q_mean}
+        return loss, {"td_loss": loss}
 
     def _online_parameters(self) -> list[torch.nn.Parameter]:
         """The actor's parameters, in ``parameters()`` order. Read from the optimiser, which

@@ -146,6 +146,17 @@ def _llm_preflight(trainer: Any, available: int | None) -> None:
     check_llm_run(trainer)
 
 
+def _offline(name: str) -> Callable[..., Any]:
+    """``agilerl.offline.setup.<name>``, imported on first use (h5py loads there)."""
+
+    def call(*args: Any) -> Any:
+        from agilerl.offline import setup
+
+        return getattr(setup, name)(*args)
+
+    return call
+
+
 #: Agent type -> its family. Adding a family is adding a row (and its training function).
 FAMILIES: dict[AgentType, Family] = {
     AgentType.SingleAgent: Family(
@@ -190,11 +201,24 @@ FAMILIES: dict[AgentType, Family] = {
         # The best agent's peft adapter directory, tokenizer beside it.
         outputs={"adapter": ("best_adapter", lambda best, path: best.save_adapter(path))},
     ),
+    AgentType.OfflineAgent: Family(
+        title="offline",
+        network_spec=NetworkSection,
+        # The evaluation environment; the transitions come from the dataset file.
+        make_env=_gym_vector_env,
+        build_args=_single_agent_args,
+        env_name=lambda spec: spec.name,
+        env_workers=lambda trainer, env: 0 if trainer.environment.sync else env.num_envs,
+        agent_loader=lambda trainer, env: trainer.algorithm.algo_class(),
+        preflight=_offline("check_offline_run"),
+        make_memory=_offline("offline_memory"),
+        written_manifest=_offline("offline_written_manifest"),
+        evolved_network=_evolved_mlp_network,
+    ),
 }
 
 #: Agent types whose specs exist but whose family the engine does not implement yet.
 NOT_IMPLEMENTED: dict[AgentType, str] = {
-    AgentType.OfflineAgent: "offline training from datasets (CQN)",
     AgentType.BanditAgent: "contextual-bandit training (NeuralUCB, NeuralTS)",
 }
 

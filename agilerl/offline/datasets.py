@@ -1,0 +1,194 @@
+"""Offline datasets: transitions in a local HDF5 file, checked before any training step.
+
+A dataset file holds one row per transition under the keys :data:`REQUIRED`
+(``observations``, ``actions``, ``rewards``, ``next_observations``, ``terminals``) and
+optionally ``truncations``. Every key is checked: present, a dataset (not a group), as
+many rows as ``observations``, numeric, and shaped for the evaluation environment's
+spaces. A problem is a :class:`DatasetError` naming the file, the key and the shapes.
+Nothing is ever downloaded: a file that is not there is refused, with how to make one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+#: Keys every dataset has, one row per transition.
+REQUIRED = ("observations", "actions", "rewards", "next_observations", "terminals")
+#: Keys a dataset may have: whether the episode was cut (a time limit) at that step.
+OPTIONAL = ("truncations",)
+#: Keys holding one number per transition.
+PER_ROW = ("rewards", "terminals", "truncations")
+
+MAKE_ONE = "make one with `agilerl dataset collect ENV -o FILE --steps N`"
+
+
+class DatasetError(ValueError):
+    """An offline dataset that cannot be trained on; the message names file and key."""
+
+
+@dataclass
+class OfflineDataset:
+    """The transitions of a dataset file, as numpy arrays (one row per transition)."""
+
+    observations: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    next_observations: np.ndarray
+    terminals: np.ndarray
+    truncations: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.observations.shape[0])
+
+    def fill(self, memory: Any) -> None:
+        """Store every transition in ``memory`` (a replay buffer) once; ``done`` is
+        termination, as the online loops store it (a truncated episode bootstraps)."""
+        memory.add(
+            self.observations, self.actions, self.rewards, self.next_observations, self.terminals
+        )
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:  # pragma: no cover - the offline extra is installed in CI
+        raise DatasetError(
+            "offline datasets are HDF5 files read with h5py: pip install 'agilerl[offline]'"
+        ) from None
+    return h5py
+
+
+def _row_shape(space: spaces.Space, what: str, where: str) -> tuple[int, ...]:
+    if isinstance(space, spaces.Box):
+        return tuple(space.shape)
+    if isinstance(space, spaces.Discrete):
+        return ()
+    if isinstance(space, spaces.MultiDiscrete):
+        return tuple(space.shape)
+    raise DatasetError(
+        f"{where}: offline datasets hold Box observations and Discrete or MultiDiscrete "
+        f"actions; the evaluation environment's {what} space is {space}"
+    )
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _read(file: Any, key: str, where: str) -> np.ndarray:
+    if key not in file:
+        raise DatasetError(
+            f"{where}: key '{key}' is missing (found: {', '.join(sorted(file)) or 'none'}); a "
+            f"dataset has {', '.join(REQUIRED)} (and optionally {', '.join(OPTIONAL)})"
+        )
+    node = file[key]
+    if not hasattr(node, "dtype"):
+        raise DatasetError(f"{where}: key '{key}' is a group, not an array of transitions")
+    data = np.asarray(node[()])
+    if data.dtype.kind not in "biuf":
+        raise DatasetError(
+            f"{where}: key '{key}' has dtype {data.dtype} with shape {_shape(data.shape)}; "
+            "it needs numbers"
+        )
+    return data
+
+
+def load_dataset(
+    path: str | Path,
+    observation_space: spaces.Space | None = None,
+    action_space: spaces.Space | None = None,
+    env_name: str = "the evaluation environment",
+) -> OfflineDataset:
+    """The dataset in the HDF5 file ``path``, checked (with the spaces given) against the
+    evaluation environment's observation and action spaces.
+
+    Raises :class:`DatasetError` naming the file, the key and the shapes: a missing file
+    or key, a key whose rows differ in number from ``observations``, a per-transition key
+    that is not one number per row, observations or actions that do not fit the spaces.
+    """
+    where = str(path)
+    if not Path(path).is_file():
+        raise DatasetError(
+            f"{where}: no such dataset file (environment.dataset_path names a local HDF5 "
+            f"file; nothing is downloaded): {MAKE_ONE}"
+        )
+    h5py = _h5py()
+    try:
+        file = h5py.File(path, "r")
+    except OSError as err:
+        raise DatasetError(f"{where}: not a readable HDF5 file ({err})") from None
+    with file:
+        data = {key: _read(file, key, where) for key in REQUIRED}
+        if "truncations" in file:
+            data["truncations"] = _read(file, "truncations", where)
+    rows = data["observations"].shape[0] if data["observations"].ndim else 0
+    if rows == 0:
+        raise DatasetError(
+            f"{where}: key 'observations' has shape {_shape(data['observations'].shape)}: the "
+            "dataset holds no transitions"
+        )
+    for key, array in data.items():
+        if array.ndim == 0 or array.shape[0] != rows:
+            raise DatasetError(
+                f"{where}: key '{key}' has shape {_shape(array.shape)} but 'observations' has "
+                f"{_shape(data['observations'].shape)}: every key needs one row per "
+                f"transition ({rows:,})"
+            )
+        if key in PER_ROW and array.shape != (rows,):
+            raise DatasetError(
+                f"{where}: key '{key}' has shape {_shape(array.shape)}; expected "
+                f"{_shape((rows,))}, one number per transition"
+            )
+    if data["next_observations"].shape != data["observations"].shape:
+        raise DatasetError(
+            f"{where}: key 'next_observations' has shape "
+            f"{_shape(data['next_observations'].shape)} but 'observations' has "
+            f"{_shape(data['observations'].shape)}"
+        )
+    if observation_space is not None:
+        expected = (rows, *_row_shape(observation_space, "observation", where))
+        for key in ("observations", "next_observations"):
+            if data[key].shape != expected:
+                raise DatasetError(
+                    f"{where}: key '{key}' has shape {_shape(data[key].shape)}; {env_name}'s "
+                    f"observations are {_shape(expected[1:])}, so expected {_shape(expected)}"
+                )
+            data[key] = data[key].astype(observation_space.dtype, copy=False)
+    if action_space is not None:
+        data["actions"] = _check_actions(data["actions"], action_space, rows, where, env_name)
+    for key in PER_ROW:
+        if key in data:
+            data[key] = data[key].astype(np.float32, copy=False)
+    return OfflineDataset(**data)
+
+
+def _check_actions(
+    actions: np.ndarray, space: spaces.Space, rows: int, where: str, env_name: str
+) -> np.ndarray:
+    expected = (rows, *_row_shape(space, "action", where))
+    if actions.shape != expected:
+        raise DatasetError(
+            f"{where}: key 'actions' has shape {_shape(actions.shape)}; {env_name}'s actions "
+            f"are {_shape(expected[1:])}, so expected {_shape(expected)}"
+        )
+    if actions.dtype.kind == "f" and not np.all(np.mod(actions, 1) == 0):
+        raise DatasetError(
+            f"{where}: key 'actions' holds fractional values; {env_name}'s actions are "
+            f"integers ({space})"
+        )
+    actions = actions.astype(np.int64)
+    low = np.broadcast_to(np.asarray(space.start), expected[1:])
+    high = low + (space.n if isinstance(space, spaces.Discrete) else space.nvec)
+    outside = (actions < low) | (actions >= high)
+    if outside.any():
+        row = int(np.argwhere(outside.reshape(rows, -1).any(axis=1))[0, 0])
+        raise DatasetError(
+            f"{where}: key 'actions' row {row} holds {actions[row].tolist()}, outside "
+            f"{env_name}'s action space {space}"
+        )
+    return actions
