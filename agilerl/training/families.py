@@ -157,6 +157,17 @@ def _offline(name: str) -> Callable[..., Any]:
     return call
 
 
+def _bandits(name: str) -> Callable[..., Any]:
+    """``agilerl.bandits.setup.<name>``, imported on first use."""
+
+    def call(*args: Any) -> Any:
+        from agilerl.bandits import setup
+
+        return getattr(setup, name)(*args)
+
+    return call
+
+
 #: Agent type -> its family. Adding a family is adding a row (and its training function).
 FAMILIES: dict[AgentType, Family] = {
     AgentType.SingleAgent: Family(
@@ -215,12 +226,26 @@ FAMILIES: dict[AgentType, Family] = {
         written_manifest=_offline("offline_written_manifest"),
         evolved_network=_evolved_mlp_network,
     ),
+    AgentType.BanditAgent: Family(
+        title="contextual bandit",
+        network_spec=NetworkSection,
+        make_env=_bandits("make_bandit_env"),
+        build_args=_bandits("bandit_build_args"),
+        env_name=lambda spec: spec.name,
+        env_workers=lambda trainer, env: 0,
+        agent_loader=lambda trainer, env: trainer.algorithm.algo_class(),
+        preflight=_bandits("bandit_preflight"),
+        make_memory=_bandits("bandit_memory"),
+        written_manifest=_bandits("bandit_written_manifest"),
+        evolved_network=_evolved_mlp_network,
+        measure="reward rate, 0 to 1",
+        # The best agent's cumulative regret over its lineage's pulls.
+        outputs={"regret": ("regret.png", _bandits("regret_plot"))},
+    ),
 }
 
 #: Agent types whose specs exist but whose family the engine does not implement yet.
-NOT_IMPLEMENTED: dict[AgentType, str] = {
-    AgentType.BanditAgent: "contextual-bandit training (NeuralUCB, NeuralTS)",
-}
+NOT_IMPLEMENTED: dict[AgentType, str] = {}
 
 
 def family_for(algorithm: Any) -> Family:

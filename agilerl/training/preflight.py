@@ -609,3 +609,44 @@ def estimate_multi_agent(trainer: Any) -> Estimate:
             )
         )
     return Estimate(needs)
+
+
+# --- bandit runs ------------------------------------------------------------------------
+
+#: Settings of the other RL loops a bandit run has no use for: field -> why.
+BANDIT_UNUSED = {
+    "training.learning_delay": "bandit agents learn once the memory holds a batch",
+    **{
+        f"training.{name}": "bandit agents explore by their confidence bound or posterior "
+        "samples (algorithm.gamma), not epsilon-greedy"
+        for name in ("eps_start", "eps_end", "eps_decay")
+    },
+    "replay_buffer.per_buffer": "prioritised replay is not implemented for bandits",
+    "replay_buffer.n_step_buffer": "a bandit step has no next state to take n steps from",
+}
+
+
+def check_bandit_run(trainer: Any) -> None:
+    """The bandit family's checks, before any step: settings that do not apply to a
+    bandit, the memory against the batch size, then the tables (loaded here: a missing
+    file, row counts that differ or a value that is not a number is refused naming the
+    file and row)."""
+    problems = [
+        f"{name}: {BANDIT_UNUSED[name]}; remove it" for name in _set_fields(trainer, BANDIT_UNUSED)
+    ]
+    size = trainer.replay_buffer.max_size if trainer.replay_buffer else _default_buffer()
+    if trainer.algorithm.batch_size > size:
+        problems.append(
+            f"algorithm.batch_size: {trainer.algorithm.batch_size:,} is more than "
+            f"replay_buffer.max_size ({size:,}): the memory never holds a whole batch, so "
+            "no agent would ever learn"
+        )
+    if problems:
+        raise PreflightError("; ".join(problems))
+    from agilerl.training.trainer import TrainerError
+
+    try:
+        env = trainer.family.make_env(trainer)
+    except TrainerError as err:
+        raise PreflightError(str(err)) from None
+    trainer.family.close_env(env)

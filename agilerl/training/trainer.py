@@ -277,7 +277,7 @@ class LocalTrainer:
 
     def _build_memory(self) -> tuple[Any, Any]:
         """The replay buffer and the n-step buffer beside it (each None where unused)."""
-        if not (self.algorithm.off_policy or self.algorithm.offline):
+        if not (self.algorithm.off_policy or self.algorithm.offline or self.algorithm.bandit):
             return None, None
         if self.family.make_memory is not None:  # the family's own storage
             return self.family.make_memory(self), None

@@ -1,0 +1,17 @@
+"""``NeuralTS``: Thompson sampling from the posterior of a neural reward model."""
+
+from __future__ import annotations
+
+import torch
+
+from agilerl.algorithms.neural_bandit import NeuralBandit
+
+
+class NeuralTS(NeuralBandit):
+    """Neural Thompson Sampling (Zhang et al., 2021): draws a score ``N(f(x),
+    (gamma * sigma(x))^2)`` per arm from the agent's own generator and pulls the highest
+    (:mod:`~agilerl.algorithms.neural_bandit` defines ``f`` and ``sigma``)."""
+
+    def score(self, mean: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        noise = torch.as_tensor(self.rng.standard_normal(mean.shape[0]), device=mean.device)
+        return mean + self.gamma * sigma * noise.to(mean)

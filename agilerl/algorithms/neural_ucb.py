@@ -1,0 +1,15 @@
+"""``NeuralUCB``: optimism in the face of uncertainty over a neural reward model."""
+
+from __future__ import annotations
+
+import torch
+
+from agilerl.algorithms.neural_bandit import NeuralBandit
+
+
+class NeuralUCB(NeuralBandit):
+    """Neural Upper Confidence Bound (Zhou et al., 2020): pulls the arm of highest
+    ``f(x) + gamma * sigma(x)`` (:mod:`~agilerl.algorithms.neural_bandit` defines both)."""
+
+    def score(self, mean: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        return mean + self.gamma * sigma
