@@ -465,8 +465,8 @@ def _collection_environment(source: str) -> Any:
                 f"not a {type(environment).__name__}"
             )
         return environment
-    try:
-        return GymEnvSpec(name=source)
+    try:  # one environment in this process: consecutive rows are consecutive steps
+        return GymEnvSpec(name=source, num_envs=1, sync=True)
     except ValidationError as err:
         raise CliError(f"{source}: {err.errors()[0]['msg']}") from None
 
@@ -485,14 +485,17 @@ def _dataset_collect(args: argparse.Namespace) -> int:
         agent = None if args.policy == "random" else RLAlgorithm.load(args.policy)
         env = make_vector_env(environment)
         try:
+            # Shapes and actions must agree; observation bounds may differ (an agent
+            # built for an unbounded Box acts on a bounded one alike).
             if agent is not None and (
-                agent.observation_space != env.single_observation_space
+                agent.observation_space.shape != env.single_observation_space.shape
                 or agent.action_space != env.single_action_space
             ):
                 raise CliError(
-                    f"{args.policy}: the agent acts on {agent.observation_space} -> "
-                    f"{agent.action_space}; {environment.name} has "
-                    f"{env.single_observation_space} -> {env.single_action_space}"
+                    f"{args.policy}: the agent acts on observations of shape "
+                    f"{agent.observation_space.shape} with {agent.action_space}; "
+                    f"{environment.name} has {env.single_observation_space.shape} and "
+                    f"{env.single_action_space}"
                 )
             data, returns = collect_transitions(
                 env, args.steps, agent, epsilon=args.epsilon or 0.0, seed=args.seed

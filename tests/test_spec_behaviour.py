@@ -311,7 +311,10 @@ def test_facts_declared_in_the_schema():
     assert PPOSpec().name == "PPO"
 
 
-def test_algo_class_without_implementation_is_a_clear_error():
+def test_algo_class_without_implementation_is_a_clear_error(monkeypatch):
+    import agilerl.algorithms
+
+    monkeypatch.delitem(agilerl.algorithms._LAZY, "CQN")  # an engine without CQN
     with pytest.raises(AlgorithmNotAvailableError, match="'CQN' has a spec but"):
         CQNSpec.algo_class()
 

@@ -200,10 +200,14 @@ def test_trainer_from_specs_and_names_with_default_hpo():
     assert not by_name.evolving  # no mutation or selection given, hpo off
 
 
-def test_unsupported_algorithm_and_buffer_settings_are_clear_errors():
-    from agilerl.models.base import AlgorithmNotAvailableError
+def test_unsupported_algorithm_and_buffer_settings_are_clear_errors(monkeypatch):
+    from agilerl.models.base import AgentType, AlgorithmNotAvailableError
     from agilerl.training import TrainerError
+    from agilerl.training.families import FAMILIES, NOT_IMPLEMENTED
 
+    # An engine without the offline family refuses CQN before anything is built.
+    monkeypatch.delitem(FAMILIES, AgentType.OfflineAgent)
+    monkeypatch.setitem(NOT_IMPLEMENTED, AgentType.OfflineAgent, "offline training (CQN)")
     with pytest.raises(AlgorithmNotAvailableError, match="CQN .*not implemented"):
         LocalTrainer("CQN", "CartPole-v1")
     document = copy.deepcopy(SMALL_HPO)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import torch
+from gymnasium import spaces
 from torch.nn import functional
 
 from agilerl.algorithms.dqn import DQN
@@ -45,9 +46,44 @@ class CQN(DQN):
     }
     main_loss: ClassVar[str] = "loss"
 
-    def __init__(self, *args: Any, alpha: float = 1.0, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        index: int = 0,
+        *,
+        batch_size: int = 128,
+        lr: float = 1e-4,
+        learn_step: int = 5,
+        gamma: float = 0.99,
+        tau: float = 1e-3,
+        double: bool = False,
+        alpha: float = 1.0,
+        cudagraphs: bool = False,
+        hp_config: Any = None,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
         self.alpha = non_negative("alpha", alpha)
-        super().__init__(*args, **kwargs)
+        super().__init__(
+            observation_space,
+            action_space,
+            index,
+            batch_size=batch_size,
+            lr=lr,
+            learn_step=learn_step,
+            gamma=gamma,
+            tau=tau,
+            double=double,
+            cudagraphs=cudagraphs,
+            hp_config=hp_config,
+            net_config=net_config,
+            device=device,
+            accelerator=accelerator,
+            seed=seed,
+        )
 
     def _loss(
         self,

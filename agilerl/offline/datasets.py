@@ -144,12 +144,6 @@ def load_dataset(
                 f"{where}: key '{key}' has shape {_shape(array.shape)}; expected "
                 f"{_shape((rows,))}, one number per transition"
             )
-    if data["next_observations"].shape != data["observations"].shape:
-        raise DatasetError(
-            f"{where}: key 'next_observations' has shape "
-            f"{_shape(data['next_observations'].shape)} but 'observations' has "
-            f"{_shape(data['observations'].shape)}"
-        )
     if observation_space is not None:
         expected = (rows, *_row_shape(observation_space, "observation", where))
         for key in ("observations", "next_observations"):
@@ -159,6 +153,12 @@ def load_dataset(
                     f"observations are {_shape(expected[1:])}, so expected {_shape(expected)}"
                 )
             data[key] = data[key].astype(observation_space.dtype, copy=False)
+    if data["next_observations"].shape != data["observations"].shape:
+        raise DatasetError(
+            f"{where}: key 'next_observations' has shape "
+            f"{_shape(data['next_observations'].shape)} but 'observations' has "
+            f"{_shape(data['observations'].shape)}"
+        )
     if action_space is not None:
         data["actions"] = _check_actions(data["actions"], action_space, rows, where, env_name)
     for key in PER_ROW:
