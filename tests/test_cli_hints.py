@@ -43,7 +43,12 @@ def test_init_warns_of_an_algorithm_the_engine_cannot_train(tmp_path, capsys, mo
     assert "warning" not in capsys.readouterr().err
 
 
-def test_validate_warns_in_text_and_json(tmp_path, capsys):
+def test_validate_warns_in_text_and_json(tmp_path, capsys, monkeypatch):
+    import agilerl.algorithms
+
+    # An engine without NeuralUCB (this one trains every algorithm it has a spec of).
+    names = tuple(set(agilerl.algorithms.NAMES) - {"NeuralUCB"})
+    monkeypatch.setattr(agilerl.algorithms, "NAMES", names)
     path = tmp_path / "neural_ucb.yaml"
     assert main(["init", "NeuralUCB", "-o", str(path)]) == 0
     capsys.readouterr()

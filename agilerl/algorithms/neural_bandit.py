@@ -72,7 +72,7 @@ class NeuralBandit(RLAlgorithm):
         action_space: spaces.Space,
         index: int = 0,
         *,
-        batch_size: int = 64,
+        batch_size: int = 128,
         lr: float = 1e-3,
         learn_step: int = 2,
         gamma: float = 1.0,
