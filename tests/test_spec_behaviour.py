@@ -341,7 +341,11 @@ def test_dqn_training_fn_is_resolved_lazily(fake_engine):
     assert PPOSpec.get_training_fn() is fake_engine.training.train_on_policy
 
 
-def test_training_fn_missing_from_engine_is_a_clear_error():
+def test_training_fn_missing_from_engine_is_a_clear_error(monkeypatch):
+    import agilerl.training
+
+    # an engine without the multi-agent loops (this one has them)
+    monkeypatch.delattr(agilerl.training, "train_multi_agent_off_policy")
     with pytest.raises(
         AlgorithmNotAvailableError, match="agilerl.training.train_multi_agent_off_policy"
     ):
