@@ -348,3 +348,18 @@ def test_a_killed_offline_run_resumes_where_it_stood(tmp_path, capsys):
 def test_init_cqn_no_longer_warns(tmp_path, capsys):
     assert main(["init", "CQN", "-o", str(tmp_path / "cqn.yaml")]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+def test_cqn_resolves_its_training_function_and_keeps_alpha_through_files(tmp_path):
+    from agilerl.algorithms import RLAlgorithm
+    from agilerl.models import CQNSpec
+    from agilerl.training import train_offline
+
+    assert CQNSpec.get_training_fn() is train_offline
+    agent = CQN(OBS, ACT, seed=0, alpha=0.3, double=True)
+    agent.save_checkpoint(tmp_path / "cqn.pt")
+    loaded = RLAlgorithm.load(tmp_path / "cqn.pt")
+    assert type(loaded) is CQN and loaded.alpha == 0.3 and loaded.double
+    assert agent.clone().alpha == 0.3
+    with pytest.raises(ValueError, match="alpha"):
+        CQN(OBS, ACT, alpha=-1.0)
