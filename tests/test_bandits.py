@@ -158,10 +158,10 @@ def agent(cls=NeuralUCB, arms=3, dim=2, **kwargs):
     return cls(env.observation_space, env.action_space, seed=0, **kwargs), env
 
 
-def test_gradient_features_are_the_output_layers_gradient_over_sqrt_width():
-    bandit, env = agent(
-        net_config={**NET, "head_config": {"hidden_size": [8], "output_activation": "Tanh"}}
-    )
+@pytest.mark.parametrize("activation", [None, "Tanh"])  # linear output, and one through tanh
+def test_gradient_features_are_the_output_layers_gradient_over_sqrt_width(activation):
+    head = {"hidden_size": [8], "output_activation": activation}
+    bandit, env = agent(net_config={**NET, "head_config": head})
     contexts = env.reset(seed=0)
     mean, grads = bandit.features(contexts)
     out = bandit.actor.head.out
