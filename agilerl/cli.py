@@ -481,6 +481,8 @@ def _dataset_collect(args: argparse.Namespace) -> int:
     try:
         if args.policy == "random" and args.epsilon is not None:
             raise CliError("--epsilon: the random policy acts at random at every step already")
+        if not Path(args.output).parent.is_dir():  # before the collection, not after it
+            raise CliError(f"-o {args.output}: no such directory {Path(args.output).parent}")
         environment = _collection_environment(args.source)
         agent = None if args.policy == "random" else RLAlgorithm.load(args.policy)
         env = make_vector_env(environment)

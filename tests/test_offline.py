@@ -214,6 +214,9 @@ def test_collect_refuses_what_it_cannot_do(tmp_path, capsys):
     assert main(["dataset", "collect", "MountainCar-v0", "-o", out, "--steps", "10",
                  "--policy", str(agent_file)]) == 1  # fmt: skip
     assert "MountainCar-v0 has (2,)" in capsys.readouterr().err
+    assert main(["dataset", "collect", "CartPole-v1", "-o", str(tmp_path / "no" / "x.h5"),
+                 "--steps", "10"]) == 1  # fmt: skip
+    assert f"no such directory {tmp_path / 'no'}" in capsys.readouterr().err
     assert not Path(out).exists()
 
 
