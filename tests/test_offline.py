@@ -366,3 +366,20 @@ def test_cqn_resolves_its_training_function_and_keeps_alpha_through_files(tmp_pa
     assert agent.clone().alpha == 0.3
     with pytest.raises(ValueError, match="alpha"):
         CQN(OBS, ACT, alpha=-1.0)
+
+
+def test_train_offline_fills_an_empty_buffer_once_from_the_dataset(tmp_path):
+    from agilerl.training import train_offline
+
+    dataset = load_dataset(random_dataset(tmp_path / "d.h5"), OBS, ACT)
+    env = cartpole()
+    pop = [CQN(OBS, ACT, i, batch_size=32, seed=i, net_config=SMALL_NET) for i in range(2)]
+    memory = ReplayBuffer(len(dataset))
+    with pytest.raises(ValueError, match="memory is empty and no dataset"):
+        train_offline(env, "CartPole-v1", "CQN", pop, memory, max_steps=10, evo_steps=10)
+    pop, fitnesses = train_offline(env, "CartPole-v1", "CQN", pop, memory, dataset=dataset,
+                                   max_steps=20, evo_steps=10, eval_steps=40, verbose=False)  # fmt: skip
+    env.close()
+    assert len(memory) == len(dataset) == 400  # filled once, nothing added while training
+    assert [agent.steps for agent in pop] == [20, 20] and len(fitnesses) == 2
+    assert all(len(agent.fitness) == 2 for agent in pop)  # evaluated every generation
