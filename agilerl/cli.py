@@ -382,6 +382,13 @@ def _evaluation_environment(args: argparse.Namespace, agent: Any) -> Any:
             f"{args.agent} records no environment (only agents that agilerl train wrote do); "
             "name one with --env ID or --manifest FILE"
         )
+    if isinstance(document, dict) and {"features", "targets"} <= set(document):
+        raise CliError(
+            f"{where}: a contextual bandit (the tables {document['features']} and "
+            f"{document['targets']}): evaluate runs Gymnasium environments; a bandit agent's "
+            "greedy reward rate is its fitness in the run's history.json, or in Python "
+            "agent.test(BanditEnv.from_spec(...))"
+        )
     try:
         return GymEnvSpec.model_validate(_without_dataset(document))
     except ValidationError as err:

@@ -344,6 +344,11 @@ def test_each_bandit_manifest_trains_briefly_through_agilerl_train(name, tmp_pat
         assert 0.0 <= agent["fitness"] <= 1.0 and agent["metrics"]["regret"] >= 0
     written = (tmp_path / "manifest.yaml").read_text()
     assert str(ROOT / "configs" / "data" / "iris_features.csv") in written  # absolute now
+    # agilerl evaluate runs Gymnasium environments: a bandit agent is told where its figure is
+    assert main(["evaluate", str(tmp_path / "best_agent.pt")]) == 1
+    err = capsys.readouterr().err
+    assert "environment: a contextual bandit" in err and "history.json" in err
+    assert "Traceback" not in err
 
 
 def bandit_manifest(tmp_path, **environment):
