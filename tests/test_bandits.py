@@ -277,6 +277,26 @@ def test_a_checkpoint_brings_back_the_posterior_and_the_regret(tmp_path):
     assert again.explore(contexts) == bandit.explore(contexts)  # same posterior, same draws
 
 
+def test_the_loop_learns_every_learn_step_pulls_on_batches_of_batch_size_from_shared_memory():
+    first, env = agent(batch_size=4, learn_step=3)
+    second = first.clone(index=1)
+    batches = []
+    for bandit in (first, second):
+        inner = bandit.learn
+        bandit.learn = lambda batch, inner=inner: (
+            batches.append(batch["context"].shape) or inner(batch)
+        )
+    memory = BanditMemory(1000)
+    train_bandits(env, "t", "NeuralUCB", [first, second], memory, max_steps=30, evo_steps=30,
+                  episode_steps=10, eval_steps=5, verbose=False)  # fmt: skip
+    # the first agent learns once the memory holds 4 pulls: at pulls 6, 9, ..., 30;
+    # the second finds it full from the start: at pulls 3, 6, ..., 30
+    assert len(batches) == 9 + 10 and set(batches) == {(4, env.context_dim)}
+    assert len(memory) == 60  # both agents' pulls, shared
+    assert [point[0] for point in first.regret_curve] == [10.0, 20.0, 30.0]  # per episode_steps
+    assert first.scores and len(first.scores) == 3 and first.steps == 30
+
+
 # --- learning on scikit-learn's tables --------------------------------------------------
 
 
