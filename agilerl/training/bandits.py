@@ -136,10 +136,11 @@ def plot_regret(agent: Any, path: str | Path) -> Path:
     matplotlib.use("Agg")  # files only: no display needed
     import matplotlib.pyplot as plt
 
-    steps = [point[0] for point in agent.regret_curve]
-    regret = [point[1] for point in agent.regret_curve]
+    # Every curve starts at no pulls, no regret.
+    steps = [0.0, *(point[0] for point in agent.regret_curve)]
+    regret = [0.0, *(point[1] for point in agent.regret_curve)]
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
-    if steps:
+    if agent.regret_curve:
         ax.plot(steps, regret, color="tab:blue", label=f"{agent.name} (agent {agent.index})")
         arms = agent.action_space.n
         random = [s * (1 - 1 / arms) for s in steps]
