@@ -405,6 +405,18 @@ def test_each_run_refusal_names_its_cause_before_the_first_step(case, tmp_path, 
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
 
 
+def test_a_memory_beyond_the_machine_is_refused_with_the_figures():
+    from agilerl.training import LocalTrainer
+    from agilerl.training.preflight import PreflightError, check_bandit_run
+
+    trainer = LocalTrainer.from_manifest(ROOT / "configs" / "neural_ucb.yaml")
+    found = check_bandit_run(trainer, available=10**9)  # 100,000 pulls of 52 B fit
+    assert [n.field for n in found.needs] == ["training.pop_size", "replay_buffer.max_size"]
+    assert found.needs[1].bytes == 100_000 * (4 * 12 + 4)
+    with pytest.raises(PreflightError, match=r"replay_buffer.max_size: 100,000 pulls of 52 B"):
+        check_bandit_run(trainer, available=10**6)
+
+
 def test_a_killed_bandit_run_resumes_where_it_stood(tmp_path, capsys):
     """Killed at its first checkpoint and resumed, a NeuralTS run gives the fitnesses
     and regrets an uninterrupted run gives (agents, posteriors, memory, RNG came back)."""

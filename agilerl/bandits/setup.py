@@ -55,7 +55,7 @@ def regret_plot(best: Any, path: Path) -> Path:
     return plot_regret(best, path)
 
 
-def bandit_preflight(trainer: Any, available: int | None) -> None:
+def bandit_preflight(trainer: Any, available: int | None) -> Any:
     from agilerl.training.preflight import check_bandit_run
 
-    check_bandit_run(trainer)
+    return check_bandit_run(trainer, available)

@@ -626,11 +626,12 @@ BANDIT_UNUSED = {
 }
 
 
-def check_bandit_run(trainer: Any) -> None:
+def check_bandit_run(trainer: Any, available: int | None = None) -> Estimate:
     """The bandit family's checks, before any step: settings that do not apply to a
     bandit, the memory against the batch size, then the tables (loaded here: a missing
     file, row counts that differ or a value that is not a number is refused naming the
-    file and row)."""
+    file and row), then the memory estimate against what this machine has
+    (``available``)."""
     problems = [
         f"{name}: {BANDIT_UNUSED[name]}; remove it" for name in _set_fields(trainer, BANDIT_UNUSED)
     ]
@@ -650,3 +651,30 @@ def check_bandit_run(trainer: Any) -> None:
     except TrainerError as err:
         raise PreflightError(str(err)) from None
     trainer.family.close_env(env)
+    found = estimate_bandit(trainer, env, size)
+    check_memory(found, available_memory() if available is None else available)
+    return found
+
+
+def estimate_bandit(trainer: Any, env: Any, size: int) -> Estimate:
+    """What a bandit run allocates: the population (built on the meta device) and the
+    shared memory of ``size`` pulls (a context of float32 and a float32 reward each)."""
+    probe = copy.copy(trainer)
+    probe.device, probe.accelerator = torch.device("meta"), None
+    with _parameters_on_meta():
+        agent = probe._build_agent(env, 0, 0)
+    per_agent = _agent_bytes(agent) + agent.sigma_inv.numel() * agent.sigma_inv.element_size()
+    pop = trainer.training.pop_size
+    pull = 4 * env.context_dim + 4
+    return Estimate(
+        [
+            Need(
+                "training.pop_size",
+                f"{pop:,} agents of {_size(per_agent)} (networks, gradients, optimiser "
+                f"state, inverse design matrix; {GENERATIONS_ALIVE} generations alive "
+                "during selection)",
+                GENERATIONS_ALIVE * pop * per_agent,
+            ),
+            Need("replay_buffer.max_size", f"{size:,} pulls of {_size(pull)}", size * pull),
+        ]
+    )
