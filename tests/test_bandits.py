@@ -389,6 +389,7 @@ TRAIN_REFUSALS = {
     "epsilon-greedy": ({}, ["--set", "training.eps_start=0.5"], "training.eps_start"),
     "learning delay": ({}, ["--set", "training.learning_delay=10"], "training.learning_delay"),
     "batch beyond memory": ({}, ["--set", "replay_buffer.max_size=4"], "algorithm.batch_size"),
+    "summed-reward target": ({}, ["--set", "training.target_score=96"], "training.target_score"),
 }
 
 
@@ -403,6 +404,31 @@ def test_each_run_refusal_names_its_cause_before_the_first_step(case, tmp_path, 
     assert "Traceback" not in err
     assert message in err[err.index("agilerl: ") :], err
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("name", ["neural_ucb", "neural_ts"])
+def test_agilerls_own_bandit_manifests_train_with_a_rate_target(name, tmp_path):
+    """AgileRL's configs/bandit manifests as written, but for the budget and the target
+    (theirs sums rewards over eval_steps: 96 and 450), with their tables where they name
+    them (tests/data/, relative to where the run starts)."""
+    import shutil
+
+    from agilerl.documents import load_document
+    from agilerl.models.manifest import parse_manifest
+    from agilerl.training import LocalTrainer
+
+    data, _ = load_document(
+        ROOT / "tests" / "agilerl_manifests" / "configs" / "bandit" / f"{name}.yaml"
+    )
+    (tmp_path / "tests" / "data").mkdir(parents=True)
+    for table in ("iris_features.csv", "iris_targets.csv"):
+        shutil.copy(ROOT / "configs" / "data" / table, tmp_path / "tests" / "data" / table)
+    data["training"].update(max_steps=40, evo_steps=20, eval_steps=20, target_score=0.99, seed=0)
+    data["algorithm"]["batch_size"] = 8
+    trainer = LocalTrainer.from_manifest(parse_manifest(data), base_dir=tmp_path)
+    population, fitnesses = trainer.train(verbose=False)
+    assert len(population) == 4 and all(0 <= f <= 1 for f in fitnesses)
+    assert trainer.state.finished in ("max_steps", "target_score")
 
 
 def test_a_memory_beyond_the_machine_is_refused_with_the_figures():

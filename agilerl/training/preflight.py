@@ -642,6 +642,13 @@ def check_bandit_run(trainer: Any, available: int | None = None) -> Estimate:
             f"replay_buffer.max_size ({size:,}): the memory never holds a whole batch, so "
             "no agent would ever learn"
         )
+    target = trainer.training.target_score
+    if target is not None and target > 1:
+        problems.append(
+            f"training.target_score: {target} can never be reached: a bandit's fitness is "
+            "its reward rate, 0 to 1 (AgileRL's is the reward summed over eval_steps "
+            "pulls); give the rate, e.g. 0.9"
+        )
     if problems:
         raise PreflightError("; ".join(problems))
     from agilerl.training.trainer import TrainerError
