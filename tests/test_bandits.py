@@ -264,6 +264,21 @@ def test_an_architecture_mutation_restarts_the_inverse_design_matrix_at_its_new_
     assert torch.equal(bandit.sigma_inv, bandit._prior())
 
 
+def test_a_mutated_lamb_takes_effect_in_the_design_matrix():
+    bandit, env = agent(lamb=1.0, hp_config={"lamb": {"min": 0.1, "max": 10.0}})
+    bandit.hp_config = {"lamb": bandit.hp_config["lamb"]}  # the only one to mutate
+    pulled = []
+    for seed in range(5):
+        contexts = env.reset(seed=seed)
+        _, grads = bandit.features(contexts)
+        pulled.append(grads[bandit.explore(contexts)])
+    name, old, new = bandit.mutate_hyperparameter(np.random.default_rng(0))
+    assert name == "lamb" and new != old == 1.0
+    eye = torch.eye(bandit.feature_dim, dtype=torch.float64)
+    design = new * eye + sum(torch.outer(g, g) for g in pulled)
+    assert torch.allclose(bandit.sigma_inv, torch.linalg.inv(design), atol=1e-9)
+
+
 def test_a_checkpoint_brings_back_the_posterior_and_the_regret(tmp_path):
     bandit, env = agent(NeuralTS)
     for _ in range(5):
