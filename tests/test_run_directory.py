@@ -23,7 +23,7 @@ from agilerl.training import LocalTrainer, TrainerError
 from agilerl.training import threads as thread_rule
 from agilerl.training.report import Progress
 from agilerl.training.run_checkpoint import load_population, load_run
-from agilerl.training.run_directory import EarlierRunError
+from agilerl.training.run_directory import EarlierRunError, remove_earlier_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {
@@ -111,6 +111,18 @@ def test_cli_force_deletes_only_the_earlier_runs_files(tmp_path, capsys):
     assert (out / "notes.txt").read_text() == "mine"
     assert not (out / "checkpoint_100.pt").exists()
     assert len(json.loads((out / "history.json").read_text())) == 1  # the new run's
+
+
+def test_force_also_deletes_the_familys_own_outputs_files_and_directories(tmp_path):
+    # An LLM run writes best_adapter/ (a peft directory), a bandit run regret.png.
+    (tmp_path / "best_agent.pt").write_bytes(b"agent")
+    (tmp_path / "best_adapter").mkdir()
+    (tmp_path / "best_adapter" / "adapter_model.safetensors").write_bytes(b"adapter")
+    (tmp_path / "regret.png").write_bytes(b"png")
+    (tmp_path / "notes").mkdir()  # the user's: stays
+    removed = remove_earlier_outputs(tmp_path, None, ["best_adapter", "regret.png"])
+    assert sorted(p.name for p in removed) == ["best_adapter", "best_agent.pt", "regret.png"]
+    assert [p.name for p in tmp_path.iterdir()] == ["notes"]
 
 
 def test_api_refuses_an_earlier_run_and_resumes_or_replaces_it(tmp_path):

@@ -6,13 +6,16 @@ than its lock file and the temporaries of a killed writer, which the trainer rem
 first) and the run checkpoint file with its kept copies, wherever it lies. If there is
 any, the run is refused with :class:`EarlierRunError` unless it was asked to replace the
 earlier run (``force``): then :func:`remove_earlier_outputs` deletes exactly the files
-an earlier run writes (:data:`OUTPUT_NAMES`, the checkpoint and its copies) and nothing
-else, and says which it deleted.
+an earlier run writes (:data:`OUTPUT_NAMES`, the family's own outputs such as an LLM run's
+``best_adapter/`` or a bandit run's ``regret.png``, the checkpoint and its copies) and
+nothing else, and says which it deleted.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+from collections.abc import Iterable
 from pathlib import Path
 
 from agilerl.atomic import LOCK_NAME, OutputError
@@ -76,18 +79,23 @@ def earlier_outputs(output_dir: Path | None, checkpoint: Path | None) -> list[Pa
     return sorted(found)
 
 
-def remove_earlier_outputs(output_dir: Path | None, checkpoint: Path | None) -> list[Path]:
-    """Delete the files an earlier run wrote (its outputs, checkpoint and kept copies);
-    any other file stays. Returns what was deleted."""
+def remove_earlier_outputs(
+    output_dir: Path | None, checkpoint: Path | None, family_outputs: Iterable[str] = ()
+) -> list[Path]:
+    """Delete the files an earlier run wrote (its outputs, ``family_outputs``: the names of
+    the family's own files or directories in ``output_dir``, its checkpoint and kept
+    copies); any other entry stays. Returns what was deleted."""
     doomed = _checkpoint_files(checkpoint)
     if output_dir is not None:
-        doomed += [output_dir / name for name in OUTPUT_NAMES.values()]
+        doomed += [output_dir / name for name in (*OUTPUT_NAMES.values(), *family_outputs)]
     removed = []
     for path in doomed:
-        if path.is_file():
-            try:
-                path.unlink()
-            except OSError as err:
-                raise OutputError(f"{path}: cannot delete ({err.strerror or err})") from None
-            removed.append(path)
+        if not (path.is_file() or path.is_dir()):
+            continue
+        try:
+            # A family output may be a directory (an LLM run's peft adapter).
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        except OSError as err:
+            raise OutputError(f"{path}: cannot delete ({err.strerror or err})") from None
+        removed.append(path)
     return removed

@@ -386,7 +386,8 @@ class LocalTrainer:
             return
         if not force:
             raise EarlierRunError(out, found)
-        removed = remove_earlier_outputs(out, checkpoint)
+        own = [name for name, _ in self.family.outputs.values()]
+        removed = remove_earlier_outputs(out, checkpoint, own)
         if verbose and removed:
             names = ", ".join(str(p) for p in removed)
             print(f"replacing the earlier run: deleted {names}", file=sys.stderr)
