@@ -277,6 +277,46 @@ def test_subprocess_mode_matches_in_process():
             a, ia, b, ib = a_out[0], a_out[4], b_out[0], b_out[4]
 
 
+def test_workers_exit_when_their_trainer_is_killed(tmp_path):
+    """kill -9 of the process that owns a worker-process vector env leaves no orphans."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import sys, time\n"
+        "from agilerl.models.env import PettingZooEnvSpec\n"
+        "from agilerl.multi_agent.vector import make_vector_env\n"
+        f"env = make_vector_env(PettingZooEnvSpec(name={COOP!r}, num_envs=3, sync=False))\n"
+        "print(*(p.pid for p in env._envs.processes), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    workers = [int(pid) for pid in owner.stdout.readline().split()]
+    assert len(workers) == 3
+    owner.send_signal(signal.SIGKILL)
+    owner.wait()
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for init is gone too
+            return stat.read().split()[2] != "Z"
+
+    deadline = time.monotonic() + 20
+    while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = [pid for pid in workers if alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"worker processes {left} outlived their killed owner"
+
+
 def test_subprocess_errors_name_the_sub_environment():
     env = vec(2, sync=False)
     with env:

@@ -125,8 +125,15 @@ class SubEnv:
         self.env.close()
 
 
-def _worker(make: Callable[[], Any], pipe: Any) -> None:
-    """A worker process: one :class:`SubEnv`, driven over ``pipe``."""
+def _worker(make: Callable[[], Any], pipe: Any, parent_end: Any) -> None:
+    """A worker process: one :class:`SubEnv`, driven over ``pipe``.
+
+    The worker closes its copy of the parent's end of the pipe first: while any process
+    holds that end open, ``recv`` never sees EOF, so a worker whose trainer was killed
+    (kill -9 leaves no time to say "close") would wait forever. A later worker forked
+    while an earlier pipe was open holds that pipe's end too, but it exits itself once
+    the parent is gone, and then the earlier one sees EOF."""
+    parent_end.close()
     try:
         sub = SubEnv(make())
     except Exception as err:
@@ -158,7 +165,7 @@ class _Workers:
         self.pipes, self.processes = [], []
         for make in makers:
             parent, child = ctx.Pipe()
-            process = ctx.Process(target=_worker, args=(make, child), daemon=True)
+            process = ctx.Process(target=_worker, args=(make, child, parent), daemon=True)
             process.start()
             child.close()
             self.pipes.append(parent)
