@@ -1,0 +1,177 @@
+"""The processes a run is spread over, and what the generation loop asks of them.
+
+A run launched by ``accelerate launch``, ``torchrun`` or ``agilerl train --processes N``
+finds its rank and the number of processes in the launcher's environment (``RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``) and joins torch.distributed's default
+process group (:func:`join`: gloo on the CPU, NCCL on CUDA). Everything that crosses
+processes goes through that group: gathering fitness records and experience, and moving
+an agent whose parent lives on another rank. A run on one process uses the same
+:class:`Group` (rank 0 of 1), whose operations are then local, so there is one code path.
+
+The population is split into contiguous blocks of slots, one per rank
+(:meth:`Group.slots`): with 4 agents on 2 processes rank 0 trains slots 0 and 1 (slot 0
+holds the elite), rank 1 slots 2 and 3.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+#: How long a collective may wait for the other ranks before the process group gives
+#: up. Generous on purpose: a rank may still be training its agents (generations can
+#: last minutes); a rank that died is found much sooner by the liveness watch
+#: (:mod:`agilerl.distributed.liveness`).
+COLLECTIVE_TIMEOUT = timedelta(hours=6)
+
+
+class PeerLost(RuntimeError):
+    """Another rank of the run is gone (killed, crashed or unreachable)."""
+
+
+def _to_cpu(value: Any) -> Any:
+    """``value`` with every tensor in it on the CPU: what crosses processes is plain data,
+    whatever device the sender trains on."""
+    if torch.is_tensor(value):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: _to_cpu(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_to_cpu(item) for item in value)
+    return value
+
+
+@dataclass(frozen=True)
+class Group:
+    """This process's place in the run: ``rank`` of ``world_size`` processes.
+
+    ``replicas``: every rank holds the whole population (the LLM family, which trains
+    data-parallel instead of sharding its agents): :meth:`slots` is every slot and
+    :meth:`all_gather` returns this rank's object alone, since every rank computed the
+    same."""
+
+    rank: int = 0
+    world_size: int = 1
+    replicas: bool = False
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the only process that prints, writes checkpoints and outputs."""
+        return self.rank == 0
+
+    @property
+    def shards(self) -> bool:
+        """Whether the population is split over more than one process."""
+        return self.world_size > 1 and not self.replicas
+
+    def replicated(self) -> Group:
+        return replace(self, replicas=True)
+
+    def _bounds(self, pop_size: int) -> list[int]:
+        if pop_size < self.world_size:
+            raise ValueError(
+                f"training.pop_size: {pop_size} agents cannot be shared among "
+                f"{self.world_size} processes (each trains at least one): use at most "
+                f"{pop_size} processes or a larger population"
+            )
+        base, extra = divmod(pop_size, self.world_size)
+        bounds = [0]
+        for rank in range(self.world_size):
+            bounds.append(bounds[-1] + base + (1 if rank < extra else 0))
+        return bounds
+
+    def slots(self, pop_size: int) -> list[int]:
+        """The population slots this rank trains and evaluates."""
+        if not self.shards:
+            return list(range(pop_size))
+        bounds = self._bounds(pop_size)
+        return list(range(bounds[self.rank], bounds[self.rank + 1]))
+
+    def owner(self, slot: int, pop_size: int) -> int:
+        """The rank that holds population slot ``slot``."""
+        if not self.shards:
+            return self.rank
+        bounds = self._bounds(pop_size)
+        return next(rank for rank in range(self.world_size) if slot < bounds[rank + 1])
+
+    # -- what crosses processes ---------------------------------------------------------
+    def all_gather(self, obj: Any) -> list[Any]:
+        """Every rank's ``obj``, in rank order, on every rank."""
+        if not self.shards:
+            return [obj]
+        gathered: list[Any] = [None] * self.world_size
+        _collective("gathering the generation's results", dist.all_gather_object, gathered, obj)
+        return gathered
+
+    def gather_to_main(self, obj: Any) -> list[Any] | None:
+        """Every rank's ``obj`` in rank order on rank 0 (None on the others)."""
+        if not self.shards:
+            return [obj]
+        gathered: list[Any] | None = [None] * self.world_size if self.is_main else None
+        _collective("gathering agents for a checkpoint", dist.gather_object, obj, gathered, 0)
+        return gathered
+
+    def send(self, obj: Any, dst: int) -> None:
+        """Send ``obj`` (plain data; tensors go as CPU tensors) to rank ``dst``."""
+        _collective(f"sending an agent to rank {dst}", dist.send_object_list, [_to_cpu(obj)], dst)
+
+    def recv(self, src: int) -> Any:
+        """What rank ``src`` sends with :meth:`send`."""
+        box: list[Any] = [None]
+        _collective(f"receiving an agent from rank {src}", dist.recv_object_list, box, src)
+        return box[0]
+
+
+def _collective(what: str, operation: Any, *args: Any) -> None:
+    """Run a torch.distributed operation; a failure (a peer that died mid-operation) is
+    a :class:`PeerLost` that names the dead rank once the liveness watch knows it."""
+    from agilerl.distributed import liveness
+
+    try:
+        operation(*args)
+    except (RuntimeError, ConnectionError) as err:
+        raise PeerLost(liveness.explain(f"the process group failed while {what}: {err}")) from None
+
+
+def current_group() -> Group:
+    """The run's group: torch.distributed's default group once joined, else one process."""
+    if dist.is_available() and dist.is_initialized():
+        return Group(dist.get_rank(), dist.get_world_size())
+    return Group()
+
+
+def launched_world_size() -> int:
+    """The number of processes the launcher started (``WORLD_SIZE``; 1 without one)."""
+    text = os.environ.get("WORLD_SIZE", "1").strip() or "1"
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"WORLD_SIZE={text!r}: expected a positive number of processes")
+    return int(text)
+
+
+def join(device: Any = "cpu") -> Group:
+    """Join the run's process group when a launcher started several processes
+    (``WORLD_SIZE`` > 1), once; start the liveness watch; return :func:`current_group`.
+    On CUDA each process takes the GPU of its ``LOCAL_RANK``."""
+    from agilerl.distributed import liveness
+
+    if launched_world_size() > 1 and not dist.is_initialized():
+        cuda = torch.device(device).type == "cuda"
+        if cuda:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
+    group = current_group()
+    if group.world_size > 1:
+        liveness.watch(group.rank, group.world_size)
+    return group
+
+
+def leave() -> None:
+    """The run ended normally: stop watching (the others no longer wait for this rank)."""
+    from agilerl.distributed import liveness
+
+    liveness.stop()
