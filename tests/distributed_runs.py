@@ -6,6 +6,8 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,20 +36,34 @@ def rank_env(rank: int, processes: int, port: int, env: dict[str, str] | None) -
 
 
 def start(argv: list[str], processes: int, *, env: dict[str, str] | None = None) -> list:
-    """``sys.executable *argv`` started once per rank (``subprocess.Popen``, text output
-    captured), in rank order."""
+    """``sys.executable *argv`` started once per rank (``subprocess.Popen``), in rank
+    order. Output goes to temporary files (``proc.output_files``), not pipes: a rank
+    blocked on a full pipe would hold up the others in the next collective."""
     port = free_port()
-    return [
-        subprocess.Popen(
+    procs = []
+    for rank in range(processes):
+        files = (tempfile.TemporaryFile("w+"), tempfile.TemporaryFile("w+"))
+        proc = subprocess.Popen(
             [sys.executable, *argv],
             env=rank_env(rank, processes, port, env),
             cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=files[0],
+            stderr=files[1],
             text=True,
         )
-        for rank in range(processes)
-    ]
+        proc.output_files = files
+        procs.append(proc)
+    return procs
+
+
+def finished(proc: subprocess.Popen) -> subprocess.CompletedProcess:
+    """A process that ended, with its output."""
+    texts = []
+    for handle in proc.output_files:
+        handle.seek(0)
+        texts.append(handle.read())
+        handle.close()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, *texts)
 
 
 def launch(
@@ -56,14 +72,13 @@ def launch(
     """Run ``argv`` as ``processes`` ranks of one run; wait for all (killing every rank
     if one outlives ``timeout``); return them in rank order."""
     procs = start(argv, processes, env=env)
-    done = []
+    deadline = time.monotonic() + timeout
     try:
         for proc in procs:
-            out, err = proc.communicate(timeout=timeout)
-            done.append(subprocess.CompletedProcess(proc.args, proc.returncode, out, err))
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
-                proc.communicate()
-    return done
+                proc.wait()
+    return [finished(proc) for proc in procs]
