@@ -10,6 +10,7 @@ policy and its critics alike and rebuilds the optimisers when the networks chang
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -63,38 +64,52 @@ class Mutations:
             rand_seed=spec.rand_seed,
         )
 
-    def mutation(self, population: list[AgentT], skip_first: bool = False) -> list[AgentT]:
+    def mutation(
+        self, population: list[AgentT] | Mapping[int, AgentT], skip_first: bool = False
+    ) -> list[AgentT] | Mapping[int, AgentT]:
         """Mutate agents in place (``skip_first``: leave the elite of slot 0 alone) and
-        record on each ``agent.mut`` what it received."""
-        for slot, agent in enumerate(population):
+        record on each ``agent.mut`` what it received. ``population``: the agents by
+        slot, a list or a mapping slot -> agent (the slots one process of a split
+        population holds).
+
+        One number is drawn from the operator's generator per call; each slot's
+        mutation then draws from a generator seeded by it and the slot, so what an
+        agent receives depends on its slot alone, never on the agents mutated before
+        it: processes holding different slots mutate exactly as one process would."""
+        agents = population.items() if isinstance(population, Mapping) else enumerate(population)
+        base = int(self.rng.integers(2**63))
+        for slot, agent in agents:
             if skip_first and slot == 0:
                 agent.mut = "None (elite)"
                 continue
-            kind = KINDS[int(self.rng.choice(len(KINDS), p=self.probabilities))]
-            agent.mut = self.apply(agent, kind)
+            rng = np.random.default_rng([base, slot])
+            kind = KINDS[int(rng.choice(len(KINDS), p=self.probabilities))]
+            agent.mut = self.apply(agent, kind, rng)
         return population
 
-    def apply(self, agent: MutableAgent, kind: str) -> str:
-        """Apply one mutation of ``kind`` to ``agent``; returns its description."""
+    def apply(self, agent: MutableAgent, kind: str, rng: np.random.Generator | None = None) -> str:
+        """Apply one mutation of ``kind`` to ``agent``, drawing from ``rng`` (default: the
+        operator's generator); returns its description."""
+        rng = self.rng if rng is None else rng
         if kind == "architecture":
-            layer = bool(self.rng.random() < self.new_layer_prob)
+            layer = bool(rng.random() < self.new_layer_prob)
             names = agent.architecture_mutations(new_layer=layer) or agent.architecture_mutations()
             if not names:  # a pretrained LLM: its architecture is fixed
                 return "None (fixed architecture)"
             # Try the candidates in random order: one the bounds forbid (removing the
             # last layer) changes nothing, so the next is tried instead.
-            for i in self.rng.permutation(len(names)):
-                if agent.mutate_architecture(names[i], int(self.rng.integers(2**31))):
+            for i in rng.permutation(len(names)):
+                if agent.mutate_architecture(names[i], int(rng.integers(2**31))):
                     return f"arch {names[i]}"
             return "None (architecture at its bounds)"
         if kind == "parameters":
-            changed = agent.mutate_parameters(self.rng, self.mutation_sd)
+            changed = agent.mutate_parameters(rng, self.mutation_sd)
             return f"params ({changed} weights)"
         if kind == "activation":
-            info = agent.mutate_activation(self.rng)
+            info = agent.mutate_activation(rng)
             return f"act {info.get('activation', '?')}" if info else "None (fixed activation)"
         if kind == "rl_hp":
-            change = agent.mutate_hyperparameter(self.rng)
+            change = agent.mutate_hyperparameter(rng)
             if change is None:
                 return "None (no mutable hyperparameter)"
             name, old, new = change

@@ -36,26 +36,36 @@ class TournamentSelection:
     ) -> TournamentSelection:
         return cls(spec.tournament_size, spec.elitism, population_size, rand_seed)
 
-    def select(self, population: list[AgentT]) -> tuple[AgentT, list[AgentT]]:
-        """``(elite, next_generation)``: clones with fresh, increasing indices."""
-        fitness = np.array(
-            [agent.fitness[-1] if agent.fitness else -np.inf for agent in population]
-        )
-        best = int(np.argmax(fitness))  # first of equals: deterministic
-        next_index = max(agent.index for agent in population) + 1
+    def plan(self, fitness: list[float], indices: list[int]) -> list[tuple[int, int]]:
+        """The next generation as ``(parent slot, index)`` per slot, from the latest
+        ``fitness`` and population ``indices`` of every slot alone: a population split
+        over processes decides it on every rank alike and moves only the agents whose
+        parent lives elsewhere. The elite (slot 0, with ``elitism``) keeps its index;
+        every other clone gets a fresh one, increasing."""
+        scores = np.array(fitness, dtype=float)
+        best = int(np.argmax(scores))  # first of equals: deterministic
+        next_index = max(indices) + 1
         chosen: list[int] = [best] if self.elitism else []
         while len(chosen) < self.population_size:
-            entrants = self.rng.integers(len(population), size=self.tournament_size)
-            chosen.append(int(max(entrants, key=lambda i: (fitness[i], -i))))
-        new_population = []
+            entrants = self.rng.integers(len(scores), size=self.tournament_size)
+            chosen.append(int(max(entrants, key=lambda i: (scores[i], -i))))
+        plan = []
         for slot, source in enumerate(chosen):
             if slot == 0 and self.elitism:
                 # The elite keeps its index: it is the same agent carried forward.
-                new_population.append(population[source].clone(index=population[source].index))
+                plan.append((source, indices[source]))
             else:
-                new_population.append(population[source].clone(index=next_index))
+                plan.append((source, next_index))
                 next_index += 1
-        return new_population[0] if self.elitism else population[best], new_population
+        return plan
+
+    def select(self, population: list[AgentT]) -> tuple[AgentT, list[AgentT]]:
+        """``(elite, next_generation)``: clones with fresh, increasing indices."""
+        fitness = [agent.fitness[-1] if agent.fitness else -np.inf for agent in population]
+        plan = self.plan(fitness, [agent.index for agent in population])
+        new_population = [population[source].clone(index=index) for source, index in plan]
+        best = population[int(np.argmax(fitness))]
+        return new_population[0] if self.elitism else best, new_population
 
     def state_dict(self) -> dict[str, Any]:
         return {"rng": self.rng.bit_generator.state}

@@ -9,6 +9,16 @@ interrupted one stood.
 
 ``max_steps`` is per agent, as in AgileRL: a population of 4 with ``max_steps`` 100k
 trains 400k environment steps (plus evaluation steps).
+
+On several processes (:mod:`agilerl.distributed`) each rank trains and evaluates its own
+slots of the population; the generation's records (and, off-policy, the experience the
+agents gathered: :class:`~agilerl.training.sharing.ExperienceSharing`) are gathered on
+every rank, which then decides selection and mutation alike, from the run's seeded
+operators; an agent whose parent lives on another rank receives its state over the
+process group. Nothing a turn computes depends on which agents ran before it in the
+same process (torch's global generator is seeded per turn from (generation, slot);
+mutation draws per slot), so the run's history does not depend on how it was split.
+Only rank 0 prints, writes checkpoints and reports.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from agilerl.algorithms.protocols import AgentT, EvolvingAgent
+from agilerl.distributed.group import Group, current_group
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 
@@ -70,10 +81,15 @@ class RunState:
     def consider(self, agent: EvolvingAgent, fitness: float) -> bool:
         """Keep ``agent`` (just evaluated at ``fitness``) as the elite if it beats every
         agent evaluated before; returns whether it did."""
+        return self.record_best(fitness, agent.index, lambda: snapshot(agent))
+
+    def record_best(self, fitness: float, index: int, elite: Callable[[], Any]) -> bool:
+        """:meth:`consider` for an agent that may live in another process: ``elite()``
+        makes the copy to keep (None where this process keeps none)."""
         if self.best is not None and fitness <= self.best["fitness"]:
             return False
-        self.best = {"fitness": fitness, "generation": self.generation, "index": agent.index}
-        self.elite = snapshot(agent)
+        self.best = {"fitness": fitness, "generation": self.generation, "index": index}
+        self.elite = elite()
         return True
 
     @property
@@ -98,11 +114,58 @@ def snapshot(agent: AgentT) -> AgentT:
     return twin
 
 
-def next_generation(population: list[AgentT], selection: Any, mutation: Any) -> list[AgentT]:
-    """Tournament selection, then mutation (the elite slot, with elitism, unmutated)."""
-    population = selection.select(population)[1]
-    mutation.mutation(population, skip_first=selection.elitism)
-    return population
+def next_generation(
+    population: list[AgentT] | dict[int, AgentT],
+    selection: Any,
+    mutation: Any,
+    group: Group | None = None,
+    roster: list[tuple[int, float]] | None = None,
+) -> Any:
+    """Tournament selection, then mutation (the elite slot, with elitism, unmutated).
+
+    ``population``: every agent (a list), or on a split population this process's agents
+    by slot, with ``roster`` the (index, latest fitness) of every slot of the run and
+    ``group`` the process group; a clone whose parent lives on another rank is built
+    from the state that rank sends. Returns the new generation in the same form."""
+    group = group or Group()
+    local = dict(enumerate(population)) if isinstance(population, list) else population
+    if roster is None:
+        roster = [(agent.index, agent.fitness[-1] if agent.fitness else -math.inf)
+                  for agent in population]  # fmt: skip
+    pop_size = len(roster)
+    plan = selection.plan([fit for _, fit in roster], [index for index, _ in roster])
+    children: dict[int, AgentT] = {}
+    # Every rank walks the same plan in the same order, so each send meets its receive.
+    for slot, (parent, index) in enumerate(plan):
+        here, there = group.owner(slot, pop_size), group.owner(parent, pop_size)
+        if there == group.rank:
+            child = local[parent].clone(index=index)
+            if here == group.rank:
+                children[slot] = child
+            else:
+                group.send(child.state_dict(), here)
+        elif here == group.rank:
+            children[slot] = _rebuild(local, group.recv(there))
+    mutation.mutation(children, skip_first=selection.elitism)
+    return (
+        [children[slot] for slot in range(pop_size)] if isinstance(population, list) else children
+    )
+
+
+def _rebuild(local: dict[int, Any], state: dict[str, Any]) -> Any:
+    """An agent of this run from the state another process sent (``state_dict()``)."""
+    like = next(iter(local.values()))
+    return type(like).from_state_dict(state, device=like.device, **like.runtime_args())
+
+
+class _Held:
+    """An agent another process holds, as the state it sent: what a checkpoint saves."""
+
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.state
 
 
 #: Why a run stops, and whether that still holds for a (resumed) run's training spec:
@@ -176,6 +239,8 @@ def evolve(
     on_generation: Callable[[RunState], None] | None = None,
     stops: dict[str, Callable[[RunState], bool]] | None = None,
     table_metrics: tuple[str, ...] = (),
+    group: Group | None = None,
+    sharing: Any = None,
 ) -> tuple[list[Any], list[float]]:
     """Run generations until ``max_steps`` per agent, ``target`` or ``max_wall_seconds``
     (or a reason of the family's own: ``stops`` maps a reason to whether it holds after
@@ -192,10 +257,19 @@ def evolve(
     resumes a run. ``table_metrics``: learn metrics the per-generation table shows per
     agent (an LLM run's loss and KL).
 
+    ``group``: the processes the population is split over (default: the run's,
+    :func:`~agilerl.distributed.group.current_group`; one process unless launched on
+    several); ``population`` is then every agent of the run, of which this process
+    trains its :meth:`~agilerl.distributed.group.Group.slots`. ``sharing``: the
+    off-policy families' :class:`~agilerl.training.sharing.ExperienceSharing`, told
+    where each turn begins and ends, and merged once per generation.
+
     Returns ``(population, fitnesses)``: the last evaluated population (the final
     generation is not selected or mutated again, so every returned agent carries the
-    fitness it was evaluated with) and each agent's latest fitness.
+    fitness it was evaluated with), every agent of it on every process, and each agent's
+    latest fitness.
     """
+    group = group or current_group()
     checkpointer = checkpointer_for(
         checkpointer,
         checkpoint,
@@ -211,6 +285,8 @@ def evolve(
     evaluate_agent = evaluate_agent or episode_evaluation(env, eval_steps, eval_loop)
     evolving = selection is not None and mutation is not None
     pop_size = len(population)
+    local = {slot: population[slot] for slot in group.slots(pop_size)}
+    verbose = verbose and group.is_main
     progress = Progress(
         max_steps * pop_size,
         min(state.steps, max_steps) * pop_size,
@@ -225,79 +301,157 @@ def evolve(
                 state.finished = "max_steps"
                 break
             gen_start = time.perf_counter()
+            records: dict[int, dict[str, Any]] = {}
             gen_env_steps = 0
-            records = []
-            trained = 0
             gen_best = -math.inf
-            for slot, agent in enumerate(population):
-                agent_start = time.perf_counter()
-                taken, scores, metrics = train_agent(agent, slot, budget, state)
-                fitness, eval_taken, *figures = evaluate_agent(agent, slot, state)
-                for extra in figures:
-                    metrics = {**metrics, **extra}
-                agent_steps = taken + eval_taken
-                agent_seconds = time.perf_counter() - agent_start
-                gen_env_steps += agent_steps
-                trained = max(trained, taken)
-                hyper = agent.hyperparameters()
-                records.append(
-                    {
-                        "index": agent.index,
-                        "fitness": fitness,
-                        "train_score": float(np.mean(scores)) if scores else None,
-                        "episodes": len(scores),
-                        "metrics": metrics,
-                        "env_steps": agent_steps,  # training and evaluation
-                        "env_steps_per_s": agent_steps / max(agent_seconds, 1e-9),
-                        "mutation": agent.mut,
-                        "mutable": {n: hyper[n] for n in sorted(agent.hp_config)},
-                        "hyperparameters": hyper,
-                    }
-                )
-                gen_best = max(gen_best, fitness)
+            for slot, agent in local.items():
+                record = _turn(agent, slot, budget, state, train_agent, evaluate_agent, sharing)
+                records[slot] = record
+                gen_env_steps += record["env_steps"]
+                gen_best = max(gen_best, record["fitness"])
                 progress.update(
-                    min(taken, budget),
-                    gen_env_steps / max(time.perf_counter() - gen_start, 1e-9),
+                    min(record.pop("_taken"), budget) * group.world_size,  # ranks run alike
+                    gen_env_steps * group.world_size / max(time.perf_counter() - gen_start, 1e-9),
                     gen_best if state.best is None else max(gen_best, state.best_fitness),
                     state.generation,
                 )
-            elapsed = time.perf_counter() - gen_start
-            champion = max(population, key=lambda a: a.fitness[-1])  # first of equals
-            state.consider(champion, champion.fitness[-1])
-            state.steps += trained
+            # What every rank needs of the others: records, elapsed time, experience.
+            parts = group.all_gather(
+                (records, time.perf_counter() - gen_start, sharing.take() if sharing else {})
+            )
+            records = {slot: r for part in parts for slot, r in part[0].items()}
+            ordered = [records[slot] for slot in range(pop_size)]
+            elapsed = max(part[1] for part in parts)
+            if sharing is not None:
+                sharing.merge({slot: j for part in parts for slot, j in part[2].items()})
+            roster = [(r["index"], r["fitness"]) for r in ordered]
+            champion = max(range(pop_size), key=lambda i: roster[i][1])  # first of equals
+            state.record_best(
+                roster[champion][1],
+                roster[champion][0],
+                lambda local=local, champion=champion: _elite(local, champion, pop_size, group),
+            )
+            state.steps += max(r["_trained"] for r in ordered)
+            gen_env_steps = sum(r["env_steps"] for r in ordered)
             state.env_steps += gen_env_steps
+            for r in ordered:
+                del r["_trained"]
             record = {
                 "generation": state.generation,
                 "steps": state.steps,
                 "env_steps": state.env_steps,
                 "seconds": elapsed,
                 "env_steps_per_s": gen_env_steps / max(elapsed, 1e-9),
-                "agents": records,
+                "agents": ordered,
             }
             state.history.append(record)
             progress.write(generation_summary(record, max_steps, state.best, table_metrics))
+            # Every rank decides alike: wall time is the slowest rank's.
+            seconds = max(time.perf_counter() - started, state.seconds + elapsed)
             if target is not None and state.best_fitness >= target:
                 state.finished = "target_score"
             elif state.steps >= max_steps:
                 state.finished = "max_steps"
-            elif max_wall_seconds is not None and time.perf_counter() - started >= max_wall_seconds:
+            elif max_wall_seconds is not None and seconds >= max_wall_seconds:
                 state.finished = "max_wall_seconds"
             else:
                 held = (reason for reason, holds in (stops or {}).items() if holds(state))
                 state.finished = next(held, None)
             state.generation += 1
             if state.finished is None and evolving:
-                population = next_generation(population, selection, mutation)
-            state.seconds = time.perf_counter() - started
+                local = next_generation(local, selection, mutation, group, roster)
+            state.seconds = seconds
             if checkpointer is not None and (state.finished or checkpointer.due(state)):
-                checkpointer.write(population, state)
-            if on_generation is not None:
+                whole = _gather_to_main(local, pop_size, group)
+                if whole is not None:
+                    checkpointer.write(whole, state)
+            if on_generation is not None and group.is_main:
                 on_generation(state)
     finally:
         progress.close(done=state.finished == "max_steps")
     if state.finished and verbose:
         progress.write(_closing_line(state))
+    population = _gather_everywhere(local, pop_size, group)
     return population, [agent.fitness[-1] for agent in population]
+
+
+def _turn(
+    agent: Any,
+    slot: int,
+    budget: int,
+    state: RunState,
+    train_agent: TrainAgent,
+    evaluate_agent: EvaluateAgent,
+    sharing: Any,
+) -> dict[str, Any]:
+    """One agent's turn of a generation: train, evaluate; its record in the history."""
+    import torch
+
+    started = time.perf_counter()
+    # The turn's own random stream: what it draws from torch's global generator (batch
+    # indices, sampled actions) cannot depend on the turns before it in this process.
+    torch.manual_seed(reset_seed(state, slot, 2))
+    if sharing is not None:
+        sharing.begin_turn(slot)
+    taken, scores, metrics = train_agent(agent, slot, budget, state)
+    if sharing is not None:
+        sharing.end_turn(slot)
+    fitness, eval_taken, *figures = evaluate_agent(agent, slot, state)
+    for extra in figures:
+        metrics = {**metrics, **extra}
+    steps = taken + eval_taken
+    hyper = agent.hyperparameters()
+    return {
+        "index": agent.index,
+        "fitness": fitness,
+        "train_score": float(np.mean(scores)) if scores else None,
+        "episodes": len(scores),
+        "metrics": metrics,
+        "env_steps": steps,  # training and evaluation
+        "env_steps_per_s": steps / max(time.perf_counter() - started, 1e-9),
+        "mutation": agent.mut,
+        "mutable": {n: hyper[n] for n in sorted(agent.hp_config)},
+        "hyperparameters": hyper,
+        "_taken": taken,  # for the progress bar (removed once shown)
+        "_trained": taken,  # for the step budget (removed once counted)
+    }
+
+
+def _elite(local: dict[int, Any], champion: int, pop_size: int, group: Group) -> Any:
+    """The copy of the run's new best agent that rank 0 keeps (None elsewhere): taken
+    here, or sent by the rank that holds it."""
+    holder = group.owner(champion, pop_size)
+    if holder == group.rank == 0:
+        return snapshot(local[champion])
+    if holder == group.rank:
+        group.send(snapshot(local[champion]).state_dict(), 0)
+    elif group.is_main:
+        return _rebuild(local, group.recv(holder))
+    return None
+
+
+def _gather_to_main(local: dict[int, Any], pop_size: int, group: Group) -> list[Any] | None:
+    """Every agent, in slot order, on rank 0 (what its checkpoints save; others' agents
+    as their states); None on the other ranks."""
+    if not group.shards:
+        return [local[slot] for slot in range(pop_size)]
+    parts = group.gather_to_main({slot: agent.state_dict() for slot, agent in local.items()})
+    if parts is None:
+        return None
+    states = {slot: st for part in parts for slot, st in part.items()}
+    return [local[slot] if slot in local else _Held(states[slot]) for slot in range(pop_size)]
+
+
+def _gather_everywhere(local: dict[int, Any], pop_size: int, group: Group) -> list[Any]:
+    """Every agent of the run, in slot order, on every rank (rebuilt from the states the
+    other ranks send): the population a run returns."""
+    if not group.shards:
+        return [local[slot] for slot in range(pop_size)]
+    parts = group.all_gather({slot: agent.state_dict() for slot, agent in local.items()})
+    states = {slot: st for part in parts for slot, st in part.items()}
+    return [
+        local[slot] if slot in local else _rebuild(local, states[slot]) for slot in range(pop_size)
+    ]
 
 
 def _closing_line(state: RunState) -> str:
