@@ -34,6 +34,10 @@ a generation), :meth:`NStepReplayBuffer.flush` stores what is pending as if ever
 episode were truncated there, and returns its 1-step transitions the same way.
 ``gamma`` is the algorithm's; ``n_step = 1`` stores the 1-step transitions themselves
 (with ``discount = gamma``).
+
+**Turns** (experience sharing) are the replay buffer's, over the stored n-step
+transitions; a turn begins and ends with nothing pending (the loop flushes before a turn
+ends), so the pending steps never mix two agents' episodes and never need undoing.
 """
 
 from __future__ import annotations
@@ -144,6 +148,21 @@ class NStepReplayBuffer(ReplayBuffer):
         self.store(_concat([self._n_step(steps[i:]) for i in range(len(steps))]))
         self._pending.clear()
         return _concat([self._one_step(step) for step in steps])
+
+    def begin_turn(self) -> None:
+        self._refuse_pending("begin_turn")
+        super().begin_turn()
+
+    def check_turn_end(self) -> None:
+        super().check_turn_end()
+        self._refuse_pending("end_turn")
+
+    def _refuse_pending(self, what: str) -> None:
+        if self._pending:
+            raise RuntimeError(
+                f"NStepReplayBuffer.{what}: {len(self._pending)} steps are pending; a turn "
+                "starts and ends with none (flush() first, as Replay.end_turn does)"
+            )
 
     @staticmethod
     def _step(values: Mapping[str, Any], envs: int | None) -> dict[str, Any]:

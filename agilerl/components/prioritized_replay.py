@@ -18,6 +18,17 @@ It is a :class:`~agilerl.components.replay_buffer.ReplayBuffer` (same storage, s
   the epsilon keeps every transition drawable). ``beta`` is the caller's: Rainbow
   anneals it to 1 over the run.
 
+**Turns** (experience sharing; the rows' side is the replay buffer's). A turn also
+remembers the max priority it began with and, the first time it changes a slot's
+priority, the old one, so :meth:`~ReplayBuffer.end_turn` puts priorities, sum tree and
+max priority back exactly (a slot empty before the turn becomes unused again in the
+tree). Its journal adds the priorities it gave to rows that were there before it (the
+last one per row; updates of rows the turn stored itself are left out: those rows enter
+at the max priority when merged, as every new row does) and the max priority it reached.
+:meth:`PrioritizedReplayBuffer.merge` raises the max priority to the largest of the
+journals', applies every journal's old-row priorities in journal order (a later
+journal's wins on a row two touched), then stores the rows.
+
 Priorities, the largest one and ``alpha`` are part of :meth:`state_dict`, so a resumed
 run samples with the same priorities. Randomness comes from the global torch CPU
 generator, as in :class:`~agilerl.components.replay_buffer.ReplayBuffer`.
@@ -26,15 +37,16 @@ generator, as in :class:`~agilerl.components.replay_buffer.ReplayBuffer`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
 from agilerl import checkpoints
-from agilerl.components.replay_buffer import STATE_LAYOUT, ReplayBuffer
-from agilerl.components.sum_tree import SumTree
+from agilerl.components.replay_buffer import STATE_LAYOUT, ReplayBuffer, Turn
+from agilerl.components.sum_tree import SumTree, last_occurrence
 
 #: Default ``alpha``: the ``replay_buffer.per_buffer_args.alpha`` default of the schema
 #: (a test keeps them equal).
@@ -56,6 +68,18 @@ def _check_unit(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
+
+
+@dataclass
+class PriorityTurn(Turn):
+    """A turn of a prioritised buffer: a :class:`Turn` plus what priorities need."""
+
+    max_priority: float = 1.0  # at begin_turn
+    undo_slots_p: list[np.ndarray] = field(default_factory=list)  # slots whose priority
+    undo_priorities: list[np.ndarray] = field(default_factory=list)  # changed, old values
+    undo_leaves: list[np.ndarray] = field(default_factory=list)  # ... and old tree leaves
+    old_row_slots: list[np.ndarray] = field(default_factory=list)  # updates of pre-turn
+    old_row_priorities: list[np.ndarray] = field(default_factory=list)  # rows, in order
 
 
 class PrioritizedReplayBuffer(ReplayBuffer):
@@ -88,6 +112,12 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return slots
 
     def _set(self, slots: np.ndarray, priorities: np.ndarray) -> None:
+        turn = self._turn
+        if isinstance(turn, PriorityTurn):
+            turn.undo_slots_p.append(slots.copy())
+            turn.undo_priorities.append(self._priorities[slots])
+            # The leaves themselves, not recomputed from the priorities: bit for bit.
+            turn.undo_leaves.append(self._tree[slots])
         self._priorities[slots] = priorities
         self._tree.update(slots, priorities**self.alpha)
 
@@ -138,9 +168,59 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         values = np.abs(values) + prior_eps
         if np.any(values <= 0):
             raise ValueError("a priority of 0 would never be drawn again: pass prior_eps > 0")
-        self._set(slots.astype(np.int64), values)
+        slots = slots.astype(np.int64)
+        turn = self._turn
+        if isinstance(turn, PriorityTurn):
+            old = ~turn.is_new(slots, self.max_size)
+            turn.old_row_slots.append(slots[old])
+            turn.old_row_priorities.append(values[old])
+        self._set(slots, values)
         if values.size:
             self.max_priority = max(self.max_priority, float(values.max()))
+
+    # -- turns (see the module docstring) -------------------------------------------------
+    def _open_turn(self) -> PriorityTurn:
+        turn = super()._open_turn()
+        return PriorityTurn(**vars(turn), max_priority=self.max_priority)
+
+    def _journal(self, turn: Turn) -> dict[str, Any]:
+        assert isinstance(turn, PriorityTurn)
+        slots = np.concatenate([np.zeros(0, np.int64), *turn.old_row_slots])
+        values = np.concatenate([np.zeros(0), *turn.old_row_priorities])
+        slots, values = last_occurrence(slots, values)
+        return {
+            **super()._journal(turn),
+            "old_rows": {"slots": slots, "priorities": values},
+            "max_priority": self.max_priority,
+        }
+
+    def _roll_back(self, turn: Turn) -> None:
+        assert isinstance(turn, PriorityTurn)
+        super()._roll_back(turn)
+        if turn.undo_slots_p:
+            # Newest first, so each slot's last value is the one it had before the turn.
+            newest_first = np.concatenate(turn.undo_slots_p)[::-1]
+            slots, values = last_occurrence(
+                newest_first, np.concatenate(turn.undo_priorities)[::-1]
+            )
+            _, leaves = last_occurrence(newest_first, np.concatenate(turn.undo_leaves)[::-1])
+            self._priorities[slots] = values
+            filled = slots < turn.size
+            self._tree.update(slots[filled], leaves[filled])
+            self._tree.clear(slots[~filled])  # empty before the turn: unused again
+        self.max_priority = turn.max_priority
+
+    def merge(self, journals: Sequence[Mapping[str, Any]]) -> None:
+        self._require_no_turn("merge")
+        self.max_priority = max([self.max_priority, *(j["max_priority"] for j in journals)])
+        if journals:
+            slots = np.concatenate([np.asarray(j["old_rows"]["slots"]) for j in journals])
+            values = np.concatenate([np.asarray(j["old_rows"]["priorities"]) for j in journals])
+            if slots.size and (slots.min() < 0 or slots.max() >= len(self)):
+                raise ValueError(f"journal priorities of slots outside [0, {len(self)})")
+            if slots.size:
+                self._set(*last_occurrence(slots.astype(np.int64), values.astype(np.float64)))
+        super().merge(journals)
 
     # -- checkpoints ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

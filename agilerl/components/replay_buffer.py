@@ -9,11 +9,27 @@ which is why the buffer needs no observation or action space.
 Batches come from a vectorised environment: every leaf has the number of environments as
 its leading dimension. Sampling draws indices with the global torch CPU generator, so a run
 seeded with ``torch.manual_seed`` samples the same transitions on any device.
+
+**Turns** (generation-synchronous experience sharing,
+:class:`~agilerl.training.sharing.ExperienceSharing`). Between :meth:`ReplayBuffer.begin_turn`
+and :meth:`ReplayBuffer.end_turn` the buffer is used as usual, and it remembers two things:
+the write position and size it started from, and, the first time the turn overwrites a row
+that was there before it, that row's old contents (an undo log: only overwritten rows are
+copied, never the storage). The turn's writes are contiguous in the ring from the starting
+position, so the rows it stored that are still held are the last ``min(written,
+max_size)`` slots before the write position. :meth:`end_turn` gathers those rows (the
+turn's *journal*, on the CPU, plus how many rows it wrote in all), writes the undo log
+back and restores position and size: the buffer is as it stood at :meth:`begin_turn`.
+:meth:`ReplayBuffer.merge` stores the journals of several turns in the order given. A
+journal of a turn that wrote more rows than the buffer holds keeps only the last
+``max_size`` of them and the count of the others, which merging skips over: storing them
+all would leave the very same buffer (the kept rows overwrite every slot).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,6 +50,22 @@ def _as_tensor(value: Any) -> torch.Tensor:
     return tensor
 
 
+@dataclass
+class Turn:
+    """What a buffer remembers during a turn (see the module docstring)."""
+
+    position: int  # write position at begin_turn
+    size: int  # filled slots at begin_turn
+    allocated: bool  # whether the storage existed at begin_turn
+    written: int = 0  # rows stored during the turn (every row of every batch)
+    undo_slots: list[torch.Tensor] = field(default_factory=list)  # pre-turn rows overwritten
+    undo_rows: list[dict[str, Any]] = field(default_factory=list)  # ... and their old contents
+
+    def is_new(self, slots: np.ndarray, max_size: int) -> np.ndarray:
+        """Which of ``slots`` hold a row the turn stored (rather than a pre-turn one)."""
+        return (slots - self.position) % max_size < min(self.written, max_size)
+
+
 class ReplayBuffer:
     """Circular buffer of the last ``max_size`` transitions, sampled uniformly with
     replacement. See the module docstring for the storage layout."""
@@ -50,6 +82,7 @@ class ReplayBuffer:
         self._storage: dict[str, Any] | None = None
         self._pos = 0  # next slot to write
         self._size = 0  # filled slots
+        self._turn: Turn | None = None  # open between begin_turn and end_turn
 
     def __len__(self) -> int:
         return self._size
@@ -61,6 +94,7 @@ class ReplayBuffer:
 
     def clear(self) -> None:
         """Forget every transition and the storage (the next batch may differ in shape)."""
+        self._require_no_turn("clear")
         self._storage = None
         self._pos = 0
         self._size = 0
@@ -112,6 +146,8 @@ class ReplayBuffer:
         # Every field is checked before any is written: a bad batch leaves no half-written row.
         for name in self.fields:
             map_tree(check, self._storage[name], batch[name])
+        if self._turn is not None:
+            self._save_overwritten(self._turn, count)
         for name in self.fields:
             map_tree(write, self._storage[name], batch[name])
         self._pos = (self._pos + count) % self.max_size
@@ -155,10 +191,95 @@ class ReplayBuffer:
             for name in self.fields
         }
 
+    # -- turns (experience sharing; see the module docstring) --------------------------------
+    def begin_turn(self) -> None:
+        """Start remembering what the next writes change, to undo it at :meth:`end_turn`."""
+        self._require_no_turn("begin_turn")
+        self._turn = self._open_turn()
+
+    def _open_turn(self) -> Turn:
+        return Turn(self._pos, self._size, self._storage is not None)
+
+    def end_turn(self) -> dict[str, Any]:
+        """Put the buffer back as it stood at :meth:`begin_turn` and return the turn's
+        journal (picklable: CPU tensors, arrays and numbers) for :meth:`merge`."""
+        self.check_turn_end()
+        turn = self._turn
+        assert turn is not None
+        journal = self._journal(turn)
+        self._roll_back(turn)
+        self._turn = None
+        return journal
+
+    def check_turn_end(self) -> None:
+        """Refuse, changing nothing, an :meth:`end_turn` that would fail (several buffers
+        filled in step end their turns together only when none would)."""
+        if self._turn is None:
+            raise RuntimeError(f"{type(self).__name__}.end_turn: no turn is open (begin_turn)")
+
+    def merge(self, journals: Sequence[Mapping[str, Any]]) -> None:
+        """Store the rows of ``journals`` (from :meth:`end_turn`, possibly of other
+        processes' copies of this buffer) one journal after the other."""
+        self._require_no_turn("merge")
+        for journal in journals:
+            rows = journal["rows"]
+            kept = 0 if rows is None else tree_leaves(rows)[0].shape[0]
+            skipped = journal["written"] - kept  # overwritten by `rows` in any case
+            if kept > self.max_size or skipped < 0 or (skipped and kept != self.max_size):
+                raise ValueError(
+                    f"a journal of {journal['written']} rows holding {kept} does not come "
+                    f"from a buffer of max_size {self.max_size}"
+                )
+            if rows is None:
+                continue
+            self._pos = (self._pos + skipped) % self.max_size
+            self._size = min(self._size + skipped, self.max_size)
+            self.store(rows)
+
+    def _require_no_turn(self, what: str) -> None:
+        if self._turn is not None:
+            raise RuntimeError(
+                f"{type(self).__name__}.{what}: a turn is open (end_turn first): its writes "
+                "are undone at end_turn"
+            )
+
+    def _save_overwritten(self, turn: Turn, count: int) -> None:
+        """Before a batch of ``count`` rows is written: the old contents of the pre-turn
+        rows it is the first of the turn to overwrite."""
+        first = min(count, self.max_size - turn.written)  # slots no earlier batch wrote
+        if first > 0 and turn.size:
+            slots = (turn.position + turn.written + torch.arange(first)) % self.max_size
+            slots = slots[slots < turn.size]  # filled at begin_turn ([0, size) or all)
+            if slots.numel():
+                turn.undo_slots.append(slots)
+                turn.undo_rows.append(self._gather(slots))
+        turn.written += count
+
+    def _journal(self, turn: Turn) -> dict[str, Any]:
+        kept = min(turn.written, self.max_size)
+        rows = None
+        if kept:
+            start = turn.position + turn.written - kept
+            rows = map_tree(
+                lambda t: t.cpu(), self._gather((start + torch.arange(kept)) % self.max_size)
+            )
+        return {"written": turn.written, "rows": rows}
+
+    def _roll_back(self, turn: Turn) -> None:
+        if turn.undo_slots:
+            assert self._storage is not None
+            slots = torch.cat(turn.undo_slots).to(self.device)  # distinct: each saved once
+            old = map_tree(lambda *parts: torch.cat(parts), *turn.undo_rows)
+            map_tree(lambda store, rows: store.index_copy_(0, slots, rows), self._storage, old)
+        if not turn.allocated:
+            self._storage = None
+        self._pos, self._size = turn.position, turn.size
+
     # -- checkpoints ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         """The filled slots (CPU tensors, in slot order) and the write position: loading it
         into a buffer of the same ``max_size`` continues exactly where this one stands."""
+        self._require_no_turn("state_dict")
         data = None
         if self._storage is not None:
             data = {
@@ -171,6 +292,7 @@ class ReplayBuffer:
         """Restore what :meth:`state_dict` saved (onto this buffer's device). The state is
         checked first (a :class:`~agilerl.checkpoints.CheckpointError` names the key path
         ``where...``); a refused state leaves the buffer as it was."""
+        self._require_no_turn("load_state_dict")
         checkpoints.require(state, STATE_LAYOUT, where)
         if state["max_size"] != self.max_size:
             raise checkpoints.fail(

@@ -30,6 +30,16 @@ import numpy as np
 BRANCHING = 32
 
 
+def last_occurrence(index: np.ndarray, value: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct entries of ``index`` (sorted) with the value of each one's last
+    occurrence: numpy leaves the winner of a repeated index in one assignment
+    unspecified, so every batch write that may repeat an index goes through this."""
+    order = np.argsort(index, kind="stable")
+    index, value = index[order], value[order]
+    last = np.append(index[1:] != index[:-1], True)[: index.size]  # (none when empty)
+    return index[last], value[last]
+
+
 class SumTree:
     """Sums and minima of ``capacity`` non-negative float64 values (see module docstring)."""
 
@@ -86,14 +96,21 @@ class SumTree:
             raise ValueError("values must be finite and non-negative")
         if not index.size:
             return
-        # numpy leaves the winner of a repeated index in one assignment unspecified: keep
-        # the last occurrence of each (stable sort, last of every run of equal indices).
-        order = np.argsort(index, kind="stable")
-        index, value = index[order], value[order]
-        last = np.append(index[1:] != index[:-1], True)
-        nodes, value = index[last], value[last]
-        self._sum[0][nodes] = value
-        self._min[0][nodes] = value
+        nodes, value = last_occurrence(index, value)
+        self._write(nodes, value, value)
+
+    def clear(self, indices: Any) -> None:
+        """Make the leaves at ``indices`` unused again, as they were before any write (0
+        in the sums, +inf in the minima), and recompute their ancestors: how a replay
+        buffer rolls a slot back to empty."""
+        index = np.unique(self._indices(indices))
+        if index.size:
+            self._write(index, 0.0, np.inf)
+
+    def _write(self, nodes: np.ndarray, sums: Any, mins: Any) -> None:
+        """Set leaves ``nodes`` (distinct) and recompute their ancestors, level by level."""
+        self._sum[0][nodes] = sums
+        self._min[0][nodes] = mins
         for below in range(self.depth):
             # A parent listed twice is written twice with the same value: no need to dedupe.
             nodes = nodes // BRANCHING
