@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,9 @@ def _tracking_overrides(args: argparse.Namespace) -> list[str]:
 def _train(args: argparse.Namespace) -> int:
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
+    from agilerl.distributed import PeerLost
+    from agilerl.distributed.group import launched_world_size
+    from agilerl.distributed.liveness import EXIT_CODE
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
     from agilerl.training import LocalTrainer, TrainerError
@@ -285,8 +289,12 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.training.run_directory import EarlierRunError
     from agilerl.training.tracking import TrackingError
 
+    rank = int(os.environ.get("RANK", "0") or 0)
+    who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
     try:
         manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
+        if args.processes > 1 and launched_world_size() == 1:
+            return _launch(args)  # the manifest is valid: start the ranks
         out = Path(args.out) if args.out else Path("runs") / Path(args.manifest).stem
         # training may be absent (null: every default)
         checkpoint = args.checkpoint_path or getattr(manifest.training, "checkpoint_path", None)
@@ -300,23 +308,24 @@ def _train(args: argparse.Namespace) -> int:
             num_threads=args.threads,
             base_dir=Path(args.manifest).parent,  # the manifest's relative paths start there
         )
-        print(
-            f"training {manifest.algorithm.name} on {trainer.env_name}: population "
-            f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per agent, "
-            f"output in {out}/" + (f", resuming from {resume}" if resume else ""),
-            file=sys.stderr,
-        )
-        # before the run imports any of it
-        for ref in code_references(manifest, base_dir=Path(args.manifest).parent):
-            print(ref.line(), file=sys.stderr)
+        if rank == 0:  # one rank speaks for the run
+            print(
+                f"training {manifest.algorithm.name} on {trainer.env_name}: population "
+                f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per "
+                f"agent, output in {out}/" + (f", resuming from {resume}" if resume else ""),
+                file=sys.stderr,
+            )
+            # before the run imports any of it
+            for ref in code_references(manifest, base_dir=Path(args.manifest).parent):
+                print(ref.line(), file=sys.stderr)
         trainer.train(
-            verbose=not args.quiet,
+            verbose=not args.quiet and rank == 0,
             output_dir=out,
             checkpoint_path=checkpoint,
             checkpoint_steps=args.checkpoint_steps,
             force=args.force,
         )
-        if args.quiet:  # the one line a quiet run prints: where its outputs are
+        if args.quiet and rank == 0:  # the one line a quiet run prints: its outputs
             print(f"outputs in {out}/ (best agent: {trainer.best_summary()})")
     except EarlierRunError as err:
         print(
@@ -337,8 +346,11 @@ def _train(args: argparse.Namespace) -> int:
         TrackingError,
         TrainerError,
     ) as err:
-        print(f"agilerl: {err}", file=sys.stderr)
+        print(f"{who}: {err}", file=sys.stderr)
         return 1
+    except PeerLost as err:
+        print(f"{who}: {err}", file=sys.stderr)
+        return EXIT_CODE
     except KeyboardInterrupt:
         print(
             f"\nagilerl: interrupted; continue with: agilerl train {args.manifest} --resume"
@@ -347,6 +359,35 @@ def _train(args: argparse.Namespace) -> int:
         )
         return 130
     return 0
+
+
+def _launch(args: argparse.Namespace) -> int:
+    """``agilerl train --processes N``: the same command on N processes of this machine,
+    started by torchrun (``torch.distributed.run --standalone``), which also ends the
+    others when one fails."""
+    import subprocess
+
+    argv = list(args.argv)
+    # The ranks run the command without --processes (torchrun started them already).
+    for i, item in enumerate(argv):
+        if item == "--processes":
+            del argv[i : i + 2]
+            break
+        if item.startswith("--processes="):
+            del argv[i]
+            break
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={args.processes}",
+        "-m",
+        "agilerl",
+        *argv,
+    ]
+    print(f"agilerl: starting {args.processes} processes (torchrun)", file=sys.stderr)
+    return subprocess.call(command)
 
 
 def _without_dataset(document: dict[str, Any]) -> dict[str, Any]:
@@ -630,6 +671,15 @@ def build_parser() -> argparse.ArgumentParser:
         "AGILERL_NUM_THREADS)",
     )
     train.add_argument(
+        "--processes",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="split the population over N processes on this machine (torchrun; the same "
+        "as `torchrun --standalone --nproc-per-node N -m agilerl train ...` or "
+        "`accelerate launch --num_processes N -m agilerl train ...`)",
+    )
+    train.add_argument(
         "--tensorboard",
         metavar="DIR",
         help="write TensorBoard event files to DIR every generation (training."
@@ -742,6 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (to relaunch it)
     return args.handler(args)
 
 

@@ -30,6 +30,11 @@ import torch.distributed as dist
 COLLECTIVE_TIMEOUT = timedelta(hours=6)
 
 
+#: Whether :func:`join` joined the process group (and :func:`leave` then leaves it); a
+#: group the caller (or accelerate) set up is theirs to end.
+_joined = False
+
+
 class PeerLost(RuntimeError):
     """Another rank of the run is gone (killed, crashed or unreachable)."""
 
@@ -71,6 +76,14 @@ class Group:
 
     def replicated(self) -> Group:
         return replace(self, replicas=True)
+
+    def local_device(self, device: Any) -> Any:
+        """``device`` for this process: a bare ``cuda`` on several processes is the GPU
+        of the process's ``LOCAL_RANK`` (one GPU per process, as launchers assign)."""
+        device = torch.device(device)
+        if self.world_size > 1 and device.type == "cuda" and device.index is None:
+            return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        return device
 
     def _bounds(self, pop_size: int) -> list[int]:
         if pop_size < self.world_size:
@@ -164,6 +177,8 @@ def join(device: Any = "cpu") -> Group:
         if cuda:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
         dist.init_process_group("nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
+        global _joined
+        _joined = True
     group = current_group()
     if group.world_size > 1:
         liveness.watch(group.rank, group.world_size)
@@ -171,7 +186,12 @@ def join(device: Any = "cpu") -> Group:
 
 
 def leave() -> None:
-    """The run ended normally: stop watching (the others no longer wait for this rank)."""
+    """The run ended normally: stop watching (the others no longer wait for this rank)
+    and leave the process group, where :func:`join` joined it."""
     from agilerl.distributed import liveness
 
+    global _joined
     liveness.stop()
+    if _joined and dist.is_initialized():
+        dist.destroy_process_group()
+    _joined = False

@@ -61,6 +61,10 @@ class Family:
     #: (trainer, manifest document) -> None: the family's changes to the manifest the run
     #: writes (an LLM run's relative paths made absolute: the file lies elsewhere).
     written_manifest: Callable[[Any, dict[str, Any]], None] = lambda trainer, doc: None
+    #: Whether a run on several processes splits the population among them (each rank
+    #: trains its own agents); False: every rank trains every agent on its share of each
+    #: batch (the LLM family's data-parallel fine-tuning).
+    shards_population: bool = True
     #: What fitness and training scores measure (the fitness plot's axes).
     measure: str = "mean return"
     #: Outputs beside the common ones: kind -> (name in the output directory, writer of
@@ -208,6 +212,7 @@ FAMILIES: dict[AgentType, Family] = {
         close_env=lambda env: None,  # datasets in memory: nothing to release
         written_manifest=_llm("llm_written_manifest"),
         computes=_llm("BaseCompute"),
+        shards_population=False,
         measure="score: reward, accuracy or 1/perplexity",
         # The best agent's peft adapter directory, tokenizer beside it.
         outputs={"adapter": ("best_adapter", lambda best, path: best.save_adapter(path))},

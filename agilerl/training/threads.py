@@ -10,7 +10,9 @@ against 575 with one). So, unless the user chose (:data:`ENV_VAR`, ``--threads``
 
 * an agent on the CPU with fewer than :data:`SMALL_AGENT` parameters runs on one thread;
 * a larger one gets a thread per core that the environment workers leave free
-  (``environment.sync: false`` runs one process per environment);
+  (``environment.sync: false`` runs one process per environment), of this process's
+  share of the machine's cores when a launcher started several on it
+  (``LOCAL_WORLD_SIZE``);
 * an agent on an accelerator leaves torch's setting alone.
 """
 
@@ -33,6 +35,12 @@ def cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         return os.cpu_count() or 1
+
+
+def local_processes() -> int:
+    """Processes of the run on this machine (the launcher's ``LOCAL_WORLD_SIZE``; 1)."""
+    text = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else 1
 
 
 def requested_threads(explicit: int | None) -> int | None:
@@ -67,4 +75,5 @@ def choose_threads(
         return None
     if agent_parameters(agent) < SMALL_AGENT:
         return 1
-    return max(1, min(torch.get_num_threads(), cores() - env_workers))
+    share = cores() // local_processes()
+    return max(1, min(torch.get_num_threads(), share - env_workers))

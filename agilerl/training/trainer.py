@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from agilerl.atomic import DirectoryLock, OutputError, clean_stale_temporaries, write_text
 from agilerl.checkpoints import CheckpointError
+from agilerl.distributed import Group, join, leave
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
@@ -361,17 +362,63 @@ class LocalTrainer:
             if self.training.checkpoint_path is None:
                 raise TrainerError("resume: this run has no checkpoint path to resume from")
             self.resume_from_checkpoint = self.training.checkpoint_path
-        # Before anything is built or written: paths, memory (PreflightError).
-        preflight(self, output_dir)
-        holds = self._hold_outputs(output_dir)
+        group = join(self.device)  # a run launched on several processes joins them
+        self.device = group.local_device(self.device)
+        holds: list[DirectoryLock] = []
         threads = torch.get_num_threads()
         try:
-            self._claim_outputs(output_dir, force, verbose)
-            return self._run(verbose, output_dir)
+            self._start_together(
+                group, lambda: holds.extend(self._start(group, output_dir, force, verbose))
+            )
+            population, fitnesses = self._run(verbose, output_dir, group)
         finally:
             torch.set_num_threads(threads)  # the run's choice ends with the run
             for lock in holds:
                 lock.release()
+        leave()  # after the last collective: the other ranks no longer wait for this one
+        return population, fitnesses
+
+    def _start(
+        self, group: Group, output_dir: str | Path | None, force: bool, verbose: bool
+    ) -> list[DirectoryLock]:
+        """Before anything is built or written: the pre-flight (paths, memory:
+        PreflightError) on every rank, then on rank 0 alone, which writes every file of
+        the run, the output directory's lock and the earlier run's outputs."""
+        if self.family.shards_population and self.training.pop_size < group.world_size:
+            raise TrainerError(
+                f"training.pop_size: {self.training.pop_size} agents cannot be shared among "
+                f"{group.world_size} processes (each trains at least one): launch at most "
+                f"{self.training.pop_size} processes or raise pop_size"
+            )
+        preflight(self, output_dir)
+        if not group.is_main:
+            return []
+        holds = self._hold_outputs(output_dir)
+        try:
+            self._claim_outputs(output_dir, force, verbose)
+        except BaseException:
+            for lock in holds:
+                lock.release()
+            raise
+        return holds
+
+    @staticmethod
+    def _start_together(group: Group, start: Any) -> None:
+        """``start()`` on every rank; the run goes on only where it passed on all of them
+        (a rank that refuses stops the others before the first step, not at the first
+        collective)."""
+        problem: BaseException | None = None
+        try:
+            start()
+        except Exception as err:  # re-raised below, once every rank has said how it went
+            problem = err
+        verdicts = group.all_gather(None if problem is None else str(problem))
+        if problem is not None:
+            raise problem
+        refused = [(rank, why) for rank, why in enumerate(verdicts) if why is not None]
+        if refused:
+            rank, why = refused[0]
+            raise TrainerError(f"rank {rank} refused the run: {why}")
 
     def _claim_outputs(self, output_dir: str | Path | None, force: bool, verbose: bool) -> None:
         """Refuse to start a new run over an earlier one's outputs, or (``force``) delete
@@ -418,7 +465,9 @@ class LocalTrainer:
             raise
         return holds
 
-    def _run(self, verbose: bool, output_dir: str | Path | None) -> tuple[list[Any], list[float]]:
+    def _run(
+        self, verbose: bool, output_dir: str | Path | None, group: Group
+    ) -> tuple[list[Any], list[float]]:
         training = self.training
         seed = self._seed()
         env = self.family.make_env(self)
@@ -483,7 +532,8 @@ class LocalTrainer:
             kwargs.setdefault("eval_loop", training.eval_loop)
             if training.target_score is not None:
                 kwargs.setdefault("target", training.target_score)
-            reporter = Reporter.open(training, self._document())  # TensorBoard, W&B
+            # TensorBoard, W&B: rank 0 reports for the whole run
+            reporter = Reporter.open(training, self._document()) if group.is_main else Reporter([])
             try:
                 self.population, fitnesses = self.algorithm.get_training_fn()(
                     env,
@@ -507,7 +557,7 @@ class LocalTrainer:
         finally:
             self.family.close_env(env)
         self.state = state
-        if output_dir is not None:
+        if output_dir is not None and group.is_main:
             self._write_outputs(output_dir, verbose=verbose)
         return self.population, fitnesses
 
