@@ -295,21 +295,24 @@ def test_a_checkpoint_brings_back_the_posterior_and_the_regret(tmp_path):
 def test_the_loop_learns_every_learn_step_pulls_on_batches_of_batch_size_from_shared_memory():
     first, env = agent(batch_size=4, learn_step=3)
     second = first.clone(index=1)
-    batches = []
+    batches: dict[int, list] = {0: [], 1: []}
     for bandit in (first, second):
         inner = bandit.learn
-        bandit.learn = lambda batch, inner=inner: (
-            batches.append(batch["context"].shape) or inner(batch)
+        bandit.learn = lambda batch, inner=inner, seen=batches[bandit.index]: (
+            seen.append(batch["context"].shape) or inner(batch)
         )
     memory = BanditMemory(1000)
-    train_bandits(env, "t", "NeuralUCB", [first, second], memory, max_steps=30, evo_steps=30,
+    train_bandits(env, "t", "NeuralUCB", [first, second], memory, max_steps=60, evo_steps=30,
                   episode_steps=10, eval_steps=5, verbose=False)  # fmt: skip
-    # the first agent learns once the memory holds 4 pulls: at pulls 6, 9, ..., 30;
-    # the second finds it full from the start: at pulls 3, 6, ..., 30
-    assert len(batches) == 9 + 10 and set(batches) == {(4, env.context_dim)}
-    assert len(memory) == 60  # both agents' pulls, shared
-    assert [point[0] for point in first.regret_curve] == [10.0, 20.0, 30.0]  # per episode_steps
-    assert first.scores and len(first.scores) == 3 and first.steps == 30
+    # Generation 0: each agent starts from the memory as the generation found it (empty)
+    # plus its own pulls (generation-synchronous sharing): it learns once it holds 4, at
+    # pulls 6, 9, ..., 30. Generation 1: both find the 60 pulls of generation 0 from the
+    # start: at pulls 3, 6, ..., 30.
+    for seen in batches.values():
+        assert len(seen) == 9 + 10 and set(seen) == {(4, env.context_dim)}
+    assert len(memory) == 120  # both agents' pulls of both generations, shared
+    assert [point[0] for point in first.regret_curve] == [10.0, 20.0, 30.0, 40.0, 50.0, 60.0]
+    assert len(first.scores) == 6 and first.steps == 60
 
 
 # --- learning on scikit-learn's tables --------------------------------------------------

@@ -3,7 +3,10 @@
 Every agent in turn pulls arms of the bandit for its ``evo_steps`` share of the budget
 (:meth:`~agilerl.algorithms.neural_bandit.NeuralBandit.explore`), storing each pull (the
 pulled arm's context and its reward) in the shared :class:`BanditMemory` and learning
-every ``learn_step`` pulls once it holds a batch. The bandit's own terms are reported:
+every ``learn_step`` pulls once it holds a batch. The sharing is generation-synchronous
+(:mod:`agilerl.training.sharing`): an agent learns from the memory as the generation
+found it plus its own pulls; every agent's pulls are added, in slot order, at the
+generation's end. The bandit's own terms are reported:
 
 * fitness: the reward rate of ``eval_steps`` greedy pulls (``eval_loop`` rounds), 0 to 1;
 * training score: the reward rate of each stretch of ``episode_steps`` pulls;
@@ -28,6 +31,7 @@ from agilerl.atomic import write_bytes
 from agilerl.bandits.memory import BanditMemory
 from agilerl.training.evolution import RunState, episode_evaluation, evolve, reset_seed
 from agilerl.training.run_checkpoint import RunCheckpointer
+from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.tracking import MeanMetrics
 
 #: Greedy pulls of an evaluation when the run does not say (``training.eval_steps``).
@@ -115,6 +119,7 @@ def train_bandits(
         mutation=mutation,
         state=state,
         memory=memory,
+        sharing=ExperienceSharing(memory),
         checkpoint=checkpoint,
         checkpoint_path=checkpoint_path,
         overwrite_checkpoints=overwrite_checkpoints,

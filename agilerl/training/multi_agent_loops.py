@@ -30,6 +30,7 @@ from agilerl.multi_agent.buffers import MultiAgentRollout
 from agilerl.multi_agent.vector import FINAL
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
 from agilerl.training.run_checkpoint import RunCheckpointer
+from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.tracking import MeanMetrics
 
 #: One agent's turn: (agent, slot, budget, run) -> (env steps, episode returns, metrics).
@@ -132,7 +133,10 @@ def train_multi_agent_off_policy(
 ) -> tuple[list[Any], list[float]]:
     """Train a population of off-policy teams (MADDPG, MATD3) on a vectorised parallel
     ``env``, sharing one :class:`~agilerl.multi_agent.buffers.MultiAgentReplayBuffer`
-    (``memory``: every team's experience feeds every team).
+    (``memory``: every team's experience feeds every team, generation-synchronously: a
+    team learns from the buffer as the generation found it plus its own rows; every team's
+    rows are added, in slot order, when the generation ends; see
+    :mod:`agilerl.training.sharing`).
 
     Each team in turn explores for its ``evo_steps`` share (its own noise, restarted per
     sub-environment where an episode ended), storing every vector step with the true
@@ -191,6 +195,7 @@ def train_multi_agent_off_policy(
         mutation=mutation,
         state=state,
         memory=memory,
+        sharing=ExperienceSharing(memory),
         checkpoint=checkpoint,
         checkpoint_path=checkpoint_path,
         overwrite_checkpoints=overwrite_checkpoints,

@@ -13,6 +13,7 @@ from agilerl.observations import replace_rows
 from agilerl.training.evolution import RunState, evolve, reset_seed, vector_steps
 from agilerl.training.replay import Replay
 from agilerl.training.run_checkpoint import RunCheckpointer
+from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.tracking import MeanMetrics
 
 
@@ -60,8 +61,11 @@ def train_off_policy(
     the agent's own exploration; epsilon-greedy agents follow the run's schedule
     ``eps_start`` -> ``eps_end``, decayed by ``eps_decay`` per vector step of the agent's
     steps, so it carries across generations) for its ``evo_steps`` share, storing every
-    transition in the shared ``memory`` (experience sharing) and learning every
-    ``learn_step`` env steps once the buffer holds a batch and ``learning_delay`` steps.
+    transition in the shared ``memory`` and learning every ``learn_step`` env steps once
+    the buffer holds a batch and ``learning_delay`` steps. The sharing is
+    generation-synchronous (:mod:`agilerl.training.sharing`): an agent learns from the
+    buffer as the generation found it plus its own transitions; every agent's are added,
+    in slot order, when the generation ends.
     The agent is told where episodes ended (``episodes_ended``), so per-env exploration
     state restarts there. ``done`` is stored as *terminated*: a time-limit cut bootstraps.
     ``memory`` may be prioritised (a ``PrioritizedReplayBuffer``: Rainbow's ``beta``
@@ -128,6 +132,7 @@ def train_off_policy(
         state=state,
         memory=memory,
         n_step_memory=n_step_memory,
+        sharing=ExperienceSharing(memory, n_step_memory),
         checkpoint=checkpoint,
         checkpoint_path=checkpoint_path,
         overwrite_checkpoints=overwrite_checkpoints,
