@@ -15,6 +15,7 @@ holds the elite), rank 1 slots 2 and 3.
 
 from __future__ import annotations
 
+import atexit
 import os
 from dataclasses import dataclass, replace
 from datetime import timedelta
@@ -148,7 +149,8 @@ def _collective(what: str, operation: Any, *args: Any) -> None:
     try:
         operation(*args)
     except (RuntimeError, ConnectionError) as err:
-        raise PeerLost(liveness.explain(f"the process group failed while {what}: {err}")) from None
+        message = f"the process group failed while {what}: {first_line(err)}"
+        raise PeerLost(liveness.explain(message)) from None
 
 
 def current_group() -> Group:
@@ -166,23 +168,75 @@ def launched_world_size() -> int:
     return int(text)
 
 
+def first_line(err: BaseException) -> str:
+    """An error's message without the C++ stack torch.distributed appends to some."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
+
+
+def _init_process_group(backend: str, world_size: int) -> None:
+    """torch.distributed's ``env://`` join, with the rendezvous store built here so that
+    reaching it is bounded by the liveness timeout, not the collectives' hours: a rank
+    whose peers never come (one killed while starting) stops with an error instead of
+    waiting. Under torchrun the launcher holds the store (``TORCHELASTIC_USE_AGENT_STORE``)
+    and every rank connects to it; otherwise rank 0 holds it, as ``env://`` does."""
+    from agilerl.distributed import liveness
+
+    try:
+        rank = int(os.environ["RANK"])
+        host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    except (KeyError, ValueError) as err:
+        raise PeerLost(
+            f"WORLD_SIZE={world_size} but the launcher's RANK / MASTER_ADDR / MASTER_PORT "
+            f"are missing or not numbers ({err}): start the run with torchrun, accelerate "
+            "launch or agilerl train --processes N"
+        ) from None
+    timeout = liveness.peer_timeout()
+    hosts = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
+    try:
+        store = dist.TCPStore(
+            host, port, world_size, is_master=hosts, timeout=timedelta(seconds=timeout)
+        )
+        dist.init_process_group(
+            backend, store=store, rank=rank, world_size=world_size, timeout=COLLECTIVE_TIMEOUT
+        )
+    except (RuntimeError, ConnectionError) as err:  # torch's DistError is a RuntimeError
+        raise PeerLost(
+            f"rank {rank} could not join the run's {world_size} processes through the "
+            f"rendezvous store at {host}:{port} within {timeout:g} s ({first_line(err)}): "
+            "did every rank start, and can each reach that address?"
+        ) from None
+
+
 def join(device: Any = "cpu") -> Group:
     """Join the run's process group when a launcher started several processes
     (``WORLD_SIZE`` > 1), once; start the liveness watch; return :func:`current_group`.
     On CUDA each process takes the GPU of its ``LOCAL_RANK``."""
     from agilerl.distributed import liveness
 
-    if launched_world_size() > 1 and not dist.is_initialized():
+    world_size = launched_world_size()
+    if world_size > 1 and not dist.is_initialized():
         cuda = torch.device(device).type == "cuda"
         if cuda:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
-        dist.init_process_group("nccl" if cuda else "gloo", timeout=COLLECTIVE_TIMEOUT)
+        _init_process_group("nccl" if cuda else "gloo", world_size)
         global _joined
         _joined = True
+        atexit.register(_abandon)  # a rank that ends on an error: see _abandon
     group = current_group()
     if group.world_size > 1:
         liveness.watch(group.rank, group.world_size)
     return group
+
+
+def _abandon() -> None:
+    """At exit of a rank that did not :func:`leave` (it failed): stop the watch without
+    telling the others it finished (they find it silent), and drop the process group."""
+    from agilerl.distributed import liveness
+
+    liveness.stop(done=False)
+    if _joined and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def leave() -> None:

@@ -86,9 +86,11 @@ class Watch(threading.Thread):
             except Exception as err:  # the store is gone: whichever error its client raises
                 if self.stopped.is_set():
                     return
+                from agilerl.distributed.group import first_line
+
                 self.fail(
-                    f"lost the run's rendezvous store at {self.address} ({err}): rank 0 "
-                    "(or the launcher), which holds it, is gone"
+                    f"lost the run's rendezvous store at {self.address} ({first_line(err)}): "
+                    "rank 0 (or the launcher), which holds it, is gone"
                 )
             now = time.monotonic()
             for rank in self.others:
@@ -110,7 +112,6 @@ class Watch(threading.Thread):
         os._exit(EXIT_CODE)
 
     def finish(self) -> None:
-        self.stopped.set()
         try:
             self.store.set(self.key("done", self.rank), "1")
         except Exception:  # noqa: BLE001 - the store may already be gone at the very end
@@ -126,11 +127,17 @@ def watch(rank: int, world_size: int) -> Watch:
     return _watch
 
 
-def stop() -> None:
-    """This rank ended normally: tell the others and stop watching."""
+def stop(done: bool = True) -> None:
+    """Stop watching; ``done``: this rank ended normally, so the others stop waiting for
+    it (a rank that fails says nothing: its silence tells them)."""
     global _watch
     if _watch is not None:
-        _watch.finish()
+        if done:
+            _watch.finish()
+        _watch.stopped.set()
+        # Out of the store's client before the interpreter ends: a thread still inside it
+        # then would abort the process.
+        _watch.join(timeout=2 * _watch.interval + 1)
         _watch = None
 
 
