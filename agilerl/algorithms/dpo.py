@@ -75,8 +75,8 @@ class DPO(LLMAlgorithm):
             }
             return llm_losses.dpo_loss(r_chosen, r_rejected).sum(), metrics
 
-        pairs = len(chosen)
-        loss, sums = self.train_step(torch.ones(pairs, device=self.device), chunk_loss)
+        loss, sums = self.train_step(torch.ones(len(chosen), device=self.device), chunk_loss)
+        pairs = len(chosen) * self.data_parallel.world_size  # the metric sums are global
         return {"loss": loss, **{key: value / pairs for key, value in sums.items()}}
 
     def test(self, env: Any, loop: int = 1) -> float:
@@ -87,6 +87,8 @@ class DPO(LLMAlgorithm):
                 margins = self._margins(batch)
                 preferred += int((margins > 0).sum())
                 pairs += len(margins)
+        if not self.data_parallel.alone:  # each process judged its share of the split
+            preferred, pairs = self.data_parallel.sum([preferred, pairs], self.device)
         fitness = preferred / max(pairs, 1)
         self.fitness.append(fitness)
         return fitness

@@ -144,7 +144,9 @@ class GRPO(LLMAlgorithm):
     def get_action(self, prompts: PromptBatch, training: bool = True) -> Completions:
         """``group_size`` completions per prompt sampled at ``temperature`` when
         ``training`` (from this agent's seeded stream), else one greedy completion."""
-        from transformers import GenerationConfig
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        from agilerl.llm.sampling import RowSampler
 
         group = self.group_size if training else 1
         ids = prompts.input_ids.to(self.device).repeat_interleave(group, 0)
@@ -158,18 +160,27 @@ class GRPO(LLMAlgorithm):
             )
         new_tokens = room if self.max_output_tokens is None else min(room, self.max_output_tokens)
         pad, eos = self._special_ids()
+        # Sampling is greedy decoding over Gumbel-perturbed scores (:class:`RowSampler`):
+        # exact sampling at ``temperature``, each completion from its own stream.
         config = GenerationConfig(
-            do_sample=training,
+            do_sample=False,
             max_new_tokens=new_tokens,
             min_new_tokens=min(self.min_output_tokens or 0, new_tokens),
             pad_token_id=pad,
             eos_token_id=eos,
-            **({"temperature": self.temperature, "top_k": 0, "top_p": 1.0} if training else {}),
         )
-        with torch.random.fork_rng(devices=self._rng_devices()), torch.no_grad():
-            torch.manual_seed(int(self.rng.integers(2**63)))
-            with self._policy() as model:
-                out = model.generate(input_ids=ids, attention_mask=mask, generation_config=config)
+        processors = []
+        if training:
+            draw = int(self.rng.integers(2**63))
+            first = prompts.first_row * group
+            processors.append(RowSampler(draw, range(first, first + len(ids)), self.temperature))
+        with torch.no_grad(), self._policy() as model:
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                generation_config=config,
+                logits_processor=LogitsProcessorList(processors),
+            )
         return self._completions(out, mask, prompt_length, group, eos)
 
     def _special_ids(self) -> tuple[int, int | None]:
@@ -179,9 +190,6 @@ class GRPO(LLMAlgorithm):
         if pad is None:
             raise ValueError("tokenizer: it has neither a pad token nor an end-of-sequence token")
         return pad, eos
-
-    def _rng_devices(self) -> list[Any]:
-        return [self.device] if self.device.type == "cuda" else []
 
     def _completions(
         self,
@@ -221,16 +229,24 @@ class GRPO(LLMAlgorithm):
         """``update_epochs`` optimiser steps on the completions and their rewards; returns
         :attr:`learn_metrics` (no step when ``filter_zero_adv`` leaves no completion)."""
         c = experience.completions
+        dp = self.data_parallel
         rewards = experience.rewards.to(self.device).float()
-        adv = self.advantages(rewards)
+        # Data-parallel: the advantages (whitening included) and the reported means are
+        # the global batch's; this rank keeps its own rows' advantages.
+        everyone = dp.gather(rewards)
+        mine = dp.share(len(everyone) * self.group_size, "rows")
+        adv = self.advantages(everyone)[mine]
         mask = c.loss_mask.to(self.device).float()
         if self.filter_zero_adv:
             mask = mask * (adv != 0).float()[:, None]
+        lengths = dp.gather(c.loss_mask.to(self.device).sum(1).float())
         metrics = {
-            "reward": float(rewards.mean()),
-            "completion_length": float(c.loss_mask.sum(1).float().mean()),
+            "reward": float(everyone.mean()),
+            "completion_length": float(lengths.mean()),
         }
-        if not mask.any():
+        tokens = mask.sum(1)
+        count = float(dp.sum(tokens.sum()))
+        if not count > 0:
             return {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, **metrics}
         ids, attention = c.ids.to(self.device), c.attention_mask.to(self.device)
         old = self.logprobs(ids, attention)
@@ -245,9 +261,8 @@ class GRPO(LLMAlgorithm):
             )  # fmt: skip
             return loss.sum(), {"kl": kl.sum().detach(), "clipped": clipped.sum()}
 
-        tokens = mask.sum(1)
         loss, sums = self.train_step(tokens, chunk_loss)
-        count = max(float(tokens.sum()), 1.0)
+        count = max(count, 1.0)
         return {
             "loss": loss,
             "kl": sums["kl"] / count,
@@ -264,6 +279,8 @@ class GRPO(LLMAlgorithm):
                 rewards = env.rewards(prompts, self.get_action(prompts, training=False))
                 total += float(rewards.sum())
                 count += rewards.numel()
+        if not self.data_parallel.alone:  # each process scored its share of the split
+            total, count = self.data_parallel.sum([total, count], self.device)
         fitness = total / max(count, 1)
         self.fitness.append(fitness)
         return fitness

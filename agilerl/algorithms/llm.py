@@ -453,6 +453,16 @@ class LLMAlgorithm(EvolvableAlgorithm):
             seqs.loss_mask[:, : limit - 1],
         )
 
+    # -- data parallelism -----------------------------------------------------------------
+    @property
+    def data_parallel(self) -> Any:
+        """This process's share of the run's batches
+        (:class:`~agilerl.llm.data_parallel.DataParallel`; one process unless launched on
+        several)."""
+        from agilerl.llm.data_parallel import DataParallel
+
+        return DataParallel.current()
+
     # -- optimisation ---------------------------------------------------------------------
     def _current_lr(self) -> float:
         config = self.cosine_lr_schedule_config
@@ -473,30 +483,50 @@ class LLMAlgorithm(EvolvableAlgorithm):
         gradients accumulating; the loss is normalised per :attr:`loss_norm`
         (``accumulation_window``: by all units of the step; ``micro_batch``: each chunk
         by its own units, the chunks averaged). Returns the mean over the epochs of the
-        loss minimised and of the metric sums."""
-        chunks = row_chunks(len(units), self.fused_loss_chunk_rows)
-        total = units.sum().clamp(min=1)
+        loss minimised and of the metric sums (over every rank's rows, when the batch is
+        split over processes: see :mod:`agilerl.llm.data_parallel`)."""
+        # Data-parallel (this rank holds one contiguous block of the global batch): the
+        # chunks are the global batch's, cut to this block; each is normalised by its
+        # global unit count, and the gradients are summed over the ranks, so the step is
+        # the one a single process takes on the whole batch. Alone: the block is it all.
+        dp = self.data_parallel
+        first, rows = dp.rank * len(units), len(units)
+        chunks = row_chunks(rows * dp.world_size, self.fused_loss_chunk_rows)
+        pieces = [
+            (k, slice(max(c.start, first) - first, min(c.stop, first + rows) - first))
+            for k, c in enumerate(chunks)
+            if c.start < first + rows and c.stop > first
+        ]
+        chunk_units = torch.zeros(len(chunks), dtype=units.dtype, device=units.device)
+        for k, sl in pieces:
+            chunk_units[k] = units[sl].sum()
+        chunk_units = dp.sum(chunk_units)
+        total = dp.sum(units.sum()).clamp(min=1)
         params = self.optimizer.param_groups[0]["params"]
         loss_value, sums = 0.0, {}
         for _ in range(self.update_epochs):
             self.optimizer.zero_grad(set_to_none=True)
-            for sl in chunks:
+            for k, sl in pieces:
                 with self._offload(), self._policy(train=True) as model:
                     loss_sum, metrics = chunk_loss(model, sl)
                     if self.loss_norm == "micro_batch":
-                        loss = loss_sum / units[sl].sum().clamp(min=1) / len(chunks)
+                        loss = loss_sum / chunk_units[k].clamp(min=1) / len(chunks)
                     else:
                         loss = loss_sum / total
                     loss.backward()
                 loss_value += float(loss.detach()) / self.update_epochs
                 for key, value in metrics.items():
                     sums[key] = sums.get(key, 0.0) + float(value) / self.update_epochs
+            dp.sum_gradients(params)
             if self.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
             for group in self.optimizer.param_groups:
                 group["lr"] = self._current_lr()
             self.optimizer.step()
             self.updates += 1
+        if not dp.alone:  # every rank reports the global batch's loss and metric sums
+            loss_value, *values = dp.sum([loss_value, *sums.values()], self.device)
+            sums = dict(zip(sums, values, strict=True))
         return loss_value, sums
 
     def _offload(self) -> Any:

@@ -53,7 +53,7 @@ class SFT(LLMAlgorithm):
 
         tokens = mask.sum(1)
         loss, sums = self.train_step(tokens, chunk_loss)
-        count = max(float(tokens.sum()), 1.0)
+        count = max(float(self.data_parallel.sum(tokens.sum())), 1.0)  # the sums are global
         return {
             "loss": loss,
             "perplexity": math.exp(sums["nll"] / count),
@@ -68,6 +68,8 @@ class SFT(LLMAlgorithm):
             logp = self.logprobs(batch.input_ids, batch.attention_mask)
             total, count = llm_losses.masked_nll(logp, batch.loss_mask.to(logp.device).float())
             nll, tokens = nll + float(total), tokens + float(count)
+        if not self.data_parallel.alone:  # each process scored its share of the split
+            nll, tokens = self.data_parallel.sum([nll, tokens], self.device)
         return math.exp(nll / max(tokens, 1.0))
 
     def test(self, env: Any, loop: int = 1) -> float:

@@ -23,13 +23,16 @@ class PromptBatch:
     prompts. ``rows``: the dataset rows the prompts came from (the environment keeps
     them to score completions; an agent has no use for them, and a test split's answers
     never reach a training reward because training batches only ever come from the train
-    split).
+    split). ``first_row``: the position of the first prompt in the global batch when the
+    batch is this process's share of it (:mod:`agilerl.llm.data_parallel`); completions
+    are sampled from streams keyed by their global row.
     """
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     texts: list[str]
     rows: list[dict[str, Any]]
+    first_row: int = 0
 
     def __len__(self) -> int:
         return int(self.input_ids.shape[0])

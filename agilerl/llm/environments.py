@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from agilerl.llm.batches import PreferenceBatch, PromptBatch, SFTBatch, TokenSequences
+from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.models import LLMSetupError
 from agilerl.llm.rewards import RewardError, load_reward_fn
 
@@ -292,18 +293,30 @@ class _DatasetEnv:
                 self._order, self._position = self._permutation(self.num_epochs), 0
         return taken
 
-    def _batch(self, rows: list[dict[str, Any]]) -> Any:
+    def _batch(self, rows: list[dict[str, Any]], first_row: int) -> Any:
+        """The batch of ``rows``, the first of which is row ``first_row`` of its global
+        batch."""
         raise NotImplementedError
 
     def next_batch(self) -> Any:
-        """The next training batch (train split only)."""
-        return self._batch(self.train.select(self._take()).to_list())
+        """The next training batch (train split only): this process's share of it when
+        the run is data-parallel (every process draws the same global batch)."""
+        taken = self._take()
+        share = DataParallel.current().share(len(taken), "batch_size")
+        return self._batch(self.train.select(taken[share]).to_list(), share.start)
 
     def test_batches(self) -> Iterator[Any]:
-        """The whole test split, in its order, ``batch_size`` rows at a time."""
+        """The whole test split, in its order, ``batch_size`` rows at a time; this
+        process's share of each when the run is data-parallel (a process whose share
+        of a batch is empty skips it; the algorithms sum what they count over the
+        processes)."""
+        dp = DataParallel.current()
         for start in range(0, len(self.test), self.batch_size):
             end = min(start + self.batch_size, len(self.test))
-            yield self._batch(self.test.select(range(start, end)).to_list())
+            share = dp.split(end - start)
+            if share.stop > share.start:
+                rows = range(start + share.start, start + share.stop)
+                yield self._batch(self.test.select(rows).to_list(), share.start)
 
     def state_dict(self) -> dict[str, int]:
         return {"seed": self.seed, "epoch": self.num_epochs, "position": self._position}
@@ -352,12 +365,16 @@ class ReasoningEnv(_DatasetEnv):
         self.messages = parse_template(prompt_template, train.column_names)
         self.reward_fn, self.max_reward = reward_fn, max_reward
 
-    def _batch(self, rows: list[dict[str, Any]]) -> PromptBatch:
+    def _batch(self, rows: list[dict[str, Any]], first_row: int) -> PromptBatch:
         texts = [self._render(self.messages, row) for row in rows]
         ids = _prompt_ids(self.tokenizer, texts, self.max_context_length)
         input_ids, attention_mask = _pad(ids, self.tokenizer.pad_token_id, left=True)
         return PromptBatch(
-            input_ids=input_ids, attention_mask=attention_mask, texts=texts, rows=rows
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            texts=texts,
+            rows=rows,
+            first_row=first_row,
         )
 
     def rewards(self, prompts: PromptBatch, completions: Completions) -> torch.Tensor:
@@ -388,7 +405,7 @@ class PreferenceEnv(_DatasetEnv):
 
     required = ("prompt", "chosen", "rejected")
 
-    def _batch(self, rows: list[dict[str, Any]]) -> PreferenceBatch:
+    def _batch(self, rows: list[dict[str, Any]], first_row: int) -> PreferenceBatch:
         prompts = _prompt_ids(
             self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows], None
         )
@@ -424,7 +441,7 @@ class SFTEnv(_DatasetEnv):
             seed=seed,
         )
 
-    def _batch(self, rows: list[dict[str, Any]]) -> SFTBatch:
+    def _batch(self, rows: list[dict[str, Any]], first_row: int) -> SFTBatch:
         prompts = _prompt_ids(
             self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows], None
         )

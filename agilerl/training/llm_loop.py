@@ -145,10 +145,15 @@ def finetune_llm(
     stops = {}
     if num_epochs is not None:
         stops["num_epochs"] = lambda run: env.num_epochs >= num_epochs
+    from agilerl.distributed.group import current_group
+
     return evolve(
         pop,
         env,
         train_agent,
+        # Data-parallel: every process holds the whole population and takes its share of
+        # every batch (agilerl.llm.data_parallel), so evolution runs alike everywhere.
+        group=current_group().replicated(),
         evaluate_agent=evaluate_agent,
         max_steps=max_steps,
         evo_steps=evo_steps,

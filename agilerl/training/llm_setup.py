@@ -70,9 +70,19 @@ def make_llm_env(trainer: Any) -> Any:
     """The run's environment (:func:`agilerl.llm.environments.build_llm_env`): batches
     of ``algorithm.batch_size`` prompts, at most ``network.max_context_length`` tokens,
     shuffled with the run's seed."""
+    from agilerl.distributed.group import launched_world_size
+    from agilerl.llm.data_parallel import check_divisible, launch_refusals
     from agilerl.llm.environments import build_llm_env
     from agilerl.llm.models import LLMSetupError
 
+    # A data-parallel run (several processes) splits every batch over them.
+    problems = launch_refusals()
+    try:
+        check_divisible(trainer.algorithm.batch_size, launched_world_size(), "algorithm.batch_size")
+    except ValueError as err:
+        problems.append(str(err))
+    if problems:
+        raise TrainerError("; ".join(problems))
     network = trainer.network
     try:
         return build_llm_env(
