@@ -58,12 +58,24 @@ class Turn:
     size: int  # filled slots at begin_turn
     allocated: bool  # whether the storage existed at begin_turn
     written: int = 0  # rows stored during the turn (every row of every batch)
-    undo_slots: list[torch.Tensor] = field(default_factory=list)  # pre-turn rows overwritten
-    undo_rows: list[dict[str, Any]] = field(default_factory=list)  # ... and their old contents
+    # The old contents of the pre-turn rows the turn overwrote, in the order it did: a run
+    # of the ring from slot `undo_start` (the turn writes on from its starting position;
+    # before the buffer is full, the first pre-turn row it reaches is slot 0).
+    undo_start: int = 0
+    undo_rows: list[dict[str, Any]] = field(default_factory=list)
 
     def is_new(self, slots: np.ndarray, max_size: int) -> np.ndarray:
         """Which of ``slots`` hold a row the turn stored (rather than a pre-turn one)."""
         return (slots - self.position) % max_size < min(self.written, max_size)
+
+
+def _write_ring(store: torch.Tensor, start: int, rows: torch.Tensor) -> None:
+    """Write ``rows`` (at most the ring's length) into ``store`` from slot ``start`` on,
+    wrapping around at the end."""
+    first = min(rows.shape[0], store.shape[0] - start)  # rows before the ring wraps around
+    store[start : start + first] = rows[:first]
+    if first < rows.shape[0]:
+        store[: rows.shape[0] - first] = rows[first:]
 
 
 class ReplayBuffer:
@@ -128,7 +140,6 @@ class ReplayBuffer:
         skip = max(0, count - self.max_size)  # rows overwritten within this very batch
         start = (self._pos + skip) % self.max_size
         kept = count - skip
-        first = min(kept, self.max_size - start)  # rows before the ring wraps around
 
         def check(store: torch.Tensor, data: torch.Tensor) -> None:
             if data.shape[1:] != store.shape[1:]:
@@ -138,10 +149,7 @@ class ReplayBuffer:
                 )
 
         def write(store: torch.Tensor, data: torch.Tensor) -> None:
-            data = data[skip:].to(self.device)
-            store[start : start + first] = data[:first]
-            if first < kept:
-                store[: kept - first] = data[first:]
+            _write_ring(store, start, data[skip:].to(self.device))
 
         # Every field is checked before any is written: a bad batch leaves no half-written row.
         for name in self.fields:
@@ -251,7 +259,8 @@ class ReplayBuffer:
             slots = (turn.position + turn.written + torch.arange(first)) % self.max_size
             slots = slots[slots < turn.size]  # filled at begin_turn ([0, size) or all)
             if slots.numel():
-                turn.undo_slots.append(slots)
+                if not turn.undo_rows:
+                    turn.undo_start = int(slots[0])
                 turn.undo_rows.append(self._gather(slots))
         turn.written += count
 
@@ -266,11 +275,13 @@ class ReplayBuffer:
         return {"written": turn.written, "rows": rows}
 
     def _roll_back(self, turn: Turn) -> None:
-        if turn.undo_slots:
+        # Chunk by chunk into slices of the ring: no concatenated copy, and no index_copy_
+        # (several times slower on the CPU for byte images).
+        start = turn.undo_start
+        for old in turn.undo_rows:
             assert self._storage is not None
-            slots = torch.cat(turn.undo_slots).to(self.device)  # distinct: each saved once
-            old = map_tree(lambda *parts: torch.cat(parts), *turn.undo_rows)
-            map_tree(lambda store, rows: store.index_copy_(0, slots, rows), self._storage, old)
+            map_tree(lambda s, rows, at=start: _write_ring(s, at, rows), self._storage, old)
+            start = (start + tree_leaves(old)[0].shape[0]) % self.max_size
         if not turn.allocated:
             self._storage = None
         self._pos, self._size = turn.position, turn.size
