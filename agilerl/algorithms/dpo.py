@@ -88,7 +88,7 @@ class DPO(LLMAlgorithm):
                 preferred += int((margins > 0).sum())
                 pairs += len(margins)
         if not self.data_parallel.alone:  # each process judged its share of the split
-            preferred, pairs = self.data_parallel.sum([preferred, pairs], self.device)
+            preferred, pairs = self.data_parallel.sum([preferred, pairs])
         fitness = preferred / max(pairs, 1)
         self.fitness.append(fitness)
         return fitness

@@ -280,7 +280,7 @@ class GRPO(LLMAlgorithm):
                 total += float(rewards.sum())
                 count += rewards.numel()
         if not self.data_parallel.alone:  # each process scored its share of the split
-            total, count = self.data_parallel.sum([total, count], self.device)
+            total, count = self.data_parallel.sum([total, count])
         fitness = total / max(count, 1)
         self.fitness.append(fitness)
         return fitness

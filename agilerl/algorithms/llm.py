@@ -525,7 +525,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
             self.optimizer.step()
             self.updates += 1
         if not dp.alone:  # every rank reports the global batch's loss and metric sums
-            loss_value, *values = dp.sum([loss_value, *sums.values()], self.device)
+            loss_value, *values = dp.sum([loss_value, *sums.values()])
             sums = dict(zip(sums, values, strict=True))
         return loss_value, sums
 

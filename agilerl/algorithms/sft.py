@@ -69,7 +69,7 @@ class SFT(LLMAlgorithm):
             total, count = llm_losses.masked_nll(logp, batch.loss_mask.to(logp.device).float())
             nll, tokens = nll + float(total), tokens + float(count)
         if not self.data_parallel.alone:  # each process scored its share of the split
-            nll, tokens = self.data_parallel.sum([nll, tokens], self.device)
+            nll, tokens = self.data_parallel.sum([nll, tokens])
         return math.exp(nll / max(tokens, 1.0))
 
     def test(self, env: Any, loop: int = 1) -> float:

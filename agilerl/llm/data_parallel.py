@@ -85,17 +85,16 @@ class DataParallel:
         start = self.rank * base + min(self.rank, extra)
         return slice(start, start + base + (1 if self.rank < extra else 0))
 
-    def sum(self, value: Any, device: Any = "cpu") -> Any:
-        """``value`` (a tensor, a number, or a list of numbers) summed over the ranks, on
-        every rank; the input itself when alone. Numbers travel as float64 on
-        ``device`` (NCCL needs CUDA tensors)."""
+    def sum(self, value: Any) -> Any:
+        """``value`` (a tensor, or a list of numbers, which travel as float64) summed over
+        the ranks, on every rank; the input itself when alone."""
         if self.alone:
             return value
         if torch.is_tensor(value):
-            total = value.detach().clone()
+            total = value.detach().to(_wire(), copy=True)
             dist.all_reduce(total)
-            return total
-        numbers = torch.tensor(value, dtype=torch.float64, device=device)
+            return total.to(value.device)
+        numbers = torch.tensor(value, dtype=torch.float64, device=_wire())
         dist.all_reduce(numbers)
         return numbers.tolist()
 
@@ -104,9 +103,10 @@ class DataParallel:
         dimension in rank order: the global batch's rows, in order."""
         if self.alone:
             return tensor
-        parts = [torch.empty_like(tensor) for _ in range(self.world_size)]
-        dist.all_gather(parts, tensor.contiguous())
-        return torch.cat(parts)
+        local = tensor.detach().to(_wire()).contiguous()
+        parts = [torch.empty_like(local) for _ in range(self.world_size)]
+        dist.all_gather(parts, local)
+        return torch.cat(parts).to(tensor.device)
 
     def sum_gradients(self, params: list[torch.nn.Parameter]) -> None:
         """Sum the gradients of ``params`` over the ranks in place (one flattened
@@ -115,13 +115,22 @@ class DataParallel:
         if self.alone or not params:
             return
         grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in params]
-        flat = torch.cat([g.reshape(-1) for g in grads])
+        flat = torch.cat([g.reshape(-1) for g in grads]).to(_wire())
         dist.all_reduce(flat)
+        flat = flat.to(grads[0].device)
         offset = 0
         for param, grad in zip(params, grads, strict=True):
             size = grad.numel()
             param.grad = flat[offset : offset + size].view_as(grad).clone()
             offset += size
+
+
+def _wire() -> torch.device:
+    """Where tensors must be to cross processes: NCCL moves CUDA tensors only (this
+    rank's GPU), gloo CPU ones."""
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
 
 
 def check_divisible(rows: int, processes: int, field: str) -> None:

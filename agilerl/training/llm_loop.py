@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agilerl.llm.batches import Experience
+from agilerl.llm.data_parallel import DataParallel
 from agilerl.training.evolution import RunState, evolve
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 from agilerl.training.tracking import MeanMetrics
@@ -34,7 +35,8 @@ def reasoning_step(agent: Any, env: Any) -> tuple[dict[str, float], float | None
     completions = agent.get_action(prompts, training=True)
     rewards = env.rewards(prompts, completions)
     metrics = dict(agent.learn(Experience(completions, rewards)))
-    return metrics, float(rewards.float().mean())
+    # Data-parallel: the score of the global batch (this rank scored its share).
+    return metrics, float(DataParallel.current().gather(rewards.float()).mean())
 
 
 def batch_step(agent: Any, env: Any) -> tuple[dict[str, float], float | None]:
