@@ -253,5 +253,21 @@ def test_shares_cover_a_batch_in_order_and_splits_allow_uneven_rows():
         DataParallel(0, 4).share(6, "algorithm.batch_size")
 
 
+def test_each_rank_draws_its_own_dropout_and_alone_the_stream_is_untouched():
+    """Every rank enters a step with the same torch generator state; LoRA dropout on its
+    rows must still be its own (rank 1's rows must not drop what rank 0's drop)."""
+    from agilerl.llm.data_parallel import DataParallel
+
+    def draws(dp: DataParallel) -> torch.Tensor:
+        torch.manual_seed(5)
+        with dp.own_stream():
+            return torch.rand(4)
+
+    assert not torch.equal(draws(DataParallel(0, 2)), draws(DataParallel(1, 2)))
+    assert torch.equal(draws(DataParallel(1, 2)), draws(DataParallel(1, 2)))
+    torch.manual_seed(5)
+    assert torch.equal(draws(DataParallel()), torch.rand(4))
+
+
 if __name__ == "__main__":
     worker(*sys.argv[1:3])

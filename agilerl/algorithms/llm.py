@@ -507,7 +507,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
         for _ in range(self.update_epochs):
             self.optimizer.zero_grad(set_to_none=True)
             for k, sl in pieces:
-                with self._offload(), self._policy(train=True) as model:
+                with dp.own_stream(), self._offload(), self._policy(train=True) as model:
                     loss_sum, metrics = chunk_loss(model, sl)
                     if self.loss_norm == "micro_batch":
                         loss = loss_sum / chunk_units[k].clamp(min=1) / len(chunks)

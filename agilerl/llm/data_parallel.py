@@ -39,10 +39,13 @@ base does not survive; a launch configured for them is refused (:func:`launch_re
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -108,6 +111,15 @@ class DataParallel:
         dist.all_gather(parts, local)
         return torch.cat(parts).to(tensor.device)
 
+    def own_stream(self) -> contextlib.AbstractContextManager[None]:
+        """torch's random stream, for the training forwards (LoRA dropout), this rank's
+        own: every rank holds the same generator state (evolve seeds it alike), so without
+        this rank 1's rows would drop what rank 0's rows drop. The stream is drawn from
+        the shared one, which every rank advances alike. Alone: the stream as it is."""
+        if self.alone:
+            return contextlib.nullcontext()
+        return _rank_stream(int(torch.randint(2**62, ())), self.rank)
+
     def sum_gradients(self, params: list[torch.nn.Parameter]) -> None:
         """Sum the gradients of ``params`` over the ranks in place (one flattened
         all-reduce). A parameter without a gradient counts as zero, so every rank sends
@@ -123,6 +135,15 @@ class DataParallel:
             size = grad.numel()
             param.grad = flat[offset : offset + size].view_as(grad).clone()
             offset += size
+
+
+@contextlib.contextmanager
+def _rank_stream(draw: int, rank: int) -> Iterator[None]:
+    cuda = [torch.cuda.current_device()] if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=cuda):
+        state = np.random.SeedSequence([draw, rank]).generate_state(2, np.uint32)
+        torch.manual_seed(int(state[0]) << 31 | int(state[1]) >> 1)
+        yield
 
 
 def _wire() -> torch.device:
