@@ -265,3 +265,36 @@ def test_a_launcher_less_rank_with_world_size_set_gets_a_clear_error(tmp_path):
     )
     assert run.returncode == EXIT_CODE
     assert "RANK / MASTER_ADDR / MASTER_PORT are missing" in run.stderr
+
+
+# -- every RL family shards alike ---------------------------------------------------------
+FAMILIES = {
+    "MADDPG": ("maddpg", 128, []),  # multi-agent, off-policy: a shared multi-agent buffer
+    "NeuralUCB": ("neural_ucb", 50, []),  # bandits: a shared memory of pulls
+    "CQN": ("cqn", 100, ["environment.dataset_path={dataset}"]),  # offline: a dataset
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_other_rl_families_give_the_history_of_one_process_on_two(tmp_path, family):
+    config, steps, sets = FAMILIES[family]
+    dataset = tmp_path / "data.h5"
+    if "CQN" == family:
+        collect = ["-m", "agilerl", "dataset", "collect", "CartPole-v1", "-o", str(dataset)]
+        assert_ok(one_process([*collect, "--steps", "500"]))
+    overrides = [
+        f"training.evo_steps={steps}",
+        f"training.max_steps={3 * steps}",
+        "training.seed=3",
+        "training.eval_steps=50",
+        "training.pop_size=2",  # one agent per rank: selection still crosses ranks
+        *(item.format(dataset=dataset) for item in sets),
+    ]
+    extra = [arg for item in overrides for arg in ("--set", item)]
+    path = ROOT / "configs" / f"{config}.yaml"
+    one = one_process(train_command(path, tmp_path / "one", *extra))
+    two = launch(train_command(path, tmp_path / "two", *extra), 2)
+    assert_ok(one, *two)
+    expected = history(tmp_path / "one")
+    assert len(expected) == 3
+    assert history(tmp_path / "two") == expected
