@@ -18,7 +18,10 @@ sharding its population:
   (:meth:`DataParallel.sum_gradients`): the step is the one a single process takes on the
   whole batch, so every rank's adapter stays identical;
 * evaluation splits each test batch over the ranks and sums what it counts, so every
-  rank computes the same fitness (and evolution decides the same everywhere).
+  rank computes the same fitness (and evolution decides the same everywhere);
+* LoRA dropout draws from a stream of each rank's own (:meth:`DataParallel.own_stream`).
+  Its masks fall on other rows than a single process's, so with dropout a run is alike
+  in distribution, not to the float, on 1 and N processes (without it: to float noise).
 
 Why not ``Accelerator.prepare`` (DDP) on the model: the population's adapters live in ONE
 peft model over the shared base (:class:`~agilerl.llm.adapters.SharedBase`), and peft's
