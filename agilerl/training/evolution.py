@@ -286,6 +286,7 @@ def evolve(
     evolving = selection is not None and mutation is not None
     pop_size = len(population)
     local = {slot: population[slot] for slot in group.slots(pop_size)}
+    ranks = group.world_size if group.shards else 1  # processes training different agents
     verbose = verbose and group.is_main
     progress = Progress(
         max_steps * pop_size,
@@ -310,8 +311,8 @@ def evolve(
                 gen_env_steps += record["env_steps"]
                 gen_best = max(gen_best, record["fitness"])
                 progress.update(
-                    min(record.pop("_taken"), budget) * group.world_size,  # ranks run alike
-                    gen_env_steps * group.world_size / max(time.perf_counter() - gen_start, 1e-9),
+                    min(record.pop("_taken"), budget) * ranks,  # the other ranks' alike
+                    gen_env_steps * ranks / max(time.perf_counter() - gen_start, 1e-9),
                     gen_best if state.best is None else max(gen_best, state.best_fitness),
                     state.generation,
                 )
@@ -420,6 +421,8 @@ def _turn(
 def _elite(local: dict[int, Any], champion: int, pop_size: int, group: Group) -> Any:
     """The copy of the run's new best agent that rank 0 keeps (None elsewhere): taken
     here, or sent by the rank that holds it."""
+    if not group.shards:  # every process holds every agent: rank 0 keeps its own copy
+        return snapshot(local[champion]) if group.is_main else None
     holder = group.owner(champion, pop_size)
     if holder == group.rank == 0:
         return snapshot(local[champion])
