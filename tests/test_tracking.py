@@ -158,8 +158,11 @@ def test_tensorboard_flag_writes_every_generation_and_agent(tmp_path, capsys):
         who = f"agent_{slot}"
         for name in PPO_TAGS:
             assert f"train/{name}/{who}" in found
-        for tag in ("eval/fitness", "rollout/train_score", "time/env_steps_per_s"):
+        for tag in ("eval/fitness", "time/env_steps_per_s"):
             assert sorted(found[f"{tag}/{who}"]) == steps
+        # A training score only where an episode ended in the generation.
+        scored = [r["steps"] for r in history if r["agents"][slot]["train_score"] is not None]
+        assert scored and sorted(found[f"rollout/train_score/{who}"]) == scored
         for name in ("lr", "batch_size", "learn_step"):
             assert f"hyperparameters/{name}/{who}" in found
         assert {f"mutation/{who}", f"hyperparameters/{who}"} <= set(text_tags)
