@@ -85,17 +85,20 @@ def _increments(history: list[dict]) -> list[tuple[dict, int]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("algos", nargs="*", default=["ppo", "dqn"], choices=sorted(MANIFESTS))
+    parser.add_argument("algos", nargs="*", help="ppo, dqn (default both)")
     parser.add_argument("--pops", default="4,8")
     parser.add_argument("--processes", default="1,2")
     parser.add_argument("--generations", type=int, default=2)
     args = parser.parse_args()
+    unknown = sorted(set(args.algos) - set(MANIFESTS))
+    if unknown:
+        parser.error(f"unknown algorithm(s) {unknown}: choose from {sorted(MANIFESTS)}")
     pops = [int(p) for p in args.pops.split(",")]
     counts = [int(n) for n in args.processes.split(",")]
     print(f"{os.cpu_count()} cores; one torch thread per process; {args.generations} generations")
     print(f"{'run':<16}{'processes':>10}{'env steps/s':>13}{'wall s':>9}{'scaling':>9}  history")
     with tempfile.TemporaryDirectory() as scratch:
-        for algo in args.algos:
+        for algo in args.algos or ["ppo", "dqn"]:
             for pop in pops:
                 base = None
                 for n in counts:
