@@ -306,3 +306,13 @@ def test_the_other_rl_families_give_the_history_of_one_process_on_two(tmp_path, 
     expected = history(tmp_path / "one")
     assert len(expected) == 3
     assert history(tmp_path / "two") == expected
+
+
+def test_a_wall_clock_limit_stops_every_rank_at_the_same_generation(tmp_path):
+    """Each rank measures its own clock; the run stops on the slowest rank's, which every
+    rank was told, so no rank waits for a generation the others never start."""
+    path = manifest(tmp_path, LONG, max_wall_seconds=3.0)
+    runs = launch(train_command(path, tmp_path / "out"), 2, timeout=120)
+    assert_ok(*runs)
+    records = json.loads((tmp_path / "out" / "history.json").read_text())
+    assert 1 <= len(records) and records[-1]["steps"] < LONG["training"]["max_steps"]

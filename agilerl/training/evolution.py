@@ -317,12 +317,14 @@ def evolve(
                     state.generation,
                 )
             # What every rank needs of the others: records, elapsed time, experience.
-            parts = group.all_gather(
-                (records, time.perf_counter() - gen_start, sharing.take() if sharing else {})
-            )
+            now = time.perf_counter()
+            journals = sharing.take() if sharing is not None else {}
+            parts = group.all_gather((records, now - gen_start, journals, now - started))
             records = {slot: r for part in parts for slot, r in part[0].items()}
             ordered = [records[slot] for slot in range(pop_size)]
+            # Times every rank agrees on (each measures its own clock): the slowest rank's.
             elapsed = max(part[1] for part in parts)
+            seconds = max(part[3] for part in parts)
             if sharing is not None:
                 sharing.merge({slot: j for part in parts for slot, j in part[2].items()})
             roster = [(r["index"], r["fitness"]) for r in ordered]
@@ -347,8 +349,6 @@ def evolve(
             }
             state.history.append(record)
             progress.write(generation_summary(record, max_steps, state.best, table_metrics))
-            # Every rank decides alike: wall time is the slowest rank's.
-            seconds = max(time.perf_counter() - started, state.seconds + elapsed)
             if target is not None and state.best_fitness >= target:
                 state.finished = "target_score"
             elif state.steps >= max_steps:
