@@ -316,3 +316,16 @@ def test_a_wall_clock_limit_stops_every_rank_at_the_same_generation(tmp_path):
     assert_ok(*runs)
     records = json.loads((tmp_path / "out" / "history.json").read_text())
     assert 1 <= len(records) and records[-1]["steps"] < LONG["training"]["max_steps"]
+
+
+def test_a_run_that_draws_its_seed_draws_one_for_every_rank(tmp_path):
+    """A manifest without a seed: rank 0's draw is the run's, so both ranks build the same
+    population and plan the same selection (two seeds would split the run apart)."""
+    document = {**PPO, "training": {k: v for k, v in PPO["training"].items() if k != "seed"}}
+    path = manifest(tmp_path, document, max_steps=2048)
+    runs = launch(train_command(path, tmp_path / "out"), 2, env={ENV_VAR: "10"}, timeout=180)
+    assert_ok(*runs)
+    seed = yaml.safe_load((tmp_path / "out" / "manifest.yaml").read_text())["training"]["seed"]
+    again = manifest(tmp_path, PPO, "again.yaml", max_steps=2048, seed=seed)
+    assert_ok(one_process(train_command(again, tmp_path / "again")))
+    assert history(tmp_path / "out") == history(tmp_path / "again")

@@ -235,11 +235,13 @@ class LocalTrainer:
     #: checkpoint's seed then.
     _seed_drawn = False
 
-    def _seed(self) -> int:
+    def _seed(self, group: Group) -> int:
         if self.training.seed is None:
             self._seed_drawn = True
-            # Draw one and record it, so the manifest this run writes reproduces it.
-            self.training = self.training.model_copy(update={"seed": secrets.randbelow(2**31)})
+            # Draw one and record it, so the manifest this run writes reproduces it; on
+            # several processes rank 0's draw is every rank's (they must agree on it).
+            drawn = group.all_gather(secrets.randbelow(2**31))[0]
+            self.training = self.training.model_copy(update={"seed": drawn})
         return self.training.seed
 
     def _hp_config(self) -> Any:
@@ -469,7 +471,7 @@ class LocalTrainer:
         self, verbose: bool, output_dir: str | Path | None, group: Group
     ) -> tuple[list[Any], list[float]]:
         training = self.training
-        seed = self._seed()
+        seed = self._seed(group)
         env = self.family.make_env(self)
         try:
             memory, n_step_memory = self._build_memory()
