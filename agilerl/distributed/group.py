@@ -122,6 +122,16 @@ class Group:
         _collective("gathering the generation's results", dist.all_gather_object, gathered, obj)
         return gathered
 
+    def slowest(self, *seconds: float) -> tuple[float, ...]:
+        """Each of ``seconds`` as its largest value over every process of the run (a
+        replicated group's too): times each rank measured on its own clock, made ones
+        every rank agrees on, so decisions taken on them (a wall-clock limit) agree."""
+        if self.world_size == 1:
+            return seconds
+        gathered: list[Any] = [None] * self.world_size
+        _collective("agreeing on the wall time", dist.all_gather_object, gathered, seconds)
+        return tuple(max(times[i] for times in gathered) for i in range(len(seconds)))
+
     def gather_to_main(self, obj: Any) -> list[Any] | None:
         """Every rank's ``obj`` in rank order on rank 0 (None on the others)."""
         if not self.shards:

@@ -316,17 +316,16 @@ def evolve(
                     gen_best if state.best is None else max(gen_best, state.best_fitness),
                     state.generation,
                 )
-            # What every rank needs of the others: records, elapsed time, experience.
+            # Times every rank agrees on (each measures its own clock): the slowest rank's.
             now = time.perf_counter()
+            elapsed, seconds = group.slowest(now - gen_start, now - started)
+            # What every rank needs of the others: the records and the experience.
             journals = sharing.take() if sharing is not None else {}
-            parts = group.all_gather((records, now - gen_start, journals, now - started))
+            parts = group.all_gather((records, journals))
             records = {slot: r for part in parts for slot, r in part[0].items()}
             ordered = [records[slot] for slot in range(pop_size)]
-            # Times every rank agrees on (each measures its own clock): the slowest rank's.
-            elapsed = max(part[1] for part in parts)
-            seconds = max(part[3] for part in parts)
             if sharing is not None:
-                sharing.merge({slot: j for part in parts for slot, j in part[2].items()})
+                sharing.merge({slot: j for part in parts for slot, j in part[1].items()})
             roster = [(r["index"], r["fitness"]) for r in ordered]
             champion = max(range(pop_size), key=lambda i: roster[i][1])  # first of equals
             state.record_best(
