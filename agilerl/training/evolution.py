@@ -322,10 +322,10 @@ def evolve(
             # What every rank needs of the others: the records and the experience.
             journals = sharing.take() if sharing is not None else {}
             parts = group.all_gather((records, journals))
-            records = {slot: r for part in parts for slot, r in part[0].items()}
+            records = _by_slot(part[0] for part in parts)
             ordered = [records[slot] for slot in range(pop_size)]
             if sharing is not None:
-                sharing.merge({slot: j for part in parts for slot, j in part[1].items()})
+                sharing.merge(_by_slot(part[1] for part in parts))
             roster = [(r["index"], r["fitness"]) for r in ordered]
             champion = max(range(pop_size), key=lambda i: roster[i][1])  # first of equals
             state.record_best(
@@ -432,6 +432,11 @@ def _elite(local: dict[int, Any], champion: int, pop_size: int, group: Group) ->
     return None
 
 
+def _by_slot(parts: Any) -> dict[int, Any]:
+    """One mapping slot -> value from every rank's mapping of its own slots."""
+    return {slot: value for part in parts for slot, value in part.items()}
+
+
 def _gather_to_main(local: dict[int, Any], pop_size: int, group: Group) -> list[Any] | None:
     """Every agent, in slot order, on rank 0 (what its checkpoints save; others' agents
     as their states); None on the other ranks."""
@@ -440,7 +445,7 @@ def _gather_to_main(local: dict[int, Any], pop_size: int, group: Group) -> list[
     parts = group.gather_to_main({slot: agent.state_dict() for slot, agent in local.items()})
     if parts is None:
         return None
-    states = {slot: st for part in parts for slot, st in part.items()}
+    states = _by_slot(parts)
     return [local[slot] if slot in local else _Held(states[slot]) for slot in range(pop_size)]
 
 
@@ -449,8 +454,7 @@ def _gather_everywhere(local: dict[int, Any], pop_size: int, group: Group) -> li
     other ranks send): the population a run returns."""
     if not group.shards:
         return [local[slot] for slot in range(pop_size)]
-    parts = group.all_gather({slot: agent.state_dict() for slot, agent in local.items()})
-    states = {slot: st for part in parts for slot, st in part.items()}
+    states = _by_slot(group.all_gather({slot: a.state_dict() for slot, a in local.items()}))
     return [
         local[slot] if slot in local else _rebuild(local, states[slot]) for slot in range(pop_size)
     ]

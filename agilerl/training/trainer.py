@@ -366,6 +366,8 @@ class LocalTrainer:
             self.resume_from_checkpoint = self.training.checkpoint_path
         group = join(self.device)  # a run launched on several processes joins them
         self.device = group.local_device(self.device)
+        # Filled by _start as it takes the locks, so they are released below even when
+        # another rank refuses the run after this one took them.
         holds: list[DirectoryLock] = []
         threads = torch.get_num_threads()
         try:
