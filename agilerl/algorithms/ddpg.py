@@ -40,6 +40,7 @@ from torch.nn import functional
 from agilerl import checkpoints
 from agilerl.algorithms.base import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
+from agilerl.algorithms.optim import gradient_step
 from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
 from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSpec
 from agilerl.modules.base import respec
@@ -315,7 +316,7 @@ class DDPG(RLAlgorithm):
         latent = self.actor.encoder(x) if self.share_encoders else None
         qs = [self._q(getattr(self, name), x, action, latent) for name in self.critics]
         critic_loss = sum(functional.mse_loss(q, target) for q in qs)
-        self._step(self.critic_optimizer, critic_loss)
+        gradient_step(self.critic_optimizer, critic_loss, self.max_grad_norm)
         self.learn_counter += 1
         figures = [critic_loss.detach(), qs[0].detach().mean()]
         if self.learn_counter % self.policy_freq == 0:
@@ -335,15 +336,8 @@ class DDPG(RLAlgorithm):
         action = self.actor.head(latent)
         critic = getattr(self, self.critics[0])
         loss = -self._q(critic, x, action, latent).mean()
-        self._step(self.actor_optimizer, loss)
+        gradient_step(self.actor_optimizer, loss, self.max_grad_norm)
         return loss.detach()
-
-    def _step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-        optimizer.step()
 
     def _polyak_pairs(self) -> tuple[list[Any], list[Any]]:
         """Target and online parameters, position by position, cached per set of network

@@ -25,6 +25,7 @@ from torch.nn import functional
 
 from agilerl.algorithms.base import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
+from agilerl.algorithms.optim import gradient_step
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
@@ -275,10 +276,7 @@ class DQN(RLAlgorithm):
         """
         q_values, index, q_taken, target = self._td(batch)
         loss, figures = self._loss(q_values, index, q_taken, target)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self._online_parameters(), self.max_grad_norm)
-        self.optimizer.step()
+        gradient_step(self.optimizer, loss, self.max_grad_norm)
         self.soft_update()
         # One device sync for every figure.
         figures = {**figures, "q_mean": q_taken.detach().mean()}

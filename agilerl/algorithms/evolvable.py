@@ -40,6 +40,7 @@ from agilerl.algorithms.hyperparameters import (
     parse_hp_config,
     spec_limits,
 )
+from agilerl.algorithms.optim import FusedAdam
 from agilerl.networks.base import EvolvableNetwork
 
 CHECKPOINT_KIND = "agent"
@@ -226,9 +227,13 @@ class EvolvableAlgorithm:
         for attr, (nets, lr_attr) in self.optimizer_specs.items():
             params = unique_parameters([getattr(self, n) for n in nets])
             # The fused kernel updates every parameter in one call: with small networks
-            # the per-tensor Python loop of the default Adam dominated an update (1.7x).
-            fused = self.device.type in ("cpu", "cuda")
-            optimizer = torch.optim.Adam(params, lr=float(getattr(self, lr_attr)), fused=fused)
+            # the per-tensor Python loop of the default Adam dominated an update (1.7x),
+            # and FusedAdam also skips torch's per-step bookkeeping (agilerl.algorithms.optim).
+            lr = float(getattr(self, lr_attr))
+            if self.device.type in ("cpu", "cuda"):
+                optimizer = FusedAdam(params, lr=lr)
+            else:
+                optimizer = torch.optim.Adam(params, lr=lr)
             setattr(self, attr, optimizer)
 
     def networks_changed(self) -> None:

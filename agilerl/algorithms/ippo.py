@@ -39,6 +39,7 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     leading,
     rows_of,
 )
+from agilerl.algorithms.optim import gradient_step
 from agilerl.algorithms.ppo import LEARN_METRICS, METRICS, clipped_ppo_loss
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
 from agilerl.networks.networks import StochasticActor, ValueNetwork
@@ -334,7 +335,6 @@ class IPPO(MultiAgentActorCritic):
         evaluated, optimiser steps, whether target_kl stopped them."""
         actor, critic = self.net("actor", group), self.net("critic", group)
         optimizer = getattr(self, self.net_name("optimizer", group))
-        params = [p for g in optimizer.param_groups for p in g["params"]]
         kl_index = METRICS.index("approx_kl")
         totals = torch.zeros(len(METRICS), device=self.device)
         evaluated = updates = 0
@@ -353,11 +353,7 @@ class IPPO(MultiAgentActorCritic):
                 evaluated += 1
                 if self.target_kl is not None and stats[kl_index].item() > self.target_kl:
                     return totals, evaluated, updates, True
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if self.max_grad_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-                optimizer.step()
+                gradient_step(optimizer, loss, self.max_grad_norm)
                 updates += 1
         return totals, evaluated, updates, False
 

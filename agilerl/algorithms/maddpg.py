@@ -52,6 +52,7 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     leading,
     masked_mean,
 )
+from agilerl.algorithms.optim import gradient_step
 from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
 from agilerl.models.networks import (
     ContinuousQNetworkSpec,
@@ -487,7 +488,9 @@ class MADDPG(MultiAgentActorCritic):
         a = self._critic_actions(actions, members, weight)
         qs = [self._q(name, group, x, a) for name in self.critics]
         loss = sum(masked_mean((q - target) ** 2, own) for q in qs)
-        self._step(getattr(self, self.net_name("critic_optimizer", group)), loss)
+        gradient_step(
+            getattr(self, self.net_name("critic_optimizer", group)), loss, self.max_grad_norm
+        )
         return loss.detach(), masked_mean(qs[0].detach(), own)
 
     def _actor_step(
@@ -512,19 +515,14 @@ class MADDPG(MultiAgentActorCritic):
         q = self._q(self.critics[0], group, self._critic_obs(features, members, weight),
                     torch.cat(inputs))  # fmt: skip
         loss = -masked_mean(q, torch.cat([weight[a] for a in members]))
-        self._step(getattr(self, self.net_name("actor_optimizer", group)), loss)
+        gradient_step(
+            getattr(self, self.net_name("actor_optimizer", group)), loss, self.max_grad_norm
+        )
         return loss.detach()
 
     def _q(self, name: str, group: str, x: Any, action: torch.Tensor) -> torch.Tensor:
         critic = self.net(name, group)
         return critic.from_latent(critic.encoder(x), action).reshape(-1)
-
-    def _step(self, optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None:
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        params = [p for g in optimizer.param_groups for p in g["params"]]
-        torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-        optimizer.step()
 
     def soft_update(self) -> None:
         """``target <- tau * online + (1 - tau) * target`` for every target network."""

@@ -48,6 +48,7 @@ from pydantic import BaseModel, ValidationError
 from agilerl._generated.ppo_schema import RolloutBufferConfig
 from agilerl.algorithms.base import RLAlgorithm, action_mask_from_info
 from agilerl.algorithms.hyperparameters import positive_int
+from agilerl.algorithms.optim import gradient_step
 from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
@@ -578,7 +579,6 @@ class PPO(RLAlgorithm):
         if buffer is None or not buffer.ready:
             raise RuntimeError("learn() needs a rollout: call collect_rollouts() first")
         minibatches = buffer.sequence_minibatches if self.recurrent else buffer.minibatches
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
         kl_index = METRICS.index("approx_kl")
         totals = torch.zeros(len(METRICS), device=self.device)
         evaluated = updates = 0
@@ -592,11 +592,7 @@ class PPO(RLAlgorithm):
                 if self.target_kl is not None and stats[kl_index].item() > self.target_kl:
                     stopped = True
                     break
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if self.max_grad_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-                self.optimizer.step()
+                gradient_step(self.optimizer, loss, self.max_grad_norm)
                 updates += 1
             if stopped:
                 break

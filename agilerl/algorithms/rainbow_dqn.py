@@ -51,6 +51,7 @@ from agilerl.algorithms.hyperparameters import (
     positive_int,
     unit_interval,
 )
+from agilerl.algorithms.optim import gradient_step
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
@@ -286,10 +287,7 @@ class RainbowDQN(DQN):
             loss = per_transition.mean()
         else:
             loss = (per_transition * weights.to(per_transition)).mean()
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(self._online_parameters(), self.max_grad_norm)
-        self.optimizer.step()
+        gradient_step(self.optimizer, loss, self.max_grad_norm)
         self.soft_update()
         self.actor.reset_noise()
         self.actor_target.reset_noise()
