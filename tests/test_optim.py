@@ -33,6 +33,13 @@ def train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, xs, clip) ->
         optimizer.step()
 
 
+def twins() -> tuple[torch.nn.Module, FusedAdam, torch.nn.Module, torch.optim.Adam]:
+    """Two equal networks, one with a FusedAdam, the other with torch's fused Adam."""
+    ours, theirs = net(), net()
+    mine = FusedAdam(ours.parameters(), lr=1e-2)
+    return ours, mine, theirs, torch.optim.Adam(theirs.parameters(), lr=1e-2, fused=True)
+
+
 def same(a: torch.nn.Module, b: torch.nn.Module) -> bool:
     return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
 
@@ -46,9 +53,7 @@ def our_clip(params):
 
 
 def test_steps_equal_torch_fused_adam_to_the_bit_and_follow_lr_changes():
-    ours, theirs = net(), net()
-    mine = FusedAdam(ours.parameters(), lr=1e-2)
-    reference = torch.optim.Adam(theirs.parameters(), lr=1e-2, fused=True)
+    ours, mine, theirs, reference = twins()
     xs = batches(12)
     train(ours, mine, xs[:6], our_clip)
     train(theirs, reference, xs[:6], torch_clip)
@@ -65,9 +70,7 @@ def test_steps_equal_torch_fused_adam_to_the_bit_and_follow_lr_changes():
 
 @pytest.mark.parametrize("how", ["load_state_dict", "deepcopy", "pickle"])
 def test_a_restored_or_copied_optimiser_keeps_stepping_exactly(how):
-    ours, theirs = net(), net()
-    mine = FusedAdam(ours.parameters(), lr=1e-2)
-    reference = torch.optim.Adam(theirs.parameters(), lr=1e-2, fused=True)
+    ours, mine, theirs, reference = twins()
     xs = batches(8)
     train(ours, mine, xs[:4], our_clip)
     train(theirs, reference, xs[:4], torch_clip)
@@ -115,9 +118,7 @@ def test_clipping_scales_to_the_norm_and_leaves_small_gradients_alone():
 
 @pytest.mark.parametrize("max_grad_norm", [None, 0.0, 0.05])
 def test_gradient_step_clips_only_when_asked(max_grad_norm):
-    ours, theirs = net(), net()
-    mine = FusedAdam(ours.parameters(), lr=1e-2)
-    reference = torch.optim.Adam(theirs.parameters(), lr=1e-2, fused=True)
+    ours, mine, theirs, reference = twins()
     for x in batches(5):
         ours[0].weight.grad = torch.ones_like(ours[0].weight)  # stale: must be discarded
         gradient_step(mine, (ours(x) ** 2).mean(), max_grad_norm)
