@@ -8,8 +8,9 @@ Usage, in a *separate* venv with ``agilerl==2.58`` installed (never this project
 For each seed: Python's, NumPy's and torch's global generators are seeded (AgileRL's
 loops take no run seed; its vector environments are reset without one, so a seed does
 not reproduce a run exactly), one torch thread, synchronous environments and
-``max_steps`` 25,000 (DQN; its loop then trains 30,000 steps per agent). Prints the
-final population's fitness and its best / mean, then the averages.
+``max_steps`` 25,000 (DQN; its loop then trains 30,000 steps per agent) or 50,000 (PPO;
+51,200). Prints the final population's best / mean fitness and the training-only env
+steps/s (training env steps of all agents over the run's wall time), then the averages.
 """
 
 from __future__ import annotations
@@ -42,12 +43,16 @@ def run(path: str, seed: int) -> tuple[float, float, float]:
         torch.manual_seed(seed)
         trainer = LocalTrainer.from_manifest(copy.name)
         started = time.perf_counter()
-        _, fitnesses = trainer.train()[:2]
+        population, fitnesses = trainer.train()[:2]
         wall = time.perf_counter() - started
     finally:
         os.unlink(copy.name)
     final = [float(f) for f in fitnesses]
-    return max(final), float(np.mean(final)), wall
+    # Every agent trains the same steps per generation (clones inherit the count); the
+    # count is an int in AgileRL 2.58, a list whose last entry is the total before it.
+    counts = [agent.steps for agent in population]
+    train_steps = sum(int(c[-1] if isinstance(c, list) else c) for c in counts)
+    return max(final), float(np.mean(final)), wall, train_steps / wall
 
 
 def main() -> None:
@@ -57,13 +62,18 @@ def main() -> None:
     path, seeds = sys.argv[1], [int(s) for s in sys.argv[2:]]
     results = []
     for seed in seeds:
-        best, mean, wall = run(path, seed)
-        results.append((best, mean))
+        best, mean, wall, rate = run(path, seed)
+        results.append((best, mean, rate))
         print(
-            f"seed {seed}: best/mean final fitness {best:.0f}/{mean:.0f} ({wall:.0f} s)", flush=True
+            f"seed {seed}: best/mean final fitness {best:.0f}/{mean:.0f} ({wall:.0f} s, "
+            f"{rate:,.0f} training-only env steps/s)",
+            flush=True,
         )
-    best, mean = np.mean(results, axis=0)
-    print(f"average over {len(seeds)} seeds: best/mean {best:.0f}/{mean:.0f}")
+    best, mean, rate = np.mean(results, axis=0)
+    print(
+        f"average over {len(seeds)} seeds: best/mean {best:.0f}/{mean:.0f}, "
+        f"{rate:,.0f} training-only env steps/s"
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ reference's definition), and best / mean fitness of the final population; then t
 averages and the ratio to the reference, whose figures (AgileRL 2.58, same machine, one
 torch thread) come from ``shared/bench-manifests/README.md`` for PPO and, for DQN, from
 runs of AgileRL itself beside this project (``benchmarks/agilerl_side_by_side.py``,
-seeds 42 and 1-8).
+seeds 42 and 1-8). Throughput is compared twice: with the recorded figures of
+``shared/bench-manifests/README.md`` and with AgileRL's training-only rate measured
+beside this project on 2026-12-01 (seeds 42, 1, 2), which is about half the recorded one.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ class Reference:
     env_steps_per_s: float  # training and evaluation
     train_steps_per_s: float
     fitness: dict[int, tuple[float, float]]  # seed -> (best, mean) of the final population
+    # seed -> training-only env steps/s of AgileRL 2.58 run beside this project on the same
+    # machine (benchmarks/agilerl_side_by_side.py, quiet 2 cores, one torch thread;
+    # 2026-12-01; seed 42 is the mean of two runs: DQN 649 and 663, PPO 2,438 and 2,594).
+    side_by_side: dict[int, float]
 
 
 REFERENCE = {
@@ -64,6 +70,7 @@ REFERENCE = {
             7: (132, 118),
             8: (138, 124),
         },
+        {42: 656, 1: 645, 2: 683},
     ),
     "ppo": Reference(
         HERE / "agilerl_ppo_cartpole.yaml",
@@ -71,6 +78,7 @@ REFERENCE = {
         6_900,
         5_500,
         {42: (430, 220), 1: (248, 208), 2: (385, 279)},
+        {42: 2_516, 1: 3_237, 2: 2_697},
     ),
 }
 
@@ -117,6 +125,8 @@ def main() -> None:
             results.append(r)
             theirs = ref.fitness.get(seed)
             beside = f" (reference {theirs[0]:.0f}/{theirs[1]:.0f})" if theirs else ""
+            if seed in ref.side_by_side:
+                beside += f"; AgileRL beside it: {ref.side_by_side[seed]:,.0f} training-only"
             print(
                 f"  seed {seed}: {r['env_steps_per_s']:,.0f} env steps/s, "
                 f"{r['train_steps_per_s']:,.0f} training-only, {r['wall_s']:.0f} s, "
@@ -138,10 +148,18 @@ def main() -> None:
         print(
             f"  average: best/mean {best:.0f}/{mean:.0f}{ref_line}; "
             f"{train:,.0f} training-only env steps/s = {train / ref.train_steps_per_s:.2f}x "
-            f"the reference's {ref.train_steps_per_s:,.0f}; {total:,.0f} with evaluation = "
-            f"{total / ref.env_steps_per_s:.2f}x its {ref.env_steps_per_s:,.0f}",
+            f"the reference's recorded {ref.train_steps_per_s:,.0f}; {total:,.0f} with "
+            f"evaluation = {total / ref.env_steps_per_s:.2f}x its {ref.env_steps_per_s:,.0f}",
             flush=True,
         )
+        beside = [ref.side_by_side[s] for s in seeds if s in ref.side_by_side]
+        if len(beside) == len(seeds):
+            print(
+                f"  side by side: AgileRL 2.58 trained {np.mean(beside):,.0f} training-only "
+                f"env steps/s on the same seeds here, so this run is "
+                f"{train / np.mean(beside):.2f}x it",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":
