@@ -6,8 +6,10 @@ spends a third of that again on bookkeeping before its fused kernel runs (profil
 hooks, the per-parameter state walk, grouping tensors by device). :class:`FusedAdam`
 keeps torch's Adam -- its state, its ``state_dict``, its kernel -- and calls the kernel
 directly once the state exists, so its steps are bit-identical to ``torch.optim.Adam(...,
-fused=True)``. :func:`gradient_step` is the one backward-clip-step sequence every
-algorithm uses.
+fused=True)``. :func:`gradient_step` is the backward-clip-step sequence of every update
+made of one backward pass (the value-based, actor-critic and PPO families); the LLM
+agents accumulate gradients over row chunks and the neural bandits add their anchor
+term's gradient in closed form, so those two step their ``FusedAdam`` themselves.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def gradient_step(
     max_grad_norm: float | None = None,
 ) -> None:
     """``loss.backward()`` into fresh gradients, clip them to ``max_grad_norm`` (none when
-    None or 0) and step ``optimizer``: every algorithm's update."""
+    None or 0) and step ``optimizer``."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     for p in params:
         p.grad = None
