@@ -48,10 +48,8 @@ def run(path: str, seed: int) -> tuple[float, float, float]:
     finally:
         os.unlink(copy.name)
     final = [float(f) for f in fitnesses]
-    # Every agent trains the same steps per generation (clones inherit the count); the
-    # count is an int in AgileRL 2.58, a list whose last entry is the total before it.
-    counts = [agent.steps for agent in population]
-    train_steps = sum(int(c[-1] if isinstance(c, list) else c) for c in counts)
+    # Every agent trains the same steps per generation (clones inherit the count).
+    train_steps = sum(int(agent.steps) for agent in population)
     return max(final), float(np.mean(final)), wall, train_steps / wall
 
 
