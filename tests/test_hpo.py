@@ -78,6 +78,18 @@ def test_zero_weight_kinds_are_never_drawn_and_hyperparameters_stay_in_range():
             assert agent.optimizer.param_groups[0]["lr"] == agent.lr  # lr took effect
 
 
+def test_the_mutation_before_training_never_draws_none():
+    pop = population()
+    heavy_none = Mutations(no_mutation=50, architecture=0, parameters=1, rl_hp=0, rand_seed=0)
+    heavy_none.mutation(pop, pretraining=True)
+    assert [agent.mut.split()[0] for agent in pop] == ["params"] * 4
+    heavy_none.mutation(pop)  # after a generation "none" is drawn by its weight again
+    assert any(agent.mut == "None" for agent in pop)
+    only_none = Mutations(no_mutation=1, architecture=0, parameters=0, rl_hp=0, rand_seed=0)
+    only_none.mutation(pop, pretraining=True)  # nothing else to draw: nothing changes
+    assert [agent.mut for agent in pop] == ["None"] * 4
+
+
 def test_elite_slot_is_left_alone():
     pop = population()
     before = [p.clone() for p in pop[0].actor.parameters()]

@@ -43,6 +43,12 @@ TINY = {
     "selection_strategy": {"tournament_size": 2, "elitism": True},
     "replay_buffer": {"max_size": 1000},
 }
+NET_128 = {
+    "arch": "mlp",
+    "latent_dim": 128,
+    "encoder_config": {"hidden_size": [128]},
+    "head_config": {"hidden_size": [128]},
+}
 CLI_SMALL = [
     "--set", "training.max_steps=100",
     "--set", "training.evo_steps=100",
@@ -360,6 +366,21 @@ def test_a_run_sets_its_threads_and_puts_them_back(no_thread_settings):
     trainer = LocalTrainer.from_manifest(tiny(max_steps=100), num_threads=2)
     trainer.train(verbose=False)
     assert trainer.threads == 2
+
+
+def test_a_seed_trains_the_same_agents_whatever_threads_torch_had(no_thread_settings):
+    # 128-wide layers: torch's orthogonal init (a QR) rounds differently on 2 threads
+    # there, so building the agents outside single_thread() makes the runs differ.
+    document = tiny(max_steps=100)
+    document["network"] = {**NET_128}
+    weights = []
+    for threads in (2, 1):
+        torch.set_num_threads(threads)
+        trainer = LocalTrainer.from_manifest(copy.deepcopy(document))
+        trainer.train(verbose=False)
+        weights.append([agent.actor.state_dict() for agent in trainer.population])
+    for ours, theirs in zip(*weights, strict=True):
+        assert all(torch.equal(ours[key], theirs[key]) for key in ours)
 
 
 def test_cli_threads_must_be_positive(capsys):

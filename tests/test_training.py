@@ -96,6 +96,9 @@ def test_population_of_four_evolves():
     trainer, population, _ = train(SMALL_HPO)
     history = trainer.state.history
     assert len(history) == 4 and len(population) == 4
+    # Before the first generation every agent was mutated once (as AgileRL's loops do).
+    first = [a["mutation"] for a in history[0]["agents"]]
+    assert not any(m.startswith("None") for m in first), first
     for before, after in zip(history, history[1:], strict=False):
         best = max(before["agents"], key=lambda a: a["fitness"])
         elite = after["agents"][0]

@@ -54,9 +54,9 @@ class DQN(RLAlgorithm):
     optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
-    #: Gradient-norm clip of every update: a rare huge TD error (early targets, a reward
-    #: spike) then moves the weights by a bounded step instead of wrecking the network.
-    max_grad_norm: ClassVar[float] = 10.0
+    #: Gradient-norm clip of every update; None: unclipped, as AgileRL's DQN (Adam bounds
+    #: each step by about lr anyway). Rainbow (10) and CQN (1) clip as AgileRL's do.
+    max_grad_norm: ClassVar[float | None] = None
     learn_metrics: ClassVar[dict[str, str]] = {
         "td_loss": "mean squared TD error of the batch (the loss minimised)",
         "q_mean": "mean Q-value of the actions taken in the batch",
@@ -269,8 +269,8 @@ class DQN(RLAlgorithm):
         TD target per sub-action: ``r + gamma * (1 - done) * Q_target(s', a*)`` with ``a*``
         the target network's argmax, or the online network's with ``double``. ``done`` is
         termination only: a truncated episode still bootstraps. The loss is the mean
-        squared TD error (MSE, as AgileRL's DQN), gradients are clipped to a global norm of
-        :attr:`max_grad_norm` (10) before the Adam step, and the target network then moves
+        squared TD error (MSE, as AgileRL's DQN), one Adam step on it (unclipped, as
+        AgileRL's; :attr:`max_grad_norm` clips in subclasses), and the target network then moves
         towards the online one by ``tau`` (Polyak averaging). Returns
         :attr:`learn_metrics`: the loss (``td_loss``) and ``q_mean``.
         """

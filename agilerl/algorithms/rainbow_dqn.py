@@ -122,6 +122,8 @@ class RainbowDQN(DQN):
         "q_mean": "mean Q-value (expected return) of the actions taken in the batch",
     }
     main_loss: ClassVar[str] = "loss"
+    #: As AgileRL's Rainbow: the gradient's global norm is clipped at 10.
+    max_grad_norm: ClassVar[float | None] = 10.0
     #: Batches may carry the n-step transitions of their slots (an n-step buffer serves it).
     learns_n_step: ClassVar[bool] = True
     learns_from_priorities: ClassVar[bool] = True

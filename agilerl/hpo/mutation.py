@@ -3,7 +3,9 @@
 One kind is drawn per agent from the relative weights of the mutation spec (zero weights
 are dropped, the rest normalised): none, architecture (a depth change with probability
 ``new_layer_prob``, else a width change), parameters (weight noise), activation, or one
-RL hyperparameter within its range. The algorithm applies the change
+RL hyperparameter within its range. Before the first generation the whole population is
+mutated once with "none" left out (``pretraining``), as AgileRL's training loops do, so
+selection starts from a varied population. The algorithm applies the change
 (:class:`~agilerl.algorithms.base.RLAlgorithm` mutation primitives), which keeps the
 policy and its critics alike and rebuilds the optimisers when the networks changed.
 """
@@ -45,6 +47,13 @@ class Mutations:
         if not 0.0 <= new_layer_prob <= 1.0:
             raise ValueError(f"new_layer_prob must lie in [0, 1], got {new_layer_prob}")
         self.probabilities = weights / weights.sum()
+        # Before training every agent changes: "none" is left out (no change at all when
+        # it is the only kind with weight).
+        changes = weights.copy()
+        changes[0] = 0.0
+        self.pretraining_probabilities = (
+            changes / changes.sum() if changes.sum() > 0 else self.probabilities
+        )
         self.new_layer_prob = float(new_layer_prob)
         self.mutation_sd = float(mutation_sd)
         self.rng = np.random.default_rng(rand_seed)
@@ -65,12 +74,16 @@ class Mutations:
         )
 
     def mutation(
-        self, population: list[AgentT] | Mapping[int, AgentT], skip_first: bool = False
+        self,
+        population: list[AgentT] | Mapping[int, AgentT],
+        skip_first: bool = False,
+        pretraining: bool = False,
     ) -> list[AgentT] | Mapping[int, AgentT]:
         """Mutate agents in place (``skip_first``: leave the elite of slot 0 alone) and
         record on each ``agent.mut`` what it received. ``population``: the agents by
         slot, a list or a mapping slot -> agent (the slots one process of a split
-        population holds).
+        population holds). ``pretraining``: the mutation before the first generation,
+        which never draws "none" (:attr:`pretraining_probabilities`).
 
         One number is drawn from the operator's generator per call; each slot's
         mutation then draws from a generator seeded by it and the slot, so what an
@@ -78,12 +91,13 @@ class Mutations:
         it: processes holding different slots mutate exactly as one process would."""
         agents = population.items() if isinstance(population, Mapping) else enumerate(population)
         base = int(self.rng.integers(2**63))
+        probabilities = self.pretraining_probabilities if pretraining else self.probabilities
         for slot, agent in agents:
             if skip_first and slot == 0:
                 agent.mut = "None (elite)"
                 continue
             rng = np.random.default_rng([base, slot])
-            kind = KINDS[int(rng.choice(len(KINDS), p=self.probabilities))]
+            kind = KINDS[int(rng.choice(len(KINDS), p=probabilities))]
             agent.mut = self.apply(agent, kind, rng)
         return population
 

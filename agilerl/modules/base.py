@@ -23,9 +23,11 @@ from torch import nn
 MutationInfo = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., MutationInfo])
 
-#: Activations a ``change_activation`` mutation may pick: elementwise, unbounded-gradient
-#: friendly and free of parameters, so switching never loses weights.
-SAFE_ACTIVATIONS = ("ReLU", "ELU", "GELU", "Tanh", "LeakyReLU")
+#: Activations a ``change_activation`` mutation may pick: AgileRL's default choice
+#: (``Mutations(activation_selection=...)``, which its manifests cannot change). All are
+#: elementwise, parameter-free and unbounded above, so switching keeps every weight and
+#: changes a network's features less than a saturating one would.
+SAFE_ACTIVATIONS = ("ReLU", "ELU", "GELU")
 
 
 def mutation(name: str) -> Callable[[F], F]:

@@ -295,6 +295,11 @@ def evolve(
         f"{algo} on {env_name}",
     )
     started = time.perf_counter() - state.seconds
+    if evolving and state.generation == 0:
+        # AgileRL's loops mutate the whole population once before training (never "no
+        # mutation"), so the first selection already chooses between variants. A resumed
+        # run is past it.
+        mutation.mutation(local, pretraining=True)
     try:
         while state.finished is None:
             budget = min(evo_steps, max_steps - state.steps)

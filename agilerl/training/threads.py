@@ -19,6 +19,8 @@ against 575 with one). So, unless the user chose (:data:`ENV_VAR`, ``--threads``
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -77,3 +79,17 @@ def choose_threads(
         return 1
     share = cores() // local_processes()
     return max(1, min(torch.get_num_threads(), share - env_workers))
+
+
+@contextmanager
+def single_thread() -> Iterator[None]:
+    """Run the block on one torch thread, then restore the count. Agents are built in
+    it: with more threads torch's orthogonal initialisation (a QR factorisation) and
+    matrix products round differently, so a seed's initial weights, and the whole run
+    after them, would depend on the machine's core count and ``OMP_NUM_THREADS``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -52,7 +52,7 @@ from agilerl.training.run_directory import (
     earlier_outputs,
     remove_earlier_outputs,
 )
-from agilerl.training.threads import choose_threads
+from agilerl.training.threads import choose_threads, single_thread
 from agilerl.training.tracking import Reporter
 
 
@@ -485,7 +485,8 @@ class LocalTrainer:
                 np.random.seed(seed % 2**32)
                 random.seed(seed)
                 seeds = np.random.SeedSequence(seed).generate_state(training.pop_size)
-                population = [self._build_agent(env, i, int(s)) for i, s in enumerate(seeds)]
+                with single_thread():  # the same initial weights on any machine
+                    population = [self._build_agent(env, i, int(s)) for i, s in enumerate(seeds)]
                 state = RunState(seed=seed)
             self._set_threads(population[0], env)
             if state.finished is not None and not still_finished(state, training):
