@@ -15,7 +15,7 @@ reference's definition), and best / mean fitness of the final population; then t
 averages and the ratio to the reference, whose figures (AgileRL 2.58, same machine, one
 torch thread) come from ``shared/bench-manifests/README.md`` for PPO and, for DQN, from
 runs of AgileRL itself beside this project (``benchmarks/agilerl_side_by_side.py``,
-seeds 42 and 1-8). Throughput is compared twice: with the recorded figures of
+seeds 42 and 1-13). Throughput is compared twice: with the recorded figures of
 ``shared/bench-manifests/README.md`` and with AgileRL's training-only rate measured
 beside this project on 2026-12-01 (seeds 42, 1, 2), which is about half the recorded one.
 """
@@ -69,6 +69,11 @@ REFERENCE = {
             6: (210, 139),
             7: (132, 118),
             8: (138, 124),
+            9: (481, 252),
+            10: (179, 153),
+            11: (127, 102),
+            12: (145, 123),
+            13: (210, 161),
         },
         {42: 656, 1: 645, 2: 683},
     ),

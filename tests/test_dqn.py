@@ -249,8 +249,14 @@ def test_learn_steps_the_optimiser_then_soft_updates_the_target():
         torch.testing.assert_close(new, 0.1 * o + 0.9 * t)
 
 
-def test_gradients_are_clipped_to_the_max_norm():
-    agent = _agent()
+class _ClippedDQN(DQN):
+    max_grad_norm = 10.0  # as RainbowDQN (10) and CQN (1) set it
+
+
+@pytest.mark.parametrize(("cls", "clipped"), [(DQN, False), (_ClippedDQN, True)])
+def test_dqn_steps_unclipped_as_agilerl_and_a_subclass_norm_clips(cls, clipped):
+    torch.manual_seed(0)
+    agent = cls(OBS, spaces.Discrete(3), seed=0, net_config=SMALL_NET)
     batch = _random_batch(agent)
     batch["reward"] = batch["reward"] * 1e6  # a huge TD error
     norms = []
@@ -263,8 +269,10 @@ def test_gradients_are_clipped_to_the_max_norm():
 
     agent.optimizer.step = recording_step
     agent.learn(batch)
-    assert DQN.max_grad_norm == 10.0
-    assert norms[0] == pytest.approx(10.0, rel=1e-4)  # clipped down from far above
+    if clipped:
+        assert norms[0] == pytest.approx(10.0, rel=1e-4)  # clipped down from far above
+    else:
+        assert DQN.max_grad_norm is None and norms[0] > 1e4  # the gradient as computed
 
 
 @pytest.mark.parametrize("double", [False, True])
