@@ -15,7 +15,7 @@ reference's definition), and best / mean fitness of the final population; then t
 averages and the ratio to the reference, whose figures (AgileRL 2.58, same machine, one
 torch thread) come from ``shared/bench-manifests/README.md`` for PPO and, for DQN, from
 runs of AgileRL itself beside this project (``benchmarks/agilerl_side_by_side.py``,
-seeds 42 and 1-13). Throughput is compared twice: with the recorded figures of
+seeds 42 and 1-19). Throughput is compared twice: with the recorded figures of
 ``shared/bench-manifests/README.md`` and with AgileRL's training-only rate measured
 beside this project on 2026-12-01 (seeds 42, 1, 2), which is about half the recorded one.
 """
@@ -74,6 +74,12 @@ REFERENCE = {
             11: (127, 102),
             12: (145, 123),
             13: (210, 161),
+            14: (126, 117),
+            15: (125, 113),
+            16: (150, 131),
+            17: (127, 92),
+            18: (128, 99),
+            19: (381, 208),
         },
         {42: 656, 1: 645, 2: 683},
     ),
