@@ -372,7 +372,7 @@ def test_a_seed_trains_the_same_agents_whatever_threads_torch_had(no_thread_sett
     # 128-wide layers: torch's orthogonal init (a QR) rounds differently on 2 threads
     # there, so building the agents outside single_thread() makes the runs differ.
     document = tiny(max_steps=100)
-    document["network"] = {**NET_128}
+    document["network"] = NET_128  # each run below takes its own deep copy
     weights = []
     for threads in (2, 1):
         torch.set_num_threads(threads)

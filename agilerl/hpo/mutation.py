@@ -50,7 +50,7 @@ class Mutations:
         # Before training every agent changes: "none" is left out (no change at all when
         # it is the only kind with weight).
         changes = weights.copy()
-        changes[0] = 0.0
+        changes[KINDS.index("none")] = 0.0
         self.pretraining_probabilities = (
             changes / changes.sum() if changes.sum() > 0 else self.probabilities
         )
