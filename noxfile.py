@@ -40,12 +40,32 @@ def install_node(session: nox.Session) -> None:
     session.run("npm", "ci", "--prefix", NODE_DIR, "--no-audit", "--no-fund", external=True)
 
 
+#: One worker per core (pytest-xdist); ``--dist loadgroup`` keeps the tests of one
+#: ``xdist_group`` on one worker. Options given after ``--`` come later and win
+#: (``nox -s tests -- -n 0`` runs serially, ``-- -m "not slow"`` is the fast tier).
+PARALLEL = ("-n", "auto", "--dist", "loadgroup")
+#: One BLAS/OpenMP thread per process: the workers (and the ranks the distributed tests
+#: start) already use every core; more threads each only contend for them.
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite, including the Node (ajv) cross-language checks."""
+    """The test suite, in parallel, including the Node (ajv) cross-language checks."""
     install_project(session, engine=True)
     install_node(session)
-    session.run("pytest", *session.posargs, env={"AGILERL_REQUIRE_NODE": "1"})
+    session.run(
+        "pytest", *PARALLEL, *session.posargs, env={"AGILERL_REQUIRE_NODE": "1", **ONE_THREAD}
+    )
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """pyright over the training loops and the algorithm base classes ([tool.pyright] in
+    pyproject.toml; it resolves imports in this session's virtualenv, .nox/typecheck)."""
+    install_project(session, engine=True)
+    session.install("pyright")
+    session.run("pyright", *session.posargs)
 
 
 @nox.session

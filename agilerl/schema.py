@@ -28,7 +28,9 @@ def _rules_keyword(
     if not validator.is_type(instance, "object"):
         return
     for violation in check_rules(rules, instance, schema_defaults(schema)):
-        yield ValidationError(violation.message, path=[violation.field], instance=violation.value)
+        yield ValidationError(
+            violation.message, path=list(violation.path), instance=violation.value
+        )
 
 
 #: Draft 2020-12 plus our one custom keyword.

@@ -3,14 +3,16 @@ small, valid choices for the other sections that the user then edits."""
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 
 from pydantic_core import PydanticUndefined
 
-from agilerl.models.base import AgentType, AlgorithmBase
+from agilerl.models.base import AlgorithmBase
+from agilerl.models.kinds import uses_replay_memory
 from agilerl.models.manifest import repeated_algorithm_fields
-from agilerl.models.manifest_base import environment_spec_for
+from agilerl.models.manifest_base import environment_spec_for, network_section_for
 
 #: A suitable environment per agent type (continuous actions get Pendulum).
 _ENVIRONMENTS: dict[str, dict[str, Any]] = {
@@ -30,6 +32,43 @@ _ENVIRONMENTS: dict[str, dict[str, Any]] = {
     },
     "LLMPreferenceEnvSpec": {"dataset": "data/preferences.jsonl"},
     "LLMSftEnvSpec": {"dataset": "data/sft.jsonl"},
+}
+
+#: A network to start from, per network section: an RL encoder and head, or a pretrained
+#: LLM with LoRA adapters.
+_NETWORKS: dict[str, dict[str, Any]] = {
+    "NetworkSection": {
+        "arch": "mlp",
+        "latent_dim": 64,
+        "encoder_config": {"hidden_size": [64, 64]},
+        "head_config": {"hidden_size": [64]},
+    },
+    "FinetuningNetworkSpec": {
+        "pretrained_model_name_or_path": "path/to/pretrained-model",
+        "max_context_length": 1024,
+        "lora_config": {"lora_r": 16, "lora_alpha": 32},
+    },
+}
+
+#: Mutation probabilities per network section: a pretrained LLM's architecture does not
+#: mutate (nor its parameters by noise), an RL network's does.
+_PROBABILITIES: dict[str, dict[str, float]] = {
+    "NetworkSection": {
+        "no_mut": 0.4,
+        "arch_mut": 0.2,
+        "new_layer": 0.2,
+        "params_mut": 0.2,
+        "act_mut": 0.0,
+        "rl_hp_mut": 0.2,
+    },
+    "FinetuningNetworkSpec": {
+        "no_mut": 0.4,
+        "arch_mut": 0.0,
+        "new_layer": 0.0,
+        "params_mut": 0.0,
+        "act_mut": 0.0,
+        "rl_hp_mut": 0.2,
+    },
 }
 
 
@@ -77,26 +116,12 @@ def starter_manifest(spec_cls: type[AlgorithmBase], env_name: str | None = None)
         environment["name"] = "Pendulum-v1"
     if env_name:
         environment["dataset" if "dataset" in environment else "name"] = env_name
-    llm = spec_cls.agent_type is AgentType.LLMAgent
-    network = (
-        {
-            "pretrained_model_name_or_path": "path/to/pretrained-model",
-            "max_context_length": 1024,
-            "lora_config": {"lora_r": 16, "lora_alpha": 32},
-        }
-        if llm
-        else {
-            "arch": "mlp",
-            "latent_dim": 64,
-            "encoder_config": {"hidden_size": [64, 64]},
-            "head_config": {"hidden_size": [64]},
-        }
-    )
+    network_title = network_section_for(spec_cls).__name__
     manifest: dict[str, Any] = {
         "version": 1,
         "algorithm": algorithm,
         "environment": environment,
-        "network": network,
+        "network": copy.deepcopy(_NETWORKS[network_title]),
         "training": {
             "max_steps": 100_000,
             "pop_size": 4,
@@ -104,20 +129,13 @@ def starter_manifest(spec_cls: type[AlgorithmBase], env_name: str | None = None)
             "eval_loop": 1,
         },
         "mutation": {
-            "probabilities": {
-                "no_mut": 0.4,
-                "arch_mut": 0.0 if llm else 0.2,
-                "new_layer": 0.0 if llm else 0.2,
-                "params_mut": 0.0 if llm else 0.2,
-                "act_mut": 0.0,
-                "rl_hp_mut": 0.2,
-            },
+            "probabilities": dict(_PROBABILITIES[network_title]),
             "rl_hp_selection": _hyperparameter_ranges(algorithm),
             "mutation_sd": 0.1,
             "rand_seed": 42,
         },
         "selection_strategy": {"tournament_size": 2, "elitism": True},
     }
-    if spec_cls.off_policy or spec_cls.offline or spec_cls.bandit:
+    if uses_replay_memory(spec_cls.agent_type, spec_cls.off_policy):
         manifest["replay_buffer"] = {"max_size": 100_000}
     return manifest

@@ -43,7 +43,7 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from agilerl.models.rules import RULES_KEYWORD
+from agilerl.models.rules import RULES_KEYWORD, rule_operands
 from agilerl.schema import SCHEMA_BASE_URI, SpecValidator
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -375,22 +375,8 @@ def _check_rules(at: str, node: dict) -> list[str]:
     properties, required = node.get("properties", {}), set(node.get("required", []))
     problems = []
     for rule in rules:
-        names = (
-            rule.get("sameLength")
-            or rule.get("anyPositive")
-            or [
-                rule["field"],
-                *(
-                    rule.get("within")
-                    or [
-                        rule.get("atMost")
-                        or rule.get("below")
-                        or rule.get("sameAs")
-                        or rule["requiredIf"]
-                    ]
-                ),
-            ]
-        )
+        # the properties it reads (a path's first name: "network" of "network.simba")
+        names = sorted(rule_operands(rule))
         for field in names:
             if field not in properties:
                 problems.append(f"{at}: rule {rule} names {field!r}, not a property of this object")

@@ -47,7 +47,7 @@ class TrainingManifest(ManifestBase):
         extra='forbid',
         arbitrary_types_allowed=True,
         json_schema_extra={
-            'x-agilerl-rules': [{'field': 'algorithm', 'key': 'num_envs', 'sameAs': 'environment'}]
+            'x-agilerl-rules': [{'field': 'algorithm', 'key': 'num_envs', 'sameAs': 'environment'}, {'flag': 'network.simba', 'ignoredWhen': {'algorithm.recurrent': [True]}, 'because': 'a recurrent PPO always builds an LSTM encoder, so simba (a SimBa encoder where the arch is inferred) would be ignored; leave it out'}]
         },
     )
     version: Annotated[Literal[1], Field(description='Manifest format version.')] = 1

@@ -461,6 +461,7 @@ def test_a_memory_beyond_the_machine_is_refused_with_the_figures():
         check_bandit_run(trainer, available=10**6)
 
 
+@pytest.mark.slow
 def test_a_killed_bandit_run_resumes_where_it_stood(tmp_path, capsys):
     """Killed at its first checkpoint and resumed, a NeuralTS run gives the fitnesses
     and regrets an uninterrupted run gives (agents, posteriors, memory, RNG came back)."""

@@ -86,6 +86,7 @@ def test_unavailable_device_is_clear(capsys):
     assert "--device cuda: CUDA is not available on this machine" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_and_completes(tmp_path):
     out = tmp_path / "run"
     command = [

@@ -63,7 +63,21 @@ def test_the_list_covers_every_valid_manifest_of_these_algorithms():
     assert found - excluded == set(TRAINABLE)
 
 
-@pytest.mark.parametrize("name", TRAINABLE)
+#: The cases that take more than ~5 s (marked slow; the fast tier runs the rest).
+SLOW = {
+    "configs/multi_input.yaml",
+    "configs/ppo/ppo.yaml",
+    "configs/ppo/ppo_recurrent.yaml",
+    "tests/multi_input.yaml",
+    "tests/ppo_lstm.yaml",
+    "configs/ddpg/ddpg_simba.yaml",
+    "configs/td3.yaml",
+}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in TRAINABLE]
+)
 def test_corpus_manifest_trains_a_few_hundred_steps(name):
     data, _ = load_document(CORPUS / name)
     training = data.setdefault("training", {})

@@ -569,6 +569,7 @@ def test_configs_train_a_few_hundred_steps_through_agilerl_train(config, tmp_pat
     assert best.steps >= 150
 
 
+@pytest.mark.slow
 def test_a_killed_td3_run_resumes_and_completes(tmp_path):
     out = tmp_path / "run"
     command = [
@@ -612,6 +613,7 @@ PENDULUM_STEPS = 8000
 
 
 @pytest.mark.parametrize("name", ALGOS)
+@pytest.mark.slow
 def test_learns_pendulum_above_minus_400(name):
     torch.manual_seed(0)
     env = gym.make_vec("Pendulum-v1", num_envs=4, vectorization_mode="sync")

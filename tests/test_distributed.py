@@ -64,6 +64,10 @@ DQN = {
 }
 #: What may differ between two runs of the same seed: how long things took.
 TIMING = ("seconds", "env_steps_per_s")
+#: Under pytest-xdist (`--dist loadgroup`) the multi-process runs of this module and of
+#: test_llm_distributed.py share one worker: never two runs' ranks at once on the cores,
+#: whose timeouts (peer heartbeats, wall-clock limits) would then be tested under load.
+pytestmark = pytest.mark.xdist_group("distributed")
 
 
 def manifest(tmp_path: Path, document: dict, name: str = "run.yaml", **training) -> Path:
@@ -122,6 +126,7 @@ def test_a_bad_peer_timeout_is_refused_naming_the_variable(monkeypatch):
     [(PPO, "agilerl train --processes 2"), (DQN, "a launcher's environment")],
     ids=["PPO", "DQN"],
 )
+@pytest.mark.slow
 def test_two_processes_give_the_history_of_one(tmp_path, document, launcher):
     path = manifest(tmp_path, document)
     one = one_process(train_command(path, tmp_path / "one"))
@@ -143,6 +148,7 @@ def test_two_processes_give_the_history_of_one(tmp_path, document, launcher):
     assert two[0].stdout.count("outputs in") == 1
 
 
+@pytest.mark.slow
 def test_a_checkpoint_of_two_processes_resumes_on_one(tmp_path):
     """Two generations on two processes, the third resumed on one: the history of a run
     on one process throughout."""
@@ -156,6 +162,7 @@ def test_a_checkpoint_of_two_processes_resumes_on_one(tmp_path):
     assert history(tmp_path / "split") == history(tmp_path / "whole")
 
 
+@pytest.mark.slow
 def test_too_few_agents_for_the_processes_is_refused_before_the_first_step(tmp_path):
     path = manifest(tmp_path, PPO, pop_size=1)
     runs = launch(train_command(path, tmp_path / "out"), 2)
@@ -216,6 +223,7 @@ else:
 """
 
 
+@pytest.mark.slow
 def test_an_agent_cloned_from_another_rank_arrives_identical(tmp_path):
     script = tmp_path / "cloning.py"
     script.write_text(CLONING)
@@ -229,6 +237,7 @@ LONG = {**PPO, "training": {**PPO["training"], "max_steps": 10_000_000, "evo_ste
 
 
 @pytest.mark.parametrize("victim", [1, 0], ids=["worker", "rank-0"])
+@pytest.mark.slow
 def test_killing_one_rank_stops_the_other_naming_it_and_the_run_resumes(tmp_path, victim):
     path = manifest(tmp_path, LONG)
     out = tmp_path / "out"
@@ -284,6 +293,7 @@ FAMILIES = {
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.slow
 def test_the_other_rl_families_give_the_history_of_one_process_on_two(tmp_path, family):
     config, steps, sets = FAMILIES[family]
     dataset = tmp_path / "data.h5"
@@ -308,6 +318,7 @@ def test_the_other_rl_families_give_the_history_of_one_process_on_two(tmp_path, 
     assert history(tmp_path / "two") == expected
 
 
+@pytest.mark.slow
 def test_a_wall_clock_limit_stops_every_rank_at_the_same_generation(tmp_path):
     """Each rank measures its own clock; the run stops on the slowest rank's, which every
     rank was told, so no rank waits for a generation the others never start."""
@@ -318,6 +329,7 @@ def test_a_wall_clock_limit_stops_every_rank_at_the_same_generation(tmp_path):
     assert 1 <= len(records) and records[-1]["steps"] < LONG["training"]["max_steps"]
 
 
+@pytest.mark.slow
 def test_a_run_that_draws_its_seed_draws_one_for_every_rank(tmp_path):
     """A manifest without a seed: rank 0's draw is the run's, so both ranks build the same
     population and plan the same selection (two seeds would split the run apart)."""

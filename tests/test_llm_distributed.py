@@ -47,6 +47,8 @@ SETTINGS = {
     # No dropout: its masks fall on other rows when the batch is split.
     "lora_config": {"lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.0},
 }
+#: On one pytest-xdist worker with test_distributed.py's runs (see there).
+pytestmark = pytest.mark.xdist_group("distributed")
 
 
 def worker(tiny: str, out: str) -> None:
@@ -146,6 +148,7 @@ def runs(tiny_llm, tmp_path_factory) -> tuple[dict, list[dict]]:
     return one, _run(tiny_llm, tmp_path_factory.mktemp("two"), 2)
 
 
+@pytest.mark.slow
 def test_one_generation_on_two_processes_takes_the_one_process_step(runs):
     one, ranks = runs
     assert [r["world_size"] for r in ranks] == [2, 2]
@@ -168,6 +171,7 @@ def test_one_generation_on_two_processes_takes_the_one_process_step(runs):
     assert [f[0] for f in ranks[0]["fitness"]] == pytest.approx([f[0] for f in one["fitness"]])
 
 
+@pytest.mark.slow
 def test_a_population_of_two_evolves_alike_on_both_ranks(runs):
     """Selection and lr mutation between the generations: every rank holds the whole
     population and decides the same clones and mutations as the 1-process run."""

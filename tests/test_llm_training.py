@@ -322,6 +322,7 @@ def test_each_refusal_names_its_field_before_the_first_step_without_a_traceback(
     assert not (out / "checkpoint.pt").exists()  # refused before the first generation
 
 
+@pytest.mark.slow
 def test_a_killed_llm_run_resumes_where_it_stood(tiny, capsys):
     """Killed at its first checkpoint and resumed, a GRPO run gives the generations an
     uninterrupted run gives: adapters, optimisers, RNG and the dataset position came

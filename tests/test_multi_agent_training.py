@@ -233,6 +233,7 @@ def agilerl(*args, cwd):
                           capture_output=True, text=True)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_a_killed_multi_agent_run_resumes_where_it_stood(tmp_path, capsys):
     """Killed at its first checkpoint and resumed, a MADDPG run on worker processes
     gives the fitnesses an uninterrupted run gives (teams, buffer, RNG came back)."""
@@ -348,6 +349,7 @@ MPE_MARGIN = 40.0
 
 
 @pytest.mark.parametrize("algorithm", sorted(MPE_RUNS))
+@pytest.mark.slow
 def test_training_clearly_improves_the_teams_return_on_mpe(algorithm):
     from agilerl.models import ALGO_REGISTRY
     from agilerl.models.env import PettingZooEnvSpec

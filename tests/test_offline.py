@@ -247,6 +247,7 @@ class Controller:
         return (obs[:, 2] > 0).astype(np.int64)
 
 
+@pytest.mark.slow
 def test_cqn_learns_from_a_partly_good_dataset_and_stays_conservative():
     env = cartpole(num_envs=4)
     data, behaviour = collect_transitions(env, 20_000, Controller(), epsilon=0.1, seed=0)
@@ -322,6 +323,7 @@ def test_configs_cqn_without_its_dataset_says_how_to_make_it(tmp_path, capsys):
     assert "agilerl dataset collect" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_killed_offline_run_resumes_where_it_stood(tmp_path, capsys):
     """Killed at its first checkpoint and resumed, a CQN run gives the fitnesses an
     uninterrupted run gives."""

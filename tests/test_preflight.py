@@ -534,6 +534,7 @@ def generated_manifests(draw: Any) -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.slow
 def test_generated_manifests_are_accepted_or_refused_clearly(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     outcomes = {"accepted": 0, "refused": 0, "invalid": 0}

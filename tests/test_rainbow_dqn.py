@@ -585,6 +585,7 @@ def _fitness(out):
     return [[agent["fitness"] for agent in record["agents"]] for record in history]
 
 
+@pytest.mark.slow
 def test_a_killed_rainbow_run_resumes_with_the_same_priorities_and_history(tmp_path):
     """Killed after its first checkpoint and resumed, the run's fitness history equals the
     uninterrupted run's: the prioritised buffer (its priorities included), the n-step
@@ -662,6 +663,7 @@ RAINBOW_LEARNS = {
 }
 
 
+@pytest.mark.slow
 def test_rainbow_learns_cartpole_within_a_small_budget():
     trainer = LocalTrainer.from_manifest(copy.deepcopy(RAINBOW_LEARNS))
     _, fitnesses = trainer.train(verbose=False)

@@ -30,7 +30,12 @@ def test_the_readme_has_python_snippets():
     assert len(snippets()) >= 4
 
 
-@pytest.mark.parametrize(("line", "code"), snippets(), ids=[f"line{n}" for n, _ in snippets()])
+@pytest.mark.parametrize(
+    ("line", "code"),
+    # A snippet that trains takes seconds to tens of seconds: slow.
+    [pytest.param(*s, marks=pytest.mark.slow if ".train(" in s[1] else ()) for s in snippets()],
+    ids=[f"line{n}" for n, _ in snippets()],
+)
 def test_readme_snippet_runs_as_written(line, code, tmp_path):
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
     script = tmp_path / "snippet.py"

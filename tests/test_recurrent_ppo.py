@@ -442,6 +442,7 @@ def _train_on_hidden_velocities(recurrent, steps, seed=0):
     return agent.test(_cartpole_without_velocities(8), seed=100)
 
 
+@pytest.mark.slow
 def test_recurrent_ppo_balances_cartpole_without_velocities_where_feed_forward_cannot():
     # Same budget, seed and settings; only the encoder differs. Measured here: recurrent
     # 190 (seeds 1, 2: 232, 212), feed-forward 40 (a random policy scores about 22).

@@ -27,11 +27,13 @@ RULES = [
     {"field": "a", "requiredIf": "b"},
     {"anyPositive": ["a", "b", "c"]},
     {"field": "a", "key": "k", "sameAs": "b"},
+    {"flag": "a.k", "ignoredWhen": {"b.k": [1, "x"], "c": [True]}},
+    {"flag": "a", "ignoredWhen": {"b": [True, 2.5], "c.k": [2]}, "because": "why"},
 ]
 
 _ABSENT = object()
 #: Values an operand may hold: absent, null, booleans, numbers (NaN, infinities), text,
-#: lists (empty, of numbers, mixed) and objects (for sameAs).
+#: lists (empty, of numbers, mixed) and objects (for sameAs and the paths of ignoredWhen).
 VALUES = [
     _ABSENT,
     None,
@@ -52,6 +54,8 @@ VALUES = [
     [True, 2],
     {"k": 1},
     {"k": 2},
+    {"k": True},
+    {"k": "x"},
     {},
 ]
 
@@ -86,6 +90,8 @@ def test_accepts_only_what_the_checks_pass(rule, defaults):
         ({"field": "a", "requiredIf": "b"}, {"a": {"x": 1}, "b": True}),
         ({"anyPositive": ["a", "b"]}, {"a": 0.0, "b": 0.2}),
         ({"field": "a", "key": "k", "sameAs": "b"}, {"a": {"k": 8}, "b": {"k": 8}}),
+        ({"flag": "a.k", "ignoredWhen": {"b.k": [True]}}, {"a": {"k": True}, "b": {"k": False}}),
+        ({"flag": "a.k", "ignoredWhen": {"b.k": [True]}}, {"a": {"k": False}, "b": {"k": True}}),
     ],
 )
 def test_accepts_ordinary_valid_instances(rule, instance):
@@ -102,3 +108,22 @@ def test_several_rules_are_one_test():
 
 def test_no_rules_accept_everything():
     assert compile_acceptance([])({"anything": math.nan})
+
+
+def test_an_ignored_flag_is_reported_at_its_path_naming_the_first_condition():
+    rule = {"flag": "net.simba", "ignoredWhen": {"algo.recurrent": [True], "net.arch": ["mlp"]}}
+    (check,) = compile_rules([rule])
+    found = {"net": {"simba": True, "arch": "mlp"}, "algo": {"recurrent": True}}
+    (violation,) = check(found.get)
+    assert violation.path == ("net", "simba") and violation.value is True
+    assert violation.message == (
+        "net.simba must not be true when algo.recurrent is true: it would be ignored"
+    )
+    assert compile_acceptance([rule])(found) is False
+    # JSON equality: 1 is no true, and a flag of 1 is no flag
+    assert check({"net": {"simba": True}, "algo": {"recurrent": 1}}.get) == []
+    assert check({"net": {"simba": 1, "arch": "mlp"}}.get) == []
+    (second,) = check({"net": {"simba": True, "arch": "mlp"}}.get)
+    assert (
+        second.message == 'net.simba must not be true when net.arch is "mlp": it would be ignored'
+    )

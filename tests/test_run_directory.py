@@ -357,6 +357,7 @@ def test_thread_settings_of_the_user_win(no_thread_settings, monkeypatch):
         thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0)
 
 
+@pytest.mark.slow
 def test_a_run_sets_its_threads_and_puts_them_back(no_thread_settings):
     torch.set_num_threads(2)
     trainer = LocalTrainer.from_manifest(tiny(max_steps=100))

@@ -242,6 +242,7 @@ def _wandb_records(path: Path):
             yield record
 
 
+@pytest.mark.slow
 def test_wandb_offline_run_holds_the_same_metrics(tmp_path, monkeypatch, capsys):
     pytest.importorskip("wandb", reason="wandb not installed (agilerl[wandb])")
     monkeypatch.setenv("WANDB_MODE", "offline")  # nothing leaves the machine

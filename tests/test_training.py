@@ -83,7 +83,9 @@ def train(document, **kwargs):
     return trainer, population, fitnesses
 
 
-@pytest.mark.parametrize("document", [DQN_LEARNS, PPO_LEARNS], ids=["DQN", "PPO"])
+@pytest.mark.parametrize(
+    "document", [pytest.param(DQN_LEARNS, marks=pytest.mark.slow), PPO_LEARNS], ids=["DQN", "PPO"]
+)
 def test_agent_learns_cartpole_within_a_small_budget(document):
     trainer, population, fitnesses = train(document)
     target = document["training"]["target_score"]
@@ -116,6 +118,7 @@ def test_population_of_four_evolves():
     assert max(indices) > 3  # selection cloned agents into new slots
 
 
+@pytest.mark.slow
 def test_final_manifest_carries_the_best_agents_evolved_values():
     trainer, _, _ = train(SMALL_HPO)
     best = trainer.best_agent
@@ -136,6 +139,7 @@ def test_target_score_stops_after_the_generation_that_reaches_it():
     assert trainer.state.finished == "target_score" and len(trainer.state.history) == 1
 
 
+@pytest.mark.slow
 def test_resuming_from_a_checkpoint_continues_the_run_exactly(tmp_path):
     document = copy.deepcopy(SMALL_HPO)
     full, _, _ = train(

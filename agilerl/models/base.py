@@ -12,16 +12,17 @@ from __future__ import annotations
 import importlib
 import json
 from collections.abc import Mapping
-from enum import Enum
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
 from pydantic_core import InitErrorDetails
 
+from agilerl.models.kinds import AgentType, training_kwargs, training_kwargs_of
 from agilerl.models.one_pass import reraisable, validate_document
 from agilerl.models.rules import RULES_KEYWORD
 
-__all__ = ["reraisable"]  # re-exported for the manifest's section validation
+# AgentType lives with the table of agent kinds; imported from here too.
+__all__ = ["AgentType", "reraisable"]  # reraisable: for the manifest's section validation
 
 ALGORITHM_KEYWORD = "x-agilerl-algorithm"
 
@@ -147,16 +148,6 @@ class LoraConfigBase(SpecBase):
         return data
 
 
-class AgentType(str, Enum):
-    """Kind of agent an algorithm trains; selects the environment and training loop."""
-
-    SingleAgent = "single_agent"
-    MultiAgent = "multi_agent"
-    LLMAgent = "llm_agent"
-    OfflineAgent = "offline_agent"
-    BanditAgent = "bandit_agent"
-
-
 class AlgorithmNotAvailableError(NotImplementedError):
     """The spec exists but ``agilerl.algorithms`` has no implementation for it (yet)."""
 
@@ -191,14 +182,16 @@ def resolve_algorithm_class(name: str) -> type:
 
 def engine_lacks(name: str) -> str | None:
     """Why the engine cannot train algorithm ``name`` yet (what :func:`resolve_algorithm_class`
-    would raise), or None when it can. Light: it imports no torch."""
-    import agilerl.algorithms
-
-    if name in agilerl.algorithms.NAMES:
+    would raise), or None when it can. Light: ``agilerl.algorithms.NAMES`` is looked up by
+    name (the spec layer imports no engine module), and reading it imports no torch."""
+    names = engine_attribute(
+        "agilerl.algorithms", "NAMES", "agilerl.algorithms lists no algorithm names"
+    )
+    if name in names:
         return None
     return (
         f"algorithm {name}: the engine cannot train it yet (agilerl.algorithms has no "
-        f"{name} class; it trains {', '.join(agilerl.algorithms.NAMES)}); the manifest is "
+        f"{name} class; it trains {', '.join(names)}); the manifest is "
         "valid, but `agilerl train` refuses it"
     )
 
@@ -228,6 +221,9 @@ class AlgorithmBase(SpecBase):
     network_spec_name: ClassVar[str | None] = None
     # Evolution steps used when the training spec leaves evo_steps unset.
     default_evo_steps: ClassVar[int] = 10000
+    # Which environment of its kind the algorithm trains in, where the kind has several
+    # (LLM algorithms: "reasoning", "preference" or "sft"); None for the others.
+    env_type: ClassVar[str | None] = None
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -300,36 +296,23 @@ class AlgorithmBase(SpecBase):
     ) -> dict[str, Any]:
         """Return additional kwargs for the training loop.
 
+        Which ones, and where each is read from, is data: the row of the algorithm's agent
+        type in :data:`agilerl.models.kinds.AGENT_KINDS` (by ``off_policy``).
+
         Args:
             training: Training specification.
             env_spec: Environment specification.
             memory: Replay buffer instance.
             n_step_memory: N-step replay buffer for combined PER + n-step setups.
         """
-        kwargs: dict[str, Any] = {
-            "env_name": env_spec.name,
-            "algo": self.name,
-            "eval_steps": training.eval_steps,
-            "eval_loop": training.eval_loop,
-            "target": training.target_score,
-            "checkpoint": training.checkpoint_steps,
-            "checkpoint_path": training.checkpoint_path,
-            "overwrite_checkpoints": training.overwrite_checkpoints,
+        sources = {
+            "spec": self,
+            "training": training,
+            "env_spec": env_spec,
+            "memory": memory,
+            "n_step_memory": n_step_memory,
         }
-        if self.off_policy or self.offline or self.bandit:
-            kwargs["memory"] = memory
-        if self.off_policy:
-            kwargs["learning_delay"] = training.learning_delay
-            for key in ("eps_start", "eps_end", "eps_decay"):
-                if getattr(training, key, None) is not None:
-                    kwargs[key] = getattr(training, key)
-            if n_step_memory is not None:
-                kwargs["n_step_memory"] = n_step_memory
-        if self.bandit:
-            kwargs["episode_steps"] = training.episode_steps
-        if self.agent_type is AgentType.MultiAgent:
-            kwargs["sum_scores"] = training.sum_scores
-        return kwargs
+        return training_kwargs(training_kwargs_of(self.agent_type, self.off_policy), sources)
 
     def _instantiate(self, index: int, resume_from_checkpoint: str | None, **runtime: Any) -> Any:
         algo = self.algo_class()(index=index, **runtime, **self.algorithm_kwargs())
@@ -425,8 +408,6 @@ class LLMAlgorithmBase(AlgorithmBase):
 
     agent_type: ClassVar[AgentType | None] = AgentType.LLMAgent
     default_evo_steps: ClassVar[int] = 5
-    # Which LLM gym the algorithm needs ("reasoning", "preference" or "sft").
-    env_type: ClassVar[str | None] = None
 
     def build_algorithm(
         self,
@@ -454,17 +435,3 @@ class LLMAlgorithmBase(AlgorithmBase):
             device=device,
             actor_network=actor_network,
         )
-
-    def get_training_kwargs(
-        self, *, training: Any, env_spec: Any, memory: Any = None, n_step_memory: Any = None
-    ) -> dict[str, Any]:
-        """Return additional kwargs for the LLM training loop (replay buffers are unused)."""
-        kwargs: dict[str, Any] = {"evaluation_interval": training.evaluation_interval}
-        optional = {
-            "max_reward": getattr(env_spec, "max_reward", None),
-            "checkpoint_steps": training.checkpoint_steps,
-            "checkpoint_path": training.checkpoint_path,
-            "num_epochs": getattr(training, "num_epochs", None),
-        }
-        kwargs.update({key: value for key, value in optional.items() if value is not None})
-        return kwargs

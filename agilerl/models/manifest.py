@@ -6,6 +6,7 @@ dependent sections are resolved by :class:`agilerl.models.manifest_base.Manifest
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +15,17 @@ import agilerl.models.env  # noqa: F401
 import agilerl.models.hpo  # noqa: F401
 import agilerl.models.training  # noqa: F401
 from agilerl._generated.manifest_schema import NetworkSection, TrainingManifest
+from agilerl.models.rules import compile_rules
 from agilerl.models.validation import Issue, SpecError, parse_spec
 
-__all__ = ["NetworkSection", "TrainingManifest", "dump_manifest", "load_manifest", "parse_manifest"]
+__all__ = [
+    "NetworkSection",
+    "TrainingManifest",
+    "dump_manifest",
+    "load_manifest",
+    "manifest_rule_issues",
+    "parse_manifest",
+]
 
 
 def parse_manifest(data: Any, *, source: str | None = None, locate: Any = None) -> TrainingManifest:
@@ -27,6 +36,20 @@ def parse_manifest(data: Any, *, source: str | None = None, locate: Any = None) 
         )
         raise SpecError("TrainingManifest", [issue], source)
     return parse_spec(TrainingManifest, data, source=source, locate=locate)
+
+
+def manifest_rule_issues(sections: Mapping[str, Any]) -> list[Issue]:
+    """What the manifest's own rules (its ``x-agilerl-rules``: PPO's ``num_envs`` written
+    twice, a recurrent PPO's ``network.simba``, ...) find in ``sections``, a manifest's
+    sections by name, each a spec or a document, e.g. a run put together in Python
+    without a manifest. A spec counts the fields it was given (``model_fields_set``), as
+    a document counts the keys it holds."""
+    defaults = {name: field.default for name, field in TrainingManifest.model_fields.items()}
+    return [
+        Issue(violation.path, violation.value, violation.message)
+        for check in compile_rules(TrainingManifest.spec_rules, defaults)
+        for violation in check(sections.get)
+    ]
 
 
 def load_manifest(path: str | Path) -> TrainingManifest:

@@ -17,24 +17,12 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError, SchemaValidator
 
-from agilerl.models.base import AgentType, AlgorithmBase, SpecBase, reraisable, spec_class
+from agilerl.models.base import AlgorithmBase, SpecBase, reraisable, spec_class
 from agilerl.models.core_schemas import typed_sections
+from agilerl.models.kinds import AGENT_KINDS, AgentKind
 from agilerl.models.limits import hyperparameter_limits
 from agilerl.models.one_pass import Holds, accepted_holds, validate_document
 from agilerl.models.registry import ALGO_REGISTRY
-
-#: Environment spec (title) per agent type; LLM algorithms by their gym type.
-ENVIRONMENT_SPECS = {
-    AgentType.SingleAgent: "GymEnvSpec",
-    AgentType.OfflineAgent: "OfflineEnvSpec",
-    AgentType.BanditAgent: "BanditEnvSpec",
-    AgentType.MultiAgent: "PettingZooEnvSpec",
-}
-LLM_ENVIRONMENT_SPECS = {
-    "reasoning": "LLMReasoningEnvSpec",
-    "preference": "LLMPreferenceEnvSpec",
-    "sft": "LLMSftEnvSpec",
-}
 
 #: Encoder spec (title) per ``arch``, in the order of the schema's EncoderConfig union.
 ENCODER_SPECS = {
@@ -63,11 +51,19 @@ def _validate(cls: type, data: Any, loc: tuple[Any, ...]) -> tuple[Any, list[Ini
         return None, errors
 
 
+def kind_of(algorithm_cls: type[AlgorithmBase]) -> AgentKind:
+    """The row of :data:`~agilerl.models.kinds.AGENT_KINDS` an algorithm belongs to."""
+    return AGENT_KINDS[algorithm_cls.agent_type]  # type: ignore[index]
+
+
 def environment_spec_for(algorithm_cls: type[AlgorithmBase]) -> type:
     """The environment spec class an algorithm trains in."""
-    if algorithm_cls.agent_type is AgentType.LLMAgent:
-        return spec_class(LLM_ENVIRONMENT_SPECS[algorithm_cls.env_type])
-    return spec_class(ENVIRONMENT_SPECS[algorithm_cls.agent_type])
+    return spec_class(kind_of(algorithm_cls).environment_spec(algorithm_cls.env_type))
+
+
+def network_section_for(algorithm_cls: type[AlgorithmBase]) -> type:
+    """The spec class of an algorithm's ``network`` section in a manifest."""
+    return spec_class(kind_of(algorithm_cls).network_section)
 
 
 def algorithm_class(raw: Any) -> tuple[type[AlgorithmBase] | None, list[InitErrorDetails]]:
@@ -97,9 +93,9 @@ def resolve_network(
 ) -> tuple[Any, list[InitErrorDetails]]:
     if raw is None or not isinstance(raw, dict):
         return raw, []  # the generated field reports a non-object
-    if algorithm_cls.agent_type is AgentType.LLMAgent:
-        return _validate(spec_class("FinetuningNetworkSpec"), raw, ("network",))
-    section, errors = _validate(spec_class("NetworkSection"), raw, ("network",))
+    section, errors = _validate(network_section_for(algorithm_cls), raw, ("network",))
+    if not kind_of(algorithm_cls).encoder:
+        return section, errors  # nothing in it depends on anything else
     if "squash_output" in raw and algorithm_cls.network_spec_name != "StochasticActorSpec":
         errors.append(
             _error(
@@ -249,11 +245,10 @@ _ONE_CALL: dict[tuple[type, type, str | None], _OneCall] = {}
 def _one_call(manifest_cls: type, algorithm_cls: type[AlgorithmBase], arch: str | None) -> _OneCall:
     found = _ONE_CALL.get((manifest_cls, algorithm_cls, arch))
     if found is None:
-        llm = algorithm_cls.agent_type is AgentType.LLMAgent
         sections = {
             "algorithm": (algorithm_cls, False),
             "environment": (environment_spec_for(algorithm_cls), False),
-            "network": (spec_class("FinetuningNetworkSpec" if llm else "NetworkSection"), True),
+            "network": (network_section_for(algorithm_cls), True),
         }
         titles = list(ENCODER_SPECS.values()) if arch == "" else [ENCODER_SPECS.get(arch)]
         encoders = tuple(spec_class(title) for title in titles) if arch is not None else ()
@@ -302,7 +297,7 @@ def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
     if network is not None:
         if not isinstance(network, dict):
             return None
-        if algorithm_cls.agent_type is not AgentType.LLMAgent:
+        if kind_of(algorithm_cls).encoder:
             if (
                 "squash_output" in network
                 and algorithm_cls.network_spec_name != "StochasticActorSpec"
@@ -366,14 +361,13 @@ class ManifestBase(SpecBase):
         if name not in ALGO_REGISTRY:
             return None
         algorithm_cls = ALGO_REGISTRY.get(name).spec_cls
-        llm = algorithm_cls.agent_type is AgentType.LLMAgent
         if path == ("algorithm",):
             return algorithm_cls
         if path == ("environment",):
             return environment_spec_for(algorithm_cls)
         if path == ("network",):
-            return spec_class("FinetuningNetworkSpec" if llm else "NetworkSection")
-        if path == ("network", "encoder_config") and not llm:
+            return network_section_for(algorithm_cls)
+        if path == ("network", "encoder_config") and kind_of(algorithm_cls).encoder:
             network = document.get("network")
             if not isinstance(network, dict):
                 return None

@@ -39,6 +39,7 @@ from agilerl.models.rules import (
     compile_acceptance,
     compile_rules,
     compile_test,
+    rule_operands,
 )
 
 try:  # Python >= 3.10: `X | Y` unions
@@ -177,14 +178,6 @@ class Plan:
 _PLANS: dict[type, Plan] = {}
 
 
-def _names_in(value: Any) -> set[str]:
-    if isinstance(value, str):
-        return {value}
-    if isinstance(value, (list, tuple)):
-        return set().union(*map(_names_in, value))
-    return set()
-
-
 def _defaults(fields: Mapping[str, Any]) -> dict[str, Any]:
     return {name: getattr(info, "default", None) for name, info in fields.items()}
 
@@ -192,12 +185,11 @@ def _defaults(fields: Mapping[str, Any]) -> dict[str, Any]:
 def _rule_checks(
     rules: tuple[Mapping[str, Any], ...], fields: Mapping[str, Any]
 ) -> tuple[RulePlan, ...]:
-    """Each rule compiled with the fields' defaults, and the fields it can read (any name
-    in it that is a field)."""
+    """Each rule compiled with the fields' defaults, and the fields it reads."""
     defaults = _defaults(fields)
     checks = []
     for rule, check in zip(rules, compile_rules(rules, defaults), strict=True):
-        operands = frozenset(_names_in(list(rule.values())) & fields.keys())
+        operands = frozenset(rule_operands(rule) & fields.keys())
         passes_on_defaults = not check({}.get)
         checks.append((check, operands, passes_on_defaults))
     return tuple(checks)
@@ -326,7 +318,7 @@ def _check_rules(
             errors.append(
                 InitErrorDetails(
                     type=PydanticCustomError("cross_field", v.message),
-                    loc=(*loc, v.field),
+                    loc=(*loc, *v.path),
                     input=v.value,
                 )
             )

@@ -18,9 +18,18 @@ The keyword's value is a list of rules; each rule is one of
 * ``{"field": F, "key": K, "sameAs": G}``  where object F holds K, it equals the K of
   object G (reported at F; skipped where G does not hold K, defaults apart): one setting
   written in two sections, e.g. PPO's ``algorithm.num_envs`` and ``environment.num_envs``
+* ``{"flag": P, "ignoredWhen": {Q: [V, ...], ...}}``  flag P is not ``true`` where some
+  Q holds one of the values listed for it (a string, number or boolean, compared as JSON
+  compares them: ``true`` is not ``1``): what P asks for would then be ignored, e.g. a
+  recurrent PPO's ``network.simba``. Reported at P, naming the first such Q; an optional
+  ``"because"`` says why.
 
 with an optional ``"measure"`` on the first three: ``"value"`` (default; F itself),
 ``"length"`` (the length of array F) or ``"items"`` (each item of array F).
+
+P and Q are *paths*: a property, or a property and the keys below it joined by dots
+(``network.simba``: the ``simba`` of the object ``network``). Below the property, a path
+reads the document as written (a key an object does not hold is absent; no default).
 
 A property absent from the instance takes its schema ``default`` (baked into each compiled
 check, which reads the instance with ``get(name, default)``, e.g. ``dict.get``). A rule whose
@@ -30,6 +39,7 @@ by the ordinary keywords, and a rule never reports the same problem twice.
 
 from __future__ import annotations
 
+import json
 import math
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -41,11 +51,34 @@ RULES_KEYWORD = "x-agilerl-rules"
 
 @dataclass(frozen=True)
 class RuleViolation:
-    """One broken rule, reported at ``field`` (a property of the checked object)."""
+    """One broken rule, reported at ``field`` (a property of the checked object), or at
+    the keys ``at`` below it."""
 
     field: str
     value: Any
     message: str
+    at: tuple[str, ...] = ()
+
+    @property
+    def path(self) -> tuple[str, ...]:
+        """Where the violation is reported, from the checked object."""
+        return (self.field, *self.at)
+
+
+def rule_operands(rule: Mapping[str, Any]) -> set[str]:
+    """The properties of the checked object a rule reads."""
+    if "ignoredWhen" in rule:
+        return {path.split(".")[0] for path in (rule["flag"], *rule["ignoredWhen"])}
+    if "sameLength" in rule:
+        return set(rule["sameLength"])
+    if "anyPositive" in rule:
+        return set(rule["anyPositive"])
+    names = {rule["field"]}
+    for key in ("atMost", "below", "requiredIf", "sameAs"):
+        if key in rule:
+            names.add(rule[key])
+    names.update(rule.get("within", ()))
+    return names
 
 
 def _is_number(value: Any) -> bool:
@@ -168,6 +201,15 @@ def acceptance_lines(
             lines.append(f"a = _held({get(rule['field'])}, {key})")
             lines.append(f"b = _held({get(rule['sameAs'])}, {key})")
             lines.append("if not (a is None or b is None or a == b): return False")
+        elif "ignoredWhen" in rule:
+            # The flag is rarely true: only then is the rule's own check asked.
+            head, *keys = rule["flag"].split(".")
+            flag = get(head)
+            for key in keys:
+                flag = f"_held({flag}, {key!r})"
+            check = f"_r{len(constants)}"
+            constants[check] = _compile(rule, defaults.get)
+            lines.append(f"if {flag} is True and {check}({instance}.get): return False")
         else:
             if "within" in rule:
                 low, high = rule["within"]
@@ -221,6 +263,8 @@ def _compile(rule: Mapping[str, Any], default: Callable[[str], Any]) -> Check:
         return _any_positive_check(rule["anyPositive"], default)
     if "sameAs" in rule:
         return _same_as_check(rule["field"], rule["key"], rule["sameAs"], default)
+    if "ignoredWhen" in rule:
+        return _ignored_flag_check(rule["flag"], rule["ignoredWhen"], rule.get("because"), default)
     if "within" in rule:
         low, high = rule["within"]
         checks = ((low, operator.ge, ">="), (high, operator.le, "<="))
@@ -323,6 +367,70 @@ def _same_as_check(field: str, key: str, other: str, default: Callable[[str], An
             return _NONE
         message = f"{subject} must equal {reference} ({_number(expected)}), got {_number(value)}"
         return [RuleViolation(field, value, message)]
+
+    return check
+
+
+def _same_json(value: Any, expected: Any) -> bool:
+    """``value == expected`` as JSON compares them: a boolean equals only a boolean."""
+    if type(value) is bool or type(expected) is bool:
+        return value is expected
+    return value == expected and _is_number(value) == _is_number(expected)
+
+
+def _json_text(value: Any) -> str:
+    """A schema constant as JSON (and the Node implementation) writes it."""
+    if type(value) is bool:
+        return "true" if value else "false"
+    if _is_number(value):
+        return _number(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _reader(path: str, default: Callable[[str], Any]) -> Callable[[Getter], Any]:
+    """Reads ``path`` (``network.simba``) of the checked object: its property with the
+    property's default, then the keys below it as written."""
+    head, *keys = path.split(".")
+    head_default = default(head)
+
+    def read(get: Getter) -> Any:
+        value = get(head, head_default)
+        for key in keys:
+            value = _held(value, key)
+        return value
+
+    return read
+
+
+def _ignored_flag_check(
+    flag: str,
+    conditions: Mapping[str, list[Any]],
+    because: str | None,
+    default: Callable[[str], Any],
+) -> Check:
+    head, *keys = flag.split(".")
+    read_flag = _reader(flag, default)
+    reason = f": {because}" if because else ": it would be ignored"
+    tests = tuple(
+        (
+            _reader(path, default),
+            tuple(
+                (v, f"{flag} must not be true when {path} is {_json_text(v)}{reason}")
+                for v in values
+            ),
+        )
+        for path, values in conditions.items()
+    )
+
+    def check(get: Getter) -> list[RuleViolation]:
+        if read_flag(get) is not True:
+            return _NONE
+        for read, expected in tests:
+            value = read(get)
+            for candidate, message in expected:
+                if _same_json(value, candidate):
+                    return [RuleViolation(head, True, message, tuple(keys))]
+        return _NONE
 
     return check
 

@@ -47,7 +47,9 @@ function validateRules(rules, data, parentSchema, dataCxt) {
     errors.push({
       // Set here because ajv would otherwise report every violation at the object;
       // ajv keeps an instancePath a custom keyword provides and fills in schemaPath.
-      instancePath: `${dataCxt?.instancePath ?? ""}/${pointerToken(violation.field)}`,
+      instancePath:
+        `${dataCxt?.instancePath ?? ""}/` +
+        [violation.field, ...(violation.at ?? [])].map(pointerToken).join("/"),
       keyword: RULES_KEYWORD,
       message: violation.message,
       params: { field: violation.field },

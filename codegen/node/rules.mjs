@@ -11,8 +11,12 @@
 //   {"field": F, "requiredIf": G}    F is not null when G is true
 //   {"anyPositive": [F1, F2, ...]}   at least one of the listed numbers is above 0 (at F1)
 //   {"field": F, "key": K, "sameAs": G}  where object F holds K, it equals G's K (at F)
+//   {"flag": P, "ignoredWhen": {Q: [V, ...], ...}}  flag P is not true where some Q holds
+//                                    one of its values (at P; optional "because": why)
 //
 // with an optional "measure" on the first three: "value" (default), "length" or "items".
+// P and Q are paths: a property, or a property and the keys below it joined by dots
+// ("network.simba"); below the property a path reads the document as written.
 // An absent property takes its schema default; a rule whose operands are null, missing
 // or of the wrong type is skipped (the ordinary keywords report those).
 
@@ -77,6 +81,10 @@ export function* checkRules(rules, lookup) {
       yield* checkSameAs(rule.field, rule.key, rule.sameAs, lookup);
       continue;
     }
+    if ("ignoredWhen" in rule) {
+      yield* checkIgnoredFlag(rule.flag, rule.ignoredWhen, rule.because, lookup);
+      continue;
+    }
     const { field } = rule;
     const measure = rule.measure ?? "value";
     const value = lookup(field);
@@ -130,6 +138,42 @@ function* checkSameAs(field, key, other, lookup) {
     value,
     message: `${field}.${key} must equal ${other}.${key} (${expected}), got ${value}`,
   };
+}
+
+/** The value at `path` ("network.simba"): the property (its default applying), then the
+ * keys below it as written; undefined where an object on the way does not hold one. */
+function readPath(path, lookup) {
+  const [head, ...keys] = path.split(".");
+  let value = lookup(head);
+  for (const key of keys) {
+    value = isObject(value) && Object.hasOwn(value, key) ? value[key] : undefined;
+  }
+  return value;
+}
+
+/** A schema constant as JSON writes it (numbers as Python's rules.py writes them). */
+function jsonText(value) {
+  return JSON.stringify(value);
+}
+
+function* checkIgnoredFlag(flag, conditions, because, lookup) {
+  if (readPath(flag, lookup) !== true) return;
+  const [field, ...at] = flag.split(".");
+  const reason = because ? `: ${because}` : ": it would be ignored";
+  for (const [path, values] of Object.entries(conditions)) {
+    const value = readPath(path, lookup);
+    // Scalars only (the keyword's meta-schema): JSON equality is ===, true is not 1.
+    const expected = values.find((candidate) => candidate === value);
+    if (expected !== undefined) {
+      yield {
+        field,
+        at,
+        value: true,
+        message: `${flag} must not be true when ${path} is ${jsonText(expected)}${reason}`,
+      };
+      return;
+    }
+  }
 }
 
 function* checkSameLength(fields, lookup) {
