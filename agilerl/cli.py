@@ -156,7 +156,7 @@ def _init(args: argparse.Namespace) -> int:
     if lacking:
         print(f"agilerl: warning: {lacking}", file=sys.stderr)
     if args.env and ALGO_REGISTRY.get(args.algorithm).spec_cls.agent_type is AgentType.SingleAgent:
-        from agilerl.training.envs import missing_extra
+        from agilerl.families.single_agent.envs import missing_extra
 
         extra = missing_extra(args.env, installed_too=False)
         if extra:
@@ -281,10 +281,10 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.distributed import PeerLost
     from agilerl.distributed.group import launched_world_size
     from agilerl.distributed.liveness import EXIT_CODE
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
-    from agilerl.training import LocalTrainer, TrainerError
-    from agilerl.training.envs import EnvironmentSpecError
+    from agilerl.trainer import LocalTrainer, TrainerError
     from agilerl.training.preflight import PreflightError
     from agilerl.training.run_directory import EarlierRunError
     from agilerl.training.tracking import TrackingError
@@ -446,8 +446,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
     from agilerl.evaluation import EvaluationError, evaluate_agent
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
-    from agilerl.training.envs import EnvironmentSpecError
 
     try:
         agent = RLAlgorithm.load(args.agent, device=_device(args.device))
@@ -522,9 +522,9 @@ def _collection_environment(source: str) -> Any:
 def _dataset_collect(args: argparse.Namespace) -> int:
     from agilerl.algorithms import RLAlgorithm
     from agilerl.checkpoints import CheckpointError
-    from agilerl.offline.collect import collect_transitions, write_dataset
-    from agilerl.offline.datasets import DatasetError
-    from agilerl.training.envs import EnvironmentSpecError, make_vector_env
+    from agilerl.families.offline.collect import collect_transitions, write_dataset
+    from agilerl.families.offline.datasets import DatasetError
+    from agilerl.families.single_agent.envs import EnvironmentSpecError, make_vector_env
 
     try:
         if args.policy == "random" and args.epsilon is not None:

@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from agilerl.atomic import write_bytes
+from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
 from agilerl.models.env import GymEnvSpec
-from agilerl.training.envs import EnvironmentSpecError, make_env
 
 
 class EvaluationError(ValueError):
@@ -235,7 +235,7 @@ def evaluate_agent(
     ``seed + i``. ``video`` (a ``.gif`` or ``.mp4`` path) records the first episode.
     ``max_episode_steps`` cuts episodes that run longer (for environments without a
     time limit). Problems are :class:`EvaluationError` (and
-    :class:`~agilerl.training.envs.EnvironmentSpecError` for the environment).
+    :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` for the environment).
     """
     if isinstance(episodes, bool) or not isinstance(episodes, int) or episodes < 1:
         raise EvaluationError(f"episodes: expected a positive number, got {episodes!r}")

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from agilerl.algorithms.core.multi_agent import PerAgent
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
-from agilerl.algorithms.multi_agent import PerAgent
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
     leading,
@@ -360,7 +360,7 @@ class IPPO(MultiAgentActorCritic):
     def learn(
         self, rollout: Any, last_obs: PerAgent, last_done: PerAgent | None = None
     ) -> dict[str, float]:
-        """PPO updates of every group on a whole rollout (a :class:`~agilerl.multi_agent.
+        """PPO updates of every group on a whole rollout (a :class:`~agilerl.families.multi_agent.
         buffers.MultiAgentRollout`: per agent ``[T, N, ...]`` obs, action, log_prob,
         value, reward, done, active). ``last_obs``: the observations after the last step
         (their values bootstrap the advantages); ``last_done``: optional per-agent done
