@@ -460,13 +460,18 @@ class PPO(RLAlgorithm):
         vector env with same-step autoreset; ``num_envs`` becomes ``env.num_envs``),
         starting from ``obs``/``info``, and compute the advantages.
 
-        A truncated (not terminated) episode's last reward gets ``gamma * V(final obs)``
-        added: the time limit cut the episode, not the task. Returns the observation and
-        info to continue from and the returns of the episodes that ended in this rollout.
-        An episode running across rollouts counts once, when it ends, provided the next
-        call passes the observation this one returned; :meth:`reset_rollouts`, or any
-        other ``obs`` (e.g. after ``env.reset()``), starts every episode return (and a
-        recurrent agent's hidden state) from zero. Observations are stored after
+        The steps are those of :func:`~agilerl.components.on_policy.collect_rollout`, the
+        collection every on-policy algorithm shares, with this agent's hooks
+        (:class:`_RolloutCollector`); the advantages are the rollout buffer's
+        (:func:`~agilerl.components.on_policy.advantages_and_returns`). A truncated (not
+        terminated) episode's last reward gets ``gamma * V(final obs)`` added
+        (:func:`~agilerl.components.on_policy.bootstrap_time_limits`): the time limit cut
+        the episode, not the task. Returns the observation and info to continue from
+        and the returns of the episodes that ended in this rollout. An episode running
+        across rollouts counts once, when it ends, provided the next call passes the
+        observation this one returned; :meth:`reset_rollouts`, or any other ``obs`` (e.g.
+        after ``env.reset()``), starts every episode return (and a recurrent agent's
+        hidden state) from zero. Observations are stored after
         ``env.step``, so the env must return fresh arrays (gymnasium's default
         ``copy=True``). The ``steps`` and ``scores`` counters are left to the training loop.
         """

@@ -1,4 +1,5 @@
-"""Storage of the multi-agent loops: a replay buffer (MADDPG, MATD3) and a rollout (IPPO).
+"""Storage of the multi-agent loops: a replay buffer (MADDPG, MATD3) and a rollout (IPPO),
+with the hooks that collect a team's rollout (:class:`TeamRolloutCollector`).
 
 Every field is per agent: a dict keyed by agent id of arrays with the vector env's
 number of environments ``N`` as leading dimension, as :class:`~agilerl.families.multi_agent.vector.ParallelVecEnv`
@@ -9,12 +10,15 @@ from (its rows are zeros, stored only to keep every agent's rows aligned by step
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
+from agilerl.components.on_policy import RolloutCollector, VectorStep
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
+from agilerl.families.multi_agent.vector import FINAL
 from agilerl.observations import map_tree
 
 #: Fields of a multi-agent transition, in the order :meth:`MultiAgentReplayBuffer.add`
@@ -168,3 +172,55 @@ class MultiAgentRollout:
         if name in ROLLOUT_FIELDS:
             return self.field(name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+class TeamRolloutCollector(RolloutCollector):
+    """A team's hooks of :func:`~agilerl.components.on_policy.collect_rollout` on a
+    :class:`~agilerl.families.multi_agent.vector.ParallelVecEnv`, into a
+    :class:`MultiAgentRollout`.
+
+    The team acts with ``explore`` (whose ``last_step`` gives the log-probabilities and
+    values stored beside the actions); each step stores the observations acted on, the
+    actions, the rewards with time-limit cuts bootstrapped by ``team.values`` of the
+    final observations, ``done`` (terminated or truncated), ``active`` (the agents that
+    acted, from the step's infos) and the masks the actions were chosen within (those of
+    the infos acted on). ``on_step(step)``, if given, runs after each step is stored (the
+    loop's episode returns and ``episodes_ended``).
+    """
+
+    def __init__(
+        self,
+        team: Any,
+        rollout: MultiAgentRollout,
+        agent_ids: list[str],
+        on_step: Callable[[VectorStep], None] | None = None,
+    ) -> None:
+        self.team = team
+        self.rollout = rollout
+        self.agent_ids = list(agent_ids)
+        self.on_step = on_step
+        self.gamma = team.gamma
+        self._recorded: dict[str, Any] = {}
+
+    def act(self, obs: Any, info: Any) -> Any:
+        actions = self.team.explore(obs, info)
+        self._recorded = self.team.last_step
+        return actions
+
+    def final_values(self, next_info: Any, cut: Any) -> Any:
+        return self.team.values(next_info[FINAL]["obs"])
+
+    def store(self, step: VectorStep) -> None:
+        ids = self.agent_ids
+        self.rollout.add(
+            step.obs,
+            step.action,
+            self._recorded["log_prob"],
+            self._recorded["value"],
+            step.reward,
+            step.done,
+            {a: step.next_info[a]["active"] for a in ids},
+            {a: step.info[a]["action_mask"] for a in ids if "action_mask" in step.info[a]},
+        )
+        if self.on_step is not None:
+            self.on_step(step)

@@ -27,7 +27,8 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
-from agilerl.families.multi_agent.buffers import MultiAgentRollout
+from agilerl.components import on_policy
+from agilerl.families.multi_agent.buffers import MultiAgentRollout, TeamRolloutCollector
 from agilerl.families.multi_agent.vector import FINAL
 from agilerl.training.evolution import (
     LoopArguments,
@@ -211,25 +212,6 @@ def train_multi_agent_off_policy(
     return evolve(pop, turns, run_config(algo, env_name, loop, memory=memory))
 
 
-def _bootstrapped(
-    agent: Any, rewards: dict[str, Any], terminated: dict, truncated: dict, final_obs: dict
-) -> dict[str, Any]:
-    """Rewards with ``gamma * V(last observation)`` added where an agent's episode was
-    cut by a time limit (truncated, not terminated): the rollout's ``done`` stops the
-    advantages there, and the value the cut left out is given back (so a task whose
-    episodes always end by a time limit, as MPE's do, is still learnt as a continuing
-    one)."""
-    cut = {a: np.asarray(truncated[a]) & ~np.asarray(terminated[a]) for a in rewards}
-    if not any(c.any() for c in cut.values()):
-        return rewards
-    values = agent.values(final_obs)
-    return {
-        a: np.asarray(r, dtype=np.float32)
-        + agent.gamma * np.where(cut[a], values[a], 0.0).astype(np.float32)
-        for a, r in rewards.items()
-    }
-
-
 def multi_agent_on_policy_turns(
     env: Any,
     pop: list[Any],
@@ -241,12 +223,15 @@ def multi_agent_on_policy_turns(
     """The turns of on-policy teams (IPPO) on a vectorised parallel ``env``.
 
     Each team in turn collects rollouts of ``learn_step`` env steps (rounded up to whole
-    vector steps) into a :class:`~agilerl.families.multi_agent.buffers.MultiAgentRollout` (obs,
-    action, and the log-probability and value its ``explore`` recorded, reward, done =
-    terminated or truncated, active, the action masks acted within), learns from each
-    whole (GAE per agent, bootstrapped from the observations after the rollout), until
-    its ``evo_steps`` share is used. Time-limit cuts are bootstrapped by adding ``gamma * V`` of the last
-    observation to that step's reward.
+    vector steps) with :func:`~agilerl.components.on_policy.collect_rollout`, the
+    collection PPO uses, into a :class:`~agilerl.families.multi_agent.buffers.
+    MultiAgentRollout` (:class:`~agilerl.families.multi_agent.buffers.
+    TeamRolloutCollector`: obs, action, the log-probability and value its ``explore``
+    recorded, reward, done = terminated or truncated, active, the action masks acted
+    within), and learns from each whole (GAE per agent, bootstrapped from the
+    observations after the rollout), until its ``evo_steps`` share is used. Time-limit
+    cuts are bootstrapped by adding ``gamma * V`` of the last observation to that step's
+    reward (:func:`~agilerl.components.on_policy.bootstrap_time_limits`).
     """
     num_envs = env.num_envs
 
@@ -257,25 +242,19 @@ def multi_agent_on_policy_turns(
         agent.episodes_ended(np.ones(num_envs, dtype=bool))
         returns = _Returns(num_envs, _scale(sum_scores, agent))
         metrics = MeanMetrics()
+
+        def episodes(step: on_policy.VectorStep) -> None:
+            ended = step.next_info[FINAL]["ended"]
+            returns.add(step.env_reward, ended)
+            if ended.any():
+                agent.episodes_ended(ended)
+
         taken = 0
         while taken < budget:
             length = math.ceil(agent.learn_step / num_envs)  # learn_step may mutate
             rollout = MultiAgentRollout(length, num_envs, device=agent.device)
-            for _ in range(length):
-                actions = agent.explore(obs, infos)
-                step = agent.last_step
-                next_obs, rewards, terminated, truncated, next_infos = env.step(actions)
-                final = next_infos[FINAL]
-                done = {a: terminated[a] | truncated[a] for a in env.agent_ids}
-                rollout.add(
-                    obs, actions, step["log_prob"], step["value"],
-                    _bootstrapped(agent, rewards, terminated, truncated, final["obs"]),
-                    done, _active(next_infos, env.agent_ids), _masks(infos, env.agent_ids),
-                )  # fmt: skip
-                returns.add(rewards, final["ended"])
-                if final["ended"].any():
-                    agent.episodes_ended(final["ended"])
-                obs, infos = next_obs, next_infos
+            collector = TeamRolloutCollector(agent, rollout, env.agent_ids, on_step=episodes)
+            obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
             metrics.add(agent.learn(rollout, obs))
             taken += length * num_envs
         agent.steps += taken
