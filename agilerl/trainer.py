@@ -322,7 +322,7 @@ class LocalTrainer:
                 where = "network"
             raise TrainerError(f"{where}: {err}") from err
         # Recorded in the agent's files: `agilerl evaluate AGENT.pt` rebuilds it from there.
-        agent.environment = self.environment.model_dump(mode="json", exclude_none=True)
+        agent.environment = self.family.recorded_environment(self.environment, self.base_dir)
         return agent
 
     def _operators(self, seed: int) -> tuple[Any, Any]:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NamedTuple, Protocol
 
 from agilerl.families.context import RunContext
+from agilerl.families.evaluation import EvaluationError, EvaluationResult
 from agilerl.models.base import AgentType
 from agilerl.models.manifest import NetworkSection
 from agilerl.training.preflight import Estimate
@@ -124,6 +125,45 @@ class Family(ABC):
     def agent_loader(self, ctx: RunContext, env: Any) -> AgentLoader:
         """What rebuilds a saved agent of this run (``from_state_dict``)."""
         return ctx.algorithm.algo_class()
+
+    def recorded_environment(self, environment: Any, base_dir: Path) -> dict[str, Any]:
+        """The environment section an agent of the run records (``agent.environment``,
+        what ``agilerl evaluate`` rebuilds it from): the section as given by default."""
+        return environment.model_dump(mode="json", exclude_none=True)
+
+    # -- evaluating a saved agent ------------------------------------------------------------
+    def cannot_evaluate(self, agent: Any) -> str:
+        """Why an agent of this family has no environment to be evaluated on, and what to
+        do instead (the families that evaluate override :meth:`evaluation_environment`)."""
+        return f"no episodes of an environment measure a {self.title} agent"
+
+    def evaluation_environment(self, environment: Any, agent: Any) -> Any:
+        """The family's environment spec to evaluate ``agent`` on, from the environment
+        section it records (a mapping; pydantic's ``ValidationError`` where it is not
+        one) or a spec already; :class:`EvaluationError` where the family evaluates on no
+        environment."""
+        raise EvaluationError(
+            f"{agent.name} ({self.title}) cannot be evaluated on an environment: "
+            f"{self.cannot_evaluate(agent)}"
+        )
+
+    def evaluate_saved(
+        self,
+        agent: Any,
+        environment: Any,
+        *,
+        episodes: int,
+        seed: int,
+        deterministic: bool,
+        video: str | Path | None = None,
+        max_episode_steps: int | None = None,
+    ) -> EvaluationResult:
+        """Seeded episodes of ``agent`` (a saved agent of this family) on ``environment``
+        (see :meth:`evaluation_environment`): episode ``i`` from seed ``seed + i``,
+        ``max_episode_steps`` cutting longer ones, ``video`` recording the first where the
+        family records videos. Refused (:class:`EvaluationError`) by default."""
+        self.evaluation_environment(environment, agent)
+        raise EvaluationError(f"{agent.name}: the {self.title} family evaluates no agent")
 
     # -- what the run writes ---------------------------------------------------------------
     def evolved_network(self, best: Any) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from agilerl import checkpoints
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
+from agilerl.observations import map_tree
 
 #: Per agent id: a batch of one agent's observations (or actions, masks, flags).
 PerAgent = dict[str, Any]
@@ -113,6 +114,25 @@ class MultiAgentRLAlgorithm(EvolvableAlgorithm):
         """Exploratory actions for one vector step of training (the agent's own noise or
         sampling), shaped as :meth:`get_action`'s."""
         raise NotImplementedError
+
+    def predict(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
+        """The team's deterministic actions for one step of one (unvectorised) parallel
+        environment: ``obs`` (and ``infos``) per agent id, unbatched, as
+        ``ParallelEnv.reset`` and ``step`` give them; an action per agent present."""
+        batched = {agent: map_tree(lambda x: np.asarray(x)[None], o) for agent, o in obs.items()}
+        given = None
+        if infos is not None:
+            given = {
+                agent: (
+                    {**info, "action_mask": np.asarray(info["action_mask"])[None]}
+                    if isinstance(info, Mapping) and info.get("action_mask") is not None
+                    else info
+                )
+                for agent, info in infos.items()
+            }
+        with torch.no_grad():
+            actions = self.get_action(batched, given)
+        return {agent: np.asarray(action)[0] for agent, action in actions.items()}
 
     def episodes_ended(self, ended: np.ndarray) -> None:
         """Sub-environments (a boolean row per env) whose episodes just ended."""

@@ -4,6 +4,8 @@ pulls, the bandit turn of :mod:`.loop`, and the regret plot beside the common ou
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
 from typing import Any
 
 from agilerl.families.bandits.env import BanditEnv, BanditTableError
@@ -12,7 +14,15 @@ from agilerl.families.bandits.memory import BanditMemory
 from agilerl.families.bandits.preflight import check_bandit_run
 from agilerl.families.base import Family, Memory, Output, evolved_mlp_network
 from agilerl.families.context import RunContext
+from agilerl.families.evaluation import (
+    EvaluationError,
+    EvaluationResult,
+    check_counts,
+    no_video,
+)
+from agilerl.families.single_agent.evaluation import check_spaces, seeded_sampling
 from agilerl.models.base import AgentType
+from agilerl.models.env import BanditEnvSpec
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import Estimate
@@ -55,5 +65,57 @@ class BanditFamily(Family):
 
     def written_manifest(self, ctx: RunContext, doc: dict[str, Any]) -> None:
         """The tables' paths made absolute: they were relative to the original manifest."""
-        for key in ("features", "targets"):
-            doc["environment"][key] = str((ctx.base_dir / doc["environment"][key]).resolve())
+        _absolute_tables(doc["environment"], ctx.base_dir)
+
+    def recorded_environment(self, environment: Any, base_dir: Path) -> dict[str, Any]:
+        """The section with absolute table paths, so the agent file is evaluated from
+        anywhere."""
+        return _absolute_tables(super().recorded_environment(environment, base_dir), base_dir)
+
+    # -- evaluating a saved agent ---------------------------------------------------------
+    def evaluation_environment(self, environment: Any, agent: Any) -> BanditEnvSpec:
+        if isinstance(environment, BanditEnvSpec):
+            return environment
+        return BanditEnvSpec.model_validate(environment)
+
+    def evaluate_saved(
+        self,
+        agent: Any,
+        environment: Any,
+        *,
+        episodes: int,
+        seed: int,
+        deterministic: bool,
+        video: str | Path | None = None,
+        max_episode_steps: int | None = None,
+    ) -> EvaluationResult:
+        """Rounds of ``max_episode_steps`` (default 500) pulls on the recorded tables
+        (relative paths from the working directory), greedy unless ``deterministic`` is
+        False: each round an "episode" from seed ``seed + i``, its return the round's
+        reward rate (as the run's fitness)."""
+        check_counts(episodes, max_episode_steps)
+        no_video(video, "a contextual bandit")
+        spec = self.evaluation_environment(environment, agent)
+        try:
+            env = BanditEnv.from_spec(spec)
+        except BanditTableError as err:
+            raise EvaluationError(f"environment: {err}") from None
+        check_spaces(agent, env, spec.name)
+        pulls = 500 if max_episode_steps is None else max_episode_steps
+        returns = []
+        with contextlib.nullcontext() if deterministic else seeded_sampling(agent, seed):
+            for episode in range(episodes):
+                contexts = env.reset(seed=seed + episode)
+                total = 0.0
+                for _ in range(pulls):
+                    contexts, reward = env.step(agent.predict(contexts, deterministic))
+                    total += reward
+                returns.append(total / pulls)
+        return EvaluationResult(returns, [pulls] * episodes, seed, deterministic, spec.name)
+
+
+def _absolute_tables(document: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """``document`` (an environment section) with its tables' paths made absolute."""
+    for key in ("features", "targets"):
+        document[key] = str((Path(base_dir) / document[key]).resolve())
+    return document

@@ -47,5 +47,12 @@ class LLMFamily(Family):
     def agent_loader(self, ctx: RunContext, env: Any) -> AgentLoader:
         return setup.SharedBaseLoader(ctx, env)
 
+    def cannot_evaluate(self, agent: Any) -> str:
+        return (
+            "an LLM agent is scored on its dataset's test split by `agilerl train` (the "
+            "fitness in the run's history.json), and its fine-tuned LoRA adapter is the "
+            "run's best_adapter/ directory (load it with peft onto the base model)"
+        )
+
     def written_manifest(self, ctx: RunContext, doc: dict[str, Any]) -> None:
         setup.llm_written_manifest(ctx, doc)

@@ -13,6 +13,7 @@ from agilerl.families.base import Family, Memory, evolved_mlp_network, vector_wo
 from agilerl.families.context import RunContext
 from agilerl.families.offline.datasets import DatasetError, OfflineDataset, load_dataset
 from agilerl.families.single_agent.envs import make_env, make_vector_env
+from agilerl.families.single_agent.evaluation import GymEvaluation, without_dataset
 from agilerl.families.single_agent.family import gym_build_args
 from agilerl.families.single_agent.preflight import estimate
 from agilerl.models.base import AgentType
@@ -77,9 +78,13 @@ def check_offline_run(ctx: RunContext, available: int | None = None) -> Estimate
     return check_fits(estimate(sized), available)
 
 
-class OfflineFamily(Family):
+class OfflineFamily(GymEvaluation, Family):
     agent_type = AgentType.OfflineAgent
     title = "offline"
+
+    def evaluation_environment(self, environment: Any, agent: Any) -> Any:
+        """The Gymnasium part of the recorded section: its dataset_path dropped."""
+        return super().evaluation_environment(without_dataset(environment), agent)
 
     def make_env(self, ctx: RunContext) -> Any:
         """The evaluation environment; the transitions come from the dataset file."""

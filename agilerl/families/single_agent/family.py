@@ -11,6 +11,7 @@ from agilerl.components.replay import build_replay_buffers
 from agilerl.families.base import Family, Memory, evolved_mlp_network, vector_workers
 from agilerl.families.context import RunContext
 from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.families.single_agent.evaluation import GymEvaluation
 from agilerl.families.single_agent.preflight import check_rl_run
 from agilerl.models.base import AgentType
 from agilerl.models.training import ReplayBufferSpec
@@ -28,7 +29,7 @@ def gym_build_args(ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
     }
 
 
-class SingleAgentFamily(Family):
+class SingleAgentFamily(GymEvaluation, Family):
     agent_type = AgentType.SingleAgent
     title = "single-agent"
 
