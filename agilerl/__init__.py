@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 #: Public names of the engine -> the module that defines them, imported on first use.
 LAZY = {
-    "LocalTrainer": "agilerl.training",
+    "LocalTrainer": "agilerl.trainer",
     "RLAlgorithm": "agilerl.algorithms",
     "evaluate_agent": "agilerl.evaluation",
 }

@@ -156,7 +156,7 @@ def _init(args: argparse.Namespace) -> int:
     if lacking:
         print(f"agilerl: warning: {lacking}", file=sys.stderr)
     if args.env and ALGO_REGISTRY.get(args.algorithm).spec_cls.agent_type is AgentType.SingleAgent:
-        from agilerl.training.envs import missing_extra
+        from agilerl.families.single_agent.envs import missing_extra
 
         extra = missing_extra(args.env, installed_too=False)
         if extra:
@@ -281,10 +281,10 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.distributed import PeerLost
     from agilerl.distributed.group import launched_world_size
     from agilerl.distributed.liveness import EXIT_CODE
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
-    from agilerl.training import LocalTrainer, TrainerError
-    from agilerl.training.envs import EnvironmentSpecError
+    from agilerl.trainer import LocalTrainer, TrainerError
     from agilerl.training.preflight import PreflightError
     from agilerl.training.run_directory import EarlierRunError
     from agilerl.training.tracking import TrackingError
@@ -396,72 +396,56 @@ def _without_dataset(document: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key != "dataset_path"}
 
 
-def _evaluation_environment(args: argparse.Namespace, agent: Any) -> Any:
-    """The environment to evaluate on: --env, the manifest's, or the one the agent file
-    records (agents written by ``agilerl train`` record theirs)."""
-    from pydantic import ValidationError
-
-    from agilerl.models.env import GymEnvSpec, OfflineEnvSpec
-
+def _evaluation_environment(args: argparse.Namespace, agent: Any) -> tuple[str, Any]:
+    """Where the environment to evaluate on comes from, and its section: --env, the
+    manifest's, or the one the agent file records (agents written by ``agilerl train``
+    record theirs); an offline section without its dataset."""
     if args.manifest:
         environment = load_with_overrides(args.manifest, []).environment
-        if isinstance(environment, OfflineEnvSpec):  # its evaluation environment
-            environment = GymEnvSpec.model_validate(_without_dataset(environment.model_dump()))
-        if not isinstance(environment, GymEnvSpec):
-            raise CliError(
-                f"{args.manifest}: environment: evaluate runs Gymnasium environments, not a "
-                f"{type(environment).__name__}"
-            )
-        return environment
-    where, document = (
-        ("--env", {"name": args.env})
-        if args.env
-        else (f"{args.agent}: environment", agent.environment)
-    )
-    if document is None:
+        document = environment.model_dump(mode="json", exclude_none=True)
+        return f"{args.manifest}: environment", _without_dataset(document)
+    if args.env:
+        return "--env", {"name": args.env}
+    if agent.environment is None:
         raise CliError(
             f"{args.agent} records no environment (only agents that agilerl train wrote do); "
             "name one with --env ID or --manifest FILE"
         )
-    if isinstance(document, dict) and {"features", "targets"} <= set(document):
-        raise CliError(
-            f"{where}: a contextual bandit (the tables {document['features']} and "
-            f"{document['targets']}): evaluate runs Gymnasium environments; a bandit agent's "
-            "greedy reward rate is its fitness in the run's history.json, or in Python "
-            "agent.test(BanditEnv.from_spec(...))"
-        )
-    try:
-        return GymEnvSpec.model_validate(_without_dataset(document))
-    except ValidationError as err:
-        first = err.errors()[0]
-        loc = ".".join(map(str, first["loc"]))
-        raise CliError(f"{where}: {loc}: {first['msg']}") from None
+    return f"{args.agent}: environment", _without_dataset(agent.environment)
 
 
 def _evaluate(args: argparse.Namespace) -> int:
     import os
     from types import SimpleNamespace
 
-    from agilerl.algorithms import RLAlgorithm
+    from pydantic import ValidationError
+
+    from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
-    from agilerl.evaluation import EvaluationError, evaluate_agent
+    from agilerl.evaluation import EvaluationError, agent_family
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
-    from agilerl.training.envs import EnvironmentSpecError
 
     try:
-        agent = RLAlgorithm.load(args.agent, device=_device(args.device))
-        environment = _evaluation_environment(args, agent)
-        print(
-            f"evaluating {args.agent} ({agent.name}) on {environment.entrypoint or environment.name}",
-            file=sys.stderr,
-        )
+        # Any family's agent: its family evaluates it, or says why it cannot.
+        agent = EvolvableAlgorithm.load(args.agent, device=_device(args.device))
+        family = agent_family(agent)
+        where, document = _evaluation_environment(args, agent)
+        try:
+            environment = family.evaluation_environment(document, agent)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(map(str, first["loc"]))
+            raise CliError(f"{where}: {loc}: {first['msg']}") from None
+        label = getattr(environment, "entrypoint", None) or environment.name
+        print(f"evaluating {args.agent} ({agent.name}) on {label}", file=sys.stderr)
         for ref in code_references(SimpleNamespace(environment=environment)):
             print(ref.line(), file=sys.stderr)  # before any of it is imported
         if args.video:
             # rgb_array frames need no display; without one SDL (pygame) complains.
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        result = evaluate_agent(
+        result = family.evaluate_saved(
             agent,
             environment,
             episodes=args.episodes,
@@ -519,12 +503,25 @@ def _collection_environment(source: str) -> Any:
         raise CliError(f"{source}: {err.errors()[0]['msg']}") from None
 
 
-def _dataset_collect(args: argparse.Namespace) -> int:
+def _collection_policy(path: str) -> Any:
+    """The single-agent agent saved at ``path``, acting in the collected environment."""
     from agilerl.algorithms import RLAlgorithm
+    from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
+
+    agent = EvolvableAlgorithm.load(path)
+    if not isinstance(agent, RLAlgorithm):
+        raise CliError(
+            f"--policy {path}: a {agent.name} agent acts in no single Gymnasium environment; "
+            "dataset collect needs a single-agent policy (DQN, PPO, ...) or random"
+        )
+    return agent
+
+
+def _dataset_collect(args: argparse.Namespace) -> int:
     from agilerl.checkpoints import CheckpointError
-    from agilerl.offline.collect import collect_transitions, write_dataset
-    from agilerl.offline.datasets import DatasetError
-    from agilerl.training.envs import EnvironmentSpecError, make_vector_env
+    from agilerl.families.offline.collect import collect_transitions, write_dataset
+    from agilerl.families.offline.datasets import DatasetError
+    from agilerl.families.single_agent.envs import EnvironmentSpecError, make_vector_env
 
     try:
         if args.policy == "random" and args.epsilon is not None:
@@ -532,7 +529,7 @@ def _dataset_collect(args: argparse.Namespace) -> int:
         if not Path(args.output).parent.is_dir():  # before the collection, not after it
             raise CliError(f"-o {args.output}: no such directory {Path(args.output).parent}")
         environment = _collection_environment(args.source)
-        agent = None if args.policy == "random" else RLAlgorithm.load(args.policy)
+        agent = None if args.policy == "random" else _collection_policy(args.policy)
         env = make_vector_env(environment)
         try:
             # Shapes and actions must agree; observation bounds may differ (an agent

@@ -29,7 +29,7 @@ MAX_STEPS = {"DQN": 25_000, "PPO": 50_000}
 
 
 def run(path: str, seed: int) -> tuple[float, float, float]:
-    from agilerl.training.trainer import LocalTrainer  # the reference's, in its own venv
+    from agilerl.trainer import LocalTrainer  # the reference's, in its own venv
 
     with open(path) as handle:
         doc = yaml.safe_load(handle)

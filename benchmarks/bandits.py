@@ -15,9 +15,9 @@ from sklearn.datasets import load_digits, load_iris
 
 from agilerl.algorithms.neural_ts import NeuralTS
 from agilerl.algorithms.neural_ucb import NeuralUCB
-from agilerl.bandits import BanditEnv
-from agilerl.bandits.memory import BanditMemory
-from agilerl.training.bandits import train_bandits
+from agilerl.families.bandits import BanditEnv
+from agilerl.families.bandits.loop import train_bandits
+from agilerl.families.bandits.memory import BanditMemory
 
 #: The network section of configs/neural_ucb.yaml and neural_ts.yaml.
 NET = {

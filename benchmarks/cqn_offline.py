@@ -17,11 +17,11 @@ import torch
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
 from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.families.offline.collect import collect_transitions
+from agilerl.families.offline.datasets import OfflineDataset
+from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest
-from agilerl.offline.collect import collect_transitions
-from agilerl.offline.datasets import OfflineDataset
-from agilerl.training.envs import make_vector_env
 
 
 class Controller:

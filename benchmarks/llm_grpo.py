@@ -29,8 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def one_run(directory: Path, pop_size: int, steps: int) -> dict[str, float]:
     """Train ``configs/grpo.yaml`` in this process; the figures of that run."""
     from agilerl.documents import load_document
+    from agilerl.families.llm import loop as llm_loop
     from agilerl.models.manifest import parse_manifest
-    from agilerl.training import LocalTrainer, llm_loop
+    from agilerl.trainer import LocalTrainer
 
     counted = {"prompts": 0, "tokens": 0, "seconds": 0.0}
     train_step = llm_loop.STEPS["reasoning"]

@@ -31,7 +31,7 @@ import numpy as np
 
 from agilerl.documents import load_document
 from agilerl.models.manifest import parse_manifest
-from agilerl.training import LocalTrainer
+from agilerl.trainer import LocalTrainer
 
 HERE = Path(__file__).parent
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from agilerl.documents import load_document
 from agilerl.models.manifest import parse_manifest
-from agilerl.training import LocalTrainer
+from agilerl.trainer import LocalTrainer
 
 
 def run_manifest(

@@ -18,10 +18,10 @@ import torch
 
 from agilerl.algorithms.neural_ts import NeuralTS
 from agilerl.algorithms.neural_ucb import NeuralUCB
-from agilerl.bandits import BanditEnv, BanditTableError, disjoint_contexts, load_tables
-from agilerl.bandits.memory import BanditMemory
 from agilerl.cli import main
-from agilerl.training.bandits import train_bandits
+from agilerl.families.bandits import BanditEnv, BanditTableError, disjoint_contexts, load_tables
+from agilerl.families.bandits.loop import train_bandits
+from agilerl.families.bandits.memory import BanditMemory
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = {
@@ -382,11 +382,11 @@ def test_each_bandit_manifest_trains_briefly_through_agilerl_train(name, tmp_pat
         assert 0.0 <= agent["fitness"] <= 1.0 and agent["metrics"]["regret"] >= 0
     written = (tmp_path / "manifest.yaml").read_text()
     assert str(ROOT / "configs" / "data" / "iris_features.csv") in written  # absolute now
-    # agilerl evaluate runs Gymnasium environments: a bandit agent is told where its figure is
-    assert main(["evaluate", str(tmp_path / "best_agent.pt")]) == 1
-    err = capsys.readouterr().err
-    assert "environment: a contextual bandit" in err and "history.json" in err
-    assert "Traceback" not in err
+    # agilerl evaluate pulls greedily on the tables the agent file records (absolute paths)
+    args = ["evaluate", str(tmp_path / "best_agent.pt"), "--episodes", "2"]
+    assert main([*args, "--max-episode-steps", "50", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["episodes"] == 2 and all(0.0 <= r <= 1.0 for r in report["returns"])
 
 
 def bandit_manifest(tmp_path, **environment):
@@ -433,7 +433,7 @@ def test_agilerls_own_bandit_manifests_train_with_a_rate_target(name, tmp_path):
 
     from agilerl.documents import load_document
     from agilerl.models.manifest import parse_manifest
-    from agilerl.training import LocalTrainer
+    from agilerl.trainer import LocalTrainer
 
     data, _ = load_document(
         ROOT / "tests" / "agilerl_manifests" / "configs" / "bandit" / f"{name}.yaml"
@@ -450,15 +450,15 @@ def test_agilerls_own_bandit_manifests_train_with_a_rate_target(name, tmp_path):
 
 
 def test_a_memory_beyond_the_machine_is_refused_with_the_figures():
-    from agilerl.training import LocalTrainer
-    from agilerl.training.preflight import PreflightError, check_bandit_run
+    from agilerl.trainer import LocalTrainer
+    from agilerl.training.preflight import PreflightError
 
     trainer = LocalTrainer.from_manifest(ROOT / "configs" / "neural_ucb.yaml")
-    found = check_bandit_run(trainer, available=10**9)  # 100,000 pulls of 52 B fit
+    found = trainer.preflight(available=10**9)  # 100,000 pulls of 52 B fit
     assert [n.field for n in found.needs] == ["training.pop_size", "replay_buffer.max_size"]
     assert found.needs[1].bytes == 100_000 * (4 * 12 + 4)
     with pytest.raises(PreflightError, match=r"replay_buffer.max_size: 100,000 pulls of 52 B"):
-        check_bandit_run(trainer, available=10**6)
+        trainer.preflight(available=10**6)
 
 
 @pytest.mark.slow

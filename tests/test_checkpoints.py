@@ -19,14 +19,14 @@ from agilerl import checkpoints
 from agilerl.algorithms import DQN, PPO, RLAlgorithm
 from agilerl.checkpoints import CheckpointError
 from agilerl.components.replay_buffer import ReplayBuffer
-from agilerl.training import LocalTrainer
-from agilerl.training.evolution import RunState
+from agilerl.trainer import LocalTrainer
 from agilerl.training.run_checkpoint import (
     HISTORY_RECORD,
     RUN_LAYOUT,
     load_run,
     manifest_differences,
 )
+from agilerl.training.state import RunState
 
 NET = {"encoder_config": {"arch": "mlp", "hidden_size": [8]}, "head_config": {"hidden_size": [8]}}
 

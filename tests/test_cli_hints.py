@@ -10,11 +10,11 @@ import gymnasium as gym
 import pytest
 
 from agilerl.cli import main
+from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env, missing_extra
 from agilerl.models.base import engine_lacks
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest
 from agilerl.models.registry import ALGO_REGISTRY
-from agilerl.training.envs import EnvironmentSpecError, make_env, missing_extra
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def test_validate_refuses_an_algorithm_num_envs_that_differs(tmp_path, capsys):
 
 def test_the_trainer_refuses_specs_whose_num_envs_differ():
     from agilerl.models import PPOSpec
-    from agilerl.training import LocalTrainer, TrainerError
+    from agilerl.trainer import LocalTrainer, TrainerError
 
     env = GymEnvSpec(name="CartPole-v1")  # num_envs left to its default, 16
     with pytest.raises(TrainerError, match=r"algorithm.num_envs: 1 differs from environment"):
@@ -161,7 +161,7 @@ def test_the_trainer_refuses_specs_whose_num_envs_differ():
 
 def test_manifests_written_for_ppo_leave_num_envs_to_the_environment(tmp_path):
     from agilerl.models.manifest import dump_manifest, parse_manifest
-    from agilerl.training import LocalTrainer
+    from agilerl.trainer import LocalTrainer
 
     manifest = load_manifest(ROOT / "configs/ppo.yaml")
     assert "num_envs" not in dump_manifest(manifest)["algorithm"]

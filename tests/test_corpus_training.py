@@ -11,7 +11,7 @@ import pytest
 
 from agilerl.documents import load_document
 from agilerl.models.manifest import parse_manifest
-from agilerl.training import LocalTrainer
+from agilerl.trainer import LocalTrainer
 
 CORPUS = Path(__file__).parent / "agilerl_manifests"
 TRAINABLE = [

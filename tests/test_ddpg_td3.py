@@ -24,6 +24,7 @@ from agilerl.algorithms import DDPG, TD3
 from agilerl.cli import main
 from agilerl.components.action_noise import GaussianNoise, OrnsteinUhlenbeckNoise
 from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.families.single_agent.off_policy import train_off_policy, with_final_obs
 from agilerl.models import DDPGSpec, TD3Spec
 from agilerl.testing.probe_envs import (
     ConstantRewardEnv,
@@ -32,8 +33,7 @@ from agilerl.testing.probe_envs import (
     ObservationRewardEnv,
     TruncatedRewardEnv,
 )
-from agilerl.training.evolution import RunState
-from agilerl.training.off_policy import train_off_policy, with_final_obs
+from agilerl.training.state import RunState
 
 ROOT = Path(__file__).resolve().parents[1]
 ALGOS = {"DDPG": (DDPG, DDPGSpec), "TD3": (TD3, TD3Spec)}

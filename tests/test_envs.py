@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
+from agilerl.families.single_agent.envs import EnvironmentSpecError, make_vector_env
 from agilerl.models.env import GymEnvSpec
-from agilerl.training.envs import EnvironmentSpecError, make_vector_env
 
 
 def test_sync_and_async_from_the_spec_with_same_step_autoreset():

@@ -17,8 +17,8 @@ from agilerl.algorithms import DQN, PPO, RLAlgorithm
 from agilerl.checkpoints import CheckpointError
 from agilerl.cli import main
 from agilerl.evaluation import EvaluationError, evaluate_agent
+from agilerl.families.single_agent.envs import EnvironmentSpecError
 from agilerl.models.env import GymEnvSpec
-from agilerl.training.envs import EnvironmentSpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 NET = {"encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [16]}}

@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from agilerl.bandits.memory import BanditMemory
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
+from agilerl.components.replay import Replay
 from agilerl.components.replay_buffer import ReplayBuffer
 from agilerl.components.sum_tree import SumTree
-from agilerl.multi_agent.buffers import MultiAgentReplayBuffer
-from agilerl.training.replay import Replay
+from agilerl.families.bandits.memory import BanditMemory
+from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
 from agilerl.training.sharing import ExperienceSharing
 
 MAX_SIZE = 16

@@ -13,18 +13,20 @@ from gymnasium import spaces
 
 import agilerl.algorithms
 from agilerl import checkpoints
-from agilerl.algorithms.evolvable import EvolvableAlgorithm
-from agilerl.algorithms.llm import LLMAlgorithm
-from agilerl.algorithms.multi_agent import MultiAgentRLAlgorithm, agent_group
-from agilerl.algorithms.protocols import EvolvingAgent
+from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
+from agilerl.algorithms.core.llm import LLMAlgorithm
+from agilerl.algorithms.core.multi_agent import MultiAgentRLAlgorithm, agent_group
+from agilerl.algorithms.core.protocols import EvolvingAgent
+from agilerl.families import FAMILIES, family_for
+from agilerl.families.base import Family
 from agilerl.hpo import Mutations, TournamentSelection
 from agilerl.models.base import AgentType, AlgorithmNotAvailableError
 from agilerl.models.networks import QNetworkSpec
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.networks.networks import QNetwork
-from agilerl.training import LocalTrainer
-from agilerl.training.evolution import RunState, evolve
-from agilerl.training.families import FAMILIES, NOT_IMPLEMENTED, family_for
+from agilerl.trainer import LocalTrainer
+from agilerl.training.evolution import RunConfig, Turns, evolve
+from agilerl.training.state import RunState
 
 BOX = spaces.Box(-1.0, 1.0, (3,), np.float32)
 
@@ -70,15 +72,17 @@ def test_dqn_satisfies_the_agent_protocol():
     assert not isinstance(object(), EvolvingAgent)
 
 
-def test_every_agent_type_has_a_family_row_or_a_clear_refusal():
-    assert set(FAMILIES) | set(NOT_IMPLEMENTED) == set(AgentType)
-    assert not set(FAMILIES) & set(NOT_IMPLEMENTED)
-    for name in ALGO_REGISTRY.names():
-        spec = ALGO_REGISTRY.get(name).spec_cls
-        if spec.agent_type in FAMILIES:
-            continue
-        with pytest.raises(AlgorithmNotAvailableError, match=f"{name} is a .*not implemented"):
-            family_for(spec.model_construct())  # only its type and name are read
+def test_every_agent_type_has_one_family_keyed_by_its_own_type():
+    assert set(FAMILIES) == set(AgentType)
+    for agent_type, family in FAMILIES.items():
+        assert isinstance(family, Family) and family.agent_type is agent_type
+
+
+def test_an_agent_type_without_a_family_is_refused_naming_the_algorithm(monkeypatch):
+    monkeypatch.delitem(FAMILIES, AgentType.OfflineAgent)
+    spec = ALGO_REGISTRY.get("CQN").spec_cls
+    with pytest.raises(AlgorithmNotAvailableError, match="CQN is a .*no family"):
+        family_for(spec.model_construct())  # only its type and name are read
 
 
 def test_the_trainer_builds_every_agent_through_build_algorithm(monkeypatch):
@@ -121,15 +125,15 @@ def test_evolve_takes_fitness_and_steps_from_the_evaluation_callback():
     state = RunState(seed=1)
     final, fitnesses = evolve(
         population,
-        None,  # no environment: the callback evaluates
-        train_agent,
-        evaluate_agent=evaluate_agent,
-        max_steps=20,
-        evo_steps=10,
-        selection=TournamentSelection(2, True, 3, rand_seed=0),
-        mutation=Mutations(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, rand_seed=0),
-        state=state,
-        verbose=False,
+        Turns(train_agent, evaluate_agent),
+        RunConfig(
+            max_steps=20,
+            evo_steps=10,
+            selection=TournamentSelection(2, True, 3, rand_seed=0),
+            mutation=Mutations(1.0, 0.0, 0.0, 0.0, 0.0, 0.0, rand_seed=0),
+            state=state,
+            verbose=False,
+        ),
     )
     assert evaluated == [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
     first, second = ([a["fitness"] for a in g["agents"]] for g in state.history)

@@ -38,7 +38,11 @@ def test_import_agilerl_is_light_and_its_engine_names_load_on_use():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     light, *modules, torch_loaded = json.loads(out.stdout)
     assert light == []
-    assert modules == ["agilerl.algorithms.base", "agilerl.training.trainer", "agilerl.evaluation"]
+    assert modules == [
+        "agilerl.algorithms.core.rl_algorithm",
+        "agilerl.trainer",
+        "agilerl.evaluation",
+    ]
     assert torch_loaded
 
 

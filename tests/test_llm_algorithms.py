@@ -12,16 +12,16 @@ from peft import PeftModel
 
 from agilerl import checkpoints
 from agilerl.algorithms import DPO, GRPO, SFT
-from agilerl.algorithms.llm import cosine_factor, refusals, row_chunks
-from agilerl.llm.adapters import SharedBase
-from agilerl.llm.batches import Experience
-from agilerl.llm.environments import (
+from agilerl.algorithms.core.llm import cosine_factor, refusals, row_chunks
+from agilerl.families.llm.environments import (
     PreferenceEnv,
     ReasoningEnv,
     SFTEnv,
     load_table,
     split_dataset,
 )
+from agilerl.llm.adapters import SharedBase
+from agilerl.llm.batches import Experience
 from agilerl.llm.models import LLMSetupError, load_causal_lm, load_tokenizer
 from agilerl.llm.rewards import load_reward_fn
 from agilerl.models import GRPOSpec

@@ -1,4 +1,4 @@
-"""LLM environments over local datasets (agilerl.llm.environments) and the reward-file
+"""LLM environments over local datasets (agilerl.families.llm.environments) and the reward-file
 loader (agilerl.llm.rewards)."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from agilerl.llm.batches import Completions, PreferenceBatch, PromptBatch, TokenSequences
-from agilerl.llm.environments import (
+from agilerl.families.llm.environments import (
     PreferenceEnv,
     ReasoningEnv,
     SFTEnv,
@@ -20,6 +19,7 @@ from agilerl.llm.environments import (
     load_table,
     split_dataset,
 )
+from agilerl.llm.batches import Completions, PreferenceBatch, PromptBatch, TokenSequences
 from agilerl.llm.models import LLMSetupError, load_tokenizer
 from agilerl.llm.rewards import RewardError, load_reward_fn
 from agilerl.models import LLMPreferenceEnvSpec, LLMReasoningEnvSpec, LLMSftEnvSpec

@@ -57,9 +57,9 @@ def worker(tiny: str, out: str) -> None:
     step's learn returned with the adapter after it, and the final agents."""
     from agilerl.algorithms import GRPO
     from agilerl.distributed import join, leave
+    from agilerl.families.llm.loop import finetune_llm
     from agilerl.hpo.mutation import Mutations
     from agilerl.hpo.tournament import TournamentSelection
-    from agilerl.training.llm_loop import finetune_llm
 
     group = join("cpu")
     env, tokenizer, base = _reasoning_env(Path(tiny))
@@ -101,7 +101,7 @@ def worker(tiny: str, out: str) -> None:
 def _reasoning_env(tiny: Path, batch_size: int = 8):
     """The tiny reasoning task: 8 prompts a batch; a test split of 13 rows (batches of
     8 and 5, which split unevenly over 2 processes)."""
-    from agilerl.llm.environments import ReasoningEnv, load_table, split_dataset
+    from agilerl.families.llm.environments import ReasoningEnv, load_table, split_dataset
     from agilerl.llm.models import load_causal_lm, load_tokenizer
     from agilerl.llm.rewards import load_reward_fn
 
@@ -225,8 +225,8 @@ def test_the_trainer_refuses_the_batch_size_before_building_anything(tiny_llm, m
     """The run's own check, from the launcher's WORLD_SIZE, names the manifest field."""
     from types import SimpleNamespace
 
-    from agilerl.training import TrainerError
-    from agilerl.training.llm_setup import make_llm_env
+    from agilerl.families.llm.setup import make_llm_env
+    from agilerl.trainer import TrainerError
 
     monkeypatch.setenv("WORLD_SIZE", "4")
     trainer = SimpleNamespace(algorithm=SimpleNamespace(batch_size=6))

@@ -22,10 +22,10 @@ import pytest
 import torch
 
 from agilerl.cli import main
+from agilerl.families.llm.loop import STEPS, finetune_llm
 from agilerl.llm.batches import Completions, PromptBatch, TokenSequences
 from agilerl.models.manifest import load_manifest
-from agilerl.training import LocalTrainer, TrainerError
-from agilerl.training.llm_loop import STEPS, finetune_llm
+from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training.run_checkpoint import RunCheckpointer, load_run
 
 ROOT = Path(__file__).resolve().parents[1]

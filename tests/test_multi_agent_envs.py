@@ -10,12 +10,12 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
+from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
+from agilerl.families.multi_agent.envs import make_parallel_env
+from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv, make_vector_env
+from agilerl.families.single_agent.envs import EnvironmentSpecError
 from agilerl.models.env import PettingZooEnvSpec
-from agilerl.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
-from agilerl.multi_agent.envs import make_parallel_env
-from agilerl.multi_agent.vector import FINAL, ParallelVecEnv, make_vector_env
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
-from agilerl.training.envs import EnvironmentSpecError
 
 COOP = "agilerl.testing.cooperative"
 #: The cue game's integer ids, by role.
@@ -289,7 +289,7 @@ def test_workers_exit_when_their_trainer_is_killed(tmp_path):
     script.write_text(
         "import sys, time\n"
         "from agilerl.models.env import PettingZooEnvSpec\n"
-        "from agilerl.multi_agent.vector import make_vector_env\n"
+        "from agilerl.families.multi_agent.vector import make_vector_env\n"
         f"env = make_vector_env(PettingZooEnvSpec(name={COOP!r}, num_envs=3, sync=False))\n"
         "print(*(p.pid for p in env._envs.processes), flush=True)\n"
         "time.sleep(600)\n"

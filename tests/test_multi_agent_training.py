@@ -24,12 +24,12 @@ from agilerl.algorithms.ippo import IPPO
 from agilerl.algorithms.maddpg import MADDPG
 from agilerl.cli import main
 from agilerl.documents import load_document
-from agilerl.multi_agent.buffers import MultiAgentReplayBuffer
-from agilerl.multi_agent.vector import FINAL, ParallelVecEnv
+from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
+from agilerl.families.multi_agent.loops import team_evaluation
+from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 from agilerl.training import train_multi_agent_off_policy, train_multi_agent_on_policy
-from agilerl.training.evolution import RunState
-from agilerl.training.multi_agent_loops import team_evaluation
+from agilerl.training.state import RunState
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "agilerl_manifests"
@@ -296,7 +296,7 @@ def test_each_refusal_names_its_field_before_the_first_step(case, tmp_path, caps
 def test_each_algorithm_trains_on_the_awkward_game_with_integer_ids(algorithm):
     """Mixed observation spaces (an image agent), an action mask, an agent that leaves
     mid-episode and integer agent ids, end to end through the trainer with evolution."""
-    from agilerl.training import LocalTrainer
+    from agilerl.trainer import LocalTrainer
 
     document = {
         "algorithm": {"name": algorithm, "batch_size": 8, "learn_step": 8},
@@ -351,9 +351,9 @@ MPE_MARGIN = 40.0
 @pytest.mark.parametrize("algorithm", sorted(MPE_RUNS))
 @pytest.mark.slow
 def test_training_clearly_improves_the_teams_return_on_mpe(algorithm):
+    from agilerl.families.multi_agent.vector import make_vector_env
     from agilerl.models import ALGO_REGISTRY
     from agilerl.models.env import PettingZooEnvSpec
-    from agilerl.multi_agent.vector import make_vector_env
 
     name, fields, steps = MPE_RUNS[algorithm]
     env_spec = PettingZooEnvSpec(name=f"mpe2.{name}", num_envs=8, sync=True)

@@ -20,11 +20,11 @@ from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
 from agilerl.cli import main
 from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.families.offline.collect import collect_transitions, write_dataset
+from agilerl.families.offline.datasets import DatasetError, OfflineDataset, load_dataset
+from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models.env import GymEnvSpec
-from agilerl.offline.collect import collect_transitions, write_dataset
-from agilerl.offline.datasets import DatasetError, OfflineDataset, load_dataset
-from agilerl.training import LocalTrainer
-from agilerl.training.envs import make_vector_env
+from agilerl.trainer import LocalTrainer
 from agilerl.training.preflight import PreflightError
 
 ROOT = Path(__file__).resolve().parents[1]

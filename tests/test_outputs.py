@@ -24,11 +24,11 @@ from agilerl.atomic import (
     write_text,
 )
 from agilerl.cli import main
+from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
 from agilerl.manifest_code import code_references
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest, parse_manifest
-from agilerl.training import LocalTrainer
-from agilerl.training.envs import EnvironmentSpecError, make_env
+from agilerl.trainer import LocalTrainer
 from agilerl.training.run_checkpoint import load_run
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="uses /proc and flock")

@@ -15,7 +15,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from torch.distributions import Categorical
 
 from agilerl.algorithms import PPO, RLAlgorithm
-from agilerl.algorithms.evolvable import unique_parameters
+from agilerl.algorithms.core.evolvable import unique_parameters
 from agilerl.models import PPOSpec
 from agilerl.networks.distributions import Categoricals
 

@@ -27,15 +27,16 @@ from hypothesis_jsonschema import from_schema
 from agilerl.algorithms import DQN, PPO
 from agilerl.algorithms.hyperparameters import RLParameter
 from agilerl.cli import main
+from agilerl.families.single_agent.envs import EnvironmentSpecError
+from agilerl.families.single_agent.preflight import estimate
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.models.limits import Limits, hyperparameter_limits
 from agilerl.models.manifest import load_manifest, parse_manifest
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.validation import SpecError
 from agilerl.schema import inline_schema, schema_documents, validator_for
-from agilerl.training import LocalTrainer, TrainerError
-from agilerl.training.envs import EnvironmentSpecError
-from agilerl.training.preflight import PreflightError, estimate, preflight
+from agilerl.trainer import LocalTrainer, TrainerError
+from agilerl.training.preflight import PreflightError
 from codegen.lint import lint
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -265,7 +266,7 @@ def test_a_range_outside_the_limits_is_refused_before_training() -> None:
     spec = ALGO_REGISTRY.get("DQN").spec_cls(hp_config={"gamma": {"min": 2.0, "max": 5.0}})
     trainer = LocalTrainer(spec, {"name": "CartPole-v1", "num_envs": 1, "sync": True})
     with pytest.raises(TrainerError, match=r"mutation.rl_hp_selection: hp_config.gamma: range"):
-        preflight(trainer, available=GiB)
+        trainer.preflight(available=GiB)
 
 
 # --- the pre-flight: memory ------------------------------------------------------------
@@ -314,7 +315,7 @@ MEMORY = {
 def test_a_run_too_large_for_memory_is_refused(case: str) -> None:
     doc, field = MEMORY[case]
     with pytest.raises(PreflightError) as info:
-        preflight(trainer_for(doc), available=8 * GiB)
+        trainer_for(doc).preflight(available=8 * GiB)
     message = str(info.value)
     assert message.startswith(f"{field}: "), message
     assert "this machine has 8.0 GiB available" in message, message
@@ -323,13 +324,13 @@ def test_a_run_too_large_for_memory_is_refused(case: str) -> None:
 def test_the_memory_error_gives_the_estimate() -> None:
     doc = manifest(replay_buffer={"max_size": 1_000_000_000})
     with pytest.raises(PreflightError) as info:
-        preflight(trainer_for(doc), available=GiB)
+        trainer_for(doc).preflight(available=GiB)
     # CartPole: two observations of 4 float32, an int64 action, a float64 reward, a flag.
     assert "1,000,000,000 transitions of 49 B need 45.6 GiB" in str(info.value)
 
 
 def test_a_small_run_fits_and_its_estimate_adds_up() -> None:
-    found = preflight(trainer_for(manifest()), available=GiB)
+    found = trainer_for(manifest()).preflight(available=GiB)
     fields = [need.field for need in found.needs]
     assert fields == [
         "training.pop_size",
@@ -341,8 +342,8 @@ def test_a_small_run_fits_and_its_estimate_adds_up() -> None:
 
 
 def test_the_estimate_scales_with_the_population() -> None:
-    one = estimate(trainer_for(manifest(training={"pop_size": 1}))).needs[0].bytes
-    many = estimate(trainer_for(manifest(training={"pop_size": 1000}))).needs[0].bytes
+    one = estimate(trainer_for(manifest(training={"pop_size": 1})).context).needs[0].bytes
+    many = estimate(trainer_for(manifest(training={"pop_size": 1000})).context).needs[0].bytes
     assert many == 1000 * one
 
 
@@ -350,7 +351,7 @@ def test_a_batch_larger_than_the_replay_buffer_is_refused() -> None:
     doc = manifest(algorithm={"batch_size": 1e20}, replay_buffer={"max_size": 1000})
     parse_manifest(doc)  # valid: the seeds give batch_size no maximum
     with pytest.raises(PreflightError, match=r"^algorithm.batch_size: 100,000,000,000,000,000,000"):
-        preflight(trainer_for(doc), available=GiB)
+        trainer_for(doc).preflight(available=GiB)
 
 
 # --- the pre-flight: paths --------------------------------------------------------------
@@ -371,13 +372,13 @@ def test_an_output_directory_that_is_a_file_is_refused(tmp_path: Path) -> None:
     file.write_text("x")
     for out in (file, file / "below"):
         with pytest.raises(PreflightError, match=r"^output directory: .* (is|not) a directory"):
-            preflight(trainer_for(manifest()), output_dir=out, available=GiB)
+            trainer_for(manifest()).preflight(output_dir=out, available=GiB)
 
 
 def test_an_unwritable_output_directory_is_refused(tmp_path: Path) -> None:
     folder = _unwritable_directory(tmp_path)
     with pytest.raises(PreflightError, match=r"^output directory: cannot write in "):
-        preflight(trainer_for(manifest()), output_dir=folder / "run", available=GiB)
+        trainer_for(manifest()).preflight(output_dir=folder / "run", available=GiB)
 
 
 @pytest.mark.parametrize(
@@ -392,20 +393,20 @@ def test_an_unwritable_output_directory_is_refused(tmp_path: Path) -> None:
 def test_an_unusable_checkpoint_path_is_refused(path: str, message: str) -> None:
     doc = manifest(training={"checkpoint_path": path})
     with pytest.raises(PreflightError, match=message):
-        preflight(trainer_for(doc), available=GiB)
+        trainer_for(doc).preflight(available=GiB)
 
 
 def test_a_checkpoint_in_an_unwritable_directory_is_refused(tmp_path: Path) -> None:
     path = _unwritable_directory(tmp_path) / "checkpoint.pt"
     doc = manifest(training={"checkpoint_path": str(path)})
     with pytest.raises(PreflightError, match=r"^training.checkpoint_path: cannot write"):
-        preflight(trainer_for(doc), available=GiB)
+        trainer_for(doc).preflight(available=GiB)
 
 
 def test_the_path_checks_leave_nothing_behind(tmp_path: Path) -> None:
     out = tmp_path / "new" / "run"
     doc = manifest(training={"checkpoint_path": str(tmp_path / "checkpoint.pt")})
-    preflight(trainer_for(doc), output_dir=out, available=GiB)
+    trainer_for(doc).preflight(output_dir=out, available=GiB)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -469,7 +470,7 @@ def _outcome(doc: Any, out: Path) -> str:
         return "invalid"
     try:
         trainer = LocalTrainer.from_manifest(manifest)
-        preflight(trainer, output_dir=out)
+        trainer.preflight(output_dir=out)
     except CLEAR as err:
         assert str(err).strip(), f"{type(err).__name__} without a message"
         return "refused"
@@ -559,7 +560,7 @@ def test_prioritised_and_n_step_buffers_are_counted() -> None:
         algorithm={"name": "RainbowDQN"},
         replay_buffer={"max_size": 1000, "per_buffer": True, "n_step_buffer": True},
     )
-    needs = {need.field: need.bytes for need in estimate(trainer_for(doc)).needs}
+    needs = {need.field: need.bytes for need in estimate(trainer_for(doc).context).needs}
     assert needs["replay_buffer.per_buffer"] == 1000 * 25
     # the n-step buffer holds the replay buffer's rows plus a float32 discount each
     assert needs["replay_buffer.n_step_buffer"] == needs["replay_buffer.max_size"] + 1000 * 4

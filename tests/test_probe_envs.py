@@ -20,6 +20,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from agilerl.algorithms import DQN, PPO
 from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.families.single_agent.off_policy import with_final_obs
 from agilerl.testing.probe_envs import (
     PROBES,
     ActionRewardEnv,
@@ -29,7 +30,6 @@ from agilerl.testing.probe_envs import (
     ObservationRewardEnv,
     TruncatedRewardEnv,
 )
-from agilerl.training.off_policy import with_final_obs
 
 #: Every probe in each of its action-space variants.
 VARIANTS = {

@@ -26,7 +26,9 @@ from agilerl.algorithms.rainbow_dqn import project_distribution
 from agilerl.cli import main
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
+from agilerl.components.replay import Replay, annealed_beta
 from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.families.single_agent.off_policy import train_off_policy, with_final_obs
 from agilerl.models import RainbowDQNSpec
 from agilerl.testing.probe_envs import (
     ActionRewardEnv,
@@ -35,11 +37,8 @@ from agilerl.testing.probe_envs import (
     ObservationRewardEnv,
     TruncatedRewardEnv,
 )
-from agilerl.training import LocalTrainer
-from agilerl.training.off_policy import train_off_policy, with_final_obs
-from agilerl.training.replay import Replay, annealed_beta
+from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training.run_checkpoint import load_run
-from agilerl.training.trainer import TrainerError
 
 OBS = spaces.Box(-1.0, 1.0, (3,), np.float32)
 SMALL_NET = {

@@ -19,7 +19,7 @@ from agilerl.algorithms import DQN, RLAlgorithm
 from agilerl.checkpoints import CheckpointError, load, save
 from agilerl.cli import main
 from agilerl.models.manifest import load_manifest
-from agilerl.training import LocalTrainer, TrainerError
+from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training import threads as thread_rule
 from agilerl.training.report import Progress
 from agilerl.training.run_checkpoint import load_population, load_run

@@ -17,9 +17,9 @@ from gymnasium import spaces
 from agilerl.algorithms import DQN, PPO
 from agilerl.cli import main
 from agilerl.components.exploration import EpsilonSchedule
+from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models.env import GymEnvSpec
-from agilerl.training import LocalTrainer
-from agilerl.training.envs import make_vector_env
+from agilerl.trainer import LocalTrainer
 from agilerl.training.preflight import PreflightError
 from agilerl.training.report import fitness_figure
 from agilerl.training.tracking import MeanMetrics, scalars, texts

@@ -46,10 +46,10 @@ __all__ = [
 #: What loads on first use, torch with it: the base class and each algorithm (so asking
 #: which algorithms exist, :data:`NAMES`, stays light: ``agilerl validate`` does).
 _LAZY = {
-    "EvolvableAlgorithm": "agilerl.algorithms.evolvable",
-    "RLAlgorithm": "agilerl.algorithms.base",
-    "MultiAgentRLAlgorithm": "agilerl.algorithms.multi_agent",
-    "LLMAlgorithm": "agilerl.algorithms.llm",
+    "EvolvableAlgorithm": "agilerl.algorithms.core.evolvable",
+    "RLAlgorithm": "agilerl.algorithms.core.rl_algorithm",
+    "MultiAgentRLAlgorithm": "agilerl.algorithms.core.multi_agent",
+    "LLMAlgorithm": "agilerl.algorithms.core.llm",
     **_MODULES,
 }
 

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.llm import LLMAlgorithm
+from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import PreferenceBatch, TokenSequences
 
 

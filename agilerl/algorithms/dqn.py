@@ -23,7 +23,7 @@ from gymnasium import spaces
 from torch import nn
 from torch.nn import functional
 
-from agilerl.algorithms.base import RLAlgorithm
+from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.optim import gradient_step
 from agilerl.components.exploration import EpsilonSchedule

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import torch
 
 from agilerl.algorithms import llm_losses
+from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.algorithms.hyperparameters import positive_int, unit_interval
-from agilerl.algorithms.llm import LLMAlgorithm
 from agilerl.llm.batches import Completions, Experience, PromptBatch
 
 #: ``importance_sampling_level`` -> the ratio's level. Completions here are one turn, so

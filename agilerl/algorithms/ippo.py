@@ -14,12 +14,16 @@ of the action the environment got, and learning evaluates that same action, so t
 is exact whatever the clipping. :attr:`IPPO.last_step` holds, per agent, the
 ``log_prob`` and ``value`` of the step just acted (what the rollout stores).
 
-Advantages: GAE per agent and sub-environment over the rollout (``done[t]``: the agent's
-episode ended at step ``t``, as in the single-agent rollout buffer). Steps where an
-agent was inactive are skipped: they add no advantage, take no part in a loss, and the
-recursion passes over them (an agent absent for a while continues from where it left
-off). A truncated episode's bootstrap (``gamma * V(final obs)`` added to its last reward)
-is the loop's to add, with :meth:`IPPO.values`.
+Advantages: GAE per agent and sub-environment over the rollout
+(:func:`agilerl.components.on_policy.advantages_and_returns`, the single-agent rollout
+buffer's, with the rollout's ``active`` mask; ``done[t]``: the agent's episode ended at
+step ``t``). Steps where an agent was inactive are skipped: they add no advantage, take no
+part in a loss, and the recursion passes over them (an agent absent for a while continues
+from where it left off). Rollouts are collected by
+:func:`agilerl.components.on_policy.collect_rollout` (the multi-agent loop's
+:class:`~agilerl.families.multi_agent.buffers.TeamRolloutCollector`), which adds a
+truncated episode's bootstrap (``gamma * V(final obs)``, with :meth:`IPPO.values`) to its
+last reward.
 """
 
 from __future__ import annotations
@@ -32,8 +36,8 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from agilerl.algorithms.core.multi_agent import PerAgent
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
-from agilerl.algorithms.multi_agent import PerAgent
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
     leading,
@@ -41,6 +45,7 @@ from agilerl.algorithms.multi_agent_actor_critic import (
 )
 from agilerl.algorithms.optim import gradient_step
 from agilerl.algorithms.ppo import LEARN_METRICS, METRICS, clipped_ppo_loss
+from agilerl.components import on_policy
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 from agilerl.observations import map_tree
@@ -80,20 +85,10 @@ def skip_inactive_gae(
     gamma: float,
     gae_lambda: float,
 ) -> torch.Tensor:
-    """GAE advantages ``[T, N]`` of one agent (module docstring): ``dones[t]`` ends the
-    episode at step ``t``; inactive steps get 0 and are passed over."""
-    advantages = torch.zeros_like(rewards)
-    running = torch.zeros_like(last_value)
-    next_value = last_value
-    for t in range(rewards.shape[0] - 1, -1, -1):
-        on = active[t]
-        not_done = 1.0 - dones[t]
-        delta = rewards[t] + gamma * not_done * next_value - values[t]
-        advantage = delta + gamma * gae_lambda * not_done * running
-        advantages[t] = torch.where(on, advantage, torch.zeros_like(advantage))
-        running = torch.where(on, advantage, running)
-        next_value = torch.where(on, values[t], next_value)
-    return advantages
+    """GAE advantages ``[T, N]`` of one agent with its ``active`` mask: the shared
+    :func:`agilerl.components.on_policy.gae`, under the name and argument order this
+    module has always offered."""
+    return on_policy.gae(rewards, values, dones, last_value, gamma, gae_lambda, active)
 
 
 class IPPO(MultiAgentActorCritic):
@@ -291,9 +286,10 @@ class IPPO(MultiAgentActorCritic):
                 done[-1] = _tensor(last_done[agent], self.device).float().reshape(envs)
             active = _tensor(rollout.active[agent], self.device).bool().reshape(steps, envs)
             last = _tensor(last_values[agent], self.device).float().reshape(envs)
-            adv = skip_inactive_gae(
-                reward.reshape(steps, envs), value, done, active, last, self.gamma, self.gae_lambda
-            )
+            adv, ret = on_policy.advantages_and_returns(
+                reward.reshape(steps, envs), value, done, last, self.gamma, self.gae_lambda,
+                active=active,
+            )  # fmt: skip
             keep = active.reshape(-1)
             if not keep.any():
                 continue
@@ -308,6 +304,7 @@ class IPPO(MultiAgentActorCritic):
                     _tensor(rollout.log_prob[agent], self.device).float().reshape(-1)[keep],
                     value.reshape(-1)[keep],
                     adv.reshape(-1)[keep],
+                    ret.reshape(-1)[keep],
                 )
             )
         if not parts:
@@ -318,17 +315,12 @@ class IPPO(MultiAgentActorCritic):
         # The masks the actions were chosen within (a Dict observation's action_mask, or
         # the rollout's), so the log-probabilities learnt from are those it recorded.
         masks = self.group_mask(stored, given, members)
-        values = torch.cat([p[3] for p in parts])
-        advantages = torch.cat([p[4] for p in parts])
-        return _Samples(
-            obs,
-            torch.cat([p[1] for p in parts]),
-            torch.cat([p[2] for p in parts]),
-            values,
-            advantages,
-            advantages + values,
-            masks,
-        )
+
+        def joined(i: int) -> torch.Tensor:
+            return torch.cat([p[i] for p in parts])
+
+        # actions, log_probs, values, advantages, returns
+        return _Samples(obs, joined(1), joined(2), joined(3), joined(4), joined(5), masks)
 
     def _update_group(self, group: str, samples: _Samples) -> tuple[torch.Tensor, int, int, bool]:
         """PPO epochs on one group's samples: summed :data:`METRICS`, minibatches
@@ -360,7 +352,7 @@ class IPPO(MultiAgentActorCritic):
     def learn(
         self, rollout: Any, last_obs: PerAgent, last_done: PerAgent | None = None
     ) -> dict[str, float]:
-        """PPO updates of every group on a whole rollout (a :class:`~agilerl.multi_agent.
+        """PPO updates of every group on a whole rollout (a :class:`~agilerl.families.multi_agent.
         buffers.MultiAgentRollout`: per agent ``[T, N, ...]`` obs, action, log_prob,
         value, reward, done, active). ``last_obs``: the observations after the last step
         (their values bootstrap the advantages); ``last_done``: optional per-agent done

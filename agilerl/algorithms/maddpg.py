@@ -44,8 +44,8 @@ from gymnasium import spaces
 from torch.nn import functional
 
 from agilerl import checkpoints
+from agilerl.algorithms.core.multi_agent import PerAgent
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
-from agilerl.algorithms.multi_agent import PerAgent
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
     active_rows,
@@ -424,7 +424,7 @@ class MADDPG(MultiAgentActorCritic):
         return out
 
     def learn(self, batch: Mapping[str, Any]) -> dict[str, float]:
-        """One learning step on a sample of :class:`~agilerl.multi_agent.buffers.
+        """One learning step on a sample of :class:`~agilerl.families.multi_agent.buffers.
         MultiAgentReplayBuffer` (``obs``, ``action``, ``reward``, ``next_obs``, ``done``
         = terminated, ``active``: each per agent ``[B, ...]``). See the module docstring.
         Returns :attr:`learn_metrics` (``actor_loss`` on the calls that update the actors:

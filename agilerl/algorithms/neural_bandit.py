@@ -38,7 +38,7 @@ from gymnasium import spaces
 from torch import nn
 
 from agilerl import checkpoints
-from agilerl.algorithms.base import RLAlgorithm
+from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork

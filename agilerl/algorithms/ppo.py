@@ -46,9 +46,10 @@ from gymnasium import spaces
 from pydantic import BaseModel, ValidationError
 
 from agilerl._generated.ppo_schema import RolloutBufferConfig
-from agilerl.algorithms.base import RLAlgorithm, action_mask_from_info
+from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
 from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.algorithms.optim import gradient_step
+from agilerl.components import on_policy
 from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
@@ -459,13 +460,18 @@ class PPO(RLAlgorithm):
         vector env with same-step autoreset; ``num_envs`` becomes ``env.num_envs``),
         starting from ``obs``/``info``, and compute the advantages.
 
-        A truncated (not terminated) episode's last reward gets ``gamma * V(final obs)``
-        added: the time limit cut the episode, not the task. Returns the observation and
-        info to continue from and the returns of the episodes that ended in this rollout.
-        An episode running across rollouts counts once, when it ends, provided the next
-        call passes the observation this one returned; :meth:`reset_rollouts`, or any
-        other ``obs`` (e.g. after ``env.reset()``), starts every episode return (and a
-        recurrent agent's hidden state) from zero. Observations are stored after
+        The steps are those of :func:`~agilerl.components.on_policy.collect_rollout`, the
+        collection every on-policy algorithm shares, with this agent's hooks
+        (:class:`_RolloutCollector`); the advantages are the rollout buffer's
+        (:func:`~agilerl.components.on_policy.advantages_and_returns`). A truncated (not
+        terminated) episode's last reward gets ``gamma * V(final obs)`` added
+        (:func:`~agilerl.components.on_policy.bootstrap_time_limits`): the time limit cut
+        the episode, not the task. Returns the observation and info to continue from
+        and the returns of the episodes that ended in this rollout. An episode running
+        across rollouts counts once, when it ends, provided the next call passes the
+        observation this one returned; :meth:`reset_rollouts`, or any other ``obs`` (e.g.
+        after ``env.reset()``), starts every episode return (and a recurrent agent's
+        hidden state) from zero. Observations are stored after
         ``env.step``, so the env must return fresh arrays (gymnasium's default
         ``copy=True``). The ``steps`` and ``scores`` counters are left to the training loop.
         """
@@ -482,41 +488,13 @@ class PPO(RLAlgorithm):
         if not continued:
             self._episode_returns = np.zeros(n)
         state = self._state_for(self._rollout_state if continued else None, n)
-        episode_returns = self._episode_returns
-        completed: list[float] = []
-        mask = action_mask_from_info(info)
-        for _ in range(buffer.capacity):
-            with torch.inference_mode():
-                dist, value, next_state = self._forward_x(self._preprocess(obs), mask, state)
-                sample = dist.sample()
-                log_prob = dist.log_prob(sample)
-            env_action = self.actor.distribution.env_actions(sample)
-            next_obs, reward, terminated, truncated, info = env.step(env_action)
-            reward = np.array(reward, dtype=np.float32).reshape(n)
-            terminated = np.asarray(terminated, dtype=bool).reshape(n)
-            truncated = np.asarray(truncated, dtype=bool).reshape(n)
-            done = terminated | truncated
-            episode_returns += reward
-            cut = truncated & ~terminated
-            if cut.any():
-                envs = np.flatnonzero(cut)
-                after = None if next_state is None else _rows(next_state, envs)
-                reward[envs] += self.gamma * self._final_values(info, envs, after)
-            # A buffer with seq_len keeps the state of a step where a sequence starts,
-            # laid out environment first.
-            stored = None if state is None else map_tree(lambda x: x.transpose(0, 1), state)
-            buffer.add(obs, sample, reward, done, value, log_prob, mask, stored)
-            if done.any():
-                for i in np.flatnonzero(done):
-                    completed.append(float(episode_returns[i]))
-                    episode_returns[i] = 0.0
-            obs = next_obs
-            mask = action_mask_from_info(info)
-            state = _reset_rows(next_state, done)
+        collector = _RolloutCollector(self, buffer, state, self._episode_returns)
+        obs, info = on_policy.collect_rollout(env, collector, obs, info, buffer.capacity)
+        state = collector.state
         buffer.compute_returns_and_advantages(self._value(obs, state))
         self._rollout_obs = obs
         self._rollout_state = state
-        return obs, info, completed
+        return obs, info, collector.completed
 
     def _final_values(
         self, info: dict[str, Any], envs: np.ndarray, state: HiddenState | None = None
@@ -600,6 +578,71 @@ class PPO(RLAlgorithm):
         metrics["updates"] = float(updates)
         metrics["early_stop"] = float(stopped)
         return metrics
+
+
+class _RolloutCollector(on_policy.RolloutCollector):
+    """PPO's hooks of :func:`~agilerl.components.on_policy.collect_rollout`: act from the
+    carried hidden state, store into the rollout buffer, count episode returns and reset
+    the state of the environments whose episode ended."""
+
+    def __init__(
+        self,
+        agent: PPO,
+        buffer: RolloutBuffer,
+        state: HiddenState | None,
+        episode_returns: np.ndarray,
+    ) -> None:
+        self.agent = agent
+        self.buffer = buffer
+        self.gamma = agent.gamma
+        self.num_envs = buffer.num_envs
+        #: The hidden state the next step acts on (None for a feed-forward agent).
+        self.state = state
+        self.episode_returns = episode_returns
+        #: The returns of the episodes that ended in this rollout.
+        self.completed: list[float] = []
+        self._acted: tuple[Any, ...] = ()
+
+    def act(self, obs: Any, info: Any) -> np.ndarray:
+        agent = self.agent
+        mask = action_mask_from_info(info)
+        with torch.inference_mode():
+            dist, value, next_state = agent._forward_x(agent._preprocess(obs), mask, self.state)
+            sample = dist.sample()
+            log_prob = dist.log_prob(sample)
+        self._acted = (sample, log_prob, value, mask, next_state)
+        return agent.actor.distribution.env_actions(sample)
+
+    def outcome(
+        self, reward: Any, terminated: Any, truncated: Any
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        n = self.num_envs
+        return (
+            np.array(reward, dtype=np.float32).reshape(n),
+            np.asarray(terminated, dtype=bool).reshape(n),
+            np.asarray(truncated, dtype=bool).reshape(n),
+        )
+
+    def final_values(self, next_info: Any, cut: np.ndarray) -> np.ndarray:
+        envs = np.flatnonzero(cut)
+        next_state = self._acted[-1]
+        after = None if next_state is None else _rows(next_state, envs)
+        values = np.zeros(self.num_envs, dtype=np.float32)
+        values[envs] = self.agent._final_values(next_info, envs, after)
+        return values
+
+    def store(self, step: on_policy.VectorStep) -> None:
+        sample, log_prob, value, mask, next_state = self._acted
+        # A buffer with seq_len keeps the state of a step where a sequence starts, laid
+        # out environment first.
+        stored = None if self.state is None else map_tree(lambda x: x.transpose(0, 1), self.state)
+        self.buffer.add(step.obs, sample, step.reward, step.done, value, log_prob, mask, stored)
+        returns = self.episode_returns
+        returns += step.env_reward
+        for i in np.flatnonzero(step.done):
+            self.completed.append(float(returns[i]))
+            returns[i] = 0.0
+        self.state = _reset_rows(next_state, step.done)
 
 
 def clipped_ppo_loss(

@@ -29,7 +29,7 @@ network without noise (AgileRL's ``training=False``).
 
 ``beta`` is the importance-sampling exponent at the start of the run; the off-policy
 loop anneals it linearly to 1 over the run's ``max_steps``
-(:func:`agilerl.training.replay.annealed_beta`). ``n_step`` is the horizon of the
+(:func:`agilerl.components.replay.annealed_beta`). ``n_step`` is the horizon of the
 n-step buffer, which the run builds from ``replay_buffer.n_step_buffer`` (the trainer
 requires ``replay_buffer.n_step_buffer_args.n_step`` to equal it); without an n-step
 buffer the agent learns from 1-step returns, as AgileRL's does.

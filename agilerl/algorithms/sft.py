@@ -12,7 +12,7 @@ import math
 from typing import Any, ClassVar
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.llm import LLMAlgorithm
+from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import SFTBatch
 
 

@@ -1,9 +1,9 @@
 """The epsilon-greedy schedule of a training run.
 
-Exploration belongs to the agent (:meth:`agilerl.algorithms.base.RLAlgorithm.explore`);
+Exploration belongs to the agent (:meth:`agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`);
 what the *run* decides is only the epsilon schedule of the training spec (``eps_start``,
 ``eps_end``, ``eps_decay``), which the off-policy loop hands to every agent through
-:meth:`~agilerl.algorithms.base.RLAlgorithm.configure_exploration`. Agents that explore
+:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.configure_exploration`. Agents that explore
 otherwise (action noise, noisy networks) ignore it.
 """
 

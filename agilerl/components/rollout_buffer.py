@@ -8,16 +8,14 @@ Row ``t`` holds vector step ``t``: the observation acted on, the action taken, t
 and done flag that step returned, the critic's value of the observation and the
 log-probability of the action. ``done[t]`` means the episode ended *with* step ``t``
 (terminated or truncated), so ``V(obs[t + 1])`` belongs to another episode and is not
-bootstrapped into step ``t``; a caller that wants to bootstrap a time-limit cut adds
-``gamma * V(final observation)`` to that step's reward.
+bootstrapped into step ``t``; a time-limit cut is bootstrapped through that step's reward
+(:func:`~agilerl.components.on_policy.bootstrap_time_limits`, which PPO's collection,
+:func:`~agilerl.components.on_policy.collect_rollout`, applies before :meth:`add`).
 
-Advantages (:meth:`RolloutBuffer.compute_returns_and_advantages`), with ``V_T`` the value
-of the observation after the last step:
-
-* GAE (Schulman et al., 2016): ``delta_t = r_t + gamma (1 - d_t) V_{t+1} - V_t`` and
-  ``A_t = delta_t + gamma lambda (1 - d_t) A_{t+1}``; returns ``R_t = A_t + V_t``.
-* Without GAE: discounted returns ``R_t = r_t + gamma (1 - d_t) R_{t+1}`` with
-  ``R_T = V_T``, and ``A_t = R_t - V_t``.
+Advantages and returns (:meth:`RolloutBuffer.compute_returns_and_advantages`) are
+:func:`~agilerl.components.on_policy.advantages_and_returns` of the stored steps, from
+``V_T``, the value of the observation after the last step: GAE (``R_t = A_t + V_t``), or
+without GAE discounted returns and ``A_t = R_t - V_t`` (every step active).
 
 Recurrent policies (truncated backpropagation through time): a buffer built with
 ``seq_len`` cuts each environment's rollout into sequences of ``seq_len`` steps that
@@ -38,6 +36,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
+from agilerl.components import on_policy
 from agilerl.networks.distributions import distribution_class
 from agilerl.observations import map_tree, tree_leaves
 
@@ -278,23 +277,17 @@ class RolloutBuffer:
         next_value = next_value.reshape(self.num_envs)
         if last_done is not None:
             _write(self.dones[n - 1], last_done)
-        not_done = 1.0 - self.dones[:n]
-        rewards, values = self.rewards[:n], self.values[:n]
-        if self.use_gae:
-            discount = self.gamma * self.gae_lambda
-            running = torch.zeros(self.num_envs, device=self.device)
-            for t in range(n - 1, -1, -1):
-                delta = rewards[t] + self.gamma * not_done[t] * next_value - values[t]
-                running = delta + discount * not_done[t] * running
-                self.advantages[t] = running
-                next_value = values[t]
-            torch.add(self.advantages[:n], values, out=self.returns[:n])
-        else:
-            running = next_value
-            for t in range(n - 1, -1, -1):
-                running = rewards[t] + self.gamma * not_done[t] * running
-                self.returns[t] = running
-            torch.sub(self.returns[:n], values, out=self.advantages[:n])
+        advantages, returns = on_policy.advantages_and_returns(
+            self.rewards[:n],
+            self.values[:n],
+            self.dones[:n],
+            next_value,
+            self.gamma,
+            self.gae_lambda,
+            use_gae=self.use_gae,
+        )
+        self.advantages[:n] = advantages
+        self.returns[:n] = returns
         self.ready = True
 
     def minibatches(self, batch_size: int) -> Iterator[RolloutBatch]:

@@ -24,6 +24,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from agilerl.distributed import liveness
+from agilerl.distributed.liveness import first_line
+
 #: How long a collective may wait for the other ranks before the process group gives
 #: up. Generous on purpose: a rank may still be training its agents (generations can
 #: last minutes); a rank that died is found much sooner by the liveness watch
@@ -154,8 +157,6 @@ class Group:
 def _collective(what: str, operation: Any, *args: Any) -> None:
     """Run a torch.distributed operation; a failure (a peer that died mid-operation) is
     a :class:`PeerLost` that names the dead rank once the liveness watch knows it."""
-    from agilerl.distributed import liveness
-
     try:
         operation(*args)
     except (RuntimeError, ConnectionError) as err:
@@ -178,20 +179,12 @@ def launched_world_size() -> int:
     return int(text)
 
 
-def first_line(err: BaseException) -> str:
-    """An error's message without the C++ stack torch.distributed appends to some."""
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
-
-
 def _init_process_group(backend: str, world_size: int) -> None:
     """torch.distributed's ``env://`` join, with the rendezvous store built here so that
     reaching it is bounded by the liveness timeout, not the collectives' hours: a rank
     whose peers never come (one killed while starting) stops with an error instead of
     waiting. Under torchrun the launcher holds the store (``TORCHELASTIC_USE_AGENT_STORE``)
     and every rank connects to it; otherwise rank 0 holds it, as ``env://`` does."""
-    from agilerl.distributed import liveness
-
     try:
         rank = int(os.environ["RANK"])
         host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
@@ -222,8 +215,6 @@ def join(device: Any = "cpu") -> Group:
     """Join the run's process group when a launcher started several processes
     (``WORLD_SIZE`` > 1), once; start the liveness watch; return :func:`current_group`.
     On CUDA each process takes the GPU of its ``LOCAL_RANK``."""
-    from agilerl.distributed import liveness
-
     world_size = launched_world_size()
     if world_size > 1 and not dist.is_initialized():
         cuda = torch.device(device).type == "cuda"
@@ -242,8 +233,6 @@ def join(device: Any = "cpu") -> Group:
 def _abandon() -> None:
     """At exit of a rank that did not :func:`leave` (it failed): stop the watch without
     telling the others it finished (they find it silent), and drop the process group."""
-    from agilerl.distributed import liveness
-
     liveness.stop(done=False)
     if _joined and dist.is_initialized():
         dist.destroy_process_group()
@@ -252,8 +241,6 @@ def _abandon() -> None:
 def leave() -> None:
     """The run ended normally: stop watching (the others no longer wait for this rank)
     and leave the process group, where :func:`join` joined it."""
-    from agilerl.distributed import liveness
-
     global _joined
     liveness.stop()
     if _joined and dist.is_initialized():

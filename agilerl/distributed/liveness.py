@@ -86,8 +86,6 @@ class Watch(threading.Thread):
             except Exception as err:  # the store is gone: whichever error its client raises
                 if self.stopped.is_set():
                     return
-                from agilerl.distributed.group import first_line
-
                 self.fail(
                     f"lost the run's rendezvous store at {self.address} ({first_line(err)}): "
                     "rank 0 (or the launcher), which holds it, is gone"
@@ -150,3 +148,9 @@ def explain(message: str) -> str:
     while time.monotonic() < deadline and _watch.verdict is None:
         time.sleep(_watch.interval)
     return f"{message} ({_watch.verdict or 'no rank stopped beating: a network failure?'})"
+
+
+def first_line(err: BaseException) -> str:
+    """An error's message without the C++ stack torch.distributed appends to some."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

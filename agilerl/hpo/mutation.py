@@ -6,7 +6,7 @@ are dropped, the rest normalised): none, architecture (a depth change with proba
 RL hyperparameter within its range. Before the first generation the whole population is
 mutated once with "none" left out (``pretraining``), as AgileRL's training loops do, so
 selection starts from a varied population. The algorithm applies the change
-(:class:`~agilerl.algorithms.base.RLAlgorithm` mutation primitives), which keeps the
+(:class:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm` mutation primitives), which keeps the
 policy and its critics alike and rebuilds the optimisers when the networks changed.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from agilerl import checkpoints
-from agilerl.algorithms.protocols import AgentT, MutableAgent
+from agilerl.algorithms.core.protocols import AgentT, MutableAgent
 
 KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from agilerl import checkpoints
-from agilerl.algorithms.protocols import AgentT
+from agilerl.algorithms.core.protocols import AgentT
 
 
 class TournamentSelection:

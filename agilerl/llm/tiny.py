@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import random
-import sys
 from pathlib import Path
 
 #: The reasoning / preference task: an object and its colour.
@@ -216,9 +215,3 @@ def build_tiny_assets(directory: str | Path, *, seed: int = 0) -> Path:
         logging.enable_progress_bar()
     tokenizer.save_pretrained(root / "model")
     return root
-
-
-if __name__ == "__main__":  # the same command as `agilerl llm tiny DIR`
-    from agilerl.cli import main
-
-    sys.exit(main(["llm", "tiny", *sys.argv[1:]]))

@@ -1,39 +1,47 @@
-"""Training loops (with evolutionary HPO) and the trainer that runs a manifest.
+"""The generation machinery every family shares: :func:`~.evolution.evolve` over a
+:class:`~.evolution.RunConfig`, the run state, run checkpoints and directories, tracking,
+the report, the thread rule and the generic pre-flight.
 
-``DQNSpec.get_training_fn()`` resolves to :func:`train_off_policy`,
-``PPOSpec.get_training_fn()`` to :func:`train_on_policy`, MADDPG's and MATD3's to
-:func:`train_multi_agent_off_policy`, IPPO's to :func:`train_multi_agent_on_policy`,
-CQN's to :func:`train_offline`, NeuralUCB's and NeuralTS's to :func:`train_bandits`,
-the LLM specs' to the ``finetune_llm_*`` entry points of :func:`finetune_llm`.
+The training functions live with their families (:mod:`agilerl.families`); the names
+AgileRL gives them are kept here, looked up by name on first use (as
+``DQNSpec.get_training_fn()`` does), so ``from agilerl.training import train_off_policy``
+works and no module of this package imports a family:
+
+``train_off_policy``, ``train_on_policy`` (single-agent), ``train_multi_agent_off_policy``,
+``train_multi_agent_on_policy`` (multi-agent), ``train_offline``, ``train_bandits``, the
+``finetune_llm_*`` entry points of ``finetune_llm`` (LLM), and ``LocalTrainer`` /
+``TrainerError`` (:mod:`agilerl.trainer`).
 """
 
-from agilerl.training.bandits import train_bandits
-from agilerl.training.llm_loop import (
-    finetune_llm,
-    finetune_llm_preference,
-    finetune_llm_reasoning,
-    finetune_llm_sft,
-)
-from agilerl.training.multi_agent_loops import (
-    train_multi_agent_off_policy,
-    train_multi_agent_on_policy,
-)
-from agilerl.training.off_policy import train_off_policy
-from agilerl.training.offline import train_offline
-from agilerl.training.on_policy import train_on_policy
-from agilerl.training.trainer import LocalTrainer, TrainerError
+from __future__ import annotations
 
-__all__ = [
-    "LocalTrainer",
-    "TrainerError",
-    "finetune_llm",
-    "finetune_llm_preference",
-    "finetune_llm_reasoning",
-    "finetune_llm_sft",
-    "train_bandits",
-    "train_multi_agent_off_policy",
-    "train_multi_agent_on_policy",
-    "train_off_policy",
-    "train_offline",
-    "train_on_policy",
-]
+import importlib
+from typing import Any
+
+#: AgileRL's names under ``agilerl.training`` -> the module that defines them.
+ENTRY_POINTS = {
+    "train_off_policy": "agilerl.families.single_agent.off_policy",
+    "train_on_policy": "agilerl.families.single_agent.on_policy",
+    "train_multi_agent_off_policy": "agilerl.families.multi_agent.loops",
+    "train_multi_agent_on_policy": "agilerl.families.multi_agent.loops",
+    "train_offline": "agilerl.families.offline.loop",
+    "train_bandits": "agilerl.families.bandits.loop",
+    "finetune_llm": "agilerl.families.llm.loop",
+    "finetune_llm_reasoning": "agilerl.families.llm.loop",
+    "finetune_llm_preference": "agilerl.families.llm.loop",
+    "finetune_llm_sft": "agilerl.families.llm.loop",
+    "LocalTrainer": "agilerl.trainer",
+    "TrainerError": "agilerl.training.errors",
+}
+
+__all__ = sorted(ENTRY_POINTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in ENTRY_POINTS:
+        raise AttributeError(f"module 'agilerl.training' has no attribute {name!r}")
+    return getattr(importlib.import_module(ENTRY_POINTS[name]), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *ENTRY_POINTS})

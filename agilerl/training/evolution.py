@@ -23,25 +23,25 @@ Only rank 0 prints, writes checkpoints and reports.
 
 from __future__ import annotations
 
-import copy
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 import numpy as np
 
-from agilerl.algorithms.protocols import AgentT, EvolvingAgent
+from agilerl.algorithms.core.protocols import AgentT, EvolvingAgent
 from agilerl.distributed.group import Group, current_group
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
+from agilerl.training.state import RunState, reset_seed, snapshot
 
 #: train_agent(agent, slot, budget, state) -> (env steps taken, completed episode returns,
 #: metrics): the metrics are the means over the generation of what the agent's ``learn``
 #: reported (:class:`~agilerl.training.tracking.MeanMetrics`), plus what the loop adds.
 TrainAgent = Callable[
-    [EvolvingAgent, int, int, "RunState"], tuple[int, list[float], dict[str, float]]
+    [EvolvingAgent, int, int, RunState], tuple[int, list[float], dict[str, float]]
 ]
 
 #: evaluate_agent(agent, slot, state) -> (fitness, env steps the evaluation took), or
@@ -50,68 +50,125 @@ TrainAgent = Callable[
 #: ``agent.fitness``. A family whose fitness is not "episodes in a vector env" (bandit
 #: regret, an LLM's reward on a test split, multi-agent summed scores) passes its own;
 #: :func:`episode_evaluation` is the single-agent one.
-EvaluateAgent = Callable[[EvolvingAgent, int, "RunState"], tuple[Any, ...]]
+EvaluateAgent = Callable[[EvolvingAgent, int, RunState], tuple[Any, ...]]
+
+
+@dataclass(frozen=True)
+class Turns:
+    """What a family's training function gives the generation loop: how one agent trains
+    for a generation and how it is evaluated, plus what the family adds to the loop."""
+
+    train_agent: TrainAgent
+    evaluate_agent: EvaluateAgent
+    #: The off-policy families' :class:`~agilerl.training.sharing.ExperienceSharing`,
+    #: told where each turn begins and ends, and merged once per generation.
+    sharing: Any = None
+    #: Reasons of the family's own to stop: reason -> whether it holds after a
+    #: generation (an LLM run's passes over its dataset).
+    stops: dict[str, Callable[[RunState], bool]] = field(default_factory=dict)
+    #: Learn metrics the per-generation table shows per agent (an LLM run's loss, KL).
+    table_metrics: tuple[str, ...] = ()
 
 
 @dataclass
-class RunState:
-    """Progress of a run, saved in its checkpoints."""
+class RunConfig:
+    """How a run's generations go, whatever the family: the budget and stop rules, the
+    HPO operators, checkpoints, reporting and the processes the population is split over.
 
-    seed: int = 0
-    generation: int = 0
-    steps: int = 0  # training env steps per agent so far (the max_steps budget)
-    env_steps: int = 0  # every env step taken: all agents, training and evaluation
-    seconds: float = 0.0  # wall time spent in generations (resumed runs add up)
-    history: list[dict[str, Any]] = field(default_factory=list)
-    finished: str | None = None  # why the run stopped: "max_steps", "target_score", ...
-    #: The best agent ever evaluated in the run ("elite"): its fitness, generation and
-    #: population index; the agent itself is :attr:`elite`.
-    best: dict[str, Any] | None = None
-    #: A copy of that agent, taken right after its evaluation, so no later training or
-    #: mutation changes it (saved in run checkpoints beside the state, not in it).
-    elite: Any = field(default=None, init=False, repr=False, compare=False)
+    ``max_steps`` is per agent, as in AgileRL: a population of 4 with ``max_steps`` 100k
+    trains 400k environment steps (plus evaluation steps).
+    """
 
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.init}
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunState:
-        return cls(**data)
-
-    def consider(self, agent: EvolvingAgent, fitness: float) -> bool:
-        """Keep ``agent`` (just evaluated at ``fitness``) as the elite if it beats every
-        agent evaluated before; returns whether it did."""
-        return self.record_best(fitness, agent.index, lambda: snapshot(agent))
-
-    def record_best(self, fitness: float, index: int, elite: Callable[[], Any]) -> bool:
-        """:meth:`consider` for an agent that may live in another process: ``elite()``
-        makes the copy to keep (None where this process keeps none)."""
-        if self.best is not None and fitness <= self.best["fitness"]:
-            return False
-        self.best = {"fitness": fitness, "generation": self.generation, "index": index}
-        self.elite = elite()
-        return True
+    max_steps: int = 1_000_000
+    evo_steps: int = 10_000
+    #: Stop once an agent's fitness reaches it.
+    target: float | None = None
+    max_wall_seconds: float | None = None
+    #: Tournament selection and mutation; evolution runs when both are given.
+    selection: Any = None
+    mutation: Any = None
+    #: The state of the run to resume (None: a new run).
+    state: RunState | None = None
+    checkpointer: RunCheckpointer | None = None
+    verbose: bool = True
+    #: What the run is called in its progress bar, table and checkpoint names.
+    algo: str = "agent"
+    env_name: str = "env"
+    #: Called on rank 0 with the run state after every generation (tracking).
+    on_generation: Callable[[RunState], None] | None = None
+    #: The processes the population is split over (default: the run's,
+    #: :func:`~agilerl.distributed.group.current_group`).
+    group: Group | None = None
 
     @property
-    def best_fitness(self) -> float | None:
-        return None if self.best is None else self.best["fitness"]
+    def evolving(self) -> bool:
+        return self.selection is not None and self.mutation is not None
 
 
-def snapshot(agent: AgentT) -> AgentT:
-    """An exact, independent copy of ``agent`` (its :meth:`clone`, which an LLM agent
-    makes on the base model it shares). Taking one changes nothing in the run: building
-    the copy draws initial weights from torch's global generator, whose state is put
-    back (the saved weights replace those draws anyway), and the copy continues the
-    agent's own random stream, which is left where it stood."""
-    import torch
+class LoopArguments(TypedDict, total=False):
+    """The keyword arguments every AgileRL-named training function takes beside its own
+    (``train_off_policy(env, env_name, algo, pop, memory, **loop)``); they become the
+    :class:`RunConfig` of :func:`run_config`."""
 
-    stream = copy.deepcopy(agent.rng.bit_generator.state)
-    with torch.random.fork_rng(devices=[]):
-        twin = agent.clone(index=agent.index)
-    agent.rng.bit_generator.state = stream
-    twin.rng = np.random.default_rng()
-    twin.rng.bit_generator.state = copy.deepcopy(stream)
-    return twin
+    max_steps: int
+    evo_steps: int
+    eval_steps: int | None
+    eval_loop: int
+    target: float | None
+    selection_strategy: Any
+    mutation: Any
+    checkpoint: int | None
+    checkpoint_path: str | None
+    overwrite_checkpoints: bool
+    checkpointer: RunCheckpointer | None
+    state: RunState | None
+    max_wall_seconds: float | None
+    verbose: bool
+    on_generation: Callable[[RunState], None] | None
+
+
+def run_config(
+    algo: str,
+    env_name: str,
+    loop: LoopArguments,
+    *,
+    memory: Any = None,
+    n_step_memory: Any = None,
+) -> RunConfig:
+    """The :class:`RunConfig` of an AgileRL-named training function's arguments: its
+    checkpoints come from ``checkpointer`` or from ``checkpoint`` (steps between them) /
+    ``checkpoint_path`` (:func:`~agilerl.training.run_checkpoint.checkpointer_for`),
+    saving ``memory`` (and ``n_step_memory``) beside the population."""
+    known = set(LoopArguments.__annotations__)
+    unknown = sorted(set(loop) - known)
+    if unknown:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(unknown)}")
+    defaults = RunConfig()
+    selection, mutation = loop.get("selection_strategy"), loop.get("mutation")
+    return RunConfig(
+        max_steps=loop.get("max_steps", defaults.max_steps),
+        evo_steps=loop.get("evo_steps", defaults.evo_steps),
+        target=loop.get("target"),
+        max_wall_seconds=loop.get("max_wall_seconds"),
+        selection=selection,
+        mutation=mutation,
+        state=loop.get("state"),
+        checkpointer=checkpointer_for(
+            loop.get("checkpointer"),
+            loop.get("checkpoint"),
+            loop.get("checkpoint_path"),
+            loop.get("overwrite_checkpoints", False),
+            f"{algo}-{env_name}",
+            memory=memory,
+            n_step_memory=n_step_memory,
+            selection=selection,
+            mutation=mutation,
+        ),
+        verbose=loop.get("verbose", True),
+        algo=algo,
+        env_name=env_name,
+        on_generation=loop.get("on_generation"),
+    )
 
 
 def next_generation(
@@ -168,35 +225,6 @@ class _Held:
         return self.state
 
 
-#: Why a run stops, and whether that still holds for a (resumed) run's training spec:
-#: a run resumed with a raised budget, or a raised or removed target, goes on.
-STOP_REASONS: dict[str, Callable[[RunState, Any], bool]] = {
-    "max_steps": lambda state, training: state.steps >= training.max_steps,
-    "target_score": lambda state, training: (
-        training.target_score is not None
-        and state.best is not None
-        and state.best_fitness >= training.target_score
-    ),
-    "max_wall_seconds": lambda state, training: (
-        training.max_wall_seconds is not None and state.seconds >= training.max_wall_seconds
-    ),
-}
-
-
-def still_finished(state: RunState, training: Any) -> bool:
-    """Whether a run that stopped (``state.finished``) stays stopped under ``training``."""
-    holds = STOP_REASONS.get(state.finished or "")
-    return state.finished is not None and (holds is None or holds(state, training))
-
-
-def reset_seed(state: RunState, slot: int, purpose: int) -> int:
-    """Seed of an environment reset: fixed by the run seed, generation, slot and purpose
-    (0 training, 1 evaluation), so a resumed run sees the same episodes."""
-    return int(
-        np.random.SeedSequence([state.seed, state.generation, slot, purpose]).generate_state(1)[0]
-    )
-
-
 def episode_evaluation(
     env: Any, eval_steps: int | None = None, eval_loop: int = 1
 ) -> EvaluateAgent:
@@ -213,89 +241,42 @@ def episode_evaluation(
 
 
 def evolve(
-    population: list[AgentT],
-    env: Any,
-    train_agent: TrainAgent,
-    *,
-    evaluate_agent: EvaluateAgent | None = None,
-    max_steps: int,
-    evo_steps: int,
-    eval_steps: int | None = None,
-    eval_loop: int = 1,
-    target: float | None = None,
-    selection: Any = None,
-    mutation: Any = None,
-    state: RunState | None = None,
-    memory: Any = None,
-    n_step_memory: Any = None,
-    checkpoint: int | None = None,
-    checkpoint_path: str | None = None,
-    overwrite_checkpoints: bool = False,
-    checkpointer: RunCheckpointer | None = None,
-    max_wall_seconds: float | None = None,
-    verbose: bool = True,
-    algo: str = "agent",
-    env_name: str = "env",
-    on_generation: Callable[[RunState], None] | None = None,
-    stops: dict[str, Callable[[RunState], bool]] | None = None,
-    table_metrics: tuple[str, ...] = (),
-    group: Group | None = None,
-    sharing: Any = None,
+    population: list[AgentT], turns: Turns, config: RunConfig
 ) -> tuple[list[Any], list[float]]:
-    """Run generations until ``max_steps`` per agent, ``target`` or ``max_wall_seconds``
-    (or a reason of the family's own: ``stops`` maps a reason to whether it holds after
-    a generation, e.g. an LLM run's passes over its dataset).
+    """Run generations until ``config.max_steps`` per agent, ``config.target`` or
+    ``config.max_wall_seconds`` (or a reason of the family's own, ``turns.stops``).
 
-    Each generation trains every agent (``train_agent``), evaluates it
-    (``evaluate_agent``; default :func:`episode_evaluation` on ``env`` with
-    ``eval_steps`` / ``eval_loop``), keeps the best ever evaluated, then selects and
-    mutates. The loop knows nothing of a family beyond :class:`EvolvingAgent`.
+    Each generation trains every agent (``turns.train_agent``), evaluates it
+    (``turns.evaluate_agent``), keeps the best ever evaluated, then selects and mutates
+    (when ``config`` has both operators). The loop knows nothing of a family beyond
+    :class:`EvolvingAgent` and the family's :class:`Turns`.
 
-    Checkpoints: ``checkpointer``, or one built from ``checkpoint`` (steps between
-    checkpoints) / ``checkpoint_path`` (see :func:`checkpointer_for`); ``memory`` is
-    the replay buffer they save (``n_step_memory`` the n-step one beside it). ``state``
-    resumes a run. ``table_metrics``: learn metrics the per-generation table shows per
-    agent (an LLM run's loss and KL).
-
-    ``group``: the processes the population is split over (default: the run's,
-    :func:`~agilerl.distributed.group.current_group`; one process unless launched on
-    several); ``population`` is then every agent of the run, of which this process
-    trains its :meth:`~agilerl.distributed.group.Group.slots`. ``sharing``: the
-    off-policy families' :class:`~agilerl.training.sharing.ExperienceSharing`, told
-    where each turn begins and ends, and merged once per generation.
+    On several processes (``config.group``) ``population`` is every agent of the run, of
+    which this process trains its :meth:`~agilerl.distributed.group.Group.slots`.
+    ``config.state`` resumes a run; ``config.checkpointer`` writes run checkpoints at
+    generation boundaries.
 
     Returns ``(population, fitnesses)``: the last evaluated population (the final
     generation is not selected or mutated again, so every returned agent carries the
     fitness it was evaluated with), every agent of it on every process, and each agent's
     latest fitness.
     """
-    group = group or current_group()
-    checkpointer = checkpointer_for(
-        checkpointer,
-        checkpoint,
-        checkpoint_path,
-        overwrite_checkpoints,
-        f"{algo}-{env_name}",
-        memory=memory,
-        n_step_memory=n_step_memory,
-        selection=selection,
-        mutation=mutation,
-    )
-    state = state or RunState()
-    evaluate_agent = evaluate_agent or episode_evaluation(env, eval_steps, eval_loop)
-    evolving = selection is not None and mutation is not None
+    group = config.group or current_group()
+    state = config.state or RunState()
+    selection, mutation, checkpointer = config.selection, config.mutation, config.checkpointer
+    max_steps, evo_steps, target = config.max_steps, config.evo_steps, config.target
     pop_size = len(population)
     local = {slot: population[slot] for slot in group.slots(pop_size)}
     ranks = group.world_size if group.shards else 1  # processes training different agents
-    verbose = verbose and group.is_main
+    verbose = config.verbose and group.is_main
     progress = Progress(
         max_steps * pop_size,
         min(state.steps, max_steps) * pop_size,
         verbose,
-        f"{algo} on {env_name}",
+        f"{config.algo} on {config.env_name}",
     )
     started = time.perf_counter() - state.seconds
-    if evolving and state.generation == 0:
+    if config.evolving and state.generation == 0:
         # AgileRL's loops mutate the whole population once before training (never "no
         # mutation"), so the first selection already chooses between variants. A resumed
         # run is past it.
@@ -311,7 +292,7 @@ def evolve(
             gen_env_steps = 0
             gen_best = -math.inf
             for slot, agent in local.items():
-                record = _turn(agent, slot, budget, state, train_agent, evaluate_agent, sharing)
+                record = _turn(agent, slot, budget, state, turns)
                 records[slot] = record
                 gen_env_steps += record["env_steps"]
                 gen_best = max(gen_best, record["fitness"])
@@ -325,12 +306,12 @@ def evolve(
             now = time.perf_counter()
             elapsed, seconds = group.slowest(now - gen_start, now - started)
             # What every rank needs of the others: the records and the experience.
-            journals = sharing.take() if sharing is not None else {}
+            journals = turns.sharing.take() if turns.sharing is not None else {}
             parts = group.all_gather((records, journals))
             records = _by_slot(part[0] for part in parts)
             ordered = [records[slot] for slot in range(pop_size)]
-            if sharing is not None:
-                sharing.merge(_by_slot(part[1] for part in parts))
+            if turns.sharing is not None:
+                turns.sharing.merge(_by_slot(part[1] for part in parts))
             roster = [(r["index"], r["fitness"]) for r in ordered]
             champion = max(range(pop_size), key=lambda i: roster[i][1])  # first of equals
             state.record_best(
@@ -352,26 +333,26 @@ def evolve(
                 "agents": ordered,
             }
             state.history.append(record)
-            progress.write(generation_summary(record, max_steps, state.best, table_metrics))
+            progress.write(generation_summary(record, max_steps, state.best, turns.table_metrics))
             if target is not None and state.best_fitness >= target:
                 state.finished = "target_score"
             elif state.steps >= max_steps:
                 state.finished = "max_steps"
-            elif max_wall_seconds is not None and seconds >= max_wall_seconds:
+            elif config.max_wall_seconds is not None and seconds >= config.max_wall_seconds:
                 state.finished = "max_wall_seconds"
             else:
-                held = (reason for reason, holds in (stops or {}).items() if holds(state))
+                held = (reason for reason, holds in turns.stops.items() if holds(state))
                 state.finished = next(held, None)
             state.generation += 1
-            if state.finished is None and evolving:
+            if state.finished is None and config.evolving:
                 local = next_generation(local, selection, mutation, group, roster)
             state.seconds = seconds
             if checkpointer is not None and (state.finished or checkpointer.due(state)):
                 whole = _gather_to_main(local, pop_size, group)
                 if whole is not None:
                     checkpointer.write(whole, state)
-            if on_generation is not None and group.is_main:
-                on_generation(state)
+            if config.on_generation is not None and group.is_main:
+                config.on_generation(state)
     finally:
         progress.close(done=state.finished == "max_steps")
     if state.finished and verbose:
@@ -380,15 +361,7 @@ def evolve(
     return population, [agent.fitness[-1] for agent in population]
 
 
-def _turn(
-    agent: Any,
-    slot: int,
-    budget: int,
-    state: RunState,
-    train_agent: TrainAgent,
-    evaluate_agent: EvaluateAgent,
-    sharing: Any,
-) -> dict[str, Any]:
+def _turn(agent: Any, slot: int, budget: int, state: RunState, turns: Turns) -> dict[str, Any]:
     """One agent's turn of a generation: train, evaluate; its record in the history."""
     import torch
 
@@ -396,12 +369,12 @@ def _turn(
     # The turn's own random stream: what it draws from torch's global generator (batch
     # indices, sampled actions) cannot depend on the turns before it in this process.
     torch.manual_seed(reset_seed(state, slot, 2))
-    if sharing is not None:
-        sharing.begin_turn(slot)
-    taken, scores, metrics = train_agent(agent, slot, budget, state)
-    if sharing is not None:
-        sharing.end_turn(slot)
-    fitness, eval_taken, *figures = evaluate_agent(agent, slot, state)
+    if turns.sharing is not None:
+        turns.sharing.begin_turn(slot)
+    taken, scores, metrics = turns.train_agent(agent, slot, budget, state)
+    if turns.sharing is not None:
+        turns.sharing.end_turn(slot)
+    fitness, eval_taken, *figures = turns.evaluate_agent(agent, slot, state)
     for extra in figures:
         metrics = {**metrics, **extra}
     steps = taken + eval_taken

@@ -15,7 +15,6 @@ message names the field and gives the figures.
 
 from __future__ import annotations
 
-import copy
 import os
 import tempfile
 import tracemalloc
@@ -23,14 +22,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import torch
-
-from agilerl.models.base import AlgorithmNotAvailableError
-from agilerl.training.envs import make_env
 
 
 class PreflightError(ValueError):
@@ -60,7 +55,7 @@ ROLLOUT_EXTRA_BYTES = 6 * 4
 TRANSITION_EXTRA_BYTES = 8 + 1
 
 
-def _size(n: float) -> str:
+def size_text(n: float) -> str:
     """Bytes in binary units: 37.0 TiB."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if n < 1024 or unit == "PiB":
@@ -193,7 +188,7 @@ def _check_file(path: Path, what: str) -> None:
     os.unlink(path)
 
 
-def _check_tracking(training: Any) -> None:
+def check_tracking(training: Any) -> None:
     """The tracking backends asked for are installed (optional extras), and TensorBoard's
     directory can be written."""
     from agilerl.training.tracking import unavailable
@@ -208,7 +203,7 @@ def _check_tracking(training: Any) -> None:
 # --- memory -----------------------------------------------------------------------------
 
 
-def _sample_bytes(space: Any) -> int:
+def sample_bytes(space: Any) -> int:
     """Bytes of one value of a Gymnasium space (every leaf of a Dict or Tuple)."""
     sample = space.sample()
     leaves: list[Any] = []
@@ -227,7 +222,7 @@ def _sample_bytes(space: Any) -> int:
     return int(sum(leaf.nbytes for leaf in leaves))
 
 
-def _agent_bytes(agent: Any) -> int:
+def agent_bytes(agent: Any) -> int:
     """Parameters of every network of an agent, optimised ones with their gradient and
     optimiser moments."""
     total = sum(p.numel() * p.element_size() for p in agent.network_parameters())
@@ -240,7 +235,7 @@ def _agent_bytes(agent: Any) -> int:
 
 
 @contextmanager
-def _parameters_on_meta() -> Iterator[None]:
+def parameters_on_meta() -> Iterator[None]:
     """Every parameter a module registers moves to the meta device at once, before its
     initialisation writes it: the parameter's host memory is reserved, never used."""
     register = torch.nn.Module.register_parameter
@@ -257,133 +252,18 @@ def _parameters_on_meta() -> Iterator[None]:
         torch.nn.Module.register_parameter = register  # type: ignore[method-assign]
 
 
-def _build_one_env(spec: Any) -> tuple[Any, int]:
-    """One environment of ``spec`` and the bytes its construction allocated."""
-    tracing = tracemalloc.is_tracing()
-    if not tracing:
-        tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    try:
-        env = make_env(spec)
-        used = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        if not tracing:
-            tracemalloc.stop()
-    return env, max(used, MIN_ENV_BYTES)
-
-
-def estimate(trainer: Any) -> Estimate:
-    """What ``trainer``'s run will allocate: population, environments and buffers."""
-    algorithm, training, spec = trainer.algorithm, trainer.training, trainer.environment
-    env, env_bytes = _build_one_env(spec)
-    try:
-        obs_space, action_space = env.observation_space, env.action_space
-    finally:
-        env.close()
-    num_envs = spec.num_envs
-    shim = SimpleNamespace(
-        single_observation_space=obs_space, single_action_space=action_space, num_envs=num_envs
-    )
-    # On the meta device: the agent's tensors get shapes but no storage, so an
-    # oversized network is measured, not allocated.
-    probe = copy.copy(trainer)
-    probe.device, probe.accelerator = torch.device("meta"), None
-    try:
-        with _parameters_on_meta():
-            agent = probe._build_agent(shim, 0, 0)
-    except NotImplementedError as err:  # a feature the engine lacks (recurrent PPO)
-        if isinstance(err, AlgorithmNotAvailableError):
-            raise
-        raise PreflightError(f"algorithm: {err}") from None
-    obs, action = _sample_bytes(obs_space), _sample_bytes(action_space)
-    per_agent = _agent_bytes(agent)
-    pop = training.pop_size
-    needs = [
-        Need(
-            "training.pop_size",
-            f"{pop:,} agents of {_size(per_agent)} (networks, gradients, optimiser "
-            f"state; {GENERATIONS_ALIVE} generations alive during selection)",
-            GENERATIONS_ALIVE * pop * per_agent,
-        )
-    ]
-    per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)
-    kind = "in this process" if spec.sync else "each in a worker process"
-    needs.append(
-        Need(
-            "environment.num_envs",
-            f"{num_envs:,} environments of {_size(per_env)} ({kind})",
-            num_envs * per_env,
-        )
-    )
-    if trainer.evolving:  # each slot's tournament draws its entrants' indices at once
-        size = trainer.selection_strategy.tournament_size
-        needs.append(
-            Need(
-                "selection_strategy.tournament_size",
-                f"tournaments of {size:,} entrants (8 B each)",
-                8 * size,
-            )
-        )
-    if algorithm.off_policy or algorithm.offline:
-        transition = 2 * obs + action + TRANSITION_EXTRA_BYTES
-        size = trainer.replay_buffer.max_size if trainer.replay_buffer else _default_buffer()
-        needs.append(
-            Need(
-                "replay_buffer.max_size",
-                f"{size:,} transitions of {_size(transition)}",
-                size * transition,
-            )
-        )
-        buffers = trainer.replay_buffer
-        if buffers is not None and buffers.per_buffer:
-            needs.append(
-                Need(
-                    "replay_buffer.per_buffer",
-                    f"priorities of {size:,} slots ({PRIORITY_BYTES} B each, their sum tree "
-                    "included)",
-                    size * PRIORITY_BYTES,
-                )
-            )
-        if buffers is not None and buffers.n_step_buffer:
-            row = transition + N_STEP_EXTRA_BYTES
-            needs.append(
-                Need(
-                    "replay_buffer.n_step_buffer",
-                    f"an n-step buffer beside it: {size:,} transitions of {_size(row)}",
-                    size * row,
-                )
-            )
-        needs.append(
-            Need(
-                "algorithm.batch_size",
-                f"batches of {algorithm.batch_size:,} transitions of {_size(transition)}",
-                algorithm.batch_size * transition,
-            )
-        )
-    else:  # on-policy: a rollout of learn_step steps (whole vector steps) per agent
-        steps = -(-agent.learn_step // num_envs) * num_envs
-        per_step = obs + action + ROLLOUT_EXTRA_BYTES
-        needs.append(
-            Need(
-                "algorithm.learn_step",
-                f"rollouts of {steps:,} steps of {_size(per_step)}, one per agent",
-                pop * steps * per_step,
-            )
-        )
-    return Estimate(needs)
-
-
-def _default_buffer() -> int:
+def default_buffer() -> int:
     from agilerl.models.training import ReplayBufferSpec
 
     return ReplayBufferSpec().max_size
 
 
-def _check_batch(trainer: Any) -> None:
-    algorithm = trainer.algorithm
+def check_batch(ctx: Any) -> None:
+    """The replay buffer holds at least one batch."""
+    algorithm = ctx.algorithm
     if not (algorithm.off_policy or algorithm.offline):
         return
-    size = trainer.replay_buffer.max_size if trainer.replay_buffer else _default_buffer()
+    size = ctx.replay_buffer.max_size if ctx.replay_buffer else default_buffer()
     if algorithm.batch_size > size:
         raise PreflightError(
             f"algorithm.batch_size: {algorithm.batch_size:,} is more than "
@@ -397,291 +277,65 @@ def check_memory(found: Estimate, available: int | None) -> None:
         return
     biggest = found.largest()
     raise PreflightError(
-        f"{biggest.field}: {biggest.detail} need {_size(biggest.bytes)}; the run needs about "
-        f"{_size(found.total)} in all and this machine has {_size(available)} available"
+        f"{biggest.field}: {biggest.detail} need {size_text(biggest.bytes)}; the run needs about "
+        f"{size_text(found.total)} in all and this machine has {size_text(available)} available"
     )
 
 
-def preflight(
-    trainer: Any, output_dir: str | Path | None = None, available: int | None = None
-) -> Estimate | None:
-    """Check that ``trainer`` (a :class:`~agilerl.training.LocalTrainer` with its final
-    training spec) can run here; returns the memory estimate, raises
-    :class:`PreflightError` otherwise (an environment or agent that cannot be built
-    raises its own clear error: ``EnvironmentSpecError``, ``TrainerError``).
-    ``available`` is the memory to fit in (default: what this machine has free)."""
+def check_outputs(training: Any, output_dir: str | Path | None = None) -> None:
+    """The checks every run makes before its family's: the output directory and the
+    checkpoint file can be written, the tracking backends asked for are installed."""
     if output_dir is not None:
         check_directory(output_dir, "output directory")
-    if trainer.training.checkpoint_path is not None:
-        check_file(trainer.training.checkpoint_path, "training.checkpoint_path")
-    _check_tracking(trainer.training)
-    return trainer.family.preflight(trainer, available)
+    if training.checkpoint_path is not None:
+        check_file(training.checkpoint_path, "training.checkpoint_path")
+    check_tracking(training)
 
 
-def check_rl_run(trainer: Any, available: int | None = None) -> Estimate:
-    """The single-agent family's checks: the replay buffer against the batch size, then
-    the memory estimate against what this machine has (``available``)."""
-    _check_batch(trainer)
-    found = estimate(trainer)
-    check_memory(found, available_memory() if available is None else available)
-    return found
-
-
-# --- LLM runs ---------------------------------------------------------------------------
-
-#: Mutation kinds that change a network's architecture or weights: an LLM agent trains a
-#: LoRA adapter on a frozen pretrained model, so none of them can apply.
-ARCHITECTURE_MUTATIONS = {
-    "arch_mut": "architecture mutations",
-    "params_mut": "weight-noise mutations",
-    "act_mut": "activation mutations",
-}
-
-
-#: Training settings of RL loops that an LLM run has no use for: refused, not ignored.
-LLM_UNUSED = {
-    "training.learning_delay": "LLM agents learn from their first batch",
-    "training.eval_steps": "LLM agents are evaluated on the whole test split "
-    "(training.eval_loop passes)",
-    **{
-        f"training.{name}": "LLM agents explore by sampling (algorithm.temperature), not "
-        "epsilon-greedy"
-        for name in ("eps_start", "eps_end", "eps_decay")
-    },
-}
-
-
-def check_llm_run(trainer: Any) -> None:
-    """The LLM family's checks, before any step: fields the machine cannot honour
-    (:func:`agilerl.algorithms.llm.refusals`), mutations that cannot apply, then the
-    model directory, the dataset and the reward file and function (loaded here; the run
-    reuses the model)."""
-    from agilerl.algorithms.llm import refusals
-
-    problems = [f"algorithm.{why}" for why in refusals(trainer.algorithm, trainer.device)]
-    problems += [
-        f"{name}: {LLM_UNUSED[name]}; remove it" for name in _set_fields(trainer, LLM_UNUSED)
-    ]
-    if trainer.replay_buffer is not None:
-        problems.append(
-            "replay_buffer: LLM agents learn from fresh batches of their dataset, not from a "
-            "replay buffer; remove the section"
-        )
-    if trainer.evolving:
-        probabilities = trainer.mutation.probabilities
-        problems += [
-            f"mutation.probabilities.{name}: {getattr(probabilities, name)} > 0, but an LLM "
-            f"agent fine-tunes a LoRA adapter on a fixed pretrained model, so {what} do not "
-            "apply; set it to 0 (rl_hp_mut mutates lr, beta, group_size)"
-            for name, what in ARCHITECTURE_MUTATIONS.items()
-            if getattr(probabilities, name) > 0
-        ]
-    if problems:
-        raise PreflightError("; ".join(problems))
-    from agilerl.training.trainer import TrainerError
-
-    try:
-        env = trainer.family.make_env(trainer)  # loads the model, dataset and reward fn
-    except TrainerError as err:
-        raise PreflightError(str(err)) from None
-    trainer.family.close_env(env)
-
-
-# --- multi-agent runs -------------------------------------------------------------------
-
-#: Single-agent settings a multi-agent run has no use for: field -> why.
-MULTI_AGENT_UNUSED = {
-    "replay_buffer.per_buffer": "prioritised replay is not implemented for multi-agent teams",
-    "replay_buffer.n_step_buffer": "n-step returns are not implemented for multi-agent teams",
-    "training.eps_start": "multi-agent teams explore with their own noise or sampling, not "
-    "epsilon-greedy",
-    "training.eps_end": "multi-agent teams explore with their own noise or sampling, not "
-    "epsilon-greedy",
-    "training.eps_decay": "multi-agent teams explore with their own noise or sampling, not "
-    "epsilon-greedy",
-}
-
-
-def _set_fields(trainer: Any, unused: dict[str, str] = MULTI_AGENT_UNUSED) -> list[str]:
-    """The fields of ``unused`` (a family's table of settings it has no use for) the
-    run sets."""
+def set_fields(ctx: Any, unused: dict[str, str]) -> list[str]:
+    """The fields of ``unused`` (a family's table of ``section.field`` -> why it has no
+    use for it) that the run sets."""
     found = []
     for name in unused:
         section, key = name.split(".")
-        spec = getattr(trainer, section, None)
+        spec = getattr(ctx, section, None)
         if spec is not None and getattr(spec, key, None) not in (None, False):
             found.append(name)
     return found
 
 
-def check_multi_agent_run(trainer: Any, available: int | None = None) -> Estimate:
-    """The multi-agent family's checks: settings that do not apply to a team, the replay
-    buffer against the batch size, then the memory estimate against what this machine
-    has (``available``)."""
-    unused = _set_fields(trainer)
-    if unused:
-        raise PreflightError(
-            "; ".join(f"{name}: {MULTI_AGENT_UNUSED[name]}; remove it" for name in unused)
-        )
-    _check_batch(trainer)
-    found = estimate_multi_agent(trainer)
-    check_memory(found, available_memory() if available is None else available)
-    return found
+def refuse_unused(ctx: Any, unused: dict[str, str]) -> list[str]:
+    """One problem per field of ``unused`` the run sets: ``field: why; remove it``."""
+    return [f"{name}: {unused[name]}; remove it" for name in set_fields(ctx, unused)]
 
 
-def estimate_multi_agent(trainer: Any) -> Estimate:
-    """What a multi-agent run allocates: teams, environments, replay rows or rollouts
-    (every agent's observation and action per row)."""
-    from agilerl.multi_agent.envs import make_parallel_env
-
-    algorithm, training, spec = trainer.algorithm, trainer.training, trainer.environment
+def traced_bytes(build: Any) -> tuple[Any, int]:
+    """``build()`` and the bytes its construction allocated (at least
+    :data:`MIN_ENV_BYTES`: an environment is never counted as free)."""
     tracing = tracemalloc.is_tracing()
     if not tracing:
         tracemalloc.start()
     before = tracemalloc.get_traced_memory()[0]
     try:
-        env = make_parallel_env(spec)
-        env_bytes = max(tracemalloc.get_traced_memory()[0] - before, MIN_ENV_BYTES)
+        made = build()
+        used = tracemalloc.get_traced_memory()[0] - before
     finally:
         if not tracing:
             tracemalloc.stop()
-    try:
-        ids = list(env.possible_agents)
-        obs_spaces = {a: env.observation_space(a) for a in ids}
-        act_spaces = {a: env.action_space(a) for a in ids}
-    finally:
-        env.close()
-    num_envs = spec.num_envs
-    shim = SimpleNamespace(
-        observation_spaces=obs_spaces, action_spaces=act_spaces, num_envs=num_envs
-    )
-    probe = copy.copy(trainer)
-    probe.device, probe.accelerator = torch.device("meta"), None
-    with _parameters_on_meta():
-        team = probe._build_agent(shim, 0, 0)
-    obs = sum(_sample_bytes(space) for space in obs_spaces.values())
-    action = sum(_sample_bytes(space) for space in act_spaces.values())
-    per_team = _agent_bytes(team)
-    pop = training.pop_size
-    needs = [
-        Need(
-            "training.pop_size",
-            f"{pop:,} teams of {_size(per_team)} ({len(ids)} agents in "
-            f"{len(team.groups)} groups; {GENERATIONS_ALIVE} generations alive during "
-            "selection)",
-            GENERATIONS_ALIVE * pop * per_team,
-        )
-    ]
-    per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)
-    kind = "in this process" if spec.sync else "each in a worker process"
-    needs.append(
-        Need(
-            "environment.num_envs",
-            f"{num_envs:,} environments of {_size(per_env)} ({kind})",
-            num_envs * per_env,
-        )
-    )
-    if algorithm.off_policy:
-        row = 2 * obs + action + len(ids) * (TRANSITION_EXTRA_BYTES + 1)  # + active
-        size = trainer.replay_buffer.max_size if trainer.replay_buffer else _default_buffer()
-        needs.append(
-            Need(
-                "replay_buffer.max_size",
-                f"{size:,} rows of every agent's transition ({_size(row)})",
-                size * row,
-            )
-        )
-        needs.append(
-            Need(
-                "algorithm.batch_size",
-                f"batches of {algorithm.batch_size:,} rows of {_size(row)}",
-                algorithm.batch_size * row,
-            )
-        )
-    else:
-        steps = -(-team.learn_step // num_envs) * num_envs
-        per_step = obs + action + len(ids) * (ROLLOUT_EXTRA_BYTES + 1)
-        needs.append(
-            Need(
-                "algorithm.learn_step",
-                f"rollouts of {steps:,} steps of every agent ({_size(per_step)})",
-                steps * per_step,  # one team trains at a time
-            )
-        )
-    return Estimate(needs)
+    return made, max(used, MIN_ENV_BYTES)
 
 
-# --- bandit runs ------------------------------------------------------------------------
+def meta_agent(ctx: Any, env: Any) -> Any:
+    """One agent of the run built on the meta device: its tensors get shapes but no
+    storage, so an oversized network is measured, not allocated."""
+    import torch
 
-#: Settings of the other RL loops a bandit run has no use for: field -> why.
-BANDIT_UNUSED = {
-    "training.learning_delay": "bandit agents learn once the memory holds a batch",
-    **{
-        f"training.{name}": "bandit agents explore by their confidence bound or posterior "
-        "samples (algorithm.gamma), not epsilon-greedy"
-        for name in ("eps_start", "eps_end", "eps_decay")
-    },
-    "replay_buffer.per_buffer": "prioritised replay is not implemented for bandits",
-    "replay_buffer.n_step_buffer": "a bandit step has no next state to take n steps from",
-}
+    with parameters_on_meta():
+        return ctx.agent(env, 0, 0, device=torch.device("meta"))
 
 
-def check_bandit_run(trainer: Any, available: int | None = None) -> Estimate:
-    """The bandit family's checks, before any step: settings that do not apply to a
-    bandit, the memory against the batch size, then the tables (loaded here: a missing
-    file, row counts that differ or a value that is not a number is refused naming the
-    file and row), then the memory estimate against what this machine has
-    (``available``)."""
-    problems = [
-        f"{name}: {BANDIT_UNUSED[name]}; remove it" for name in _set_fields(trainer, BANDIT_UNUSED)
-    ]
-    size = trainer.replay_buffer.max_size if trainer.replay_buffer else _default_buffer()
-    if trainer.algorithm.batch_size > size:
-        problems.append(
-            f"algorithm.batch_size: {trainer.algorithm.batch_size:,} is more than "
-            f"replay_buffer.max_size ({size:,}): the memory never holds a whole batch, so "
-            "no agent would ever learn"
-        )
-    target = trainer.training.target_score
-    if target is not None and target > 1:
-        problems.append(
-            f"training.target_score: {target} can never be reached: a bandit's fitness is "
-            "its reward rate, 0 to 1 (AgileRL's is the reward summed over eval_steps "
-            "pulls); give the rate, e.g. 0.9"
-        )
-    if problems:
-        raise PreflightError("; ".join(problems))
-    from agilerl.training.trainer import TrainerError
-
-    try:
-        env = trainer.family.make_env(trainer)
-    except TrainerError as err:
-        raise PreflightError(str(err)) from None
-    trainer.family.close_env(env)
-    found = estimate_bandit(trainer, env, size)
+def check_fits(found: Estimate, available: int | None) -> Estimate:
+    """:func:`check_memory` against ``available`` bytes (None: what this machine has
+    available now); returns ``found``."""
     check_memory(found, available_memory() if available is None else available)
     return found
-
-
-def estimate_bandit(trainer: Any, env: Any, size: int) -> Estimate:
-    """What a bandit run allocates: the population (built on the meta device) and the
-    shared memory of ``size`` pulls (a context of float32 and a float32 reward each)."""
-    probe = copy.copy(trainer)
-    probe.device, probe.accelerator = torch.device("meta"), None
-    with _parameters_on_meta():
-        agent = probe._build_agent(env, 0, 0)
-    per_agent = _agent_bytes(agent) + agent.sigma_inv.numel() * agent.sigma_inv.element_size()
-    pop = trainer.training.pop_size
-    pull = 4 * env.context_dim + 4
-    return Estimate(
-        [
-            Need(
-                "training.pop_size",
-                f"{pop:,} agents of {_size(per_agent)} (networks, gradients, optimiser "
-                f"state, inverse design matrix; {GENERATIONS_ALIVE} generations alive "
-                "during selection)",
-                GENERATIONS_ALIVE * pop * per_agent,
-            ),
-            Need("replay_buffer.max_size", f"{size:,} pulls of {_size(pull)}", size * pull),
-        ]
-    )

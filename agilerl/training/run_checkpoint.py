@@ -17,15 +17,13 @@ import fnmatch
 import json
 import random
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
 from agilerl import checkpoints
-
-if TYPE_CHECKING:  # evolution builds checkpointers, so it imports this module
-    from agilerl.training.evolution import RunState
+from agilerl.training.state import RunState
 
 KIND = "run"
 
@@ -219,8 +217,6 @@ def restore(
     part is checked before it is used; the global RNG states are set last, once all
     passed. ``algo_cls``: what rebuilds an agent (``from_state_dict``): the algorithm's
     class, or a family's loader (LLM agents are rebuilt on the run's shared base model)."""
-    from agilerl.training.evolution import RunState
-
     with checkpoints.restoring(source):
         population = [
             algo_cls.from_state_dict(agent, device=device, where=f"agents[{i}]")
@@ -271,21 +267,24 @@ def save_population(population: list[Any], path: str | Path) -> Path:
 
 
 def load_population(path: str | Path, device: Any = "cpu") -> list[Any]:
-    """The agents of a ``population.pt``, each checked and rebuilt as the algorithm it
-    names (one of this package's, as :meth:`RLAlgorithm.load` does)."""
-    from agilerl.algorithms import RLAlgorithm
+    """The agents of a ``population.pt`` of any family, each checked and rebuilt as the
+    algorithm it names (one of this package's, as :meth:`EvolvableAlgorithm.load` does).
+    Agents after the first are built with its runtime arguments (an LLM population
+    shares one tokenizer and base model, loaded once)."""
+    from agilerl.algorithms import EvolvableAlgorithm
 
     data = checkpoints.load(path, kind=POPULATION_KIND)
     with checkpoints.restoring(path):
         checkpoints.require(data, POPULATION_LAYOUT)
         if not data["agents"]:
             raise checkpoints.fail("agents", "the file holds no agent")
-        return [
-            RLAlgorithm.class_of(agent, where=f"agents[{i}]").from_state_dict(
-                agent, device=device, where=f"agents[{i}]"
-            )
-            for i, agent in enumerate(data["agents"])
-        ]
+        population: list[Any] = []
+        for i, agent in enumerate(data["agents"]):
+            where = f"agents[{i}]"
+            cls = EvolvableAlgorithm.class_of(agent, where=where)
+            runtime = population[0].runtime_args() if population else {}
+            population.append(cls.from_state_dict(agent, device=device, where=where, **runtime))
+        return population
 
 
 def _show(value: Any) -> str:

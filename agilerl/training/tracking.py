@@ -4,7 +4,7 @@ One reporter serves every algorithm family. The generation loop
 (:func:`agilerl.training.evolution.evolve`) writes one record per generation into the
 run's history (``history.json``); :func:`scalars` and :func:`texts` flatten such a record
 into tags once, and each backend only writes what they return. An algorithm takes part by
-returning its :attr:`~agilerl.algorithms.base.RLAlgorithm.learn_metrics` from ``learn``;
+returning its :attr:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.learn_metrics` from ``learn``;
 the training loop averages them over the generation with :class:`MeanMetrics`.
 
 Tags (the step is the environment steps per agent, the x-axis of ``fitness.png``):

@@ -1,0 +1,244 @@
+"""``RLAlgorithm``: the single-agent family (one observation space, one action space).
+
+Everything agents of all families share (hyperparameters and their mutation, declared
+networks / targets / optimisers, metrics, checkpoints, ``clone``) is
+:class:`~agilerl.algorithms.core.evolvable.EvolvableAlgorithm`. This family adds what acting
+in one Gymnasium environment needs: evaluation (:meth:`RLAlgorithm.test`) on a
+vectorised environment, :meth:`RLAlgorithm.predict`, and exploration owned by the agent
+(:meth:`RLAlgorithm.explore`, told where episodes ended by
+:meth:`RLAlgorithm.episodes_ended`).
+
+Subclass contract (see ``dqn.py``): as :class:`EvolvableAlgorithm`'s, plus
+``get_action``, ``eval_action`` (and ``sample_action`` / ``explore`` where the
+algorithm has them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from pydantic import BaseModel
+
+from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
+from agilerl.components.exploration import EpsilonSchedule
+from agilerl.networks.base import infer_encoder_spec
+
+
+def network_spec(
+    spec_cls: type[BaseModel],
+    observation_space: spaces.Space,
+    net_config: Any = None,
+    recurrent: bool = False,
+) -> BaseModel:
+    """The network spec of class ``spec_cls`` that ``net_config`` describes.
+
+    ``net_config`` is None (defaults: encoder inferred from the observation space), a
+    manifest ``network`` section, a network spec or a plain dict of either. An encoder
+    config without ``arch`` gets the arch inferred from the observation space.
+    """
+    if net_config is None:
+        data: dict[str, Any] = {}
+    elif isinstance(net_config, BaseModel):
+        data = net_config.model_dump(exclude_unset=False)
+    elif isinstance(net_config, Mapping):
+        data = dict(net_config)
+    else:
+        raise TypeError(f"net_config must be a network section or spec, got {net_config!r}")
+    arch = data.pop("arch", None)
+    simba = bool(data.get("simba", False))
+    encoder = data.get("encoder_config")
+    if isinstance(encoder, BaseModel):
+        encoder = encoder.model_dump()
+    inferred = infer_encoder_spec(observation_space, recurrent=recurrent, simba=simba)
+    if encoder is None:
+        encoder = inferred.model_dump()
+    else:
+        encoder = dict(encoder)
+        encoder.setdefault("arch", arch or inferred.arch)
+    data["encoder_config"] = encoder
+    data.setdefault("head_config", {"hidden_size": [64]})
+    if isinstance(data["head_config"], BaseModel):
+        data["head_config"] = data["head_config"].model_dump()
+    fields = spec_cls.model_fields
+    return spec_cls.model_validate({k: v for k, v in data.items() if k in fields})
+
+
+def action_mask_from_info(info: dict[str, Any]) -> np.ndarray | None:
+    """The vector env's ``action_mask`` with rows of environments that gave none set to
+    all allowed (gymnasium fills missing entries with zeros, i.e. everything masked)."""
+    mask = info.get("action_mask")
+    if mask is None:
+        return None
+    mask = np.asarray(mask, dtype=bool)
+    present = info.get("_action_mask")
+    if present is not None and not np.all(present):
+        mask = mask.copy()
+        mask[~np.asarray(present, dtype=bool)] = True
+    return mask
+
+
+class RLAlgorithm(EvolvableAlgorithm):
+    """Base of single-agent algorithms (see the module docstring for the contract)."""
+
+    construction_layout: ClassVar[Mapping[str, Any]] = {
+        "observation_space": spaces.Space,
+        "action_space": spaces.Space,
+    }
+
+    #: What the off-policy replay (:mod:`agilerl.components.replay`) may hand the agent:
+    #: batches carrying n-step transitions under ``"n_step"``, and prioritised batches
+    #: to :meth:`learn_prioritized`. Algorithms that learn from those say so.
+    learns_n_step: ClassVar[bool] = False
+    learns_from_priorities: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        index: int = 0,
+        *,
+        net_config: Any = None,
+        device: str | torch.device = "cpu",
+        accelerator: Any = None,
+        seed: int | None = None,
+    ) -> None:
+        if not isinstance(observation_space, spaces.Space):
+            raise TypeError(
+                f"observation_space must be a gymnasium space, got {observation_space!r}"
+            )
+        if not isinstance(action_space, spaces.Space):
+            raise TypeError(f"action_space must be a gymnasium space, got {action_space!r}")
+        self.observation_space = observation_space
+        self.action_space = action_space
+        super().__init__(
+            index, net_config=net_config, device=device, accelerator=accelerator, seed=seed
+        )
+
+    # -- to implement ---------------------------------------------------------------------
+    # -- to implement ---------------------------------------------------------------------
+    def get_action(self, obs: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Greedy / deterministic actions for a batch of observations (evaluation)."""
+        raise NotImplementedError
+
+    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Actions drawn from the agent's stochastic policy for a batch of observations,
+        as :meth:`eval_action` returns them (``predict(..., deterministic=False)``)."""
+        raise NotImplementedError(f"{self.name} has no stochastic policy to sample from")
+
+    def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
+        """One learning step on a prioritised batch (importance-sampling ``weights``);
+        returns :attr:`learn_metrics` and the per-transition losses (new priorities).
+        Only agents with :attr:`learns_from_priorities` implement it."""
+        raise NotImplementedError(f"{self.name} does not learn from prioritised replay")
+
+    # -- exploration (asked for by the off-policy loop) ------------------------------------
+    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
+        """The run's epsilon-greedy schedule (the training spec's ``eps_*``), given to
+        every agent before it trains. Agents that explore otherwise (action noise, noisy
+        networks) keep it unused."""
+
+    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Exploratory actions for one vector step of training, in the environment's
+        action space: the agent applies its own exploration (epsilon-greedy at the
+        schedule's epsilon for its :attr:`steps`, action noise, noisy networks)."""
+        raise NotImplementedError(f"{self.name} does not explore off-policy")
+
+    def episodes_ended(self, ended: np.ndarray) -> None:
+        """Sub-environments (a boolean row per env) whose episodes just ended: per-env
+        exploration state (Ornstein-Uhlenbeck noise, a hidden state) starts afresh there."""
+
+    def exploration_metrics(self) -> dict[str, float]:
+        """Figures of the exploration the last :meth:`explore` used (DQN: ``epsilon``),
+        reported beside :attr:`learn_metrics`."""
+        return {}
+
+    def network_spec(self, spec_cls: type[BaseModel], recurrent: bool = False) -> BaseModel:
+        return network_spec(spec_cls, self.observation_space, self.net_config, recurrent)
+
+    # -- inference ------------------------------------------------------------------------
+    def predict(
+        self,
+        obs: Any,
+        deterministic: bool = True,
+        action_mask: Any = None,
+        episode_start: Any = None,
+    ) -> Any:
+        """The action(s) to take, as the environment's action space takes them.
+
+        ``obs`` is one observation, as ``env.reset()`` / ``env.step()`` return it, or a
+        batch (a leading dimension on every leaf of a Dict/Tuple observation); which one
+        is read from the observation space's shapes. ``action_mask`` (Discrete and
+        MultiDiscrete actions: 1/True marks an allowed action) is shaped like the
+        observation: one row, or one per observation of the batch.
+
+        Returns, for one observation, one action: a Python ``int`` for Discrete, a numpy
+        array of the space's shape and dtype otherwise (MultiDiscrete, MultiBinary, Box
+        clipped or squashed into its bounds); for a batch, a numpy array with a leading
+        batch dimension. ``deterministic`` gives the greedy / most likely action; False
+        samples the policy (:meth:`sample_action`).
+
+        A recurrent agent keeps its hidden state between calls (one row per observation
+        of the batch) instead of returning it as Stable-Baselines3's ``predict`` does:
+        ``episode_start`` (a bool, or one per observation) says which observations begin
+        a new episode, whose state starts from zero (:meth:`episodes_ended`).
+        """
+        from agilerl.observations import add_batch_dim, batch_size
+
+        single = batch_size(obs, self.observation_space) is None
+        if single:
+            obs = add_batch_dim(obs, self.observation_space)
+            if action_mask is not None:
+                action_mask = np.asarray(action_mask)[None]
+        if episode_start is not None:
+            self.episodes_ended(np.asarray(episode_start, dtype=bool).reshape(-1))
+        act = self.eval_action if deterministic else self.sample_action
+        with torch.no_grad():
+            actions = act(obs, action_mask)
+        if not single:
+            return actions
+        action = actions[0]
+        return int(action) if isinstance(self.action_space, spaces.Discrete) else action
+
+    # -- evaluation -----------------------------------------------------------------------
+    def test(
+        self,
+        env: Any,
+        max_steps: int | None = None,
+        loop: int = 1,
+        seed: int | None = None,
+    ) -> float:
+        """Mean return of ``loop`` rounds of one episode per sub-environment of a
+        vectorised ``env`` (same-step autoreset), acting with :meth:`eval_action`.
+        ``max_steps`` cuts each episode short. Appends the result to ``fitness``.
+        Returns the mean and counts the environment steps taken in ``eval_steps_taken``."""
+        num_envs = env.num_envs
+        returns: list[float] = []
+        taken = 0
+        with torch.no_grad():
+            for round_ in range(loop):
+                obs, info = env.reset(seed=None if seed is None else seed + round_ * num_envs)
+                self.episodes_ended(np.ones(num_envs, dtype=bool))  # per-env state afresh
+                totals = np.zeros(num_envs)
+                done = np.zeros(num_envs, dtype=bool)
+                steps = 0
+                while not done.all() and (max_steps is None or steps < max_steps):
+                    action = self.eval_action(obs, action_mask_from_info(info))
+                    obs, reward, terminated, truncated, info = env.step(action)
+                    totals += np.where(done, 0.0, reward)
+                    ended = np.logical_or(terminated, truncated)
+                    self.episodes_ended(ended)
+                    done |= ended
+                    steps += 1
+                taken += steps * num_envs
+                returns.extend(totals.tolist())
+        self.eval_steps_taken = taken
+        fitness = float(np.mean(returns))
+        self.fitness.append(fitness)
+        return fitness

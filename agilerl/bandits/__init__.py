@@ -1,7 +1,0 @@
-"""Contextual bandits from labelled tables (:class:`BanditEnv`), trained by NeuralUCB
-and NeuralTS (:mod:`agilerl.algorithms.neural_bandit`) through
-:func:`agilerl.training.bandits.train_bandits`."""
-
-from agilerl.bandits.env import BanditEnv, BanditTableError, disjoint_contexts, load_tables
-
-__all__ = ["BanditEnv", "BanditTableError", "disjoint_contexts", "load_tables"]

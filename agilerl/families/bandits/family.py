@@ -1,0 +1,121 @@
+"""The contextual bandit family (NeuralUCB, NeuralTS): a bandit made from the manifest's
+tables (relative paths resolve against the manifest's directory), a shared memory of
+pulls, the bandit turn of :mod:`.loop`, and the regret plot beside the common outputs."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from agilerl.families.bandits.env import BanditEnv, BanditTableError
+from agilerl.families.bandits.loop import plot_regret
+from agilerl.families.bandits.memory import BanditMemory
+from agilerl.families.bandits.preflight import check_bandit_run
+from agilerl.families.base import Family, Memory, Output, evolved_mlp_network
+from agilerl.families.context import RunContext
+from agilerl.families.evaluation import (
+    EvaluationError,
+    EvaluationResult,
+    check_counts,
+    no_video,
+)
+from agilerl.families.single_agent.evaluation import check_spaces, seeded_sampling
+from agilerl.models.base import AgentType
+from agilerl.models.env import BanditEnvSpec
+from agilerl.models.training import ReplayBufferSpec
+from agilerl.training.errors import TrainerError
+from agilerl.training.preflight import Estimate
+
+
+class BanditFamily(Family):
+    agent_type = AgentType.BanditAgent
+    title = "contextual bandit"
+    measure = "reward rate, 0 to 1"
+    # The best agent's cumulative regret over its lineage's pulls.
+    outputs = {"regret": Output("regret.png", plot_regret)}
+
+    def make_env(self, ctx: RunContext) -> BanditEnv:
+        """The bandit of the environment section's tables; a bad table is a
+        :class:`~agilerl.training.errors.TrainerError` naming the file and row."""
+        try:
+            return BanditEnv.from_spec(ctx.environment, ctx.base_dir)
+        except BanditTableError as err:
+            raise TrainerError(f"environment: {err}") from None
+
+    def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
+        """One arm's context space, the arms, the network section and the agent's seed."""
+        return {
+            "observation_space": env.observation_space,
+            "action_space": env.action_space,
+            "net_config": ctx.network,
+            "seed": seed,
+        }
+
+    def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
+        return check_bandit_run(ctx, self, available)
+
+    def make_memory(self, ctx: RunContext) -> Memory:
+        """The population's shared memory of pulls (``replay_buffer.max_size`` of them)."""
+        spec = ctx.replay_buffer or ReplayBufferSpec()
+        return Memory(BanditMemory(spec.max_size, device=ctx.device))
+
+    def evolved_network(self, best: Any) -> dict[str, Any]:
+        return evolved_mlp_network(best)
+
+    def written_manifest(self, ctx: RunContext, doc: dict[str, Any]) -> None:
+        """The tables' paths made absolute: they were relative to the original manifest."""
+        _absolute_tables(doc["environment"], ctx.base_dir)
+
+    def recorded_environment(self, environment: Any, base_dir: Path) -> dict[str, Any]:
+        """The section with absolute table paths, so the agent file is evaluated from
+        anywhere."""
+        return _absolute_tables(super().recorded_environment(environment, base_dir), base_dir)
+
+    # -- evaluating a saved agent ---------------------------------------------------------
+    def evaluation_environment(self, environment: Any, agent: Any) -> BanditEnvSpec:
+        if isinstance(environment, BanditEnvSpec):
+            return environment
+        return BanditEnvSpec.model_validate(environment)
+
+    def evaluate_saved(
+        self,
+        agent: Any,
+        environment: Any,
+        *,
+        episodes: int,
+        seed: int,
+        deterministic: bool,
+        video: str | Path | None = None,
+        max_episode_steps: int | None = None,
+    ) -> EvaluationResult:
+        """Rounds of ``max_episode_steps`` (default 500) pulls on the recorded tables
+        (relative paths from the working directory), greedy unless ``deterministic`` is
+        False: each round an "episode" from seed ``seed + i``, its return the round's
+        reward rate (as the run's fitness)."""
+        check_counts(episodes, max_episode_steps)
+        no_video(video, "a contextual bandit")
+        spec = self.evaluation_environment(environment, agent)
+        try:
+            env = BanditEnv.from_spec(spec)
+        except BanditTableError as err:
+            raise EvaluationError(f"environment: {err}") from None
+        check_spaces(agent, env, spec.name)
+        pulls = 500 if max_episode_steps is None else max_episode_steps
+        returns = []
+        with contextlib.nullcontext() if deterministic else seeded_sampling(agent, seed):
+            for episode in range(episodes):
+                contexts = env.reset(seed=seed + episode)
+                total = 0.0
+                for _ in range(pulls):
+                    contexts, reward = env.step(agent.predict(contexts, deterministic))
+                    total += reward
+                returns.append(total / pulls)
+        return EvaluationResult(returns, [pulls] * episodes, seed, deterministic, spec.name)
+
+
+def _absolute_tables(document: dict[str, Any], base_dir: Path) -> dict[str, Any]:
+    """``document`` (an environment section) with its tables' paths made absolute."""
+    for key in ("features", "targets"):
+        document[key] = str((Path(base_dir) / document[key]).resolve())
+    return document

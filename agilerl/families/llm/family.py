@@ -1,0 +1,58 @@
+"""The LLM fine-tuning family (GRPO, DPO, SFT): a population of LoRA adapters on one
+shared base model, trained on local datasets by :mod:`.loop`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agilerl.families.base import AgentLoader, Family, HasParameters, Output
+from agilerl.families.context import RunContext
+from agilerl.families.llm import setup
+from agilerl.families.llm.preflight import check_llm_run
+from agilerl.models.base import AgentType, spec_class
+
+
+class LLMFamily(Family):
+    agent_type = AgentType.LLMAgent
+    title = "LLM fine-tuning"
+    measure = "score: reward, accuracy or 1/perplexity"
+    saves_env_position = True
+    shards_population = False
+    # The best agent's peft adapter directory, tokenizer beside it.
+    outputs = {"adapter": Output("best_adapter", lambda best, path: best.save_adapter(path))}
+    network_spec = spec_class("FinetuningNetworkSpec")
+
+    def make_env(self, ctx: RunContext) -> Any:
+        return setup.make_llm_env(ctx)
+
+    def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
+        return setup.llm_build_args(ctx, env, seed)
+
+    def preflight(self, ctx: RunContext, available: int | None) -> None:
+        check_llm_run(ctx, self)
+
+    def spec_fields(self, ctx: RunContext) -> dict[str, Any]:
+        return setup.llm_spec_fields(ctx)
+
+    def env_name(self, environment: Any) -> str:
+        return Path(environment.dataset).stem
+
+    def computes(self, ctx: RunContext, agent: Any) -> HasParameters:
+        return setup.BaseCompute(ctx, agent)
+
+    def close_env(self, env: Any) -> None:
+        """Datasets in memory: nothing to release."""
+
+    def agent_loader(self, ctx: RunContext, env: Any) -> AgentLoader:
+        return setup.SharedBaseLoader(ctx, env)
+
+    def cannot_evaluate(self, agent: Any) -> str:
+        return (
+            "an LLM agent is scored on its dataset's test split by `agilerl train` (the "
+            "fitness in the run's history.json), and its fine-tuned LoRA adapter is the "
+            "run's best_adapter/ directory (load it with peft onto the base model)"
+        )
+
+    def written_manifest(self, ctx: RunContext, doc: dict[str, Any]) -> None:
+        setup.llm_written_manifest(ctx, doc)

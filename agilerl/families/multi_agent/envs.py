@@ -1,0 +1,181 @@
+"""One PettingZoo parallel environment from a :class:`~agilerl.models.env.PettingZooEnvSpec`.
+
+``name`` is a module exposing ``parallel_env`` (``mpe2.simple_speaker_listener_v4``),
+called with ``config`` as keyword arguments; ``entrypoint`` instead names the callable
+that builds one. Either may give an AEC environment: one that declares itself
+parallelizable is converted (PettingZoo's ``aec_to_parallel``), a turn-based one is
+refused with the reason. Wrappers are applied innermost first. The engine names agents
+by strings: an environment whose ids are not strings (integers) is wrapped so they
+become ``str(id)`` (:class:`StringIds`), and mapped back when it acts.
+
+Every problem is an :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` naming the
+field, never a traceback from inside PettingZoo.
+"""
+
+from __future__ import annotations
+
+import importlib
+import reprlib
+from typing import Any
+
+from pettingzoo import AECEnv, ParallelEnv
+from pettingzoo.utils.conversions import aec_to_parallel
+
+from agilerl.families.single_agent.envs import EnvironmentSpecError, _import_target
+
+#: Module prefixes that moved out of PettingZoo, and where they live now: a manifest
+#: naming the old place is told the new one (pettingzoo 1.26 dropped its MPE copy).
+MOVED = {"pettingzoo.mpe": "mpe2"}
+#: A key of the vector env's infos that no agent may be called.
+RESERVED_IDS = ("__final__",)
+
+
+def _moved(name: str) -> str | None:
+    for old, new in MOVED.items():
+        if name == old or name.startswith(old + "."):
+            return new + name[len(old) :]
+    return None
+
+
+def _module_factory(name: str) -> Any:
+    """``<name>.parallel_env`` (or, for an AEC-only module, ``<name>.env``)."""
+    new = _moved(name)
+    if new is not None:
+        raise EnvironmentSpecError(
+            f"environment.name: {name!r}: PettingZoo no longer ships this environment; it "
+            f"lives in the {new.split('.')[0]} package now: name {new!r} (pip install "
+            "'agilerl[multiagent]')"
+        )
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        missing = err.name or name
+        hint = (
+            " (pip install 'agilerl[multiagent]' installs pettingzoo and mpe2)"
+            if missing.split(".")[0] in ("pettingzoo", "mpe2")
+            else ""
+        )
+        raise EnvironmentSpecError(
+            f"environment.name: {name!r} cannot be imported: no module {missing!r}{hint}"
+        ) from None
+    except Exception as err:  # the environment's own import failed (a missing extra)
+        raise EnvironmentSpecError(
+            f"environment.name: importing {name!r} raised {type(err).__name__}: {err}"
+        ) from err
+    for attribute in ("parallel_env", "env"):
+        factory = getattr(module, attribute, None)
+        if callable(factory):
+            return factory
+    raise EnvironmentSpecError(
+        f"environment.name: module {name!r} has neither parallel_env nor env: name a "
+        "PettingZoo environment module, or give environment.entrypoint"
+    )
+
+
+def as_parallel(env: Any, where: str) -> ParallelEnv:
+    """``env`` as a parallel environment: as it is, or converted from AEC where the AEC
+    environment says that is safe (``metadata["is_parallelizable"]``)."""
+    if isinstance(env, ParallelEnv):
+        return env
+    if isinstance(env, AECEnv):
+        if not (getattr(env, "metadata", None) or {}).get("is_parallelizable", False):
+            raise EnvironmentSpecError(
+                f"{where}: {type(env.unwrapped).__name__} is a turn-based (AEC) environment "
+                "that does not declare metadata['is_parallelizable']: its agents act one "
+                "after another, which the parallel API cannot express; multi-agent "
+                "training needs a PettingZoo ParallelEnv"
+            )
+        return aec_to_parallel(env)
+    raise EnvironmentSpecError(
+        f"{where}: built {type(env).__name__} {reprlib.repr(env)}, not a PettingZoo "
+        "ParallelEnv or AECEnv"
+    )
+
+
+class StringIds(ParallelEnv):
+    """A parallel environment whose agent ids are turned into strings (``str(id)``);
+    actions given by string id go back to the environment under its own ids."""
+
+    def __init__(self, env: ParallelEnv) -> None:
+        self.env = env
+        self._to_own = {str(agent): agent for agent in env.possible_agents}
+        self.possible_agents = list(self._to_own)
+        self.metadata = getattr(env, "metadata", {})
+        self.agents: list[str] = []
+
+    def _named(self, table: dict[Any, Any]) -> dict[str, Any]:
+        return {str(agent): value for agent, value in table.items()}
+
+    def observation_space(self, agent: str) -> Any:
+        return self.env.observation_space(self._to_own[agent])
+
+    def action_space(self, agent: str) -> Any:
+        return self.env.action_space(self._to_own[agent])
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[dict, dict]:
+        obs, infos = self.env.reset(seed=seed, options=options)
+        self.agents = [str(a) for a in self.env.agents]
+        return self._named(obs), self._named(infos)
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        out = self.env.step({self._to_own[a]: value for a, value in actions.items()})
+        self.agents = [str(a) for a in self.env.agents]
+        return tuple(self._named(table) for table in out)  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
+
+
+def string_ids(env: ParallelEnv, where: str) -> ParallelEnv:
+    """``env`` with string agent ids (wrapped in :class:`StringIds` where needed);
+    refuses ids that collide as strings or use a reserved name."""
+    ids = list(env.possible_agents)
+    names = [str(a) for a in ids]
+    if len(set(names)) != len(names):
+        raise EnvironmentSpecError(
+            f"{where}: agent ids {ids!r} are not distinct as strings, and the engine names "
+            "agents by strings"
+        )
+    reserved = sorted(set(names) & set(RESERVED_IDS))
+    if reserved:
+        raise EnvironmentSpecError(f"{where}: agent id {reserved[0]!r} is reserved by the engine")
+    if all(isinstance(a, str) for a in ids):
+        return env
+    return StringIds(env)
+
+
+def make_parallel_env(spec: Any) -> ParallelEnv:
+    """One (unvectorised) parallel environment of ``spec`` with string agent ids."""
+    kwargs = dict(spec.config or {})
+    if spec.entrypoint is not None:
+        where, label = "environment.entrypoint", spec.entrypoint
+        factory = _import_target(spec.entrypoint, where, spec.path)
+    else:
+        where, label = "environment.name", spec.name
+        factory = _module_factory(spec.name)
+    env = _call(factory, (), kwargs, where, label, "environment.config")
+    env = as_parallel(env, where)
+    for i, wrapper in enumerate(spec.wrappers or []):
+        at = f"environment.wrappers.{i}"
+        target = wrapper if isinstance(wrapper, str) else wrapper.wrapper
+        options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
+        cls = _import_target(target, at, spec.path)
+        env = as_parallel(_call(cls, (env,), options, at, target, at), at)
+    if not getattr(env, "possible_agents", None):
+        raise EnvironmentSpecError(f"{where}: {label} has no possible_agents")
+    return string_ids(env, where)
+
+
+def _call(
+    factory: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, target: str, at: str
+) -> Any:
+    try:
+        return factory(*args, **kwargs)
+    except TypeError as err:  # most often keywords that do not fit the signature
+        raise EnvironmentSpecError(f"{at}: {target}: {err}") from err
+    except Exception as err:
+        raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err

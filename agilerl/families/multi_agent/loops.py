@@ -1,0 +1,289 @@
+"""The multi-agent training functions: MADDPG/MATD3 off-policy, IPPO on-policy.
+
+Both run on a :class:`~agilerl.families.multi_agent.vector.ParallelVecEnv` through the generation
+loop every family shares (:func:`~agilerl.training.evolution.evolve`: evolution,
+checkpoints, resuming, the progress bar, the per-generation table and the plot). An agent
+here is a *team*: one :class:`~agilerl.algorithms.core.multi_agent.MultiAgentRLAlgorithm`
+acting for every agent of the environment.
+
+Fitness, and every training score, is the team's summed return per episode (every
+agent's rewards added) with ``sum_scores`` true, the default; with ``sum_scores`` false
+it is the mean return per agent (the summed return over the number of agents). The
+per-generation table shows beside it each agent group's summed return
+(``fitness/<group>``).
+
+The loop never chooses an action for an agent: it passes the team's own (``explore``) to
+the environment, which hands each sub-environment the actions of the agents present in
+it. Transitions of agents that were absent are stored with ``active`` false, and the
+algorithms leave them out of every loss.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from typing_extensions import Unpack
+
+from agilerl.components import on_policy
+from agilerl.families.multi_agent.buffers import MultiAgentRollout, TeamRolloutCollector
+from agilerl.families.multi_agent.vector import FINAL
+from agilerl.training.evolution import (
+    LoopArguments,
+    RunState,
+    Turns,
+    evolve,
+    reset_seed,
+    run_config,
+    vector_steps,
+)
+from agilerl.training.sharing import ExperienceSharing
+from agilerl.training.tracking import MeanMetrics
+
+#: One agent's turn: (agent, slot, budget, run) -> (env steps, episode returns, metrics).
+TrainTeam = Callable[[Any, int, int, RunState], tuple[int, list[float], dict[str, float]]]
+
+
+def _scale(sum_scores: bool, team: Any) -> float:
+    """What one team return counts as: itself, or per agent (``sum_scores`` false)."""
+    return 1.0 if sum_scores else 1.0 / len(team.agent_ids)
+
+
+def _active(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, np.ndarray]:
+    return {agent: infos[agent]["active"] for agent in agent_ids}
+
+
+def _masks(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, np.ndarray]:
+    """The action masks of the agents that have one (what the actions were chosen within)."""
+    return {a: infos[a]["action_mask"] for a in agent_ids if "action_mask" in infos[a]}
+
+
+class _Returns:
+    """Each sub-environment's running team return, and those of the episodes that ended."""
+
+    def __init__(self, num_envs: int, scale: float) -> None:
+        self.running = np.zeros(num_envs)
+        self.completed: list[float] = []
+        self.scale = scale
+
+    def add(self, rewards: dict[str, np.ndarray], ended: np.ndarray) -> None:
+        self.running += sum(np.asarray(r, dtype=float) for r in rewards.values())
+        if ended.any():
+            self.completed.extend((self.running[ended] * self.scale).tolist())
+            self.running[ended] = 0.0
+
+
+def team_evaluation(
+    env: Any, eval_steps: int | None, eval_loop: int, sum_scores: bool
+) -> Callable[[Any, int, RunState], tuple[float, int, dict[str, float]]]:
+    """Evaluation of a team by ``agent.test`` on ``env`` (resets seeded from the run's
+    generation and slot): the team's summed return per episode (or per agent, see the
+    module docstring), with each group's summed return as ``fitness/<group>``."""
+
+    def evaluate(agent: Any, slot: int, state: RunState) -> tuple[float, int, dict[str, float]]:
+        team = agent.test(
+            env, max_steps=eval_steps, loop=eval_loop, seed=reset_seed(state, slot, 1)
+        )
+        fitness = float(team) * _scale(sum_scores, agent)
+        agent.fitness[-1] = fitness  # test appended the summed return
+        groups = {f"fitness/{g}": float(v) for g, v in agent.group_fitness.items()}
+        return fitness, agent.eval_steps_taken, groups
+
+    return evaluate
+
+
+def _team_turns(
+    env: Any,
+    pop: list[Any],
+    train_agent: TrainTeam,
+    *,
+    sum_scores: bool,
+    eval_steps: int | None,
+    eval_loop: int,
+    sharing: Any = None,
+) -> Turns:
+    """A team family's turns: ``train_agent``, evaluation by :func:`team_evaluation`, and
+    each group's fitness in the per-generation table."""
+    groups = sorted({g for team in pop for g in team.groups})
+    return Turns(
+        train_agent,
+        team_evaluation(env, eval_steps, eval_loop, sum_scores),
+        sharing=sharing,
+        table_metrics=tuple(f"fitness/{g}" for g in groups),
+    )
+
+
+def multi_agent_off_policy_turns(
+    env: Any,
+    memory: Any,
+    pop: list[Any],
+    *,
+    sum_scores: bool = True,
+    eval_steps: int | None = None,
+    eval_loop: int = 1,
+    learning_delay: int = 0,
+) -> Turns:
+    """The turns of off-policy teams (MADDPG, MATD3) on a vectorised parallel ``env``,
+    sharing one :class:`~agilerl.families.multi_agent.buffers.MultiAgentReplayBuffer`
+    (``memory``: every team's experience feeds every team, generation-synchronously: a
+    team learns from the buffer as the generation found it plus its own rows; every team's
+    rows are added, in slot order, when the generation ends; see
+    :mod:`agilerl.training.sharing`).
+
+    Each team in turn explores for its ``evo_steps`` share (its own noise, restarted per
+    sub-environment where an episode ended), storing every vector step with the true
+    next observations, ``done`` = terminated (a time-limit cut bootstraps) and the masks
+    the environment gave (those acted within and those of the next observations), and
+    learns from a sample of ``batch_size`` rows every ``learn_step`` env steps once the
+    buffer holds a batch and more than ``learning_delay`` rows.
+    """
+    num_envs = env.num_envs
+
+    def train_agent(
+        agent: Any, slot: int, budget: int, run: RunState
+    ) -> tuple[int, list[float], dict[str, float]]:
+        obs, infos = env.reset(seed=reset_seed(run, slot, 0))
+        agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
+        returns = _Returns(num_envs, _scale(sum_scores, agent))
+        metrics = MeanMetrics()
+        pending = 0  # env steps since the last learning step
+        n_steps = vector_steps(budget, num_envs)
+        for _ in range(n_steps):
+            actions = agent.explore(obs, infos)
+            next_obs, rewards, terminated, _, next_infos = env.step(actions)
+            final = next_infos[FINAL]
+            memory.add(
+                obs, actions, rewards, final["obs"], terminated,
+                _active(next_infos, env.agent_ids), _masks(infos, env.agent_ids),
+                final["action_mask"],
+            )  # fmt: skip
+            returns.add(rewards, final["ended"])
+            if final["ended"].any():
+                agent.episodes_ended(final["ended"])
+            obs, infos = next_obs, next_infos
+            agent.steps += num_envs
+            pending += num_envs
+            if len(memory) >= agent.batch_size and len(memory) > learning_delay:
+                while pending >= agent.learn_step:
+                    metrics.add(agent.learn(memory.sample(agent.batch_size)))
+                    pending -= agent.learn_step
+            else:
+                pending = 0  # no learning backlog builds up before learning starts
+        agent.scores.extend(returns.completed)
+        return n_steps * num_envs, returns.completed, metrics.means()
+
+    return _team_turns(
+        env,
+        pop,
+        train_agent,
+        sum_scores=sum_scores,
+        eval_steps=eval_steps,
+        eval_loop=eval_loop,
+        sharing=ExperienceSharing(memory),
+    )
+
+
+def train_multi_agent_off_policy(
+    env: Any,
+    env_name: str,
+    algo: str,
+    pop: list[Any],
+    memory: Any,
+    *,
+    sum_scores: bool = True,
+    learning_delay: int = 0,
+    **loop: Unpack[LoopArguments],
+) -> tuple[list[Any], list[float]]:
+    """Train a population of off-policy teams (MADDPG, MATD3) on a vectorised parallel
+    ``env`` sharing ``memory`` (:func:`multi_agent_off_policy_turns`). The other keyword
+    arguments are :class:`~agilerl.training.evolution.LoopArguments`; run checkpoints
+    save ``memory`` beside the population. Returns ``(population, fitnesses)``."""
+    turns = multi_agent_off_policy_turns(
+        env,
+        memory,
+        pop,
+        sum_scores=sum_scores,
+        eval_steps=loop.get("eval_steps"),
+        eval_loop=loop.get("eval_loop", 1),
+        learning_delay=learning_delay,
+    )
+    return evolve(pop, turns, run_config(algo, env_name, loop, memory=memory))
+
+
+def multi_agent_on_policy_turns(
+    env: Any,
+    pop: list[Any],
+    *,
+    sum_scores: bool = True,
+    eval_steps: int | None = None,
+    eval_loop: int = 1,
+) -> Turns:
+    """The turns of on-policy teams (IPPO) on a vectorised parallel ``env``.
+
+    Each team in turn collects rollouts of ``learn_step`` env steps (rounded up to whole
+    vector steps) with :func:`~agilerl.components.on_policy.collect_rollout`, the
+    collection PPO uses, into a :class:`~agilerl.families.multi_agent.buffers.
+    MultiAgentRollout` (:class:`~agilerl.families.multi_agent.buffers.
+    TeamRolloutCollector`: obs, action, the log-probability and value its ``explore``
+    recorded, reward, done = terminated or truncated, active, the action masks acted
+    within), and learns from each whole (GAE per agent, bootstrapped from the
+    observations after the rollout), until its ``evo_steps`` share is used. Time-limit
+    cuts are bootstrapped by adding ``gamma * V`` of the last observation to that step's
+    reward (:func:`~agilerl.components.on_policy.bootstrap_time_limits`).
+    """
+    num_envs = env.num_envs
+
+    def train_agent(
+        agent: Any, slot: int, budget: int, run: RunState
+    ) -> tuple[int, list[float], dict[str, float]]:
+        obs, infos = env.reset(seed=reset_seed(run, slot, 0))
+        agent.episodes_ended(np.ones(num_envs, dtype=bool))
+        returns = _Returns(num_envs, _scale(sum_scores, agent))
+        metrics = MeanMetrics()
+
+        def episodes(step: on_policy.VectorStep) -> None:
+            ended = step.next_info[FINAL]["ended"]
+            returns.add(step.env_reward, ended)
+            if ended.any():
+                agent.episodes_ended(ended)
+
+        taken = 0
+        while taken < budget:
+            length = math.ceil(agent.learn_step / num_envs)  # learn_step may mutate
+            rollout = MultiAgentRollout(length, num_envs, device=agent.device)
+            collector = TeamRolloutCollector(agent, rollout, env.agent_ids, on_step=episodes)
+            obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
+            metrics.add(agent.learn(rollout, obs))
+            taken += length * num_envs
+        agent.steps += taken
+        agent.scores.extend(returns.completed)
+        return taken, returns.completed, metrics.means()
+
+    return _team_turns(
+        env, pop, train_agent, sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop
+    )
+
+
+def train_multi_agent_on_policy(
+    env: Any,
+    env_name: str,
+    algo: str,
+    pop: list[Any],
+    *,
+    sum_scores: bool = True,
+    **loop: Unpack[LoopArguments],
+) -> tuple[list[Any], list[float]]:
+    """Train a population of on-policy teams (IPPO) on a vectorised parallel ``env``
+    (:func:`multi_agent_on_policy_turns`). The other keyword arguments are
+    :class:`~agilerl.training.evolution.LoopArguments`. Returns ``(population,
+    fitnesses)``."""
+    turns = multi_agent_on_policy_turns(
+        env,
+        pop,
+        sum_scores=sum_scores,
+        eval_steps=loop.get("eval_steps"),
+        eval_loop=loop.get("eval_loop", 1),
+    )
+    return evolve(pop, turns, run_config(algo, env_name, loop))

@@ -1,0 +1,114 @@
+"""The offline family (CQN): agents learn from a local HDF5 dataset (checked against the
+evaluation environment before the first step) held whole in a replay buffer, and are
+evaluated on Gymnasium vector environments (:mod:`.loop`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.families.base import Family, Memory, evolved_mlp_network, vector_workers
+from agilerl.families.context import RunContext
+from agilerl.families.offline.datasets import DatasetError, OfflineDataset, load_dataset
+from agilerl.families.single_agent.envs import make_env, make_vector_env
+from agilerl.families.single_agent.evaluation import GymEvaluation, without_dataset
+from agilerl.families.single_agent.family import gym_build_args
+from agilerl.families.single_agent.preflight import estimate
+from agilerl.models.base import AgentType
+from agilerl.models.training import ReplayBufferSpec
+from agilerl.training.preflight import Estimate, PreflightError, check_fits
+
+#: Replay settings an offline run cannot honour: it samples its dataset uniformly.
+UNUSED_REPLAY = {
+    "per_buffer": "prioritised replay",
+    "n_step_buffer": "n-step returns",
+}
+
+
+def dataset_file(ctx: RunContext) -> Path:
+    """``environment.dataset_path``, resolved against the manifest's directory."""
+    path = Path(ctx.environment.dataset_path)
+    return path if path.is_absolute() else ctx.base_dir / path
+
+
+def run_dataset(ctx: RunContext) -> OfflineDataset:
+    """The run's dataset, checked against the spaces of one evaluation environment
+    (:class:`~agilerl.families.offline.datasets.DatasetError` names the key and the
+    shapes)."""
+    env = make_env(ctx.environment)
+    try:
+        return load_dataset(
+            dataset_file(ctx),
+            env.observation_space,
+            env.action_space,
+            env_name=ctx.environment.name,
+        )
+    finally:
+        env.close()
+
+
+def check_offline_run(ctx: RunContext, available: int | None = None) -> Estimate:
+    """The offline family's pre-flight, before any step: the dataset (file, keys, shapes,
+    spaces of the evaluation environment), replay settings it cannot honour, the batch
+    against the dataset, then the memory estimate with a buffer of the dataset's size."""
+    try:
+        rows = len(run_dataset(ctx))
+    except DatasetError as err:
+        raise PreflightError(f"environment.dataset_path: {err}") from None
+    buffers = ctx.replay_buffer
+    for key, what in UNUSED_REPLAY.items():
+        if buffers is not None and getattr(buffers, key):
+            raise PreflightError(
+                f"replay_buffer.{key}: {ctx.algorithm.name} learns from uniform samples "
+                f"of its dataset; {what} is not available offline"
+            )
+    if buffers is not None and "max_size" in buffers.model_fields_set and buffers.max_size < rows:
+        raise PreflightError(
+            f"replay_buffer.max_size: {buffers.max_size:,} is less than the dataset's "
+            f"{rows:,} transitions; an offline run holds the whole dataset (remove max_size)"
+        )
+    if ctx.algorithm.batch_size > rows:
+        raise PreflightError(
+            f"algorithm.batch_size: {ctx.algorithm.batch_size:,} is more than the "
+            f"dataset's {rows:,} transitions"
+        )
+    sized = dataclasses.replace(ctx, replay_buffer=ReplayBufferSpec(max_size=rows))
+    return check_fits(estimate(sized), available)
+
+
+class OfflineFamily(GymEvaluation, Family):
+    agent_type = AgentType.OfflineAgent
+    title = "offline"
+
+    def evaluation_environment(self, environment: Any, agent: Any) -> Any:
+        """The Gymnasium part of the recorded section: its dataset_path dropped."""
+        return super().evaluation_environment(without_dataset(environment), agent)
+
+    def make_env(self, ctx: RunContext) -> Any:
+        """The evaluation environment; the transitions come from the dataset file."""
+        return make_vector_env(ctx.environment)
+
+    def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
+        return gym_build_args(ctx, env, seed)
+
+    def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
+        return check_offline_run(ctx, available)
+
+    def make_memory(self, ctx: RunContext) -> Memory:
+        """A replay buffer holding the whole dataset (filled here, once)."""
+        dataset = run_dataset(ctx)
+        memory = ReplayBuffer(len(dataset), device=ctx.device)
+        dataset.fill(memory)
+        return Memory(memory)
+
+    def env_workers(self, ctx: RunContext, env: Any) -> int:
+        return vector_workers(ctx, env)
+
+    def evolved_network(self, best: Any) -> dict[str, Any]:
+        return evolved_mlp_network(best)
+
+    def written_manifest(self, ctx: RunContext, doc: dict[str, Any]) -> None:
+        """The manifest a run writes elsewhere names its dataset by an absolute path."""
+        doc["environment"]["dataset_path"] = str(dataset_file(ctx).resolve())

@@ -1,0 +1,72 @@
+"""``train_offline``: agents learning from a fixed dataset, evaluated in an environment,
+with evolution (CQN)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from typing_extensions import Unpack
+
+from agilerl.components.replay import Replay
+from agilerl.training.evolution import (
+    LoopArguments,
+    RunState,
+    Turns,
+    episode_evaluation,
+    evolve,
+    run_config,
+)
+from agilerl.training.tracking import MeanMetrics
+
+
+def offline_turns(
+    env: Any, memory: Any, pop: list[Any], eval_steps: int | None = None, eval_loop: int = 1
+) -> Turns:
+    """A training step is one learning update: in each generation every agent makes
+    ``evo_steps`` updates on uniform samples of ``agent.batch_size`` transitions of
+    ``memory`` (``learn_step`` has no role: no environment is stepped between updates),
+    then is evaluated by its mean return over ``eval_loop`` episodes of the vectorised
+    ``env`` (the environment the dataset came from)."""
+    replay = Replay.of(memory)
+    for agent in pop:
+        replay.check(agent)
+
+    def train_agent(
+        agent: Any, slot: int, budget: int, run: RunState
+    ) -> tuple[int, list[float], dict[str, float]]:
+        metrics = MeanMetrics()
+        for _ in range(budget):
+            metrics.add(replay.learn(agent))
+        agent.steps += budget
+        # No episodes are played while learning: training scores come from evaluation.
+        return budget, [], metrics.means()
+
+    return Turns(train_agent, episode_evaluation(env, eval_steps, eval_loop))
+
+
+def train_offline(
+    env: Any,
+    env_name: str,
+    algo: str,
+    pop: list[Any],
+    memory: Any,
+    *,
+    dataset: Any = None,
+    **loop: Unpack[LoopArguments],
+) -> tuple[list[Any], list[float]]:
+    """Train a population on the transitions in ``memory`` (:func:`offline_turns`) and
+    evolve it.
+
+    ``memory`` is a replay buffer holding the dataset; an empty one is filled once from
+    ``dataset`` (an :class:`~agilerl.families.offline.datasets.OfflineDataset`, e.g. from
+    :func:`~agilerl.families.offline.datasets.load_dataset`), and nothing is added to it
+    after. The other keyword arguments (budget, evaluation, checkpoints, resuming) are
+    :class:`~agilerl.training.evolution.LoopArguments`. Returns ``(population, fitnesses)``.
+    """
+    if len(memory) == 0:
+        if dataset is None:
+            raise ValueError("memory is empty and no dataset was given to fill it from")
+        dataset.fill(memory)
+    config = run_config(algo, env_name, loop, memory=memory)
+    turns = offline_turns(env, memory, pop, loop.get("eval_steps"), loop.get("eval_loop", 1))
+    return evolve(pop, turns, config)

@@ -1,0 +1,60 @@
+"""The single-agent online family (DQN, RainbowDQN, DDPG, TD3, PPO): Gymnasium vector
+environments, the replay buffers of the ``replay_buffer`` section for off-policy
+algorithms, and the training turns of :mod:`.off_policy` and :mod:`.on_policy` (chosen by
+the spec's training function, ``train_off_policy`` or ``train_on_policy``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agilerl.components.replay import build_replay_buffers
+from agilerl.families.base import Family, Memory, evolved_mlp_network, vector_workers
+from agilerl.families.context import RunContext
+from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.families.single_agent.evaluation import GymEvaluation
+from agilerl.families.single_agent.preflight import check_rl_run
+from agilerl.models.base import AgentType
+from agilerl.models.training import ReplayBufferSpec
+from agilerl.training.errors import TrainerError
+from agilerl.training.preflight import Estimate
+
+
+def gym_build_args(ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
+    """One environment's spaces (of a vector env), the network section and the seed."""
+    return {
+        "observation_space": env.single_observation_space,
+        "action_space": env.single_action_space,
+        "net_config": ctx.network,
+        "seed": seed,
+    }
+
+
+class SingleAgentFamily(GymEvaluation, Family):
+    agent_type = AgentType.SingleAgent
+    title = "single-agent"
+
+    def make_env(self, ctx: RunContext) -> Any:
+        return make_vector_env(ctx.environment)
+
+    def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
+        return gym_build_args(ctx, env, seed)
+
+    def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
+        return check_rl_run(ctx, available)
+
+    def make_memory(self, ctx: RunContext) -> Memory:
+        """Off-policy algorithms: the buffers of the ``replay_buffer`` section (uniform,
+        prioritised, n-step beside it); on-policy ones keep their own rollouts."""
+        if not ctx.algorithm.off_policy:
+            return Memory()
+        spec = ctx.replay_buffer or ReplayBufferSpec()
+        try:
+            return Memory(*build_replay_buffers(spec, ctx.algorithm, ctx.device))
+        except ValueError as err:  # a combination the algorithm cannot use
+            raise TrainerError(str(err)) from None
+
+    def env_workers(self, ctx: RunContext, env: Any) -> int:
+        return vector_workers(ctx, env)
+
+    def evolved_network(self, best: Any) -> dict[str, Any]:
+        return evolved_mlp_network(best)

@@ -1,0 +1,153 @@
+"""The off-policy turn (DQN-style agents sharing one replay buffer) and
+``train_off_policy``, AgileRL's entry point for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from typing_extensions import Unpack
+
+from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
+from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
+from agilerl.components.replay import Replay
+from agilerl.observations import replace_rows
+from agilerl.training.evolution import (
+    LoopArguments,
+    RunState,
+    Turns,
+    episode_evaluation,
+    evolve,
+    reset_seed,
+    run_config,
+    vector_steps,
+)
+from agilerl.training.sharing import ExperienceSharing
+from agilerl.training.tracking import MeanMetrics
+
+
+def with_final_obs(next_obs: Any, info: dict[str, Any]) -> Any:
+    """``next_obs`` with the true last observation of every episode that just ended
+    (same-step autoreset put the next episode's first observation there)."""
+    ended = info.get("_final_obs")
+    if ended is None or not np.any(ended):
+        return next_obs
+    rows = np.flatnonzero(ended)
+    return replace_rows(next_obs, rows, [info["final_obs"][i] for i in rows])
+
+
+def off_policy_turns(
+    env: Any,
+    memory: Any,
+    pop: list[Any],
+    *,
+    n_step_memory: Any = None,
+    max_steps: int = 1_000_000,
+    eval_steps: int | None = None,
+    eval_loop: int = 1,
+    learning_delay: int = 0,
+    eps_start: float = EPS_START,
+    eps_end: float = EPS_END,
+    eps_decay: float = EPS_DECAY,
+) -> Turns:
+    """Each agent in turn explores (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`:
+    the agent's own exploration; epsilon-greedy agents follow the run's schedule
+    ``eps_start`` -> ``eps_end``, decayed by ``eps_decay`` per vector step of the agent's
+    steps, so it carries across generations) for its ``evo_steps`` share, storing every
+    transition in the shared ``memory`` and learning every ``learn_step`` env steps once
+    the buffer holds a batch and ``learning_delay`` steps. The sharing is
+    generation-synchronous (:mod:`agilerl.training.sharing`): an agent learns from the
+    buffer as the generation found it plus its own transitions; every agent's are added,
+    in slot order, when the generation ends.
+    The agent is told where episodes ended (``episodes_ended``), so per-env exploration
+    state restarts there. ``done`` is stored as *terminated*: a time-limit cut bootstraps.
+    ``memory`` may be prioritised (a ``PrioritizedReplayBuffer``: Rainbow's ``beta``
+    anneals to 1 over ``max_steps``) and ``n_step_memory`` an ``NStepReplayBuffer``
+    filled beside it; :class:`~agilerl.components.replay.Replay` stores the steps and draws
+    the batches (an agent that cannot learn from them is refused before it trains).
+    """
+    replay = Replay.of(memory, n_step_memory, max_steps)
+    for agent in pop:
+        replay.check(agent)
+    num_envs = env.num_envs
+    schedule = EpsilonSchedule(eps_start, eps_end, eps_decay)
+
+    def train_agent(
+        agent: Any, slot: int, budget: int, run: RunState
+    ) -> tuple[int, list[float], dict[str, float]]:
+        obs, info = env.reset(seed=reset_seed(run, slot, 0))
+        agent.configure_exploration(schedule)
+        agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
+        returns = np.zeros(num_envs)
+        completed: list[float] = []
+        metrics = MeanMetrics()
+        pending = 0  # env steps since the last learn
+        n_steps = vector_steps(budget, num_envs)
+        for _ in range(n_steps):
+            action = agent.explore(obs, action_mask_from_info(info))
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            agent.steps += num_envs
+            replay.add(obs, action, reward, with_final_obs(next_obs, info), terminated, truncated)
+            returns += reward
+            ended = np.logical_or(terminated, truncated)
+            if ended.any():
+                completed.extend(returns[ended].tolist())
+                returns[ended] = 0.0
+                agent.episodes_ended(ended)
+            obs = next_obs
+            pending += num_envs
+            if len(replay) >= agent.batch_size and len(replay) > learning_delay:
+                while pending >= agent.learn_step:
+                    metrics.add(replay.learn(agent))
+                    pending -= agent.learn_step
+            else:
+                pending = 0  # no learning backlog builds up before learning starts
+        replay.end_turn()  # the next turn (or the evaluation) resets the environment
+        taken = n_steps * num_envs
+        agent.scores.extend(completed)
+        # The exploration the generation ended with (e.g. DQN's epsilon).
+        return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
+
+    return Turns(
+        train_agent,
+        episode_evaluation(env, eval_steps, eval_loop),
+        sharing=ExperienceSharing(memory, n_step_memory),
+    )
+
+
+def train_off_policy(
+    env: Any,
+    env_name: str,
+    algo: str,
+    pop: list[Any],
+    memory: Any,
+    *,
+    learning_delay: int = 0,
+    eps_start: float = EPS_START,
+    eps_end: float = EPS_END,
+    eps_decay: float = EPS_DECAY,
+    n_step_memory: Any = None,
+    **loop: Unpack[LoopArguments],
+) -> tuple[list[Any], list[float]]:
+    """Train a population of off-policy agents on a vectorised ``env`` sharing one replay
+    buffer (:func:`off_policy_turns`), with evolution when ``selection_strategy`` and
+    ``mutation`` are given. The other keyword arguments (budget, evaluation, checkpoints,
+    resuming) are :class:`~agilerl.training.evolution.LoopArguments`; run checkpoints
+    save ``memory`` and ``n_step_memory`` beside the population.
+    Returns ``(population, fitnesses)``.
+    """
+    config = run_config(algo, env_name, loop, memory=memory, n_step_memory=n_step_memory)
+    turns = off_policy_turns(
+        env,
+        memory,
+        pop,
+        n_step_memory=n_step_memory,
+        max_steps=config.max_steps,
+        eval_steps=loop.get("eval_steps"),
+        eval_loop=loop.get("eval_loop", 1),
+        learning_delay=learning_delay,
+        eps_start=eps_start,
+        eps_end=eps_end,
+        eps_decay=eps_decay,
+    )
+    return evolve(pop, turns, config)

@@ -1,0 +1,133 @@
+"""The single-agent family's pre-flight: the replay buffer against the batch, then
+what the run allocates (one environment and one agent, on the meta device, are built to
+learn the spaces and the size of an agent) against the memory this machine has."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from agilerl.families.context import RunContext
+from agilerl.families.single_agent.envs import make_env
+from agilerl.models.base import AlgorithmNotAvailableError
+from agilerl.training.preflight import (
+    GENERATIONS_ALIVE,
+    N_STEP_EXTRA_BYTES,
+    PRIORITY_BYTES,
+    ROLLOUT_EXTRA_BYTES,
+    TRANSITION_EXTRA_BYTES,
+    WORKER_PROCESS_BYTES,
+    Estimate,
+    Need,
+    PreflightError,
+    agent_bytes,
+    check_batch,
+    check_fits,
+    default_buffer,
+    meta_agent,
+    sample_bytes,
+    size_text,
+    traced_bytes,
+)
+
+
+def check_rl_run(ctx: RunContext, available: int | None = None) -> Estimate:
+    """The single-agent family's checks: the replay buffer against the batch size, then
+    the memory estimate against what this machine has (``available``)."""
+    check_batch(ctx)
+    return check_fits(estimate(ctx), available)
+
+
+def estimate(ctx: RunContext) -> Estimate:
+    """What a single-agent run will allocate: population, environments and buffers."""
+    algorithm, training, spec = ctx.algorithm, ctx.training, ctx.environment
+    env, env_bytes = traced_bytes(lambda: make_env(spec))
+    try:
+        obs_space, action_space = env.observation_space, env.action_space
+    finally:
+        env.close()
+    num_envs = spec.num_envs
+    shim = SimpleNamespace(
+        single_observation_space=obs_space, single_action_space=action_space, num_envs=num_envs
+    )
+    try:
+        agent = meta_agent(ctx, shim)
+    except NotImplementedError as err:  # a feature the engine lacks (recurrent PPO)
+        if isinstance(err, AlgorithmNotAvailableError):
+            raise
+        raise PreflightError(f"algorithm: {err}") from None
+    obs, action = sample_bytes(obs_space), sample_bytes(action_space)
+    per_agent = agent_bytes(agent)
+    pop = training.pop_size
+    needs = [
+        Need(
+            "training.pop_size",
+            f"{pop:,} agents of {size_text(per_agent)} (networks, gradients, optimiser "
+            f"state; {GENERATIONS_ALIVE} generations alive during selection)",
+            GENERATIONS_ALIVE * pop * per_agent,
+        )
+    ]
+    per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)
+    kind = "in this process" if spec.sync else "each in a worker process"
+    needs.append(
+        Need(
+            "environment.num_envs",
+            f"{num_envs:,} environments of {size_text(per_env)} ({kind})",
+            num_envs * per_env,
+        )
+    )
+    if ctx.evolving:  # each slot's tournament draws its entrants' indices at once
+        size = ctx.selection_strategy.tournament_size
+        needs.append(
+            Need(
+                "selection_strategy.tournament_size",
+                f"tournaments of {size:,} entrants (8 B each)",
+                8 * size,
+            )
+        )
+    if algorithm.off_policy or algorithm.offline:
+        transition = 2 * obs + action + TRANSITION_EXTRA_BYTES
+        size = ctx.replay_buffer.max_size if ctx.replay_buffer else default_buffer()
+        needs.append(
+            Need(
+                "replay_buffer.max_size",
+                f"{size:,} transitions of {size_text(transition)}",
+                size * transition,
+            )
+        )
+        buffers = ctx.replay_buffer
+        if buffers is not None and buffers.per_buffer:
+            needs.append(
+                Need(
+                    "replay_buffer.per_buffer",
+                    f"priorities of {size:,} slots ({PRIORITY_BYTES} B each, their sum tree "
+                    "included)",
+                    size * PRIORITY_BYTES,
+                )
+            )
+        if buffers is not None and buffers.n_step_buffer:
+            row = transition + N_STEP_EXTRA_BYTES
+            needs.append(
+                Need(
+                    "replay_buffer.n_step_buffer",
+                    f"an n-step buffer beside it: {size:,} transitions of {size_text(row)}",
+                    size * row,
+                )
+            )
+        needs.append(
+            Need(
+                "algorithm.batch_size",
+                f"batches of {algorithm.batch_size:,} transitions of {size_text(transition)}",
+                algorithm.batch_size * transition,
+            )
+        )
+    else:  # on-policy: a rollout of learn_step steps (whole vector steps) per agent
+        steps = -(-agent.learn_step // num_envs) * num_envs
+        per_step = obs + action + ROLLOUT_EXTRA_BYTES
+        needs.append(
+            Need(
+                "algorithm.learn_step",
+                f"rollouts of {steps:,} steps of {size_text(per_step)}, one per agent",
+                pop * steps * per_step,
+            )
+        )
+    return Estimate(needs)
