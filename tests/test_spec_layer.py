@@ -326,7 +326,7 @@ def test_validate_refuses_simba_on_a_recurrent_ppo(tmp_path, capsys, arch):
 
 
 def test_every_way_in_refuses_simba_on_a_recurrent_ppo(tmp_path):
-    from agilerl.training.trainer import LocalTrainer
+    from agilerl.trainer import LocalTrainer
 
     path = _with_simba(tmp_path)
     document = load_document(path)[0]

@@ -70,6 +70,9 @@ class SpecBase(BaseModel):
     model_config = ConfigDict(strict=True, defer_build=True, allow_inf_nan=False)
 
     spec_rules: ClassVar[tuple[Mapping[str, Any], ...]] = ()
+    #: Whether the class overrides :meth:`prepare_document` (read by the validation walk,
+    #: which cannot import this module: this module imports it).
+    prepares_document: ClassVar[bool] = False
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -78,6 +81,9 @@ class SpecBase(BaseModel):
             SPEC_CLASSES[cls.__name__] = cls
         cls.spec_rules = tuple(
             rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules
+        )
+        cls.prepares_document = (
+            cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__  # type: ignore[attr-defined]
         )
 
     @classmethod

@@ -197,8 +197,6 @@ def _rule_checks(
 
 def plan_of(cls: Any) -> Plan:
     """The walk's plan for ``cls``, computed once its annotations are resolved."""
-    from agilerl.models.base import SpecBase
-
     plan = _PLANS.get(cls)
     if plan is None:
         cls.__pydantic_validator__  # noqa: B018  (builds a deferred class, resolving its fields)
@@ -212,7 +210,7 @@ def plan_of(cls: Any) -> Plan:
             integer_fields=tuple(n for n, f in fields.items() if _is_integer_typed(f.annotation)),
             nested=tuple(nested),
             rules=_rule_checks(cls.spec_rules, fields),
-            has_hook=cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__,
+            has_hook=cls.prepares_document,
             accepts=compile_acceptance(cls.spec_rules, _defaults(fields)),
             checked=tuple((name, shape) for name, shape in nested if _has_checks(shape)),
         )
