@@ -711,8 +711,9 @@ class LocalTrainer:
             for name in type(self.algorithm).model_fields:
                 if name in hyper and name != "hp_config":
                     doc["algorithm"][name] = hyper[name]
-            if self.family.evolved_network is not None:
-                doc["network"] = self.family.evolved_network(best)
+            evolved = self.family.evolved_network(best)
+            if evolved is not None:  # None: the manifest's network section stands
+                doc["network"] = evolved
         self.family.written_manifest(self.context, doc)
         return parse_manifest(doc)
 

@@ -543,7 +543,7 @@ def test_the_trainer_refuses_replay_combinations_naming_the_key(algorithm, repla
 )
 def test_the_trainer_builds_the_buffers_the_section_selects(replay_buffer):
     trainer = LocalTrainer.from_manifest(_document(**replay_buffer))
-    memory, n_step = trainer._build_memory()
+    memory, n_step = trainer.family.make_memory(trainer.context)
     assert isinstance(memory, PrioritizedReplayBuffer) == bool(replay_buffer.get("per_buffer"))
     assert (n_step is not None) == bool(replay_buffer.get("n_step_buffer"))
     population, fitnesses = trainer.train(verbose=False)
