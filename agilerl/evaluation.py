@@ -6,10 +6,9 @@ with :meth:`RLAlgorithm.predict`, each reset with its own seed (``seed``, ``seed
 (``deterministic=False``) draw from generators seeded by ``seed`` too, and the agent's
 own random state is left as it was.
 
-:func:`evaluate_saved_agent` evaluates an agent of any family on the environment it was
-trained on (what ``agilerl evaluate`` runs): the family of the agent's algorithm
-(:meth:`~agilerl.families.base.Family.evaluate_saved`) decides how, or says why it
-cannot.
+``agilerl evaluate`` evaluates an agent of any family on the environment it was trained
+on: the family of the agent's algorithm (:func:`agent_family`,
+:meth:`~agilerl.families.base.Family.evaluate_saved`) decides how, or says why it cannot.
 
 A video records the first episode from ``render_mode="rgb_array"`` frames: ``.gif``
 with Pillow, ``.mp4`` with the ffmpeg binary that ``imageio-ffmpeg`` (the ``video``
@@ -41,44 +40,15 @@ def evaluate_agent(
     video: str | Path | None = None,
     max_episode_steps: int | None = None,
 ) -> EvaluationResult:
-    """Run ``episodes`` whole episodes of ``environment`` with ``agent.predict``.
-
-    ``environment`` is a Gymnasium id, a :class:`GymEnvSpec` (entry point, config and
-    wrappers included) or a mapping of one. Episode ``i`` is reset with seed
-    ``seed + i``. ``video`` (a ``.gif`` or ``.mp4`` path) records the first episode.
-    ``max_episode_steps`` cuts episodes that run longer (for environments without a
-    time limit). Problems are :class:`EvaluationError` (and
-    :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` for the environment).
-    """
+    """Run ``episodes`` whole episodes of a Gymnasium ``environment`` with
+    ``agent.predict``: :func:`~agilerl.families.single_agent.evaluation.run_episodes`,
+    the public name kept here (``from agilerl import evaluate_agent``)."""
     return run_episodes(agent, environment, episodes, seed, deterministic, video, max_episode_steps)
 
 
 def agent_family(agent: Any) -> Family:
     """The family of a (saved) agent's algorithm, found from its spec's agent type."""
     return family_for(ALGO_REGISTRY.get(agent.name).spec_cls)
-
-
-def evaluate_saved_agent(
-    agent: Any,
-    environment: Any,
-    episodes: int = 10,
-    seed: int = 0,
-    deterministic: bool = True,
-    video: str | Path | None = None,
-    max_episode_steps: int | None = None,
-) -> EvaluationResult:
-    """Evaluate ``agent`` of any family on ``environment`` (the environment section it
-    records, a mapping, or its family's spec of one); :class:`EvaluationError` where its
-    family evaluates on no environment (an LLM agent), saying what to do instead."""
-    return agent_family(agent).evaluate_saved(
-        agent,
-        environment,
-        episodes=episodes,
-        seed=seed,
-        deterministic=deterministic,
-        video=video,
-        max_episode_steps=max_episode_steps,
-    )
 
 
 __all__ = [
@@ -89,5 +59,4 @@ __all__ = [
     "check_spaces",
     "environment_spec",
     "evaluate_agent",
-    "evaluate_saved_agent",
 ]

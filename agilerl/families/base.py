@@ -81,6 +81,9 @@ class Family(ABC):
     outputs: ClassVar[Mapping[str, Output]] = {}
     #: The spec class of the manifest's ``network`` section.
     network_spec: ClassVar[type] = NetworkSection
+    #: The environment spec a saved agent of the family is evaluated on (None: the family
+    #: evaluates on no environment; :meth:`cannot_evaluate` says what to do instead).
+    evaluation_spec: ClassVar[type | None] = None
 
     # -- the run's pieces ----------------------------------------------------------------
     @abstractmethod
@@ -134,7 +137,7 @@ class Family(ABC):
     # -- evaluating a saved agent ------------------------------------------------------------
     def cannot_evaluate(self, agent: Any) -> str:
         """Why an agent of this family has no environment to be evaluated on, and what to
-        do instead (the families that evaluate override :meth:`evaluation_environment`)."""
+        do instead (the families that evaluate declare :attr:`evaluation_spec`)."""
         return f"no episodes of an environment measure a {self.title} agent"
 
     def evaluation_environment(self, environment: Any, agent: Any) -> Any:
@@ -142,10 +145,13 @@ class Family(ABC):
         section it records (a mapping; pydantic's ``ValidationError`` where it is not
         one) or a spec already; :class:`EvaluationError` where the family evaluates on no
         environment."""
-        raise EvaluationError(
-            f"{agent.name} ({self.title}) cannot be evaluated on an environment: "
-            f"{self.cannot_evaluate(agent)}"
-        )
+        spec = self.evaluation_spec
+        if spec is None:
+            raise EvaluationError(
+                f"{agent.name} ({self.title}) cannot be evaluated on an environment: "
+                f"{self.cannot_evaluate(agent)}"
+            )
+        return environment if isinstance(environment, spec) else spec.model_validate(environment)
 
     def evaluate_saved(
         self,

@@ -31,6 +31,7 @@ from agilerl.training.preflight import Estimate
 class BanditFamily(Family):
     agent_type = AgentType.BanditAgent
     title = "contextual bandit"
+    evaluation_spec = BanditEnvSpec
     measure = "reward rate, 0 to 1"
     # The best agent's cumulative regret over its lineage's pulls.
     outputs = {"regret": Output("regret.png", plot_regret)}
@@ -73,11 +74,6 @@ class BanditFamily(Family):
         return _absolute_tables(super().recorded_environment(environment, base_dir), base_dir)
 
     # -- evaluating a saved agent ---------------------------------------------------------
-    def evaluation_environment(self, environment: Any, agent: Any) -> BanditEnvSpec:
-        if isinstance(environment, BanditEnvSpec):
-            return environment
-        return BanditEnvSpec.model_validate(environment)
-
     def evaluate_saved(
         self,
         agent: Any,

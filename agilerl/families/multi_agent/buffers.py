@@ -29,6 +29,16 @@ MA_FIELDS = (*FIELDS, "active", "action_mask", "next_action_mask")
 ROLLOUT_FIELDS = ("obs", "action", "log_prob", "value", "reward", "done", "active", "action_mask")
 
 
+def active_of(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, Any]:
+    """Which sub-environments each agent acted in (the vector env's ``active`` flags)."""
+    return {agent: infos[agent]["active"] for agent in agent_ids}
+
+
+def masks_of(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, Any]:
+    """The action masks of the agents that have one (what the actions were chosen within)."""
+    return {a: infos[a]["action_mask"] for a in agent_ids if "action_mask" in infos[a]}
+
+
 class MultiAgentReplayBuffer(ReplayBuffer):
     """Circular buffer of the last ``max_size`` vector-env rows of every agent, sampled
     uniformly with replacement. One row holds every agent's transition of one sub-env
@@ -219,8 +229,8 @@ class TeamRolloutCollector(RolloutCollector):
             self._recorded["value"],
             step.reward,
             step.done,
-            {a: step.next_info[a]["active"] for a in ids},
-            {a: step.info[a]["action_mask"] for a in ids if "action_mask" in step.info[a]},
+            active_of(step.next_info, ids),
+            masks_of(step.info, ids),
         )
         if self.on_step is not None:
             self.on_step(step)

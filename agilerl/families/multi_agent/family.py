@@ -28,6 +28,7 @@ from agilerl.training.preflight import Estimate
 class MultiAgentFamily(Family):
     agent_type = AgentType.MultiAgent
     title = "multi-agent"
+    evaluation_spec = PettingZooEnvSpec
 
     def make_env(self, ctx: RunContext) -> Any:
         return make_vector_env(ctx.environment)
@@ -59,11 +60,6 @@ class MultiAgentFamily(Family):
     # evolved_network keeps the default.
 
     # -- evaluating a saved team ----------------------------------------------------------
-    def evaluation_environment(self, environment: Any, agent: Any) -> PettingZooEnvSpec:
-        if isinstance(environment, PettingZooEnvSpec):
-            return environment
-        return PettingZooEnvSpec.model_validate(environment)
-
     def evaluate_saved(
         self,
         agent: Any,

@@ -28,7 +28,12 @@ import numpy as np
 from typing_extensions import Unpack
 
 from agilerl.components import on_policy
-from agilerl.families.multi_agent.buffers import MultiAgentRollout, TeamRolloutCollector
+from agilerl.families.multi_agent.buffers import (
+    MultiAgentRollout,
+    TeamRolloutCollector,
+    active_of,
+    masks_of,
+)
 from agilerl.families.multi_agent.vector import FINAL
 from agilerl.training.evolution import (
     LoopArguments,
@@ -49,15 +54,6 @@ TrainTeam = Callable[[Any, int, int, RunState], tuple[int, list[float], dict[str
 def _scale(sum_scores: bool, team: Any) -> float:
     """What one team return counts as: itself, or per agent (``sum_scores`` false)."""
     return 1.0 if sum_scores else 1.0 / len(team.agent_ids)
-
-
-def _active(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, np.ndarray]:
-    return {agent: infos[agent]["active"] for agent in agent_ids}
-
-
-def _masks(infos: dict[str, Any], agent_ids: list[str]) -> dict[str, np.ndarray]:
-    """The action masks of the agents that have one (what the actions were chosen within)."""
-    return {a: infos[a]["action_mask"] for a in agent_ids if "action_mask" in infos[a]}
 
 
 class _Returns:
@@ -156,7 +152,7 @@ def multi_agent_off_policy_turns(
             final = next_infos[FINAL]
             memory.add(
                 obs, actions, rewards, final["obs"], terminated,
-                _active(next_infos, env.agent_ids), _masks(infos, env.agent_ids),
+                active_of(next_infos, env.agent_ids), masks_of(infos, env.agent_ids),
                 final["action_mask"],
             )  # fmt: skip
             returns.add(rewards, final["ended"])
