@@ -381,8 +381,10 @@ def test_no_manifest_of_the_corpora_asks_a_recurrent_ppo_for_simba():
             except SpecError as error:
                 assert not [i for i in error.issues if "must not be true when" in i.message]
             else:
-                checked += 1
-    assert checked >= 40
+                # the floor counts this repository's manifests only: a clean clone has no
+                # ../shared beside it
+                checked += corpus != SHARED
+    assert checked >= 39
 
 
 # --- the spec layer imports no engine module ------------------------------------------------
