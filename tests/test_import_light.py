@@ -52,3 +52,15 @@ def test_unknown_names_of_agilerl_are_attribute_errors():
     assert "RLAlgorithm" in dir(agilerl)
     with pytest.raises(AttributeError, match="no attribute 'RLAlgorithmm'"):
         agilerl.RLAlgorithmm  # noqa: B018
+
+
+def test_the_trainer_and_every_family_load_without_the_optional_extras():
+    # `pip install -e .` alone must run `agilerl train configs/ppo.yaml`: the family
+    # table may not import PettingZoo, h5py or the LLM stack before a run of theirs.
+    extras = ["pettingzoo", "mpe2", "h5py", "transformers", "peft", "datasets"]
+    code = (
+        "import sys, json; import agilerl.trainer, agilerl.families, agilerl.evaluation; "
+        f"print(json.dumps([m for m in {extras!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

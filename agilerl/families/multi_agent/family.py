@@ -15,10 +15,6 @@ from agilerl.families.evaluation import (
     check_counts,
     no_video,
 )
-from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
-from agilerl.families.multi_agent.envs import make_parallel_env
-from agilerl.families.multi_agent.preflight import check_multi_agent_run
-from agilerl.families.multi_agent.vector import make_vector_env
 from agilerl.models.base import AgentType
 from agilerl.models.env import PettingZooEnvSpec
 from agilerl.models.training import ReplayBufferSpec
@@ -26,11 +22,17 @@ from agilerl.training.preflight import Estimate
 
 
 class MultiAgentFamily(Family):
+    """PettingZoo is the ``multiagent`` extra: this family's environment side (and the
+    buffers, pre-flight and evaluation built on it) is imported when a multi-agent run or
+    evaluation is set up, so ``FAMILIES`` and every other family work without it."""
+
     agent_type = AgentType.MultiAgent
     title = "multi-agent"
     evaluation_spec = PettingZooEnvSpec
 
     def make_env(self, ctx: RunContext) -> Any:
+        from agilerl.families.multi_agent.vector import make_vector_env
+
         return make_vector_env(ctx.environment)
 
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
@@ -42,6 +44,8 @@ class MultiAgentFamily(Family):
         }
 
     def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
+        from agilerl.families.multi_agent.preflight import check_multi_agent_run
+
         return check_multi_agent_run(ctx, available)
 
     def make_memory(self, ctx: RunContext) -> Memory:
@@ -49,6 +53,8 @@ class MultiAgentFamily(Family):
         on-policy teams keep their own rollouts."""
         if not ctx.algorithm.off_policy:
             return Memory()
+        from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
+
         spec = ctx.replay_buffer or ReplayBufferSpec()
         return Memory(MultiAgentReplayBuffer(spec.max_size, device=ctx.device))
 
@@ -81,6 +87,8 @@ class MultiAgentFamily(Family):
                 "deterministic: a multi-agent team is evaluated with its deterministic "
                 "actions; leave --stochastic out"
             )
+        from agilerl.families.multi_agent.envs import make_parallel_env
+
         spec = self.evaluation_environment(environment, agent)
         name = spec.entrypoint or spec.name
         env = make_parallel_env(spec)
