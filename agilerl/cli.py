@@ -9,11 +9,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from agilerl.documents import dump_yaml, modeline
+
+if TYPE_CHECKING:
+    from agilerl.families.base import Family
 
 MANIFEST = "TrainingManifest"
 
@@ -396,13 +399,16 @@ def _without_dataset(document: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key != "dataset_path"}
 
 
-def _evaluation_environment(args: argparse.Namespace, agent: Any) -> tuple[str, Any]:
+def _evaluation_environment(
+    args: argparse.Namespace, agent: Any, family: Family
+) -> tuple[str, Any]:
     """Where the environment to evaluate on comes from, and its section: --env, the
-    manifest's, or the one the agent file records (agents written by ``agilerl train``
-    record theirs); an offline section without its dataset."""
+    manifest's (its relative paths from the manifest's folder, as in training), or the
+    one the agent file records (agents written by ``agilerl train`` record theirs); an
+    offline section without its dataset."""
     if args.manifest:
         environment = load_with_overrides(args.manifest, []).environment
-        document = environment.model_dump(mode="json", exclude_none=True)
+        document = family.recorded_environment(environment, Path(args.manifest).parent)
         return f"{args.manifest}: environment", _without_dataset(document)
     if args.env:
         return "--env", {"name": args.env}
@@ -431,7 +437,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         # Any family's agent: its family evaluates it, or says why it cannot.
         agent = EvolvableAlgorithm.load(args.agent, device=_device(args.device))
         family = agent_family(agent)
-        where, document = _evaluation_environment(args, agent)
+        where, document = _evaluation_environment(args, agent, family)
         try:
             environment = family.evaluation_environment(document, agent)
         except ValidationError as err:

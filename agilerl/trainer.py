@@ -36,6 +36,7 @@ from agilerl.models.manifest import (
     algorithm_document,
     dump_manifest,
     load_manifest,
+    manifest_rule_issues,
     parse_manifest,
 )
 from agilerl.models.manifest_base import environment_spec_for
@@ -105,17 +106,14 @@ def _spec(value: Any, cls: type, section: str) -> Any:
     raise TrainerError(f"{section}: expected a {cls.__name__} or a mapping, got {value!r}")
 
 
-def _one_num_envs(algorithm: Any, environment: GymEnvSpec) -> None:
-    """The environment decides how many environments run; an algorithm's own
-    ``num_envs`` (PPO's, kept for seed parity) may only repeat it."""
-    if "num_envs" not in algorithm.model_fields_set:
-        return
-    if algorithm.num_envs != environment.num_envs:
-        raise TrainerError(
-            f"algorithm.num_envs: {algorithm.num_envs} differs from environment.num_envs "
-            f"({environment.num_envs}); the environment decides how many run: remove "
-            "algorithm.num_envs"
-        )
+def _refuse_broken_rules(sections: dict[str, Any]) -> None:
+    """A run put together in Python meets the manifest's own cross-section rules (PPO's
+    ``num_envs`` written twice and differing, ``network.simba`` that the chosen encoder
+    would ignore, ...) exactly as a manifest file does: one table of rules, checked by
+    ``agilerl validate``, by :func:`load_manifest` and here."""
+    issues = manifest_rule_issues(sections)
+    if issues:
+        raise TrainerError("; ".join(issue.format() for issue in issues))
 
 
 class LocalTrainer:
@@ -173,7 +171,6 @@ class LocalTrainer:
         if isinstance(environment, str):
             environment = env_spec(name=environment)
         self.environment = _spec(environment, env_spec, "environment")
-        _one_num_envs(algorithm, self.environment)
         self.training = _spec(training, TrainingSpec, "training") or TrainingSpec()
         self.mutation = _spec(mutation, MutationSpec, "mutation")
         self.selection_strategy = _spec(
@@ -184,6 +181,19 @@ class LocalTrainer:
             self.selection_strategy = self.selection_strategy or TournamentSelectionSpec()
         self.replay_buffer = _spec(replay_buffer, ReplayBufferSpec, "replay_buffer")
         self.network = _spec(network, self.family.network_spec, "network")
+        _refuse_broken_rules(
+            {
+                "algorithm": algorithm,
+                # The environment as it will run, defaults included (16 environments
+                # unless told), against which an algorithm's own written num_envs is held.
+                "environment": self.environment.model_dump(),
+                "training": self.training,
+                "mutation": self.mutation,
+                "selection_strategy": self.selection_strategy,
+                "replay_buffer": self.replay_buffer,
+                "network": self.network,
+            }
+        )
         self.base_dir = Path(base_dir) if base_dir is not None else Path()
         self.version = version
         self.resume_from_checkpoint = resume_from_checkpoint

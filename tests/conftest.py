@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+from support import ROOT
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +32,7 @@ def _one_torch_thread():
 
 # --- Node toolchain (tests marked `node`) --------------------------------------------
 
-NODE_PROJECT = REPO_ROOT / "codegen" / "node"
+NODE_PROJECT = ROOT / "codegen" / "node"
 #: Set to 1 (CI does) to make missing Node tooling a failure instead of a skip.
 REQUIRE_NODE_ENV = "AGILERL_REQUIRE_NODE"
 
@@ -49,7 +48,7 @@ class NodeToolchain:
         """Run ``codegen/node/<script>`` from the repository root; never raises on exit status."""
         return subprocess.run(
             [self.node, str(self.project / script), *map(str, args)],
-            cwd=REPO_ROOT,
+            cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=300,

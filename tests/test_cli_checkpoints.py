@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 import torch
+from support import ROOT
 
 from agilerl import checkpoints
 from agilerl.cli import main
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIG = str(ROOT / "configs/dqn.yaml")
 TINY = [
     "--set", "training.max_steps=100",

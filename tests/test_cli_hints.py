@@ -4,10 +4,10 @@ manifests that keep one truth and their own output directory."""
 
 import importlib.util
 import json
-from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from support import ROOT
 
 from agilerl.cli import main
 from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env, missing_extra
@@ -15,8 +15,6 @@ from agilerl.models.base import engine_lacks
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest
 from agilerl.models.registry import ALGO_REGISTRY
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_engine_lacks_follows_the_engines_own_table():
@@ -153,7 +151,7 @@ def test_the_trainer_refuses_specs_whose_num_envs_differ():
     from agilerl.trainer import LocalTrainer, TrainerError
 
     env = GymEnvSpec(name="CartPole-v1")  # num_envs left to its default, 16
-    with pytest.raises(TrainerError, match=r"algorithm.num_envs: 1 differs from environment"):
+    with pytest.raises(TrainerError, match=r"algorithm.num_envs must equal environment.num_envs \(16\), got 1"):
         LocalTrainer(PPOSpec(num_envs=1), env)
     assert LocalTrainer(PPOSpec(num_envs=16), env).algorithm.num_envs == 16
     assert LocalTrainer(PPOSpec(), env).algorithm.num_envs == 1  # unset: the env decides

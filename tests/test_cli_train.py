@@ -5,16 +5,15 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
-from killed_runs import kill_at_first_checkpoint
+from support import ROOT
+from support.killed_runs import kill_at_first_checkpoint
 
 from agilerl.cli import main
 from agilerl.models.manifest import load_manifest
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL = [
     "--set", "training.max_steps=400",
     "--set", "training.evo_steps=200",

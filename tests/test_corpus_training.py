@@ -5,15 +5,14 @@ Each runs as written except for its budget: a few hundred steps per agent (PPO r
 up to one rollout of its ``learn_step``), evaluation episodes cut at 50 steps.
 """
 
-from pathlib import Path
-
 import pytest
+from support import TESTS
 
 from agilerl.documents import load_document
 from agilerl.models.manifest import parse_manifest
 from agilerl.trainer import LocalTrainer
 
-CORPUS = Path(__file__).parent / "agilerl_manifests"
+CORPUS = TESTS / "agilerl_manifests"
 TRAINABLE = [
     "configs/dqn/dqn.yaml",
     "configs/multi_input.yaml",
@@ -48,7 +47,7 @@ ALGORITHMS = ("DQN", "RainbowDQN", "PPO", "DDPG", "TD3")
 
 
 def test_the_list_covers_every_valid_manifest_of_these_algorithms():
-    from tests.test_manifest import REFUSED
+    from support.corpus import REFUSED
 
     found = set()
     for path in CORPUS.rglob("*.yaml"):

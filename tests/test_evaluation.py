@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
 from PIL import Image
+from support import ROOT
 
 from agilerl.algorithms import DQN, PPO, RLAlgorithm
 from agilerl.checkpoints import CheckpointError
@@ -20,7 +20,6 @@ from agilerl.evaluation import EvaluationError, evaluate_agent
 from agilerl.families.single_agent.envs import EnvironmentSpecError
 from agilerl.models.env import GymEnvSpec
 
-ROOT = Path(__file__).resolve().parents[1]
 NET = {"encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [16]}}
 
 

@@ -16,8 +16,9 @@ import ast
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
-PACKAGE = Path(__file__).resolve().parents[1] / "agilerl"
+PACKAGE = ROOT / "agilerl"
 
 #: Layer of each area, highest first; a module may import its own layer or lower ones.
 #: The most specific prefix decides.

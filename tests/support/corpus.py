@@ -1,0 +1,37 @@
+"""What this project refuses of AgileRL's own manifests (``tests/agilerl_manifests``),
+shared by the manifest, corpus-training and multi-agent tests."""
+
+#: Corpus manifests we refuse, with the reason the error must give. Everything else in
+#: the corpus must validate. (README: "Compatibility with AgileRL's manifests".)
+MF_PBT = "selection_strategy.strategy: Input should be 'tournament'"
+RENAMED_MEMORY = "replay_buffer.memory_size: unknown key (renamed: use 'max_size')"
+MINARI = "environment.minari_dataset_id: unknown key"
+REFUSED = {
+    "configs/bandit/neural_ucb_mfpbt.yaml": MF_PBT,
+    "configs/cqn.yaml": MINARI,
+    "configs/cqn_mfpbt.yaml": MINARI,
+    "configs/dqn/dqn_mfpbt.yaml": MF_PBT,
+    "configs/multi_agent/ippo_mfpbt.yaml": MF_PBT,
+    "configs/multi_agent/maddpg_mfpbt.yaml": MF_PBT,
+    "configs/ppo/ppo_mfpbt.yaml": MF_PBT,
+    "configs/llm_finetuning/cispo.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/cispo_gemma4_group5.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/cispo_quant_bench.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/cispo_quant_bench_qwen.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/gspo.yaml": "algorithm.name: unknown algorithm (did you mean 'GRPO'?)",
+    "configs/llm_finetuning/ppo_llm.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/ppo_llm_quant_bench.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/reinforce_llm.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/reinforce_quant_bench.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: Input should be 'reasoning'",
+    "tests/cqn.yaml": MINARI,
+    "tests/ddpg.yaml": RENAMED_MEMORY,
+    "tests/ddpg_simba.yaml": RENAMED_MEMORY,
+    "tests/dqn.yaml": "tournament_selection: unknown key (renamed: use 'selection_strategy')",
+    "tests/maddpg.yaml": RENAMED_MEMORY,
+    "tests/matd3.yaml": RENAMED_MEMORY,
+    "tests/neural_ts.yaml": RENAMED_MEMORY,
+    "tests/neural_ucb.yaml": RENAMED_MEMORY,
+    "tests/rainbow_dqn.yaml": RENAMED_MEMORY,
+    "tests/td3.yaml": RENAMED_MEMORY,
+}
