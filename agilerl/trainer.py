@@ -597,6 +597,7 @@ class LocalTrainer:
         self.state = state
         if output_dir is not None and group.is_main:
             self._write_outputs(output_dir, verbose=verbose)
+        assert self.population is not None  # the training function returned it
         return self.population, fitnesses
 
     def _set_threads(self, agent: Any, env: Any) -> None:
@@ -614,6 +615,7 @@ class LocalTrainer:
 
     def _stopped(self, why: str, output_dir: str | Path | None) -> OutputError:
         """The error that ends a run whose checkpoint failed, after writing what it can."""
+        assert self.state is not None  # set from the failed checkpoint before this is called
         done = self.state.generation
         message = (
             f"{why}. The run stopped after {done} generation{'s' if done != 1 else ''} "
@@ -632,6 +634,7 @@ class LocalTrainer:
         self, env: Any, memory: Any, selection: Any, mutation: Any, n_step_memory: Any = None
     ) -> tuple[list[Any], RunState]:
         path = self.resume_from_checkpoint
+        assert path is not None  # only a resumed run calls this
         data = load_run(path)
         if "manifest" in data:
             saved, mine = dict(data["manifest"]), self._document()

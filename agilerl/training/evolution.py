@@ -188,7 +188,7 @@ def next_generation(
     local = dict(enumerate(population)) if isinstance(population, list) else population
     if roster is None:
         roster = [(agent.index, agent.fitness[-1] if agent.fitness else -math.inf)
-                  for agent in population]  # fmt: skip
+                  for agent in local.values()]  # fmt: skip
     pop_size = len(roster)
     plan = selection.plan([fit for _, fit in roster], [index for index, _ in roster])
     children: dict[int, AgentT] = {}
