@@ -278,13 +278,14 @@ class LocalTrainer:
     _seed_drawn = False
 
     def _seed(self, group: Group) -> int:
-        if self.training.seed is None:
+        seed = self.training.seed
+        if seed is None:
             self._seed_drawn = True
             # Draw one and record it, so the manifest this run writes reproduces it; on
             # several processes rank 0's draw is every rank's (they must agree on it).
-            drawn = group.all_gather(secrets.randbelow(2**31))[0]
-            self.training = self.training.model_copy(update={"seed": drawn})
-        return self.training.seed
+            seed = group.all_gather(secrets.randbelow(2**31))[0]
+            self.training = self.training.model_copy(update={"seed": seed})
+        return seed
 
     def _hp_config(self) -> Any:
         if self.algorithm.hp_config is not None:
@@ -736,11 +737,13 @@ class LocalTrainer:
 
         out = Path(output_dir)
         best = self.best_agent
+        population = self.population
+        assert population is not None  # best_agent raised otherwise
         history = self.state.history if self.state else []
         title = f"{self.algorithm.name} on {self.env_name}"
         writers = {
             "agent": best.save_checkpoint,
-            "population": lambda p: save_population(self.population, p),
+            "population": lambda p: save_population(population, p),
             "manifest": lambda p: write_text(
                 p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))
             ),

@@ -196,7 +196,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
     #: AgileRL registers no LLM hyperparameter to mutate by default: a manifest names them.
     default_mutable: ClassVar[tuple[str, ...]] = ()
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
     #: Loss normalisation over row chunks (GRPO's ``loss_norm`` field): the sum over all
