@@ -288,13 +288,14 @@ class LocalTrainer:
     _seed_drawn = False
 
     def _seed(self, group: Group) -> int:
-        if self.training.seed is None:
+        seed = self.training.seed
+        if seed is None:
             self._seed_drawn = True
             # Draw one and record it, so the manifest this run writes reproduces it; on
             # several processes rank 0's draw is every rank's (they must agree on it).
-            drawn = group.all_gather(secrets.randbelow(2**31))[0]
-            self.training = self.training.model_copy(update={"seed": drawn})
-        return self.training.seed
+            seed = group.all_gather(secrets.randbelow(2**31))[0]
+            self.training = self.training.model_copy(update={"seed": seed})
+        return seed
 
     def _hp_config(self) -> Any:
         if self.algorithm.hp_config is not None:
@@ -607,6 +608,7 @@ class LocalTrainer:
         self.state = state
         if output_dir is not None and group.is_main:
             self._write_outputs(output_dir, verbose=verbose)
+        assert self.population is not None  # the training function returned it
         return self.population, fitnesses
 
     def _set_threads(self, agent: Any, env: Any) -> None:
@@ -624,6 +626,7 @@ class LocalTrainer:
 
     def _stopped(self, why: str, output_dir: str | Path | None) -> OutputError:
         """The error that ends a run whose checkpoint failed, after writing what it can."""
+        assert self.state is not None  # set from the failed checkpoint before this is called
         done = self.state.generation
         message = (
             f"{why}. The run stopped after {done} generation{'s' if done != 1 else ''} "
@@ -642,6 +645,7 @@ class LocalTrainer:
         self, env: Any, memory: Any, selection: Any, mutation: Any, n_step_memory: Any = None
     ) -> tuple[list[Any], RunState]:
         path = self.resume_from_checkpoint
+        assert path is not None  # only a resumed run calls this
         data = load_run(path)
         if "manifest" in data:
             saved, mine = dict(data["manifest"]), self._document()
@@ -743,11 +747,13 @@ class LocalTrainer:
 
         out = Path(output_dir)
         best = self.best_agent
+        population = self.population
+        assert population is not None  # best_agent raised otherwise
         history = self.state.history if self.state else []
         title = f"{self.algorithm.name} on {self.env_name}"
         writers = {
             "agent": best.save_checkpoint,
-            "population": lambda p: save_population(self.population, p),
+            "population": lambda p: save_population(population, p),
             "manifest": lambda p: write_text(
                 p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))
             ),

@@ -4,12 +4,24 @@ The classes are generated from ``schemas/`` (see ``generated/``); this module is
 public home.
 """
 
-from agilerl._generated.mutation_schema import (
-    MutationProbabilities,
-    MutationSpec,
-    RLHyperparameter,
-)
-from agilerl._generated.tournament_selection_schema import TournamentSelectionSpec
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
+    # ``generated/`` (pyproject ``package-dir``); they read the same files from the tree.
+    from generated.mutation_schema import (
+        MutationProbabilities,
+        MutationSpec,
+        RLHyperparameter,
+    )
+    from generated.tournament_selection_schema import TournamentSelectionSpec
+else:
+    from agilerl._generated.mutation_schema import (
+        MutationProbabilities,
+        MutationSpec,
+        RLHyperparameter,
+    )
+    from agilerl._generated.tournament_selection_schema import TournamentSelectionSpec
 
 __all__ = [
     "MutationProbabilities",

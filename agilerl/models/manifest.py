@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # The section specs must be registered before a manifest can resolve them.
 import agilerl.models.env  # noqa: F401
 import agilerl.models.hpo  # noqa: F401
 import agilerl.models.training  # noqa: F401
-from agilerl._generated.manifest_schema import NetworkSection, TrainingManifest
 from agilerl.models.rules import compile_rules
 from agilerl.models.validation import Issue, SpecError, parse_spec
+
+if TYPE_CHECKING:
+    # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
+    # ``generated/`` (pyproject ``package-dir``); they read the same files from the tree.
+    from generated.manifest_schema import NetworkSection, TrainingManifest
+else:
+    from agilerl._generated.manifest_schema import NetworkSection, TrainingManifest
 
 __all__ = [
     "NetworkSection",

@@ -129,7 +129,7 @@ def default_cnn_spec(shape: tuple[int, ...]) -> CnnSpec:
 
 def infer_encoder_spec(
     observation_space: spaces.Space, recurrent: bool = False, simba: bool = False
-) -> BaseModel:
+) -> MultiInputSpec | CnnSpec | LstmSpec | SimbaSpec | MlpSpec:
     """Default encoder spec for an observation space (used when a manifest gives no arch)."""
     if isinstance(observation_space, (spaces.Dict, spaces.Tuple)):
         return MultiInputSpec()

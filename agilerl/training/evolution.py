@@ -188,7 +188,7 @@ def next_generation(
     local = dict(enumerate(population)) if isinstance(population, list) else population
     if roster is None:
         roster = [(agent.index, agent.fitness[-1] if agent.fitness else -math.inf)
-                  for agent in population]  # fmt: skip
+                  for agent in local.values()]  # fmt: skip
     pop_size = len(roster)
     plan = selection.plan([fit for _, fit in roster], [index for index, _ in roster])
     children: dict[int, AgentT] = {}
@@ -296,10 +296,11 @@ def evolve(
                 records[slot] = record
                 gen_env_steps += record["env_steps"]
                 gen_best = max(gen_best, record["fitness"])
+                best = state.best_fitness
                 progress.update(
                     min(record.pop("_taken"), budget) * ranks,  # the other ranks' alike
                     gen_env_steps * ranks / max(time.perf_counter() - gen_start, 1e-9),
-                    gen_best if state.best is None else max(gen_best, state.best_fitness),
+                    gen_best if best is None else max(gen_best, best),
                     state.generation,
                 )
             # Times every rank agrees on (each measures its own clock): the slowest rank's.
@@ -334,7 +335,9 @@ def evolve(
             }
             state.history.append(record)
             progress.write(generation_summary(record, max_steps, state.best, turns.table_metrics))
-            if target is not None and state.best_fitness >= target:
+            best = state.best_fitness
+            assert best is not None  # record_best above keeps a best once a generation ran
+            if target is not None and best >= target:
                 state.finished = "target_score"
             elif state.steps >= max_steps:
                 state.finished = "max_steps"

@@ -17,7 +17,7 @@ import fnmatch
 import json
 import random
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -200,10 +200,17 @@ def load_run(path: str | Path) -> dict[str, Any]:
     return data
 
 
+class AgentRebuilder(Protocol):
+    """What :func:`restore` needs to rebuild an agent: an algorithm class, or a family's
+    loader (:meth:`~agilerl.families.base.Family.agent_loader`)."""
+
+    def from_state_dict(self, state: Any, device: Any = ..., *, where: str = ...) -> Any: ...
+
+
 def restore(
     data: dict[str, Any],
     source: str | Path,
-    algo_cls: type,
+    algo_cls: AgentRebuilder,
     device: Any,
     memory: Any = None,
     selection: Any = None,

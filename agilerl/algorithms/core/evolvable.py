@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -42,6 +42,9 @@ from agilerl.algorithms.hyperparameters import (
 )
 from agilerl.algorithms.optim import FusedAdam
 from agilerl.networks.base import EvolvableNetwork
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 CHECKPOINT_KIND = "agent"
 
@@ -398,7 +401,7 @@ class EvolvableAlgorithm:
         index: int | None = None,
         where: str = "",
         **runtime: Any,
-    ) -> EvolvableAlgorithm:
+    ) -> Self:
         """A new agent built from :meth:`state_dict` output, checked before it is used:
         any problem is a :class:`~agilerl.checkpoints.CheckpointError` naming its key
         path (``where`` is prefixed, e.g. ``agents[0]``). ``runtime``: constructor
@@ -415,7 +418,10 @@ class EvolvableAlgorithm:
         )  # fmt: skip
         try:
             # The constructor checks hyperparameters and ranges as it does a manifest's.
-            agent = cls(
+            # A concrete algorithm's constructor also takes ``hp_config`` and its own
+            # hyperparameters, which this base signature does not list.
+            build = cast("Callable[..., Self]", cls)
+            agent = build(
                 **{name: state[name] for name in cls.construction_layout},
                 index=state["index"] if index is None else index,
                 device=device,
@@ -531,7 +537,7 @@ class EvolvableAlgorithm:
             raise checkpoints.fail(at, f"a {name!r} agent, not a {cls.__name__}")
         return algo_cls
 
-    def clone(self, index: int | None = None) -> EvolvableAlgorithm:
+    def clone(self, index: int | None = None) -> Self:
         """An independent copy (networks, optimiser states, hyperparameters, metrics);
         ``index`` gives it a new population index."""
         twin = type(self).from_state_dict(

@@ -196,7 +196,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
     #: AgileRL registers no LLM hyperparameter to mutate by default: a manifest names them.
     default_mutable: ClassVar[tuple[str, ...]] = ()
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
     #: Loss normalisation over row chunks (GRPO's ``loss_norm`` field): the sum over all
@@ -204,6 +204,19 @@ class LLMAlgorithm(EvolvableAlgorithm):
     loss_norm: str = "accumulation_window"
     #: Learning-rate schedule (GRPO's ``cosine_lr_schedule_config``): constant.
     cosine_lr_schedule_config: Any = None
+    # Hyperparameters the constructor sets through ``setattr`` (validated there), and
+    # the optimizer :meth:`build_optimizers` sets from ``optimizer_specs``.
+    fused_logprobs_chunk_rows: int | None
+    fused_loss_chunk_rows: int | None
+    reduce_memory_peak: bool
+    use_separate_reference_adapter: bool
+    calc_position_embeddings: bool
+    gradient_checkpointing: bool
+    use_liger_loss: bool
+    activation_offload: bool
+    use_sequence_packing: bool
+    vllm_importance_sampling_correction: bool
+    optimizer: torch.optim.Optimizer
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # A subclass constructor takes its own fields and passes the shared ones on as
@@ -316,7 +329,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
         if self.tokenizer is None:
             self.tokenizer = self._load_tokenizer()
         self.shared = SharedBase.of(actor_network)
-        base = self.shared.base
+        base: Any = self.shared.base  # a transformers model (typed as a plain nn.Module)
         if self.gradient_checkpointing and not getattr(
             base, "supports_gradient_checkpointing", False
         ):
@@ -397,7 +410,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
             yield model
 
     def _set_checkpointing(self) -> None:
-        base = self.shared.base
+        base: Any = self.shared.base  # a transformers model (typed as a plain nn.Module)
         if base.is_activation_checkpointing != self.gradient_checkpointing:
             if self.gradient_checkpointing:
                 base.activation_checkpointing_enable({"use_reentrant": False})

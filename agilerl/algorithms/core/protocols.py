@@ -8,9 +8,12 @@ agent that has these members evolves, whichever family it belongs to.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self needs Python 3.11
 
 AgentT = TypeVar("AgentT", bound="EvolvingAgent")
 
@@ -22,7 +25,7 @@ class SelectableAgent(Protocol):
     index: int
     fitness: list[float]
 
-    def clone(self, index: int | None = None) -> SelectableAgent: ...
+    def clone(self, index: int | None = None) -> Self: ...
 
 
 @runtime_checkable
@@ -49,6 +52,7 @@ class EvolvingAgent(SelectableAgent, MutableAgent, Protocol):
 
     steps: int
     scores: list[float]
+    rng: np.random.Generator
     hp_config: dict[str, Any]
     device: Any
 

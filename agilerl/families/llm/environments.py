@@ -60,12 +60,12 @@ def _data_files(path: Path, field: str) -> tuple[str, list[str]]:
             raise LLMSetupError(f"{field}: {path} holds no dataset file ({', '.join(BUILDERS)})")
     else:
         files = [path]
-    builders = {BUILDERS.get(p.suffix.lower()) for p in files}
-    if None in builders:
+    if any(p.suffix.lower() not in BUILDERS for p in files):
         raise LLMSetupError(
             f"{field}: {path}: unknown dataset format {path.suffix!r} "
             f"(known: {', '.join(BUILDERS)})"
         )
+    builders = {BUILDERS[p.suffix.lower()] for p in files}
     if len(builders) > 1:
         raise LLMSetupError(
             f"{field}: {path} mixes dataset formats ({', '.join(sorted(builders))}); "

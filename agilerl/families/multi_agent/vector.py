@@ -37,7 +37,7 @@ import functools
 import multiprocessing
 import traceback
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -47,14 +47,17 @@ from agilerl.observations import map_tree
 
 #: The key of ``infos`` holding the autoreset information (never an agent id).
 FINAL = "__final__"
+#: A multiprocessing start method (what :func:`multiprocessing.get_context` accepts).
+StartMethod = Literal["fork", "forkserver", "spawn"]
 
 
 def mask_width(obs_space: spaces.Space, action_space: spaces.Space) -> int | None:
     """Length of an agent's action mask: its Dict observation's ``action_mask`` entry,
     else what its action space offers (Discrete n, MultiDiscrete the sum of its choices,
     MultiBinary its size); None for an action space no mask can describe (Box)."""
-    if isinstance(obs_space, spaces.Dict) and "action_mask" in obs_space.spaces:
-        return int(np.prod(obs_space["action_mask"].shape))
+    observed = _observed_mask_width(obs_space)
+    if observed is not None:
+        return observed
     if isinstance(action_space, spaces.Discrete):
         return int(action_space.n)
     if isinstance(action_space, spaces.MultiDiscrete):
@@ -62,6 +65,16 @@ def mask_width(obs_space: spaces.Space, action_space: spaces.Space) -> int | Non
     if isinstance(action_space, spaces.MultiBinary):
         return int(np.prod(action_space.shape))
     return None
+
+
+def _observed_mask_width(obs_space: spaces.Space) -> int | None:
+    """Length of the ``action_mask`` entry of a Dict observation; None without one."""
+    if not (isinstance(obs_space, spaces.Dict) and "action_mask" in obs_space.spaces):
+        return None
+    shape = obs_space["action_mask"].shape
+    # An action mask is an array space (MultiBinary or Box), and those always have a shape.
+    assert shape is not None
+    return int(np.prod(shape))
 
 
 def _masks(obs: dict[str, Any], infos: dict[str, Any]) -> dict[str, Any]:
@@ -160,7 +173,7 @@ def _worker(make: Callable[[], Any], pipe: Any, parent_end: Any) -> None:
 class _Workers:
     """Sub-environments, each in a worker process."""
 
-    def __init__(self, makers: Sequence[Callable[[], Any]], context: str | None) -> None:
+    def __init__(self, makers: Sequence[Callable[[], Any]], context: StartMethod | None) -> None:
         ctx = multiprocessing.get_context(context)
         self.pipes, self.processes = [], []
         for make in makers:
@@ -233,7 +246,7 @@ class ParallelVecEnv:
         env_fns: Sequence[Callable[[], Any]],
         *,
         subprocess: bool = False,
-        context: str | None = None,
+        context: StartMethod | None = None,
     ) -> None:
         if not env_fns:
             raise ValueError("env_fns: a vector environment needs at least one environment")
@@ -255,11 +268,9 @@ class ParallelVecEnv:
         else:
             self._envs = _InProcess([first, *(fn() for fn in env_fns[1:])])
         #: Mask length per agent that has a mask (found from its spaces and first masks).
+        observed = {a: _observed_mask_width(self.observation_spaces[a]) for a in self.agent_ids}
         self._mask_widths: dict[str, int] = {
-            a: mask_width(self.observation_spaces[a], self.action_spaces[a])
-            for a in self.agent_ids
-            if isinstance(self.observation_spaces[a], spaces.Dict)
-            and "action_mask" in self.observation_spaces[a].spaces
+            a: width for a, width in observed.items() if width is not None
         }
         self.closed = False
 

@@ -171,6 +171,12 @@ def _check_actions(
     actions: np.ndarray, space: spaces.Space, rows: int, where: str, env_name: str
 ) -> np.ndarray:
     expected = (rows, *_row_shape(space, "action", where))
+    if not isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        # _row_shape passes Box spaces (observations); actions must be discrete.
+        raise DatasetError(
+            f"{where}: offline datasets hold Box observations and Discrete or MultiDiscrete "
+            f"actions; the evaluation environment's action space is {space}"
+        )
     if actions.shape != expected:
         raise DatasetError(
             f"{where}: key 'actions' has shape {_shape(actions.shape)}; {env_name}'s actions "

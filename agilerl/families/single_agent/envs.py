@@ -38,8 +38,10 @@ def _import_target(target: str, where: str, path: str | None) -> Any:
             if not file.is_file():
                 raise EnvironmentSpecError(f"{where}: no file {file}")
             mod_spec = importlib.util.spec_from_file_location(file.stem, file)
+            # A .py file always gets a spec, with a source file loader.
+            assert mod_spec is not None and mod_spec.loader is not None
             module = importlib.util.module_from_spec(mod_spec)
-            mod_spec.loader.exec_module(module)  # type: ignore[union-attr]
+            mod_spec.loader.exec_module(module)
         else:
             if str(base) not in sys.path:
                 sys.path.insert(0, str(base))

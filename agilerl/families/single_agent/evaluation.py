@@ -75,8 +75,13 @@ class _Mp4Writer:
         frame = np.pad(frame, ((0, height % 2), (0, width % 2), (0, 0)), mode="edge")
         if self.stream is None:
             size = (frame.shape[1], frame.shape[0])
+            # imageio_ffmpeg takes fps as a float or Fraction (its docstring); pyright
+            # reads int from the unannotated default (16).
             self.stream = self.ffmpeg.write_frames(
-                str(self.path), size, fps=self.fps, macro_block_size=1
+                str(self.path),
+                size,
+                fps=self.fps,  # pyright: ignore[reportArgumentType]
+                macro_block_size=1,
             )
             self.stream.send(None)  # the generator starts ffmpeg on its first send
         self.stream.send(np.ascontiguousarray(frame))
@@ -199,9 +204,9 @@ def run_episodes(
         with sampling:
             for episode in range(episodes):
                 obs, info = env.reset(seed=seed + episode)
-                record = writer is not None and episode == 0
-                if record:
-                    writer.add(_frame(env, name))
+                recorder = writer if episode == 0 else None
+                if recorder is not None:
+                    recorder.add(_frame(env, name))
                     frames += 1
                 total, steps, done = 0.0, 0, False
                 while not done and (max_episode_steps is None or steps < max_episode_steps):
@@ -212,12 +217,13 @@ def run_episodes(
                     total += float(reward)
                     steps += 1
                     done = bool(terminated or truncated)
-                    if record:
-                        writer.add(_frame(env, name))
+                    if recorder is not None:
+                        recorder.add(_frame(env, name))
                         frames += 1
                 returns.append(total)
                 lengths.append(steps)
         if writer is not None:
+            assert video is not None  # a writer is made only for a video
             write_bytes(video, writer.finish())
     finally:
         env.close()
