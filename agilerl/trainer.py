@@ -29,7 +29,6 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.distributed import Group, join, leave
 from agilerl.families import family_for
 from agilerl.families.context import RunContext
-from agilerl.models.env import GymEnvSpec
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     TrainingManifest,
