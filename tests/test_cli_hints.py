@@ -151,7 +151,9 @@ def test_the_trainer_refuses_specs_whose_num_envs_differ():
     from agilerl.trainer import LocalTrainer, TrainerError
 
     env = GymEnvSpec(name="CartPole-v1")  # num_envs left to its default, 16
-    with pytest.raises(TrainerError, match=r"algorithm.num_envs must equal environment.num_envs \(16\), got 1"):
+    with pytest.raises(
+        TrainerError, match=r"algorithm.num_envs must equal environment.num_envs \(16\), got 1"
+    ):
         LocalTrainer(PPOSpec(num_envs=1), env)
     assert LocalTrainer(PPOSpec(num_envs=16), env).algorithm.num_envs == 16
     assert LocalTrainer(PPOSpec(), env).algorithm.num_envs == 1  # unset: the env decides
