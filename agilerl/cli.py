@@ -470,7 +470,10 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
     if args.format == "json":
-        print(json.dumps({"agent": args.agent, **result.to_json()}, indent=2))
+        from agilerl.finite import json_safe
+
+        report = json_safe({"agent": args.agent, **result.to_json()})  # strict JSON
+        print(json.dumps(report, indent=2, allow_nan=False))
     else:
         print(result.summary())
     return 0

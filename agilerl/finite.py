@@ -5,7 +5,8 @@ Loaded data (an offline dataset's arrays, a bandit's feature table) goes through
 ``terminals`` and ``truncations``) through :func:`first_bad_flag`. Each returns the first
 offending value (its row, its place in the row and why), or None, and the loader raises
 its own error naming the file and the column. The generation loop checks the figures
-each agent reports with :func:`finite_number`.
+each agent reports with :func:`first_non_finite`, and :func:`json_safe` is what a figure
+that is not finite becomes in a JSON file (null).
 
 Besides NaN and infinity, a loaded value is refused above :data:`MAX_MAGNITUDE`: the
 largest number whose square still fits in float32. Anything larger makes a squared loss
@@ -19,6 +20,8 @@ block's worth of flags, never a second copy of the data.
 from __future__ import annotations
 
 import math
+import numbers
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,15 +54,39 @@ class BadValue:
         return f"row {self.row}{element} holds {self.value!r} ({self.why})"
 
 
-def finite_number(value: Any) -> bool:
-    """Whether ``value`` is a real number that is neither NaN nor infinite (a bool is not
-    a figure; None and anything else is not a number)."""
-    if isinstance(value, bool):
+def non_finite(value: Any) -> bool:
+    """Whether ``value`` is a number (a Python or numpy scalar; not a bool) that is NaN or
+    infinite. Anything else (None, text) is no figure, so never a non-finite one."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
         return False
-    try:
-        return math.isfinite(value)
-    except TypeError:
-        return False
+    return not math.isfinite(float(value))
+
+
+def first_non_finite(tree: Any, path: str = "") -> tuple[str, Any] | None:
+    """The first non-finite number (:func:`non_finite`) in ``tree`` (nested mappings and
+    lists of figures) as ``(dotted path, value)``; None when there is none."""
+    if isinstance(tree, Mapping):
+        items: Iterable[tuple[Any, Any]] = tree.items()
+    elif isinstance(tree, (list, tuple)):
+        items = enumerate(tree)
+    else:
+        return (path, tree) if non_finite(tree) else None
+    for key, value in items:
+        found = first_non_finite(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
+
+
+def json_safe(tree: Any) -> Any:
+    """``tree`` with every non-finite number replaced by None: JSON has no NaN or
+    infinity (``json.dumps`` would write the bare ``NaN`` no JSON reader accepts), and
+    null says "no usable value". Write the result with ``allow_nan=False``."""
+    if isinstance(tree, Mapping):
+        return {key: json_safe(value) for key, value in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return [json_safe(value) for value in tree]
+    return None if non_finite(tree) else tree
 
 
 def _why(value: float) -> str:
