@@ -30,6 +30,7 @@ from agilerl.distributed import Group, join, leave
 from agilerl.families import family_for
 from agilerl.families.context import RunContext
 from agilerl.finite import json_safe
+from agilerl.hpo.limits import operator_problems
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     TrainingManifest,
@@ -204,6 +205,13 @@ class LocalTrainer:
                 "network": self.network,
             }
         )
+        if self.evolving:  # the operators will run: their settings must be usable
+            assert self.mutation is not None and self.selection_strategy is not None
+            problems = operator_problems(
+                self.mutation, self.selection_strategy, self.training.pop_size
+            )
+            if problems:
+                raise TrainerError("; ".join(problems))
         self.base_dir = Path(base_dir) if base_dir is not None else Path()
         self.version = version
         self.resume_from_checkpoint = resume_from_checkpoint
