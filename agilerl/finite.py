@@ -13,8 +13,9 @@ largest number whose square still fits in float32. Anything larger makes a squar
 (a TD error, a regression) infinite at its first update, so it is as useless to train on
 as infinity itself; it also covers values that only overflow once cast to float32 (1e39).
 
-The arrays are scanned in blocks of :data:`BLOCK_ROWS` rows, so the check allocates a
-block's worth of flags, never a second copy of the data.
+The arrays are scanned in blocks of whole rows holding about :data:`BLOCK_VALUES` values,
+so the check allocates a block's worth of temporaries (a few MiB), never a second copy of
+the data.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ import numpy as np
 #: The largest magnitude a loaded value may have: sqrt of float32's largest (about
 #: 1.8e19). Its square is the largest value a float32 loss can hold.
 MAX_MAGNITUDE = float(np.sqrt(np.finfo(np.float32).max))
-#: Rows checked at once (what the check allocates is one flag per value of a block).
-BLOCK_ROWS = 1 << 16
+#: Values checked at once (whole rows, at least one): what the check allocates is a few
+#: temporaries of this many values.
+BLOCK_VALUES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,14 @@ def _rows(values: np.ndarray) -> np.ndarray:
     return values.reshape(values.shape[0], -1)
 
 
+def _blocks(table: np.ndarray) -> Iterable[tuple[int, np.ndarray]]:
+    """``(first row, block)`` over ``table``, each block whole rows of about
+    :data:`BLOCK_VALUES` values."""
+    step = max(1, BLOCK_VALUES // max(1, table.shape[1]))
+    for start in range(0, table.shape[0], step):
+        yield start, table[start : start + step]
+
+
 def _first(flagged: np.ndarray, block: np.ndarray, start: int, why: Any) -> BadValue | None:
     if not flagged.any():
         return None
@@ -120,12 +130,11 @@ def first_bad_value(values: np.ndarray, limit: float = MAX_MAGNITUDE) -> BadValu
         return None
     if values.dtype.kind not in "iuf":
         raise TypeError(f"expected numbers, got an array of dtype {values.dtype}")
-    table = _rows(values)
-    for start in range(0, table.shape[0], BLOCK_ROWS):
-        block = table[start : start + BLOCK_ROWS]
-        # float64 for the comparison: abs() of the most negative integer overflows its
-        # own type. NaN compares false, so it is flagged with the rest.
-        flagged = ~(np.abs(block.astype(np.float64, copy=False)) <= limit)
+    for start, block in _blocks(_rows(values)):
+        # Integers as float64: abs() of the most negative one overflows its own type.
+        # NaN compares false, so it is flagged with the rest.
+        numbers = block if block.dtype.kind == "f" else block.astype(np.float64)
+        flagged = ~(np.abs(numbers) <= limit)
         found = _first(flagged, block, start, _why)
         if found is not None:
             return found
@@ -137,9 +146,7 @@ def first_bad_flag(values: np.ndarray) -> BadValue | None:
     yes or a no); None when every one is."""
     if values.dtype.kind not in "biuf":
         raise TypeError(f"expected numbers, got an array of dtype {values.dtype}")
-    table = _rows(values)
-    for start in range(0, table.shape[0], BLOCK_ROWS):
-        block = table[start : start + BLOCK_ROWS]
+    for start, block in _blocks(_rows(values)):
         flagged = (block != 0) & (block != 1)
         found = _first(flagged, block, start, lambda _: "a flag is 0 or 1")
         if found is not None:

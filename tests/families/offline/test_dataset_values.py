@@ -128,10 +128,14 @@ def test_usable_values_and_flags_load(tmp_path):
 
 
 def test_the_first_bad_row_is_found_past_the_first_block(tmp_path, monkeypatch):
-    """Arrays are scanned a block of rows at a time; the row named is the file's."""
-    monkeypatch.setattr(finite, "BLOCK_ROWS", 8)
+    """Arrays are scanned a block of whole rows at a time; the row named is the file's."""
+    monkeypatch.setattr(finite, "BLOCK_VALUES", 8)  # 8 rewards, or 2 observations, a block
     path = write(tmp_path / "d.h5", rewards=with_value("rewards", 42, np.nan))
     with pytest.raises(DatasetError, match=r"key 'rewards' row 42 holds nan"):
+        load_dataset(path, OBS, ACT)
+    observations = with_value("observations", 45, np.inf, element=3)
+    path = write(tmp_path / "d.h5", observations=observations)
+    with pytest.raises(DatasetError, match=r"key 'observations' row 45, element 3 holds inf"):
         load_dataset(path, OBS, ACT)
 
 
