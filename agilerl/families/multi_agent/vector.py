@@ -97,11 +97,12 @@ class SubEnv:
 
     def __init__(self, env: Any) -> None:
         self.env = env
-        #: What a message calls the environment's code.
-        self.what = f"environment {type(getattr(env, 'unwrapped', env)).__name__}"
+        # What a message calls the environment's code (built once, not per step).
+        name = f"environment {type(getattr(env, 'unwrapped', env)).__name__}"
+        self.on_reset, self.on_step = f"{name}: reset", f"{name}: step"
 
     def reset(self, seed: int | None) -> dict[str, Any]:
-        obs, infos = call_user(self.env.reset, seed=seed, what=f"{self.what}: reset")
+        obs, infos = call_user(self.env.reset, seed=seed, what=self.on_reset)
         return {
             "obs": dict(obs),
             "present": list(self.env.agents),
@@ -114,7 +115,7 @@ class SubEnv:
         if missing:
             raise KeyError(f"no action for agent(s) {missing}, which are present")
         obs, rewards, terminated, truncated, infos = call_user(
-            self.env.step, {agent: actions[agent] for agent in acted}, what=f"{self.what}: step"
+            self.env.step, {agent: actions[agent] for agent in acted}, what=self.on_step
         )
         out = {
             "acted": acted,
@@ -131,7 +132,7 @@ class SubEnv:
                 if not (out["terminated"][agent] or out["truncated"][agent]):
                     out["truncated"][agent] = True
             # the sub-environment's own stream goes on
-            obs, infos = call_user(self.env.reset, what=f"{self.what}: reset")
+            obs, infos = call_user(self.env.reset, what=self.on_reset)
         present = list(self.env.agents)
         # the observations to act on: present agents only (one that left has none)
         obs = {agent: obs[agent] for agent in present if agent in obs}

@@ -128,13 +128,14 @@ class UserEnv(gym.Wrapper):
 
     def __init__(self, env: gym.Env, what: str) -> None:
         super().__init__(env)
-        self.what = what
+        # the labels once, not a string built per step
+        self.on_reset, self.on_step = f"{what}: reset", f"{what}: step"
 
     def reset(self, **kwargs: Any) -> Any:
-        return call_user(self.env.reset, what=f"{self.what}: reset", **kwargs)
+        return call_user(self.env.reset, what=self.on_reset, **kwargs)
 
     def step(self, action: Any) -> Any:
-        return call_user(self.env.step, action, what=f"{self.what}: step")
+        return call_user(self.env.step, action, what=self.on_step)
 
 
 def make_env(spec: Any) -> gym.Env:
