@@ -57,8 +57,11 @@ class BadValue:
 
 
 def non_finite(value: Any) -> bool:
-    """Whether ``value`` is a number (a Python or numpy scalar; not a bool) that is NaN or
-    infinite. Anything else (None, text) is no figure, so never a non-finite one."""
+    """Whether ``value`` is a number (a Python or numpy scalar, or a 0-d array or tensor
+    holding one; not a bool) that is NaN or infinite. Anything else (None, text) is no
+    figure, so never a non-finite one."""
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()  # a 0-d numpy array or torch tensor: its number
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Real, np.number)):
         return False
     return not math.isfinite(float(value))

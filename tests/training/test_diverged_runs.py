@@ -98,6 +98,16 @@ def test_finite_figures_and_missing_scores_pass():
     _refuse_non_finite([record(0, score=None, loss=1e30), record(1, fitness=-1e9)], 0)
 
 
+def test_figures_of_every_numeric_kind_are_checked():
+    import numpy as np
+    import torch
+
+    for value in (math.nan, np.float32("nan"), np.array(np.inf), torch.tensor(float("nan"))):
+        with pytest.raises(DivergedError, match="reported loss = "):
+            _refuse_non_finite([record(0, loss=value)], 0)
+    _refuse_non_finite([record(0, loss=torch.tensor(1.0), flag=True, note="nan")], 0)
+
+
 def test_json_safe_maps_every_non_finite_number_to_null():
     import numpy as np
 
