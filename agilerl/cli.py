@@ -291,6 +291,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.training.preflight import PreflightError
     from agilerl.training.run_directory import EarlierRunError
     from agilerl.training.tracking import TrackingError
+    from agilerl.user_code import UserCodeError
 
     rank = int(os.environ.get("RANK", "0") or 0)
     who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
@@ -348,6 +349,7 @@ def _train(args: argparse.Namespace) -> int:
         PreflightError,
         TrackingError,
         TrainerError,
+        UserCodeError,
     ) as err:
         print(f"{who}: {err}", file=sys.stderr)
         return 1
@@ -432,6 +434,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from agilerl.evaluation import EvaluationError, agent_family
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
+    from agilerl.user_code import UserCodeError
 
     try:
         # Any family's agent: its family evaluates it, or says why it cannot.
@@ -466,11 +469,15 @@ def _evaluate(args: argparse.Namespace) -> int:
         EnvironmentSpecError,
         EvaluationError,
         OutputError,
+        UserCodeError,
     ) as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
     if args.format == "json":
-        print(json.dumps({"agent": args.agent, **result.to_json()}, indent=2))
+        from agilerl.finite import json_safe
+
+        report = json_safe({"agent": args.agent, **result.to_json()})  # strict JSON
+        print(json.dumps(report, indent=2, allow_nan=False))
     else:
         print(result.summary())
     return 0
@@ -528,6 +535,7 @@ def _dataset_collect(args: argparse.Namespace) -> int:
     from agilerl.families.offline.collect import collect_transitions, write_dataset
     from agilerl.families.offline.datasets import DatasetError
     from agilerl.families.single_agent.envs import EnvironmentSpecError, make_vector_env
+    from agilerl.user_code import UserCodeError
 
     try:
         if args.policy == "random" and args.epsilon is not None:
@@ -556,7 +564,7 @@ def _dataset_collect(args: argparse.Namespace) -> int:
         finally:
             env.close()
         path = write_dataset(args.output, data)
-    except (CliError, CheckpointError, DatasetError, EnvironmentSpecError) as err:
+    except (CliError, CheckpointError, DatasetError, EnvironmentSpecError, UserCodeError) as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
     except OSError as err:

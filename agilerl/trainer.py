@@ -29,6 +29,8 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.distributed import Group, join, leave
 from agilerl.families import family_for
 from agilerl.families.context import RunContext
+from agilerl.finite import json_safe
+from agilerl.hpo.limits import operator_problems
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     TrainingManifest,
@@ -41,7 +43,7 @@ from agilerl.models.manifest import (
 from agilerl.models.manifest_base import environment_spec_for
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
-from agilerl.training.errors import TrainerError
+from agilerl.training.errors import DivergedError, TrainerError
 from agilerl.training.evolution import next_generation
 from agilerl.training.preflight import Estimate, check_outputs
 from agilerl.training.report import describe_best
@@ -95,6 +97,16 @@ class _StopOnFailedCheckpoint:
             return self.checkpointer.write(population, state)
         except OSError as err:
             raise _CheckpointFailed(_not_written(err, self.checkpointer.path), population) from None
+
+
+def _checkpoint_kept(checkpointer: _StopOnFailedCheckpoint | None) -> str:
+    """What a run that stopped early leaves to resume from."""
+    if checkpointer is None:
+        return "the run writes no checkpoint"
+    path = checkpointer.checkpointer.path
+    if path.exists():
+        return f"its last checkpoint, {path}, holds the generations before, unchanged"
+    return f"no checkpoint had been written yet ({path})"
 
 
 def _spec(value: Any, cls: type, section: str) -> Any:
@@ -193,6 +205,13 @@ class LocalTrainer:
                 "network": self.network,
             }
         )
+        if self.evolving:  # the operators will run: their settings must be usable
+            assert self.mutation is not None and self.selection_strategy is not None
+            problems = operator_problems(
+                self.mutation, self.selection_strategy, self.training.pop_size
+            )
+            if problems:
+                raise TrainerError("; ".join(problems))
         self.base_dir = Path(base_dir) if base_dir is not None else Path()
         self.version = version
         self.resume_from_checkpoint = resume_from_checkpoint
@@ -600,6 +619,14 @@ class LocalTrainer:
             except _CheckpointFailed as failed:
                 self.population, self.state = failed.population, state
                 raise self._stopped(str(failed), output_dir) from None
+            except DivergedError as err:
+                # Nothing is written: every output would present the run as a result.
+                raise DivergedError(
+                    f"{err}; {_checkpoint_kept(checkpointer)}",
+                    err.generation,
+                    err.index,
+                    err.figure,
+                ) from None
             finally:
                 reporter.close()
         finally:
@@ -759,7 +786,10 @@ class LocalTrainer:
             "plot": lambda p: plot_fitness(
                 history, p, title, loss=type(best).main_loss, measure=self.family.measure
             ),
-            "history": lambda p: write_text(p, json.dumps(history, indent=1)),
+            # strict JSON: a figure that is not finite is null (agilerl.finite.json_safe)
+            "history": lambda p: write_text(
+                p, json.dumps(json_safe(history), indent=1, allow_nan=False)
+            ),
         }
         names = dict(OUTPUT_NAMES)
         for kind, output in self.family.outputs.items():  # the family's own

@@ -41,6 +41,8 @@ LAYERS: dict[str, int] = {
     "agilerl.testing": 30,
     "agilerl.checkpoints": 20,
     "agilerl.atomic": 10,
+    "agilerl.finite": 10,
+    "agilerl.user_code": 10,
     "agilerl.manifest_code": 10,
     "agilerl.models": 0,
     "agilerl.documents": 0,

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agilerl.llm.models import LLMSetupError
+from agilerl.user_code import UserCodeError, call_user
 
 FILE_FIELD = "environment.reward_file_path"
 NAME_FIELD = "environment.reward_fn_name"
@@ -50,7 +51,11 @@ class RewardFunction:
 
     def __call__(self, completion: str, answer: Any, question: Any) -> float:
         try:
-            value = self.fn(completion, answer, question)
+            value = call_user(
+                self.fn, completion, answer, question, what=f"{NAME_FIELD} {self.file}:{self.name}"
+            )
+        except UserCodeError:
+            raise  # names the function and the exit already
         except Exception as err:  # the user's code: any failure is reported as theirs
             raise RewardError(
                 f"{self._where(completion, question)} raised {type(err).__name__}: {err}"
@@ -80,12 +85,15 @@ def _import(file: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        call_user(spec.loader.exec_module, module, what=f"{FILE_FIELD} {file}")
     except SyntaxError as err:
         sys.modules.pop(module_name, None)
         raise LLMSetupError(
             f"{FILE_FIELD}: {file}:{err.lineno}:{err.offset}: syntax error: {err.msg}"
         ) from None
+    except UserCodeError:
+        sys.modules.pop(module_name, None)
+        raise
     except Exception as err:  # importing runs the user's module-level code
         sys.modules.pop(module_name, None)
         raise LLMSetupError(

@@ -33,6 +33,8 @@ import numpy as np
 
 from agilerl.algorithms.core.protocols import AgentT, EvolvingAgent
 from agilerl.distributed.group import Group, current_group
+from agilerl.finite import first_non_finite
+from agilerl.training.errors import DivergedError
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 from agilerl.training.state import RunState, reset_seed, snapshot
@@ -311,6 +313,8 @@ def evolve(
             parts = group.all_gather((records, journals))
             records = _by_slot(part[0] for part in parts)
             ordered = [records[slot] for slot in range(pop_size)]
+            # Every rank holds every record now, so every rank stops here alike.
+            _refuse_non_finite(ordered, state.generation)
             if turns.sharing is not None:
                 turns.sharing.merge(_by_slot(part[1] for part in parts))
             roster = [(r["index"], r["fitness"]) for r in ordered]
@@ -362,6 +366,33 @@ def evolve(
         progress.write(_closing_line(state))
     population = _gather_everywhere(local, pop_size, group)
     return population, [agent.fitness[-1] for agent in population]
+
+
+#: The figures of a generation record that training produces (the rest are the loop's own
+#: counts and the hyperparameters the run was given).
+FIGURES = ("fitness", "train_score", "metrics")
+
+
+def _refuse_non_finite(records: list[dict[str, Any]], generation: int) -> None:
+    """Stop the run at the first agent whose fitness, training score or learn metrics
+    (in slot order) is NaN or infinite: nothing learned from it means anything, and
+    selecting on it, recording it as the best ever or checkpointing it would pass the
+    poison on. Raised before any of that, so the run's last checkpoint stays the last
+    good one."""
+    for slot, record in enumerate(records):
+        found = first_non_finite({name: record[name] for name in FIGURES})
+        if found is None:
+            continue
+        figure, value = found
+        figure = figure.removeprefix("metrics.")
+        raise DivergedError(
+            f"generation {generation}: agent {record['index']} (slot {slot}) reported "
+            f"{figure} = {value}: training diverged, and the run stopped before selecting, "
+            "recording or checkpointing this generation",
+            generation,
+            record["index"],
+            figure,
+        )
 
 
 def _turn(agent: Any, slot: int, budget: int, state: RunState, turns: Turns) -> dict[str, Any]:

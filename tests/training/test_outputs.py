@@ -25,7 +25,7 @@ from agilerl.atomic import (
     write_text,
 )
 from agilerl.cli import main
-from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
+from agilerl.families.single_agent.envs import EnvironmentSpecError, UserEnv, make_env
 from agilerl.manifest_code import code_references
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest, parse_manifest
@@ -405,7 +405,8 @@ def test_a_real_entrypoint_and_wrapper_still_build(env_dir):
             wrappers=["gymnasium.wrappers.RecordEpisodeStatistics"],
         )
     )
-    assert isinstance(env, gym.wrappers.RecordEpisodeStatistics)
+    # the manifest's wrapper, inside the engine's own outermost one (agilerl.user_code)
+    assert isinstance(env, UserEnv) and isinstance(env.env, gym.wrappers.RecordEpisodeStatistics)
     env.close()
 
 

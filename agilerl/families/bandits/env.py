@@ -10,20 +10,22 @@ so the regret of a step is ``1 - reward``.
 
 Tables (:func:`load_tables`) are local CSV files (a header row, then numbers) or
 Parquet files (read with pyarrow, which the ``llm`` extra installs). A missing file,
-tables whose row counts differ, a feature that is not a finite number or a targets
-table with more than one column is refused with a :class:`BanditTableError` naming the
-file and the row.
+tables whose row counts differ, a feature that is not a number or not usable
+(:mod:`agilerl.finite`: NaN, infinite, or of a magnitude whose square overflows
+float32), a targets table with more than one column or fewer than two distinct labels is
+refused with a :class:`BanditTableError` naming the file and the row.
 """
 
 from __future__ import annotations
 
 import csv
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+
+from agilerl.finite import first_bad_value
 
 
 class BanditTableError(ValueError):
@@ -75,12 +77,9 @@ def _where(path: Path, first: int, index: int) -> str:
 
 def _number(value: Any, where: str, column: str) -> float:
     try:
-        number = float(value)
+        return float(value)
     except (TypeError, ValueError):
         raise BanditTableError(f"{where}: column {column!r}: {value!r} is not a number") from None
-    if not math.isfinite(number):
-        raise BanditTableError(f"{where}: column {column!r}: {value!r} is not a finite number")
-    return number
 
 
 def load_tables(features: str | Path, targets: str | Path) -> tuple[np.ndarray, np.ndarray]:
@@ -109,18 +108,33 @@ def load_tables(features: str | Path, targets: str | Path) -> tuple[np.ndarray, 
             "table has one column, the correct arm of each row"
         )
     width = len(f_head)
-    matrix = np.empty((len(f_rows), width), dtype=np.float32)
+    # float64 first: a value that overflows float32 (1e39) is refused below, not made inf
+    matrix = np.empty((len(f_rows), width), dtype=np.float64)
     for i, row in enumerate(f_rows):
         where = _where(f_path, f_first, i)
         if len(row) != width:
             raise BanditTableError(f"{where}: {len(row)} values, the header has {width}")
         matrix[i] = [_number(v, where, c) for v, c in zip(row, f_head, strict=True)]
+    bad = first_bad_value(matrix)
+    if bad is not None:
+        raise BanditTableError(
+            f"{_where(f_path, f_first, bad.row)}: column {f_head[bad.column]!r}: "
+            f"{bad.value!r} is not usable ({bad.why})"
+        )
     labels = []
     for i, row in enumerate(t_rows):
         if len(row) != 1 or row[0] is None or str(row[0]).strip() == "":
             raise BanditTableError(f"{_where(t_path, t_first, i)}: no target label")
         labels.append(str(row[0]).strip())
-    return matrix, np.asarray(labels)
+    distinct = sorted(set(labels))
+    if len(distinct) < 2:
+        # One arm is always the right one: every pull pays, and the run reports a
+        # perfect bandit that learned nothing.
+        raise BanditTableError(
+            f"{t_path}: every row has the label {distinct[0]!r}: a bandit needs at least 2 "
+            "distinct labels (one arm per label), and with one the only arm always pays"
+        )
+    return matrix.astype(np.float32), np.asarray(labels)
 
 
 def disjoint_contexts(row: np.ndarray, arms: int) -> np.ndarray:

@@ -22,6 +22,7 @@ from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import aec_to_parallel
 
 from agilerl.families.single_agent.envs import EnvironmentSpecError, _import_target
+from agilerl.user_code import UserCodeError, call_user
 
 #: Module prefixes that moved out of PettingZoo, and where they live now: a manifest
 #: naming the old place is told the new one (pettingzoo 1.26 dropped its MPE copy).
@@ -47,7 +48,7 @@ def _module_factory(name: str) -> Any:
             "'agilerl[multiagent]')"
         )
     try:
-        module = importlib.import_module(name)
+        module = call_user(importlib.import_module, name, what=f"environment.name {name}")
     except ModuleNotFoundError as err:
         missing = err.name or name
         hint = (
@@ -58,6 +59,8 @@ def _module_factory(name: str) -> Any:
         raise EnvironmentSpecError(
             f"environment.name: {name!r} cannot be imported: no module {missing!r}{hint}"
         ) from None
+    except UserCodeError:
+        raise  # names the code and the exit already
     except Exception as err:  # the environment's own import failed (a missing extra)
         raise EnvironmentSpecError(
             f"environment.name: importing {name!r} raised {type(err).__name__}: {err}"
@@ -174,8 +177,10 @@ def _call(
     factory: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, target: str, at: str
 ) -> Any:
     try:
-        return factory(*args, **kwargs)
+        return call_user(factory, *args, what=f"{where} {target}", **kwargs)
     except TypeError as err:  # most often keywords that do not fit the signature
         raise EnvironmentSpecError(f"{at}: {target}: {err}") from err
+    except UserCodeError:
+        raise  # names the code and the exit already
     except Exception as err:
         raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err

@@ -44,6 +44,7 @@ from gymnasium import spaces
 from gymnasium.vector.utils import create_empty_array
 
 from agilerl.observations import map_tree
+from agilerl.user_code import call_user
 
 #: The key of ``infos`` holding the autoreset information (never an agent id).
 FINAL = "__final__"
@@ -96,9 +97,12 @@ class SubEnv:
 
     def __init__(self, env: Any) -> None:
         self.env = env
+        # What a message calls the environment's code (built once, not per step).
+        name = f"environment {type(getattr(env, 'unwrapped', env)).__name__}"
+        self.on_reset, self.on_step = f"{name}: reset", f"{name}: step"
 
     def reset(self, seed: int | None) -> dict[str, Any]:
-        obs, infos = self.env.reset(seed=seed)
+        obs, infos = call_user(self.env.reset, seed=seed, what=self.on_reset)
         return {
             "obs": dict(obs),
             "present": list(self.env.agents),
@@ -110,8 +114,8 @@ class SubEnv:
         missing = [agent for agent in acted if agent not in actions]
         if missing:
             raise KeyError(f"no action for agent(s) {missing}, which are present")
-        obs, rewards, terminated, truncated, infos = self.env.step(
-            {agent: actions[agent] for agent in acted}
+        obs, rewards, terminated, truncated, infos = call_user(
+            self.env.step, {agent: actions[agent] for agent in acted}, what=self.on_step
         )
         out = {
             "acted": acted,
@@ -127,7 +131,8 @@ class SubEnv:
             for agent in acted:  # an episode that ends leaves no agent undecided
                 if not (out["terminated"][agent] or out["truncated"][agent]):
                     out["truncated"][agent] = True
-            obs, infos = self.env.reset()  # the sub-environment's own stream goes on
+            # the sub-environment's own stream goes on
+            obs, infos = call_user(self.env.reset, what=self.on_reset)
         present = list(self.env.agents)
         # the observations to act on: present agents only (one that left has none)
         obs = {agent: obs[agent] for agent in present if agent in obs}

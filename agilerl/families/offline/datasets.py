@@ -3,8 +3,10 @@
 A dataset file holds one row per transition under the keys :data:`REQUIRED`
 (``observations``, ``actions``, ``rewards``, ``next_observations``, ``terminals``) and
 optionally ``truncations``. Every key is checked: present, a dataset (not a group), as
-many rows as ``observations``, numeric, and shaped for the evaluation environment's
-spaces. A problem is a :class:`DatasetError` naming the file, the key and the shapes.
+many rows as ``observations``, numeric, shaped for the evaluation environment's
+spaces, and usable (:mod:`agilerl.finite`: no NaN or infinity, no magnitude whose square
+overflows float32, done flags 0 or 1). A problem is a :class:`DatasetError` naming the
+file, the key and the shapes, or the first row at fault.
 Nothing is ever downloaded: a file that is not there is refused, with how to make one.
 """
 
@@ -17,12 +19,16 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from agilerl.finite import first_bad_flag, first_bad_value
+
 #: Keys every dataset has, one row per transition.
 REQUIRED = ("observations", "actions", "rewards", "next_observations", "terminals")
 #: Keys a dataset may have: whether the episode was cut (a time limit) at that step.
 OPTIONAL = ("truncations",)
 #: Keys holding one number per transition.
 PER_ROW = ("rewards", "terminals", "truncations")
+#: Keys holding a done flag per transition: 0 or 1.
+FLAGS = ("terminals", "truncations")
 
 MAKE_ONE = "make one with `agilerl dataset collect ENV -o FILE --steps N`"
 
@@ -109,7 +115,9 @@ def load_dataset(
 
     Raises :class:`DatasetError` naming the file, the key and the shapes: a missing file
     or key, a key whose rows differ in number from ``observations``, a per-transition key
-    that is not one number per row, observations or actions that do not fit the spaces.
+    that is not one number per row, observations or actions that do not fit the spaces;
+    or the first row of a key holding NaN, infinity, a magnitude above
+    :data:`~agilerl.finite.MAX_MAGNITUDE`, or a done flag that is not 0 or 1.
     """
     where = str(path)
     if not Path(path).is_file():
@@ -144,6 +152,7 @@ def load_dataset(
                 f"{where}: key '{key}' has shape {_shape(array.shape)}; expected "
                 f"{_shape((rows,))}, one number per transition"
             )
+    _refuse_unusable_values(data, where)
     if observation_space is not None:
         expected = (rows, *_row_shape(observation_space, "observation", where))
         for key in ("observations", "next_observations"):
@@ -165,6 +174,19 @@ def load_dataset(
         if key in data:
             data[key] = data[key].astype(np.float32, copy=False)
     return OfflineDataset(**data)
+
+
+def _refuse_unusable_values(data: dict[str, np.ndarray], where: str) -> None:
+    """Every value finite and of a magnitude float32 losses can hold, every done flag 0
+    or 1 (:mod:`agilerl.finite`): a NaN or 1e30 trained on gives NaN losses, never an
+    error of its own. Checked before any cast, so a value that only overflows as float32
+    is refused too."""
+    for key, array in data.items():
+        bad = first_bad_value(array)
+        if bad is None and key in FLAGS:
+            bad = first_bad_flag(array)
+        if bad is not None:
+            raise DatasetError(f"{where}: key '{key}' {bad.describe()}")
 
 
 def _check_actions(

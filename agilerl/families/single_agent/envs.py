@@ -21,6 +21,7 @@ import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from agilerl.manifest_code import split_target
+from agilerl.user_code import UserCodeError, call_user
 
 
 class EnvironmentSpecError(ValueError):
@@ -41,12 +42,12 @@ def _import_target(target: str, where: str, path: str | None) -> Any:
             # A .py file always gets a spec, with a source file loader.
             assert mod_spec is not None and mod_spec.loader is not None
             module = importlib.util.module_from_spec(mod_spec)
-            mod_spec.loader.exec_module(module)
+            call_user(mod_spec.loader.exec_module, module, what=f"{where} {target}")
         else:
             if str(base) not in sys.path:
                 sys.path.insert(0, str(base))
-            module = importlib.import_module(module_name)
-    except EnvironmentSpecError:
+            module = call_user(importlib.import_module, module_name, what=f"{where} {target}")
+    except (EnvironmentSpecError, UserCodeError):
         raise
     except Exception as err:  # the user's module failed to import: say which and why
         raise EnvironmentSpecError(f"{where}: cannot import {module_name!r}: {err}") from err
@@ -104,9 +105,11 @@ def _call(
     failing, or returning anything else, is an error naming the field (``kwargs_at`` for
     a TypeError, most often keywords that do not fit the signature)."""
     try:
-        value = factory(*args, **kwargs)
+        value = call_user(factory, *args, what=f"{where} {target}", **kwargs)
     except TypeError as err:
         raise EnvironmentSpecError(f"{kwargs_at}: {target}: {err}") from err
+    except UserCodeError:
+        raise  # names the code and the exit already
     except Exception as err:
         raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err
     if not isinstance(value, gym.Env):
@@ -117,16 +120,38 @@ def _call(
     return value
 
 
+class UserEnv(gym.Wrapper):
+    """The outermost wrapper of every environment a spec builds: its ``reset`` and
+    ``step`` run the user's code, so they go through :func:`~agilerl.user_code.call_user`
+    (an environment that calls ``sys.exit`` stops the run with a message naming it, in
+    this process or in a vector env's worker)."""
+
+    def __init__(self, env: gym.Env, what: str) -> None:
+        super().__init__(env)
+        # the labels once, not a string built per step
+        self.on_reset, self.on_step = f"{what}: reset", f"{what}: step"
+
+    def reset(self, **kwargs: Any) -> Any:
+        return call_user(self.env.reset, what=self.on_reset, **kwargs)
+
+    def step(self, action: Any) -> Any:
+        return call_user(self.env.step, action, what=self.on_step)
+
+
 def make_env(spec: Any) -> gym.Env:
-    """One (unvectorised) environment of ``spec``, wrappers applied innermost first."""
+    """One (unvectorised) environment of ``spec``, wrappers applied innermost first,
+    then :class:`UserEnv`."""
     kwargs = dict(spec.config or {})
     if spec.entrypoint is not None:
         where = "environment.entrypoint"
         factory = _import_target(spec.entrypoint, where, spec.path)
         env = _call(factory, (), kwargs, where, spec.entrypoint, "environment.config")
+        label = f"{where} {spec.entrypoint}"
     else:
+        label = f"environment.name {spec.name}"
         try:
-            env = gym.make(spec.name, **kwargs)
+            # gymnasium imports an entry point's module here (`pkg:Env-v0`): user code
+            env = call_user(gym.make, spec.name, what=label, **kwargs)
         except (gym.error.DependencyNotInstalled, gym.error.UnregisteredEnv) as err:
             extra = missing_extra(spec.name)
             if extra is not None:
@@ -144,7 +169,7 @@ def make_env(spec: Any) -> gym.Env:
         options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
         cls = _import_target(target, where, spec.path)
         env = _call(cls, (env,), options, where, target, where)
-    return env
+    return UserEnv(env, label)
 
 
 def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:

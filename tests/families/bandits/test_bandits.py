@@ -72,10 +72,31 @@ REFUSALS = {
         "l\nx\ny\n",
         "f.csv:3: column 'b': 'tall' is not a number",
     ),
-    "non-finite feature": (
+    "NaN feature": (
         "a,b\n1,nan\n3,4\n",
         "l\nx\ny\n",
-        "f.csv:2: column 'b': 'nan' is not a finite",
+        "f.csv:2: column 'b': nan is not usable (not a number)",
+    ),
+    "infinite feature": (
+        "a,b\n1,2\n3,4\n-inf,5\n",
+        "l\nx\ny\nx\n",
+        "f.csv:4: column 'a': -inf is not usable (infinite)",
+    ),
+    "feature overflowing float32": (
+        "a,b\n1,2\n3,1e39\n",
+        "l\nx\ny\n",
+        "f.csv:3: column 'b': 1e+39 is not usable (magnitude above 1.84e+19, whose square "
+        "overflows float32)",
+    ),
+    "feature scaled by 1e30": (
+        "a,b\n1e30,2\n3,4\n",
+        "l\nx\ny\n",
+        "f.csv:2: column 'a': 1e+30 is not usable (magnitude above",
+    ),
+    "one label": (
+        "a\n1\n2\n3\n",
+        "l\nsetosa\nsetosa\n setosa\n",
+        "{t}: every row has the label 'setosa': a bandit needs at least 2 distinct labels",
     ),
     "short row": ("a,b\n1,2\n3\n", "l\nx\ny\n", "f.csv:3: 1 values, the header has 2"),
     "two target columns": ("a\n1\n2\n", "l,m\nx,1\ny,2\n", "t.csv: 2 columns (l, m)"),
@@ -96,6 +117,21 @@ def test_each_bad_table_is_refused_naming_the_file_and_row(case, tmp_path):
     with pytest.raises(BanditTableError) as err:
         load_tables(f, t)
     assert message.format(t=t) in str(err.value)
+
+
+def test_a_nan_in_a_parquet_table_is_refused_at_its_row(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(
+        pa.table({"a": [1.0, 3.0, 5.0], "b": [2.0, float("nan"), 6.0]}), tmp_path / "f.pq"
+    )
+    pq.write_table(pa.table({"label": [0, 1, 0]}), tmp_path / "t.pq")
+    with pytest.raises(BanditTableError) as err:
+        load_tables(tmp_path / "f.pq", tmp_path / "t.pq")
+    assert (
+        str(err.value)
+        == f"{tmp_path / 'f.pq'}: row 1: column 'b': nan is not usable (not a number)"
+    )
 
 
 def test_a_table_of_another_kind_or_a_broken_parquet_file_is_refused(tmp_path):
@@ -404,6 +440,7 @@ def bandit_manifest(tmp_path, **environment):
 TRAIN_REFUSALS = {
     "missing table": ({"features": "nowhere.csv"}, [], "nowhere.csv: features table not found"),
     "row counts differ": ({"targets": "short.csv"}, [], "short.csv:3 is the first row missing"),
+    "one label": ({"targets": "one.csv"}, [], "one.csv: every row has the label 'setosa'"),
     "epsilon-greedy": ({}, ["--set", "training.eps_start=0.5"], "training.eps_start"),
     "learning delay": ({}, ["--set", "training.learning_delay=10"], "training.learning_delay"),
     "batch beyond memory": ({}, ["--set", "replay_buffer.max_size=4"], "algorithm.batch_size"),
@@ -415,6 +452,7 @@ TRAIN_REFUSALS = {
 def test_each_run_refusal_names_its_cause_before_the_first_step(case, tmp_path, capsys):
     environment, args, message = TRAIN_REFUSALS[case]
     write(tmp_path / "short.csv", "species\nsetosa\n")
+    write(tmp_path / "one.csv", "species\n" + "setosa\n" * 150)  # as many rows as iris
     environment = {k: tmp_path / v for k, v in environment.items()}
     manifest = bandit_manifest(tmp_path, **environment)
     rc, err = train(capsys, manifest, tmp_path / "out", *BRIEF, *args)
