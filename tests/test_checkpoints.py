@@ -514,6 +514,11 @@ def test_damage_to_the_file_is_named(tmp_path, case):
     assert str(caught.value).startswith(f"{path}: ")
 
 
+#: The tree length and tree of a run file that holds nothing else.
+RUN_TREE = struct.pack("<Q", 14) + b'{"kind":"run"}'
+#: A safetensors header declaring a 4 GB tensor, with no byte of it after the header.
+HUGE_TENSOR = b'{"0":{"dtype":"F32","shape":[1000000000],"data_offsets":[0,4000000000]}}'
+
 PAYLOAD_DAMAGE = {
     "tree length beyond the payload": (
         checkpoints.frame(struct.pack("<Q", 10**6) + b"{}"),
@@ -561,6 +566,19 @@ PAYLOAD_DAMAGE = {
         r"s: not a valid Discrete space",
     ),
     "wrong kind": (raw_file({"kind": "agent"}), r"expected a run checkpoint, found 'agent'"),
+    "tree length over the limit": (
+        checkpoints.frame(struct.pack("<Q", 2**40) + b"{}"),
+        r"the tree length \(1,099,511,627,776 bytes\) is more than a checkpoint's tree may "
+        r"have \(67,108,864\)",
+    ),
+    "safetensors header length beyond the file": (
+        checkpoints.frame(RUN_TREE + struct.pack("<Q", 2**60) + b"{}"),
+        r"the tensor part is not a valid safetensors file",
+    ),
+    "safetensors tensor larger than its bytes": (
+        checkpoints.frame(RUN_TREE + struct.pack("<Q", len(HUGE_TENSOR)) + HUGE_TENSOR),
+        r"the tensor part is not a valid safetensors file",
+    ),
 }
 
 
@@ -571,6 +589,77 @@ def test_a_malformed_payload_with_a_correct_header_is_named(tmp_path, case):
     path.write_bytes(data)
     with pytest.raises(CheckpointError, match=message):
         checkpoints.load(path, kind="run")
+
+
+# -- bounded reads: sizes checked before anything is read whole ----------------------------
+def _declaring(length: int) -> bytes:
+    """A correct header declaring a payload of ``length`` bytes (whose checksum no
+    payload will match: the size is refused first)."""
+    return checkpoints.frame(b"")[:14] + struct.pack("<Q", length) + bytes(32)
+
+
+@pytest.fixture
+def four_gib_available(monkeypatch):
+    """This process may read 2 GiB: the limit the tests meet, whatever the machine."""
+    monkeypatch.setattr(checkpoints, "available_memory", lambda: 4 << 30)
+
+
+def test_a_40_gib_sparse_file_is_refused_from_its_header(tmp_path, four_gib_available):
+    path = tmp_path / "huge.pt"
+    with open(path, "wb") as file:
+        file.write(_declaring(40 << 30))
+        file.truncate(54 + (40 << 30))  # sparse: no disk used
+    with pytest.raises(CheckpointError) as caught:
+        RLAlgorithm.load(path)
+    assert str(caught.value) == (
+        f"{path}: the file declares a payload of 42,949,672,960 bytes (40.0 GiB), more than "
+        "this process may read (2,147,483,648 bytes (2.0 GiB): half the memory available)"
+    )
+
+
+def test_a_small_declared_payload_in_a_huge_file_is_refused_unread(tmp_path, four_gib_available):
+    path = tmp_path / "padded.pt"
+    with open(path, "wb") as file:
+        file.write(_declaring(10))
+        file.truncate(54 + (40 << 30))
+    with pytest.raises(CheckpointError, match=r"the file holds a payload of 42,949,672,960"):
+        checkpoints.load(path)
+
+
+def test_agilerl_evaluate_refuses_a_sparse_file_in_one_line(tmp_path, capsys, four_gib_available):
+    from agilerl.cli import main
+
+    path = tmp_path / "huge.pt"
+    with open(path, "wb") as file:
+        file.write(_declaring(40 << 30))
+        file.truncate(54 + (40 << 30))
+    assert main(["evaluate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"agilerl: {path}: the file declares a payload of 42,949,672,960")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: os.mkfifo(p), "is a FIFO (named pipe), not a checkpoint file"),
+        (lambda p: os.symlink("/dev/zero", p), "is a character device, not a checkpoint file"),
+    ],
+    ids=["fifo-without-a-writer", "dev-zero"],
+)
+def test_a_file_that_is_not_a_regular_file_is_refused_unread(tmp_path, make, message):
+    import signal
+
+    path = tmp_path / "special.pt"
+    make(path)
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the read waited on the file"))
+    signal.alarm(10)
+    try:
+        with pytest.raises(CheckpointError) as caught:
+            checkpoints.load(path)
+    finally:
+        signal.alarm(0)
+    assert str(caught.value) == f"{path}: {message}"
 
 
 def test_missing_and_directory_paths(tmp_path):

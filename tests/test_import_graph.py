@@ -42,6 +42,8 @@ LAYERS: dict[str, int] = {
     "agilerl.checkpoints": 20,
     "agilerl.atomic": 10,
     "agilerl.manifest_code": 10,
+    "agilerl.recorded_code": 10,
+    "agilerl.host_memory": 10,
     "agilerl.models": 0,
     "agilerl.documents": 0,
     "agilerl.schema": 0,
