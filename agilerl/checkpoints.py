@@ -618,6 +618,31 @@ def require_tensor(
     return value
 
 
+def require_count(value: Any, where: str, most: int | None = None) -> int:
+    """``value`` is an integer from 0 (to ``most``, where given): a count of steps,
+    generations or episodes."""
+    _check_type(value, int, where)
+    if value < 0:
+        raise fail(where, f"{value} is negative; a count is 0 or more")
+    if most is not None and value > most:
+        raise fail(where, f"{value:,} is more than {most:,}")
+    return value
+
+
+def require_finite(value: Any, where: str) -> None:
+    """Every number in ``value`` (a number, a tensor, or a list or tuple of them) is
+    finite: a saved inf or nan trains to nan at once."""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            require_finite(item, join(where, i))
+    elif torch.is_tensor(value):
+        if value.dtype.is_floating_point and not bool(torch.isfinite(value).all()):
+            bad = value[~torch.isfinite(value)].flatten()[0].item()
+            raise fail(where, f"holds {bad}; every value must be finite")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise fail(where, f"{value} is not a finite number")
+
+
 #: The numpy bit generators a saved ``Generator`` state may name.
 BIT_GENERATORS = {
     cls.__name__: cls

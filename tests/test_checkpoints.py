@@ -6,6 +6,7 @@ import builtins
 import copy
 import io
 import json
+import math
 import os
 import struct
 
@@ -373,6 +374,38 @@ AGENT_DAMAGE = {
         lambda t: t.__setitem__("class", "PPO"),
         r"class: a 'PPO' agent, not a DQN",
     ),
+    "an Adam lr of inf": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("lr", math.inf),
+        r"optimizers.optimizer.param_groups\[0\].lr: inf is not a finite number$",
+    ),
+    "an Adam lr of nan": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("lr", math.nan),
+        r"param_groups\[0\].lr: nan is not a finite number$",
+    ),
+    "a negative Adam lr": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("lr", -1.0),
+        r"param_groups\[0\]: not a valid Adam setting: Invalid learning rate: -1.0$",
+    ),
+    "Adam betas outside [0, 1)": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("betas", (1.5, 0.9)),
+        r"param_groups\[0\]: not a valid Adam setting: Invalid beta parameter at index 0: 1.5$",
+    ),
+    "a negative Adam step": (
+        lambda t: t["optimizers"]["optimizer"]["state"][0].__setitem__("step", torch.tensor(-5.0)),
+        r"optimizers.optimizer.state\[0\].step: -5.0 is negative$",
+    ),
+    "a nan in the Adam state": (
+        lambda t: t["optimizers"]["optimizer"]["state"][0]["exp_avg_sq"].fill_(math.nan),
+        r"optimizers.optimizer.state\[0\].exp_avg_sq: holds nan; every value must be finite$",
+    ),
+    "an inf weight": (
+        lambda t: t["networks"]["actor"]["state"][first_weight(t)].fill_(math.inf),
+        r"networks.actor.state.encoder\S*: holds inf; every value must be finite$",
+    ),
+    "negative steps": (
+        lambda t: t["metrics"].__setitem__("steps", -3),
+        r"agent2.pt: metrics.steps: -3 is negative; a count is 0 or more$",
+    ),
 }
 
 
@@ -460,6 +493,45 @@ RUN_DAMAGE = {
     "history record incomplete": (
         lambda t: t["state"]["history"][0]["agents"][1].pop("fitness"),
         r"state.history\[0\].agents\[1\].fitness: missing",
+    ),
+    "negative steps": (
+        lambda t: t["state"].__setitem__("steps", -100),
+        r"run2.pt: state.steps: -100 is negative; a count is 0 or more$",
+    ),
+    "a generation of 1e15": (
+        lambda t: t["state"].__setitem__("generation", 10**15),
+        r"run2.pt: state.generation: 1,000,000,000,000,000, but the history records 2 "
+        r"generations \(every generation leaves one record\)$",
+    ),
+    "steps the history never reached": (
+        lambda t: t["state"].__setitem__("steps", 10**12),
+        r"state.steps: 1,000,000,000,000, but the last generation recorded 100$",
+    ),
+    "history out of order": (
+        lambda t: t["state"]["history"][1].__setitem__("generation", 7),
+        r"state.history\[1\].generation: 7, expected 1$",
+    ),
+    "steps going back": (
+        lambda t: t["state"]["history"][1].__setitem__("steps", 1),
+        r"state.history\[1\].steps: 1, fewer than the 50 before it$",
+    ),
+    "infinite seconds": (
+        lambda t: t["state"].__setitem__("seconds", math.inf),
+        r"state.seconds: inf is not a finite number$",
+    ),
+    "a best agent from the future": (
+        lambda t: t["state"]["best"].__setitem__("generation", 9),
+        r"state.best.generation: 9, a generation the run has not reached \(2 ran\)$",
+    ),
+    "an agent's Adam lr of inf": (
+        lambda t: t["agents"][1]["optimizers"]["optimizer"]["param_groups"][0].__setitem__(
+            "lr", math.inf
+        ),
+        r"run2.pt: agents\[1\].optimizers.optimizer.param_groups\[0\].lr: inf is not a finite",
+    ),
+    "an agent's negative steps": (
+        lambda t: t["agents"][0]["metrics"].__setitem__("steps", -1),
+        r"agents\[0\].metrics.steps: -1 is negative",
     ),
 }
 

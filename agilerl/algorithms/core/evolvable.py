@@ -25,6 +25,7 @@ average it, the trackers log it).
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -462,7 +463,9 @@ class EvolvableAlgorithm:
             optimizer.load_state_dict(optimizers[attr])
         self.rng = checkpoints.generator_from_state(state["rng"], checkpoints.join(where, "rng"))
         metrics = state["metrics"]
-        self.steps = metrics["steps"]
+        self.steps = checkpoints.require_count(
+            metrics["steps"], checkpoints.join(where, "metrics.steps")
+        )
         self.fitness = list(metrics["fitness"])
         self.scores = list(metrics["scores"])
         self.mut = metrics["mut"]
@@ -497,6 +500,7 @@ class EvolvableAlgorithm:
             checkpoints.require_tensor(
                 weights[name], f"{where}.state.{name}", tuple(tensor.shape), tensor.dtype
             )
+            checkpoints.require_finite(weights[name], f"{where}.state.{name}")
         net.load_state_dict(weights)
         return net
 
@@ -618,6 +622,8 @@ def _check_optimizer_state(optimizer: torch.optim.Optimizer, saved: Any, where: 
         for key, value in expected.items():
             if key != "params" and not _same_kind(group[key], value):
                 raise checkpoints.fail(f"{at}.{key}", f"{group[key]!r} is not like {value!r}")
+            checkpoints.require_finite(group[key], f"{at}.{key}")
+        _check_settings(optimizer, group, at)
         found = group["params"]
         if not isinstance(found, list) or found != expected["params"]:
             found = f"{len(found)} parameters" if isinstance(found, list) else repr(found)
@@ -635,9 +641,32 @@ def _check_optimizer_state(optimizer: torch.optim.Optimizer, saved: Any, where: 
         if not isinstance(entry, dict):
             raise checkpoints.fail(at, f"expected a mapping, found {type(entry).__name__}")
         checkpoints.require_keys(entry, names, at, "Adam state")
-        checkpoints.require_tensor(entry["step"], f"{at}.step", ())
+        step = checkpoints.require_tensor(entry["step"], f"{at}.step", ())
+        checkpoints.require_finite(step, f"{at}.step")
+        if float(step) < 0:
+            raise checkpoints.fail(f"{at}.step", f"{float(step)} is negative")
         for name in names[1:]:
             checkpoints.require_tensor(entry[name], f"{at}.{name}", tuple(params[key].shape))
+            checkpoints.require_finite(entry[name], f"{at}.{name}")
+
+
+def _check_settings(optimizer: torch.optim.Optimizer, group: dict[str, Any], where: str) -> None:
+    """The saved numeric settings of a parameter group (lr, betas, eps, weight_decay)
+    are ones torch's own optimiser class accepts: its constructor checks their ranges
+    (``lr >= 0``, ``0 <= betas < 1``, ...), which loading a state dict skips."""
+    torch_class = next(c for c in type(optimizer).__mro__ if c.__module__.startswith("torch.optim"))
+    accepted = inspect.signature(torch_class).parameters
+    numeric = (int, float, tuple, list)
+    settings = {
+        k: v
+        for k, v in group.items()
+        if k != "params" and k in accepted and isinstance(v, numeric) and not isinstance(v, bool)
+    }
+    try:
+        torch_class([torch.zeros(1, requires_grad=True)], **settings)
+    except (TypeError, ValueError) as err:
+        problem = f"not a valid {torch_class.__name__} setting: {err}"
+        raise checkpoints.fail(where, problem) from None
 
 
 #: What torch's Adam keeps per parameter (plus ``max_exp_avg_sq`` with amsgrad).
