@@ -431,7 +431,8 @@ _NOT_REGULAR = (
 )
 
 
-def _size_text(n: int) -> str:
+def size_text(n: int) -> str:
+    """``n`` bytes for a message (with GiB from 1 GiB)."""
     return f"{n:,} bytes ({n / 2**30:.1f} GiB)" if n >= 2**30 else f"{n:,} bytes"
 
 
@@ -466,8 +467,8 @@ def read_file(path: Path) -> bytes:
                 if limit is not None and max(length, rest) > limit:
                     which = "declares a payload of" if length >= rest else "holds a payload of"
                     raise CheckpointError(
-                        f"the file {which} {_size_text(max(length, rest))}, more than this "
-                        f"process may read ({_size_text(limit)}: half the memory available)"
+                        f"the file {which} {size_text(max(length, rest))}, more than this "
+                        f"process may read ({size_text(limit)}: half the memory available)"
                     )
                 # No more than the file holds (+1 to see a file that grew meanwhile).
                 payload = file.read(rest + 1)

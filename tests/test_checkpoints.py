@@ -734,6 +734,59 @@ def test_a_file_that_is_not_a_regular_file_is_refused_unread(tmp_path, make, mes
     assert str(caught.value) == f"{path}: {message}"
 
 
+# -- absurd recorded sizes: measured on the meta device before anything is built -----------
+def _edited(agent_file, tmp_path, edit):
+    tree = checkpoints.load(agent_file)
+    edit(tree)
+    return checkpoints.save(tree, tmp_path / "absurd.pt")  # re-signed
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda t: t.__setitem__("action_space", spaces.Discrete(10**9)),
+            "networks.actor: built from the recorded spaces and hyperparameters, the networks "
+            "up to this one need 260,000,036,480 bytes (242.1 GiB), more than this process may "
+            "allocate (2,147,483,648 bytes (2.0 GiB): half the memory available)",
+        ),
+        (
+            lambda t: t.__setitem__("observation_space", spaces.MultiBinary(10**9)),
+            "networks.actor: built from the recorded spaces and hyperparameters, the networks "
+            "up to this one need 256,000,035,976 bytes (238.4 GiB), more than this process may "
+            "allocate (2,147,483,648 bytes (2.0 GiB): half the memory available)",
+        ),
+        (
+            lambda t: t["networks"]["actor"]["spec"]["encoder_config"].update(
+                max_mlp_nodes=10**7, hidden_size=[10**7]
+            ),
+            "networks.actor.state.encoder.linears.0.weight: shape (8, 4), expected (10000000, 4)",
+        ),
+    ],
+    ids=["discrete-1e9-actions", "multibinary-1e9-observations", "a-layer-of-1e7"],
+)
+def test_an_agent_file_implying_a_huge_allocation_is_refused_unbuilt(
+    agent_file, tmp_path, four_gib_available, edit, message
+):
+    bad = _edited(agent_file, tmp_path, edit)
+    with pytest.raises(CheckpointError) as caught:  # never torch's RuntimeError
+        RLAlgorithm.load(bad)
+    assert str(caught.value) == f"{bad}: {message}"
+
+
+def test_the_size_check_leaves_torchs_generator_alone(agent_file, monkeypatch):
+    """A load draws the same random numbers with the meta-device check as without it
+    (a resumed run stays exact)."""
+
+    def generator_after_load(sized_on_meta):
+        monkeypatch.setattr(DQN, "sized_on_meta", sized_on_meta)
+        torch.manual_seed(7)
+        DQN.load(agent_file)
+        return torch.get_rng_state()
+
+    assert torch.equal(generator_after_load(True), generator_after_load(False))
+
+
 def test_missing_and_directory_paths(tmp_path):
     with pytest.raises(CheckpointError, match="no such checkpoint"):
         checkpoints.load(tmp_path / "absent.pt")

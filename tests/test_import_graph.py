@@ -44,6 +44,7 @@ LAYERS: dict[str, int] = {
     "agilerl.manifest_code": 10,
     "agilerl.recorded_code": 10,
     "agilerl.host_memory": 10,
+    "agilerl.meta_device": 10,
     "agilerl.models": 0,
     "agilerl.documents": 0,
     "agilerl.schema": 0,

@@ -18,8 +18,6 @@ from __future__ import annotations
 import os
 import tempfile
 import tracemalloc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ import numpy as np
 import torch
 
 from agilerl.host_memory import available_memory
+from agilerl.meta_device import parameters_on_meta
 
 
 class PreflightError(ValueError):
@@ -211,24 +210,6 @@ def agent_bytes(agent: Any) -> int:
     return total
 
 
-@contextmanager
-def parameters_on_meta() -> Iterator[None]:
-    """Every parameter a module registers moves to the meta device at once, before its
-    initialisation writes it: the parameter's host memory is reserved, never used."""
-    register = torch.nn.Module.register_parameter
-
-    def on_meta(module: torch.nn.Module, name: str, param: Any) -> None:
-        if param is not None and param.device.type != "meta":
-            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
-        register(module, name, param)
-
-    torch.nn.Module.register_parameter = on_meta  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        torch.nn.Module.register_parameter = register  # type: ignore[method-assign]
-
-
 def default_buffer() -> int:
     from agilerl.models.training import ReplayBufferSpec
 
@@ -305,7 +286,6 @@ def traced_bytes(build: Any) -> tuple[Any, int]:
 def meta_agent(ctx: Any, env: Any) -> Any:
     """One agent of the run built on the meta device: its tensors get shapes but no
     storage, so an oversized network is measured, not allocated."""
-    import torch
 
     with parameters_on_meta():
         return ctx.agent(env, 0, 0, device=torch.device("meta"))
