@@ -27,12 +27,3 @@ def parameters_on_meta() -> Iterator[None]:
         yield
     finally:
         torch.nn.Module.register_parameter = register  # type: ignore[method-assign]
-
-
-@contextmanager
-def built_on_meta() -> Iterator[None]:
-    """Everything built inside is on the meta device: the tensors torch's factories
-    make (a layer's weights before it registers them, which would otherwise be
-    reserved on the host first) and every parameter a module registers."""
-    with torch.device("meta"), parameters_on_meta():
-        yield
