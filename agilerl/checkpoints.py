@@ -33,6 +33,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -45,6 +46,7 @@ import torch
 from gymnasium import spaces
 
 from agilerl.atomic import write_bytes
+from agilerl.host_memory import available_memory
 
 MAGIC = b"AGILERL-CKPT\x00"
 FORMAT_VERSION = 2
@@ -57,6 +59,10 @@ _HEADER = struct.Struct(f"<{len(MAGIC)}sBQ32s")
 _TREE_LENGTH = struct.Struct("<Q")
 #: Nesting depth of a tree beyond which a file is refused (real checkpoints need ~15).
 MAX_DEPTH = 100
+#: Largest tree (the JSON part) a file may hold. Parsed JSON takes up to ~30 times its
+#: text in Python objects, so the tree is bounded on its own; real trees take KiBs (an
+#: agent) to a few MiB (a run's history over thousands of generations).
+MAX_TREE_BYTES = 64 << 20
 #: Integers beyond this magnitude are stored as decimal strings (JSON readers in other
 #: languages lose precision above 2**53).
 _EXACT_INT = 2**53
@@ -308,6 +314,11 @@ def decode(payload: bytes, kind: str | None = None) -> Any:
     if len(payload) < _TREE_LENGTH.size:
         raise CheckpointError("payload too short to hold a tree")
     (length,) = _TREE_LENGTH.unpack_from(payload)
+    if length > MAX_TREE_BYTES:
+        raise CheckpointError(
+            f"the tree length ({length:,} bytes) is more than a checkpoint's tree may have "
+            f"({MAX_TREE_BYTES:,})"
+        )
     end = _TREE_LENGTH.size + length
     if end > len(payload):
         raise CheckpointError(
@@ -339,13 +350,14 @@ def frame(payload: bytes, version: int = FORMAT_VERSION) -> bytes:
     return _HEADER.pack(MAGIC, version, len(payload), hashlib.sha256(payload).digest()) + payload
 
 
-def _payload(data: bytes) -> bytes:
-    """The verified payload of a file's bytes; what is wrong otherwise."""
-    if not data.startswith(MAGIC):
+def _header(head: bytes) -> tuple[int, bytes]:
+    """``(payload length, SHA-256)`` of a file's first :data:`_HEADER` bytes (fewer when
+    the file is shorter); what is wrong otherwise."""
+    if not head.startswith(MAGIC):
         raise CheckpointError("not an agilerl checkpoint (bad header)")
-    if len(data) == len(MAGIC):
+    if len(head) == len(MAGIC):
         raise CheckpointError("damaged checkpoint (truncated inside the header)")
-    version = data[len(MAGIC)]
+    version = head[len(MAGIC)]
     if version in REFUSED_VERSIONS:
         raise CheckpointError(f"checkpoint format version {version} ({REFUSED_VERSIONS[version]})")
     if version != FORMAT_VERSION:
@@ -353,12 +365,18 @@ def _payload(data: bytes) -> bytes:
             f"checkpoint format version {version} is newer than this agilerl reads "
             f"({FORMAT_VERSION}); upgrade agilerl"
         )
-    if len(data) < _HEADER.size:
+    if len(head) < _HEADER.size:
         raise CheckpointError(
-            f"damaged checkpoint (truncated inside the header: {len(data)} of {_HEADER.size} bytes)"
+            f"damaged checkpoint (truncated inside the header: {len(head)} of {_HEADER.size} bytes)"
         )
-    _, _, length, digest = _HEADER.unpack_from(data)
-    payload = data[_HEADER.size :]
+    _, _, length, digest = _HEADER.unpack_from(head)
+    return length, digest
+
+
+def _verified(payload: bytes, length: int, digest: bytes) -> bytes:
+    """``payload`` (everything after the header) when it is the ``length`` bytes whose
+    SHA-256 is ``digest``; else which of truncation, trailing data or a changed length
+    field or payload explains the difference."""
 
     def intact(part: bytes) -> bool:
         return hashlib.sha256(part).digest() == digest
@@ -394,6 +412,71 @@ def _payload(data: bytes) -> bytes:
     )
 
 
+def payload_limit() -> int | None:
+    """The most payload bytes a checkpoint read may hold: half the memory this process
+    may still allocate (the payload and the tensors decoded from it are in memory
+    together); None when the available memory is unknown (the file's size still bounds
+    the read)."""
+    available = available_memory()
+    return None if available is None else available // 2
+
+
+#: What a file that is not a regular file is, by ``stat`` test, for the refusal.
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "is a directory, not a checkpoint file"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe), not a checkpoint file"),
+    (stat.S_ISCHR, "is a character device, not a checkpoint file"),
+    (stat.S_ISBLK, "is a block device, not a checkpoint file"),
+    (stat.S_ISSOCK, "is a socket, not a checkpoint file"),
+)
+
+
+def size_text(n: int) -> str:
+    """``n`` bytes for a message (with GiB from 1 GiB)."""
+    return f"{n:,} bytes ({n / 2**30:.1f} GiB)" if n >= 2**30 else f"{n:,} bytes"
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of the checkpoint file at ``path``, read with bounds known before any
+    read: only a regular file (opened without blocking, so a FIFO with no writer is
+    refused, not waited on), its fixed-size header first, then no more than the file's
+    size, and only when the payload the header declares and the file's size are both
+    within :func:`payload_limit`."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path}: no such checkpoint file") from None
+    except IsADirectoryError:
+        raise CheckpointError(f"{path}: is a directory, not a checkpoint file") from None
+    except OSError as err:
+        raise CheckpointError(f"{path}: cannot read ({err.strerror or err})") from None
+    info = os.fstat(fd)  # of the file opened: no swap between a check and the open
+    problem = next((what for test, what in _NOT_REGULAR if test(info.st_mode)), None)
+    if problem is None and not stat.S_ISREG(info.st_mode):
+        problem = "not a regular file, not a checkpoint file"
+    if problem is not None:
+        os.close(fd)
+        raise CheckpointError(f"{path}: {problem}")
+    with os.fdopen(fd, "rb") as file:
+        try:
+            head = file.read(_HEADER.size)
+            with restoring(path):
+                length, digest = _header(head)
+                limit = payload_limit()
+                rest = info.st_size - _HEADER.size
+                if limit is not None and max(length, rest) > limit:
+                    which = "declares a payload of" if length >= rest else "holds a payload of"
+                    raise CheckpointError(
+                        f"the file {which} {size_text(max(length, rest))}, more than this "
+                        f"process may read ({size_text(limit)}: half the memory available)"
+                    )
+                # No more than the file holds (+1 to see a file that grew meanwhile).
+                payload = file.read(rest + 1)
+                return _verified(payload, length, digest)
+        except OSError as err:
+            raise CheckpointError(f"{path}: cannot read ({err.strerror or err})") from None
+
+
 def save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """Write ``obj`` (a tree of the types in :data:`ENCODERS`) to ``path`` atomically.
 
@@ -409,16 +492,9 @@ def load(path: str | os.PathLike[str], kind: str | None = None) -> Any:
     Any problem (missing, foreign, damaged, old format, malformed) is a
     :class:`CheckpointError` that starts with the path."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such checkpoint file") from None
-    except IsADirectoryError:
-        raise CheckpointError(f"{path}: is a directory, not a checkpoint file") from None
-    except OSError as err:
-        raise CheckpointError(f"{path}: cannot read ({err.strerror or err})") from None
+    payload = read_file(path)
     with restoring(path):
-        return decode(_payload(data), kind)
+        return decode(payload, kind)
 
 
 @contextlib.contextmanager
@@ -541,6 +617,31 @@ def require_tensor(
     if dtype is not None and value.dtype != dtype:
         raise fail(where, f"dtype {value.dtype}, expected {dtype}")
     return value
+
+
+def require_count(value: Any, where: str, most: int | None = None) -> int:
+    """``value`` is an integer from 0 (to ``most``, where given): a count of steps,
+    generations or episodes."""
+    _check_type(value, int, where)
+    if value < 0:
+        raise fail(where, f"{value} is negative; a count is 0 or more")
+    if most is not None and value > most:
+        raise fail(where, f"{value:,} is more than {most:,}")
+    return value
+
+
+def require_finite(value: Any, where: str) -> None:
+    """Every number in ``value`` (a number, a tensor, or a list or tuple of them) is
+    finite: a saved inf or nan trains to nan at once."""
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            require_finite(item, join(where, i))
+    elif torch.is_tensor(value):
+        if value.dtype.is_floating_point and not bool(torch.isfinite(value).all()):
+            bad = value[~torch.isfinite(value)].flatten()[0].item()
+            raise fail(where, f"holds {bad}; every value must be finite")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise fail(where, f"{value} is not a finite number")
 
 
 #: The numpy bit generators a saved ``Generator`` state may name.

@@ -434,6 +434,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from agilerl.evaluation import EvaluationError, agent_family
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
+    from agilerl.recorded_code import RecordedCodeError, check_recorded_code
     from agilerl.user_code import UserCodeError
 
     try:
@@ -447,6 +448,8 @@ def _evaluate(args: argparse.Namespace) -> int:
             first = err.errors()[0]
             loc = ".".join(map(str, first["loc"]))
             raise CliError(f"{where}: {loc}: {first['msg']}") from None
+        if not (args.env or args.manifest):  # built from what the file records
+            check_recorded_code(args.agent, environment, trusted=args.trust_agent_code)
         label = getattr(environment, "entrypoint", None) or environment.name
         print(f"evaluating {args.agent} ({agent.name}) on {label}", file=sys.stderr)
         for ref in code_references(SimpleNamespace(environment=environment)):
@@ -470,6 +473,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         EvaluationError,
         OutputError,
         UserCodeError,
+        RecordedCodeError,
     ) as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
@@ -724,6 +728,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--manifest",
         metavar="FILE",
         help="take the environment (entry point, config, wrappers) from a manifest",
+    )
+    evaluate.add_argument(
+        "--trust-agent-code",
+        action="store_true",
+        help="build the environment the agent file records even where it names code "
+        "(an entry point, wrappers, a path or module) outside the installed environment "
+        "packages: only for files from someone you trust",
     )
     evaluate.add_argument(
         "--episodes", type=int, default=10, metavar="N", help="episodes (default 10)"

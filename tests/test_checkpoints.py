@@ -6,7 +6,9 @@ import builtins
 import copy
 import io
 import json
+import math
 import os
+import re
 import struct
 
 import numpy as np
@@ -373,6 +375,38 @@ AGENT_DAMAGE = {
         lambda t: t.__setitem__("class", "PPO"),
         r"class: a 'PPO' agent, not a DQN",
     ),
+    "an Adam lr of inf": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("lr", math.inf),
+        r"optimizers.optimizer.param_groups\[0\].lr: inf is not a finite number$",
+    ),
+    "an Adam lr of nan": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("lr", math.nan),
+        r"param_groups\[0\].lr: nan is not a finite number$",
+    ),
+    "a negative Adam lr": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("lr", -1.0),
+        r"param_groups\[0\]: not a valid Adam setting: Invalid learning rate: -1.0$",
+    ),
+    "Adam betas outside [0, 1)": (
+        lambda t: t["optimizers"]["optimizer"]["param_groups"][0].__setitem__("betas", (1.5, 0.9)),
+        r"param_groups\[0\]: not a valid Adam setting: Invalid beta parameter at index 0: 1.5$",
+    ),
+    "a negative Adam step": (
+        lambda t: t["optimizers"]["optimizer"]["state"][0].__setitem__("step", torch.tensor(-5.0)),
+        r"optimizers.optimizer.state\[0\].step: -5.0 is negative$",
+    ),
+    "a nan in the Adam state": (
+        lambda t: t["optimizers"]["optimizer"]["state"][0]["exp_avg_sq"].fill_(math.nan),
+        r"optimizers.optimizer.state\[0\].exp_avg_sq: holds nan; every value must be finite$",
+    ),
+    "an inf weight": (
+        lambda t: t["networks"]["actor"]["state"][first_weight(t)].fill_(math.inf),
+        r"networks.actor.state.encoder\S*: holds inf; every value must be finite$",
+    ),
+    "negative steps": (
+        lambda t: t["metrics"].__setitem__("steps", -3),
+        r"agent2.pt: metrics.steps: -3 is negative; a count is 0 or more$",
+    ),
 }
 
 
@@ -461,6 +495,45 @@ RUN_DAMAGE = {
         lambda t: t["state"]["history"][0]["agents"][1].pop("fitness"),
         r"state.history\[0\].agents\[1\].fitness: missing",
     ),
+    "negative steps": (
+        lambda t: t["state"].__setitem__("steps", -100),
+        r"run2.pt: state.steps: -100 is negative; a count is 0 or more$",
+    ),
+    "a generation of 1e15": (
+        lambda t: t["state"].__setitem__("generation", 10**15),
+        r"run2.pt: state.generation: 1,000,000,000,000,000, but the history records 2 "
+        r"generations \(every generation leaves one record\)$",
+    ),
+    "steps the history never reached": (
+        lambda t: t["state"].__setitem__("steps", 10**12),
+        r"state.steps: 1,000,000,000,000, but the last generation recorded 100$",
+    ),
+    "history out of order": (
+        lambda t: t["state"]["history"][1].__setitem__("generation", 7),
+        r"state.history\[1\].generation: 7, expected 1$",
+    ),
+    "steps going back": (
+        lambda t: t["state"]["history"][1].__setitem__("steps", 1),
+        r"state.history\[1\].steps: 1, fewer than the 50 before it$",
+    ),
+    "infinite seconds": (
+        lambda t: t["state"].__setitem__("seconds", math.inf),
+        r"state.seconds: inf is not a finite number$",
+    ),
+    "a best agent from the future": (
+        lambda t: t["state"]["best"].__setitem__("generation", 9),
+        r"state.best.generation: 9, a generation the run has not reached \(2 ran\)$",
+    ),
+    "an agent's Adam lr of inf": (
+        lambda t: t["agents"][1]["optimizers"]["optimizer"]["param_groups"][0].__setitem__(
+            "lr", math.inf
+        ),
+        r"run2.pt: agents\[1\].optimizers.optimizer.param_groups\[0\].lr: inf is not a finite",
+    ),
+    "an agent's negative steps": (
+        lambda t: t["agents"][0]["metrics"].__setitem__("steps", -1),
+        r"agents\[0\].metrics.steps: -1 is negative",
+    ),
 }
 
 
@@ -514,6 +587,11 @@ def test_damage_to_the_file_is_named(tmp_path, case):
     assert str(caught.value).startswith(f"{path}: ")
 
 
+#: The tree length and tree of a run file that holds nothing else.
+RUN_TREE = struct.pack("<Q", 14) + b'{"kind":"run"}'
+#: A safetensors header declaring a 4 GB tensor, with no byte of it after the header.
+HUGE_TENSOR = b'{"0":{"dtype":"F32","shape":[1000000000],"data_offsets":[0,4000000000]}}'
+
 PAYLOAD_DAMAGE = {
     "tree length beyond the payload": (
         checkpoints.frame(struct.pack("<Q", 10**6) + b"{}"),
@@ -561,6 +639,19 @@ PAYLOAD_DAMAGE = {
         r"s: not a valid Discrete space",
     ),
     "wrong kind": (raw_file({"kind": "agent"}), r"expected a run checkpoint, found 'agent'"),
+    "tree length over the limit": (
+        checkpoints.frame(struct.pack("<Q", 2**40) + b"{}"),
+        r"the tree length \(1,099,511,627,776 bytes\) is more than a checkpoint's tree may "
+        r"have \(67,108,864\)",
+    ),
+    "safetensors header length beyond the file": (
+        checkpoints.frame(RUN_TREE + struct.pack("<Q", 2**60) + b"{}"),
+        r"the tensor part is not a valid safetensors file",
+    ),
+    "safetensors tensor larger than its bytes": (
+        checkpoints.frame(RUN_TREE + struct.pack("<Q", len(HUGE_TENSOR)) + HUGE_TENSOR),
+        r"the tensor part is not a valid safetensors file",
+    ),
 }
 
 
@@ -571,6 +662,143 @@ def test_a_malformed_payload_with_a_correct_header_is_named(tmp_path, case):
     path.write_bytes(data)
     with pytest.raises(CheckpointError, match=message):
         checkpoints.load(path, kind="run")
+
+
+# -- bounded reads: sizes checked before anything is read whole ----------------------------
+def _declaring(length: int) -> bytes:
+    """A correct header declaring a payload of ``length`` bytes (whose checksum no
+    payload will match: the size is refused first)."""
+    return checkpoints.frame(b"")[:14] + struct.pack("<Q", length) + bytes(32)
+
+
+@pytest.fixture
+def four_gib_available(monkeypatch):
+    """This process may read 2 GiB: the limit the tests meet, whatever the machine."""
+    monkeypatch.setattr(checkpoints, "available_memory", lambda: 4 << 30)
+
+
+def test_a_40_gib_sparse_file_is_refused_from_its_header(tmp_path, four_gib_available):
+    path = tmp_path / "huge.pt"
+    with open(path, "wb") as file:
+        file.write(_declaring(40 << 30))
+        file.truncate(54 + (40 << 30))  # sparse: no disk used
+    with pytest.raises(CheckpointError) as caught:
+        RLAlgorithm.load(path)
+    assert str(caught.value) == (
+        f"{path}: the file declares a payload of 42,949,672,960 bytes (40.0 GiB), more than "
+        "this process may read (2,147,483,648 bytes (2.0 GiB): half the memory available)"
+    )
+
+
+def test_a_small_declared_payload_in_a_huge_file_is_refused_unread(tmp_path, four_gib_available):
+    path = tmp_path / "padded.pt"
+    with open(path, "wb") as file:
+        file.write(_declaring(10))
+        file.truncate(54 + (40 << 30))
+    with pytest.raises(CheckpointError, match=r"the file holds a payload of 42,949,672,960"):
+        checkpoints.load(path)
+
+
+def test_agilerl_evaluate_refuses_a_sparse_file_in_one_line(tmp_path, capsys, four_gib_available):
+    from agilerl.cli import main
+
+    path = tmp_path / "huge.pt"
+    with open(path, "wb") as file:
+        file.write(_declaring(40 << 30))
+        file.truncate(54 + (40 << 30))
+    assert main(["evaluate", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"agilerl: {path}: the file declares a payload of 42,949,672,960")
+    assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: os.mkfifo(p), "is a FIFO (named pipe), not a checkpoint file"),
+        (lambda p: os.symlink("/dev/zero", p), "is a character device, not a checkpoint file"),
+    ],
+    ids=["fifo-without-a-writer", "dev-zero"],
+)
+def test_a_file_that_is_not_a_regular_file_is_refused_unread(tmp_path, make, message):
+    import signal
+
+    path = tmp_path / "special.pt"
+    make(path)
+    signal.signal(signal.SIGALRM, lambda *_: pytest.fail("the read waited on the file"))
+    signal.alarm(10)
+    try:
+        with pytest.raises(CheckpointError) as caught:
+            checkpoints.load(path)
+    finally:
+        signal.alarm(0)
+    assert str(caught.value) == f"{path}: {message}"
+
+
+# -- absurd recorded sizes: measured on the meta device before anything is built -----------
+def _edited(agent_file, tmp_path, edit):
+    tree = checkpoints.load(agent_file)
+    edit(tree)
+    return checkpoints.save(tree, tmp_path / "absurd.pt")  # re-signed
+
+
+#: The refusal of a layer too large to build: measured on the meta device against the
+#: limit, or (on a host that cannot even reserve it) refused by the allocator.
+TOO_LARGE = (
+    r"(networks.actor: built from the recorded spaces and hyperparameters, the networks up "
+    r"to this one need {0} bytes \([\d.]+ GiB\), more than this process may allocate "
+    r"\(2,147,483,648 bytes \(2.0 GiB\): half the memory available\)"
+    r"|built from the recorded spaces and hyperparameters, one layer alone needs [\d,]+ bytes "
+    r"\([\d.]+ GiB\), more than this machine can reserve)$"
+)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda t: t.__setitem__("action_space", spaces.Discrete(10**9)),
+            TOO_LARGE.format("260,000,036,480"),
+        ),
+        (
+            lambda t: t.__setitem__("observation_space", spaces.MultiBinary(10**9)),
+            TOO_LARGE.format("256,000,035,976"),
+        ),
+        (
+            lambda t: t.__setitem__("action_space", spaces.Discrete(10**7)),
+            TOO_LARGE.format("2,600,036,480"),
+        ),
+        (
+            lambda t: t["networks"]["actor"]["spec"]["encoder_config"].update(
+                max_mlp_nodes=10**7, hidden_size=[10**7]
+            ),
+            r"networks.actor.state.encoder.linears.0.weight: shape \(8, 4\), expected "
+            r"\(10000000, 4\)$",
+        ),
+    ],
+    ids=["discrete-1e9-actions", "multibinary-1e9-observations", "discrete-1e7", "a-layer-of-1e7"],
+)
+def test_an_agent_file_implying_a_huge_allocation_is_refused_unbuilt(
+    agent_file, tmp_path, four_gib_available, edit, message
+):
+    bad = _edited(agent_file, tmp_path, edit)
+    with pytest.raises(CheckpointError) as caught:  # never torch's RuntimeError
+        RLAlgorithm.load(bad)
+    assert str(caught.value).startswith(f"{bad}: ")
+    assert re.match(message, str(caught.value)[len(f"{bad}: ") :]), str(caught.value)
+
+
+def test_the_size_check_leaves_torchs_generator_alone(agent_file, monkeypatch):
+    """A load draws the same random numbers with the meta-device check as without it
+    (a resumed run stays exact)."""
+
+    def generator_after_load(sized_on_meta):
+        monkeypatch.setattr(DQN, "sized_on_meta", sized_on_meta)
+        torch.manual_seed(7)
+        DQN.load(agent_file)
+        return torch.get_rng_state()
+
+    assert torch.equal(generator_after_load(True), generator_after_load(False))
 
 
 def test_missing_and_directory_paths(tmp_path):

@@ -17,7 +17,10 @@ if TYPE_CHECKING:
 MODEL_FIELD = "network.pretrained_model_name_or_path"
 #: What a directory must hold, by what it is loaded as: any one of the names suffices.
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "vocab.json")
-WEIGHT_PATTERNS = ("*.safetensors", "*.safetensors.index.json", "pytorch_model*.bin")
+WEIGHT_PATTERNS = ("*.safetensors", "*.safetensors.index.json")
+#: Weights saved as pickles (torch.save): unpickling runs whatever code the file names,
+#: so they are refused unread, never loaded (not even with ``weights_only``).
+PICKLED_WEIGHTS = ("pytorch_model*.bin", "*.pt", "*.pth", "*.ckpt")
 
 
 class LLMSetupError(ValueError):
@@ -77,6 +80,13 @@ def load_causal_lm(
 
     where = _directory(path, field)
     _require(where, field, "model config", ("config.json",))
+    pickled = sorted(p.name for pattern in PICKLED_WEIGHTS for p in where.glob(pattern))
+    if pickled and not any(any(where.glob(pattern)) for pattern in WEIGHT_PATTERNS):
+        raise LLMSetupError(
+            f"{field}: {where}: holds only pickled weights ({', '.join(pickled[:3])}); "
+            "unpickling can run code, so only safetensors weights are read: save the model "
+            "with save_pretrained(..., safe_serialization=True)"
+        )
     _require(where, field, "model weights", WEIGHT_PATTERNS)
     from transformers.utils import logging
 
@@ -84,7 +94,11 @@ def load_causal_lm(
     logging.disable_progress_bar()  # the caller's progress bar is the one to show
     try:
         return AutoModelForCausalLM.from_pretrained(
-            where, local_files_only=True, dtype=dtype or torch.float32, **options
+            where,
+            local_files_only=True,
+            use_safetensors=True,  # never a pickle beside them
+            dtype=dtype or torch.float32,
+            **options,
         )
     except (OSError, ValueError, KeyError, ImportError) as err:
         raise LLMSetupError(f"{field}: {where}: the model does not load: {err}") from None

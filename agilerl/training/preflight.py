@@ -18,14 +18,15 @@ from __future__ import annotations
 import os
 import tempfile
 import tracemalloc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+
+from agilerl.host_memory import available_memory
+from agilerl.meta_device import parameters_on_meta
 
 
 class PreflightError(ValueError):
@@ -85,31 +86,6 @@ class Estimate:
 
     def largest(self) -> Need:
         return max(self.needs, key=lambda need: need.bytes)
-
-
-def available_memory() -> int | None:
-    """Bytes this process may still allocate: the kernel's MemAvailable, lowered by a
-    cgroup (container) limit when there is one; None when unknown."""
-    found = []
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                found.append(int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    try:
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        used = Path("/sys/fs/cgroup/memory.current").read_text().strip()
-        if limit != "max":
-            found.append(int(limit) - int(used))
-    except (OSError, ValueError):
-        pass
-    if not found:
-        try:
-            found.append(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-        except (OSError, ValueError):
-            return None
-    return max(0, min(found))
 
 
 # --- paths ------------------------------------------------------------------------------
@@ -234,24 +210,6 @@ def agent_bytes(agent: Any) -> int:
     return total
 
 
-@contextmanager
-def parameters_on_meta() -> Iterator[None]:
-    """Every parameter a module registers moves to the meta device at once, before its
-    initialisation writes it: the parameter's host memory is reserved, never used."""
-    register = torch.nn.Module.register_parameter
-
-    def on_meta(module: torch.nn.Module, name: str, param: Any) -> None:
-        if param is not None and param.device.type != "meta":
-            param = torch.nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
-        register(module, name, param)
-
-    torch.nn.Module.register_parameter = on_meta  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        torch.nn.Module.register_parameter = register  # type: ignore[method-assign]
-
-
 def default_buffer() -> int:
     from agilerl.models.training import ReplayBufferSpec
 
@@ -328,7 +286,6 @@ def traced_bytes(build: Any) -> tuple[Any, int]:
 def meta_agent(ctx: Any, env: Any) -> Any:
     """One agent of the run built on the meta device: its tensors get shapes but no
     storage, so an oversized network is measured, not allocated."""
-    import torch
 
     with parameters_on_meta():
         return ctx.agent(env, 0, 0, device=torch.device("meta"))

@@ -192,12 +192,72 @@ class RunCheckpointer:
 
 
 def load_run(path: str | Path) -> dict[str, Any]:
-    """A run checkpoint's contents, its layout checked (see :func:`agilerl.checkpoints.load`)."""
+    """A run checkpoint's contents, its layout and progress checked (see
+    :func:`agilerl.checkpoints.load`)."""
     data = checkpoints.load(path, kind=KIND)
     with checkpoints.restoring(path):
         checkpoints.require(data, RUN_LAYOUT)
+        check_progress(data["state"])
         check_global_rng_state(data["rng"])
     return data
+
+
+def check_progress(state: dict[str, Any], where: str = "state") -> None:
+    """The run's progress (:class:`RunState` as saved) is one the generation loop can
+    have written: counts from 0; one history record per generation, numbered in order,
+    the steps never going back; the run's counts those of its last record; finite
+    seconds; the best agent from a generation that ran, with a finite fitness. So a
+    re-signed file cannot resume a run at a negative step or a generation of 1e15."""
+
+    def at(*keys: Any) -> str:
+        path = where
+        for key in keys:
+            path = checkpoints.join(path, key)
+        return path
+
+    checkpoints.require_count(state["seed"], at("seed"))
+    history = state["history"]
+    last = {"steps": 0, "env_steps": 0}
+    for i, record in enumerate(history):
+        if record["generation"] != i:
+            raise checkpoints.fail(
+                at("history", i, "generation"), f"{record['generation']}, expected {i}"
+            )
+        for key in ("steps", "env_steps"):
+            checkpoints.require_count(record[key], at("history", i, key))
+            if record[key] < last[key]:
+                raise checkpoints.fail(
+                    at("history", i, key),
+                    f"{record[key]:,}, fewer than the {last[key]:,} before it",
+                )
+        last = record
+    checkpoints.require_count(state["generation"], at("generation"))
+    if state["generation"] != len(history):
+        raise checkpoints.fail(
+            at("generation"),
+            f"{state['generation']:,}, but the history records {len(history):,} generations "
+            "(every generation leaves one record)",
+        )
+    for key in ("steps", "env_steps"):
+        checkpoints.require_count(state[key], at(key))
+        if state[key] != last[key]:
+            raise checkpoints.fail(
+                at(key), f"{state[key]:,}, but the last generation recorded {last[key]:,}"
+            )
+    seconds = state["seconds"]
+    checkpoints.require_finite(float(seconds), at("seconds"))
+    if seconds < 0:
+        raise checkpoints.fail(at("seconds"), f"{seconds} is negative")
+    best = state["best"]
+    if best is not None:
+        checkpoints.require_finite(float(best["fitness"]), at("best", "fitness"))
+        checkpoints.require_count(best["generation"], at("best", "generation"))
+        if best["generation"] >= state["generation"]:
+            raise checkpoints.fail(
+                at("best", "generation"),
+                f"{best['generation']:,}, a generation the run has not reached "
+                f"({state['generation']:,} ran)",
+            )
 
 
 class AgentRebuilder(Protocol):

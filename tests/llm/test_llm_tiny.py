@@ -229,3 +229,40 @@ def test_load_tokenizer_pads_with_eos_when_the_tokenizer_has_no_pad_token(tmp_pa
     config_file.write_text(json.dumps(config))
     tokenizer = load_tokenizer(tmp_path / "model")
     assert tokenizer.pad_token == "<eos>" and tokenizer.padding_side == "left"
+
+
+class _RunsCode:
+    """Unpickling this creates the file ``marker``: a stand-in for any command."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _malicious_bin(folder: Path, marker: Path) -> None:
+    torch.save({"weights": _RunsCode(marker)}, folder / "pytorch_model.bin")
+
+
+def test_pickled_weights_are_refused_unread(tmp_path, tiny_llm):
+    model, marker = tmp_path / "model", tmp_path / "unpickled"
+    shutil.copytree(tiny_llm / "model", model)
+    (model / "model.safetensors").unlink()
+    _malicious_bin(model, marker)
+    with pytest.raises(LLMSetupError) as caught:
+        load_causal_lm(model)
+    assert str(caught.value) == (
+        f"network.pretrained_model_name_or_path: {model}: holds only pickled weights "
+        "(pytorch_model.bin); unpickling can run code, so only safetensors weights are read: "
+        "save the model with save_pretrained(..., safe_serialization=True)"
+    )
+    assert not marker.exists()
+
+
+def test_a_pickle_beside_safetensors_weights_is_never_read(tmp_path, tiny_llm):
+    model, marker = tmp_path / "model", tmp_path / "unpickled"
+    shutil.copytree(tiny_llm / "model", model)
+    _malicious_bin(model, marker)
+    assert load_causal_lm(model) is not None
+    assert not marker.exists()

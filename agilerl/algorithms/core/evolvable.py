@@ -25,7 +25,9 @@ average it, the trackers log it).
 from __future__ import annotations
 
 import copy
+import inspect
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -41,6 +43,7 @@ from agilerl.algorithms.hyperparameters import (
     spec_limits,
 )
 from agilerl.algorithms.optim import FusedAdam
+from agilerl.meta_device import parameters_on_meta
 from agilerl.networks.base import EvolvableNetwork
 
 if TYPE_CHECKING:
@@ -400,12 +403,15 @@ class EvolvableAlgorithm:
         device: str | torch.device = "cpu",
         index: int | None = None,
         where: str = "",
+        sized: bool = False,
         **runtime: Any,
     ) -> Self:
         """A new agent built from :meth:`state_dict` output, checked before it is used:
         any problem is a :class:`~agilerl.checkpoints.CheckpointError` naming its key
         path (``where`` is prefixed, e.g. ``agents[0]``). ``runtime``: constructor
-        arguments no checkpoint holds (:meth:`runtime_args`)."""
+        arguments no checkpoint holds (:meth:`runtime_args`). ``sized``: the state is
+        a live agent's (:meth:`clone`), whose sizes are allocated already, so they are
+        not measured on the meta device first."""
         checkpoints.require(state, {**AGENT_LAYOUT, **cls.construction_layout}, where)
         if state["class"] != cls.__name__:
             raise checkpoints.fail(
@@ -416,39 +422,83 @@ class EvolvableAlgorithm:
             hyper, cls.init_args, checkpoints.join(where, "hyperparameters"),
             f"a hyperparameter of {cls.__name__}",
         )  # fmt: skip
+        arguments = {
+            **{name: state[name] for name in cls.construction_layout},
+            "index": state["index"] if index is None else index,
+            "hp_config": state["hp_config"],
+            **runtime,
+            **hyper,
+        }
+        if cls.sized_on_meta and not sized:
+            cls._check_sizes(arguments, state, where)
+        agent = cls._built(arguments, device, where)
+        agent._restore(state, where)
+        return agent
+
+    #: Whether a loaded agent is first built on the meta device, to check the sizes its
+    #: file implies before anything is allocated (:meth:`_check_sizes`). An LLM agent's
+    #: networks are adapters on the base model its run loads and sizes, so it is not.
+    sized_on_meta: ClassVar[bool] = True
+
+    @classmethod
+    def _built(cls, arguments: dict[str, Any], device: str | torch.device, where: str) -> Self:
+        """The agent the constructor builds from checked ``arguments`` on ``device``."""
         try:
             # The constructor checks hyperparameters and ranges as it does a manifest's.
             # A concrete algorithm's constructor also takes ``hp_config`` and its own
             # hyperparameters, which this base signature does not list.
             build = cast("Callable[..., Self]", cls)
-            agent = build(
-                **{name: state[name] for name in cls.construction_layout},
-                index=state["index"] if index is None else index,
-                device=device,
-                hp_config=state["hp_config"],
-                **runtime,
-                **hyper,
-            )
-        except (TypeError, ValueError, NotImplementedError) as err:
+            return build(**arguments, device=device)
+        except (TypeError, ValueError, NotImplementedError, RuntimeError) as err:
+            # RuntimeError: torch refusing a shape, or a layer the host cannot reserve.
+            reserve = _UNRESERVABLE.search(str(err))
+            if reserve is not None:
+                raise checkpoints.fail(
+                    where,
+                    "built from the recorded spaces and hyperparameters, one layer alone "
+                    f"needs {checkpoints.size_text(int(reserve[1]))}, more than this machine "
+                    "can reserve",
+                ) from None
             raise checkpoints.fail(
                 where, f"cannot rebuild the {cls.__name__} agent: {err}"
             ) from None
-        agent._restore(state, where)
-        return agent
+
+    @classmethod
+    def _check_sizes(cls, arguments: dict[str, Any], state: dict[str, Any], where: str) -> None:
+        """Build what a saved state implies on the meta device first (shapes, no
+        storage): the networks the constructor makes from the recorded spaces and
+        hyperparameters must fit in what this process may allocate
+        (:func:`agilerl.checkpoints.payload_limit`), and every saved architecture must
+        give exactly the weights the file holds, which the file's own size bounds. A
+        ``Discrete(10**9)`` action space or a hidden size of 10**6 is refused here,
+        naming its key path, before memory is allocated for it (a layer's weights are
+        only reserved on the host, never written, before they move to the meta device;
+        one the host cannot even reserve is refused too). Building on the meta device
+        leaves torch's random generator as it was (it is put back)."""
+        limit = checkpoints.payload_limit()
+        with torch.random.fork_rng(devices=[]), parameters_on_meta():
+            meta = cls._built(arguments, torch.device("meta"), where)
+            counted: set[int] = set()  # a shared encoder is one allocation
+            total = 0
+            for attr in meta._network_attrs():
+                for param in getattr(meta, attr).parameters():
+                    if id(param) not in counted:
+                        counted.add(id(param))
+                        total += param.numel() * param.element_size()
+                if limit is not None and total > limit:
+                    raise checkpoints.fail(
+                        checkpoints.join(checkpoints.join(where, "networks"), attr),
+                        "built from the recorded spaces and hyperparameters, the networks up "
+                        f"to this one need {checkpoints.size_text(total)}, more than this "
+                        f"process may allocate ({checkpoints.size_text(limit)}: half the "
+                        "memory available)",
+                    )
+            meta._restore_networks(state, where, load=False)
 
     def _restore(self, state: dict[str, Any], where: str) -> None:
         """Networks (their saved, possibly mutated, architectures), optimisers, RNG,
         metrics and extra state of a checked ``state``, onto this newly built agent."""
-        networks = state["networks"]
-        checkpoints.require_keys(
-            networks, self._network_attrs(), checkpoints.join(where, "networks"),
-            f"a network of {self.name}",
-        )  # fmt: skip
-        for attr in self._network_attrs():
-            at = checkpoints.join(checkpoints.join(where, "networks"), attr)
-            net = self._restored_network(attr, networks[attr], at)
-            setattr(self, attr, net.to(self.device))
-        self._link_networks()
+        self._restore_networks(state, where)
         self.build_optimizers()
         optimizers = state["optimizers"]
         checkpoints.require_keys(
@@ -462,16 +512,35 @@ class EvolvableAlgorithm:
             optimizer.load_state_dict(optimizers[attr])
         self.rng = checkpoints.generator_from_state(state["rng"], checkpoints.join(where, "rng"))
         metrics = state["metrics"]
-        self.steps = metrics["steps"]
+        self.steps = checkpoints.require_count(
+            metrics["steps"], checkpoints.join(where, "metrics.steps")
+        )
         self.fitness = list(metrics["fitness"])
         self.scores = list(metrics["scores"])
         self.mut = metrics["mut"]
         self.load_extra_state(state["extra"], checkpoints.join(where, "extra"))
         self.environment = state.get("environment")
 
-    def _restored_network(self, attr: str, saved: dict[str, Any], where: str) -> EvolvableNetwork:
+    def _restore_networks(self, state: dict[str, Any], where: str, load: bool = True) -> None:
+        """Every network rebuilt from its saved architecture (with its saved weights
+        where ``load``; else only checked against them, as on the meta device)."""
+        networks = state["networks"]
+        checkpoints.require_keys(
+            networks, self._network_attrs(), checkpoints.join(where, "networks"),
+            f"a network of {self.name}",
+        )  # fmt: skip
+        for attr in self._network_attrs():
+            at = checkpoints.join(checkpoints.join(where, "networks"), attr)
+            net = self._restored_network(attr, networks[attr], at, load)
+            setattr(self, attr, net.to(self.device) if load else net)
+        self._link_networks()
+
+    def _restored_network(
+        self, attr: str, saved: dict[str, Any], where: str, load: bool = True
+    ) -> EvolvableNetwork:
         """Network ``attr`` rebuilt from its saved spec, of the class this agent builds,
-        with saved weights whose names, shapes and dtypes match what the spec builds."""
+        with saved weights whose names, shapes and dtypes match what the spec builds
+        (loaded into it where ``load``)."""
         current = getattr(self, attr)
         for key, expected in (("class", current), ("spec_class", current.spec)):
             if saved[key] != type(expected).__name__:
@@ -486,7 +555,7 @@ class EvolvableAlgorithm:
             raise checkpoints.fail(loc, first["msg"]) from None
         try:
             net = current.with_spec(spec)
-        except (TypeError, ValueError) as err:
+        except (TypeError, ValueError, RuntimeError) as err:
             raise checkpoints.fail(f"{where}.spec", f"cannot build the network: {err}") from None
         weights = saved["state"]
         expected_weights = net.state_dict()
@@ -497,7 +566,9 @@ class EvolvableAlgorithm:
             checkpoints.require_tensor(
                 weights[name], f"{where}.state.{name}", tuple(tensor.shape), tensor.dtype
             )
-        net.load_state_dict(weights)
+            checkpoints.require_finite(weights[name], f"{where}.state.{name}")
+        if load:
+            net.load_state_dict(weights)
         return net
 
     def save_checkpoint(self, path: str | os.PathLike[str]) -> None:
@@ -541,12 +612,16 @@ class EvolvableAlgorithm:
         """An independent copy (networks, optimiser states, hyperparameters, metrics);
         ``index`` gives it a new population index."""
         twin = type(self).from_state_dict(
-            self.state_dict(), device=self.device, index=index, **self.runtime_args()
+            self.state_dict(), device=self.device, index=index, sized=True, **self.runtime_args()
         )
         # A clone draws its own random numbers: same seed lineage, different stream.
         twin.rng = np.random.default_rng(self.rng.integers(2**63))
         return twin
 
+
+#: torch's allocator refusing a tensor (on the meta-device build, a layer's weights are
+#: reserved on the host before they move to the meta device, never written).
+_UNRESERVABLE = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
 
 #: The parts of an agent checkpoint and their types, checked before any is used (with
 #: the family's :attr:`EvolvableAlgorithm.construction_layout`).
@@ -618,6 +693,8 @@ def _check_optimizer_state(optimizer: torch.optim.Optimizer, saved: Any, where: 
         for key, value in expected.items():
             if key != "params" and not _same_kind(group[key], value):
                 raise checkpoints.fail(f"{at}.{key}", f"{group[key]!r} is not like {value!r}")
+            checkpoints.require_finite(group[key], f"{at}.{key}")
+        _check_settings(optimizer, group, at)
         found = group["params"]
         if not isinstance(found, list) or found != expected["params"]:
             found = f"{len(found)} parameters" if isinstance(found, list) else repr(found)
@@ -635,9 +712,32 @@ def _check_optimizer_state(optimizer: torch.optim.Optimizer, saved: Any, where: 
         if not isinstance(entry, dict):
             raise checkpoints.fail(at, f"expected a mapping, found {type(entry).__name__}")
         checkpoints.require_keys(entry, names, at, "Adam state")
-        checkpoints.require_tensor(entry["step"], f"{at}.step", ())
+        step = checkpoints.require_tensor(entry["step"], f"{at}.step", ())
+        checkpoints.require_finite(step, f"{at}.step")
+        if float(step) < 0:
+            raise checkpoints.fail(f"{at}.step", f"{float(step)} is negative")
         for name in names[1:]:
             checkpoints.require_tensor(entry[name], f"{at}.{name}", tuple(params[key].shape))
+            checkpoints.require_finite(entry[name], f"{at}.{name}")
+
+
+def _check_settings(optimizer: torch.optim.Optimizer, group: dict[str, Any], where: str) -> None:
+    """The saved numeric settings of a parameter group (lr, betas, eps, weight_decay)
+    are ones torch's own optimiser class accepts: its constructor checks their ranges
+    (``lr >= 0``, ``0 <= betas < 1``, ...), which loading a state dict skips."""
+    torch_class = next(c for c in type(optimizer).__mro__ if c.__module__.startswith("torch.optim"))
+    accepted = inspect.signature(torch_class).parameters
+    numeric = (int, float, tuple, list)
+    settings = {
+        k: v
+        for k, v in group.items()
+        if k != "params" and k in accepted and isinstance(v, numeric) and not isinstance(v, bool)
+    }
+    try:
+        torch_class([torch.zeros(1, requires_grad=True)], **settings)
+    except (TypeError, ValueError) as err:
+        problem = f"not a valid {torch_class.__name__} setting: {err}"
+        raise checkpoints.fail(where, problem) from None
 
 
 #: What torch's Adam keeps per parameter (plus ``max_exp_avg_sq`` with amsgrad).

@@ -166,6 +166,10 @@ def cosine_factor(step: int, num_epochs: int, warmup_proportion: float) -> float
 class LLMAlgorithm(EvolvableAlgorithm):
     """Base of LLM fine-tuning algorithms (see the module docstring)."""
 
+    #: The networks are LoRA adapters on the base model the run loads (and sizes); the
+    #: file holds only the adapters' weights, checked against their shapes on load.
+    sized_on_meta: ClassVar[bool] = False
+
     #: Hyperparameters of every LLM algorithm (the spec fields, ``hp_config`` aside);
     #: a subclass appends its own.
     init_args: ClassVar[tuple[str, ...]] = (
