@@ -62,6 +62,7 @@ from agilerl.training.run_directory import (
 from agilerl.training.state import RunState, still_finished
 from agilerl.training.threads import choose_threads, single_thread
 from agilerl.training.tracking import Reporter
+from agilerl.training.work import check_work
 
 __all__ = ["LocalTrainer", "TrainerError"]
 
@@ -269,7 +270,8 @@ class LocalTrainer:
         self, output_dir: str | Path | None = None, available: int | None = None
     ) -> Estimate | None:
         """Check that this run can go here, before anything is built for it: the output
-        and checkpoint paths, the tracking backends, then the family's own checks (the
+        and checkpoint paths, the tracking backends, the work the run asks for
+        (:func:`~agilerl.training.work.check_work`), then the family's own checks (the
         settings it cannot honour, its data, the memory the run allocates against
         ``available`` bytes, default what this machine has free). Returns the memory
         estimate where the family makes one; raises
@@ -277,6 +279,7 @@ class LocalTrainer:
         environment or agent that cannot be built raises its own clear error:
         ``EnvironmentSpecError``, ``TrainerError``)."""
         check_outputs(self.training, output_dir)
+        check_work(self.family.work(self.context))
         return self.family.preflight(self.context, available)
 
     @property
