@@ -417,7 +417,9 @@ def test_the_path_checks_leave_nothing_behind(tmp_path: Path) -> None:
 def test_train_refuses_before_building_anything(tmp_path: Path) -> None:
     out = tmp_path / "run"
     trainer = trainer_for(manifest(training={"pop_size": 1_000_000_000}))
-    with pytest.raises(PreflightError, match=r"^training.pop_size: 1,000,000,000 makes the updates"):
+    with pytest.raises(
+        PreflightError, match=r"^training.pop_size: 1,000,000,000 makes the updates"
+    ):
         trainer.train(verbose=False, output_dir=out)
     assert trainer.population is None and not out.exists()
 
@@ -737,3 +739,50 @@ def test_the_work_ceiling_can_be_raised_and_a_bad_one_is_refused(monkeypatch) ->
     monkeypatch.setenv("AGILERL_MAX_WORK", "lots")
     with pytest.raises(PreflightError, match=r"^AGILERL_MAX_WORK='lots': expected a positive"):
         trainer_for(doc).preflight(available=GiB)
+
+
+# --- the thread count is at most the cores (issue 24) ------------------------------------
+
+
+@pytest.fixture
+def two_cores(monkeypatch):
+    from agilerl.training import threads
+
+    monkeypatch.setattr(threads, "cores", lambda: 2)
+    monkeypatch.delenv(threads.ENV_VAR, raising=False)
+
+
+def test_more_threads_than_cores_are_refused_before_anything_is_built(two_cores) -> None:
+    """--threads 100000 crashed libgomp; 5000 made a 20 s run take minutes."""
+    trainer = LocalTrainer.from_manifest(parse_manifest(manifest()), num_threads=100_000)
+    with pytest.raises(PreflightError) as info:
+        trainer.preflight(available=GiB)
+    assert str(info.value) == (
+        "num_threads: 100,000 threads is more than the 2 CPU cores this process may run on "
+        "(its affinity); give at most 2"
+    )
+    assert trainer.population is None
+
+
+def test_agilerl_num_threads_above_the_cores_is_refused(two_cores, monkeypatch) -> None:
+    monkeypatch.setenv("AGILERL_NUM_THREADS", "5000")
+    with pytest.raises(PreflightError, match=r"^AGILERL_NUM_THREADS: 5,000 threads is more "):
+        trainer_for(manifest()).preflight(available=GiB)
+
+
+def test_agilerl_train_threads_above_the_cores_is_one_line(two_cores, tmp_path, capsys) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(json.dumps(manifest()))
+    out = tmp_path / "run"
+    assert main(["train", str(path), "--out", str(out), "--quiet", "--threads", "5000"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        "agilerl: num_threads: 5,000 threads is more than the 2 CPU cores this process may "
+        "run on (its affinity); give at most 2"
+    ), err
+    assert not out.exists()
+
+
+def test_threads_up_to_the_cores_are_accepted(two_cores) -> None:
+    trainer = LocalTrainer.from_manifest(parse_manifest(manifest()), num_threads=2)
+    assert trainer.preflight(available=GiB) is not None
