@@ -131,6 +131,7 @@ def sequences(ctx: Any) -> tuple[Factor, ...]:
     algorithm = ctx.algorithm
     found = [factor("algorithm", algorithm, "batch_size")]
     if getattr(algorithm, "group_size", None):
+        # group_size has no schema default: 8 is the shipped configs' (and AgileRL's examples')
         found.append(Factor("algorithm.group_size", algorithm.group_size, 8))
     return tuple(found)
 
