@@ -45,7 +45,7 @@ from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.errors import DivergedError, TrainerError
 from agilerl.training.evolution import next_generation
-from agilerl.training.preflight import Estimate, check_outputs
+from agilerl.training.preflight import Estimate, PreflightError, check_outputs
 from agilerl.training.report import describe_best
 from agilerl.training.run_checkpoint import (
     checkpointer_for,
@@ -61,8 +61,9 @@ from agilerl.training.run_directory import (
     remove_earlier_outputs,
 )
 from agilerl.training.state import RunState, still_finished
-from agilerl.training.threads import choose_threads, single_thread
+from agilerl.training.threads import choose_threads, requested_threads, single_thread
 from agilerl.training.tracking import Reporter
+from agilerl.training.work import check_work
 
 __all__ = ["LocalTrainer", "TrainerError"]
 
@@ -287,14 +288,21 @@ class LocalTrainer:
         self, output_dir: str | Path | None = None, available: int | None = None
     ) -> Estimate | None:
         """Check that this run can go here, before anything is built for it: the output
-        and checkpoint paths, the tracking backends, then the family's own checks (the
+        and checkpoint paths, the tracking backends, the thread count asked for (at most
+        the cores this process may use), the work the run asks for
+        (:func:`~agilerl.training.work.check_work`), then the family's own checks (the
         settings it cannot honour, its data, the memory the run allocates against
         ``available`` bytes, default what this machine has free). Returns the memory
         estimate where the family makes one; raises
         :class:`~agilerl.training.preflight.PreflightError` naming the field (an
         environment or agent that cannot be built raises its own clear error:
         ``EnvironmentSpecError``, ``TrainerError``)."""
+        try:  # the thread count the user asked for, before anything uses it
+            requested_threads(self.num_threads)
+        except ValueError as err:
+            raise PreflightError(str(err)) from None
         check_outputs(self.training, output_dir)
+        check_work(self.family.work(self.context))
         return self.family.preflight(self.context, available)
 
     @property

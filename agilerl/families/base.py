@@ -28,6 +28,7 @@ from agilerl.families.evaluation import EvaluationError, EvaluationResult
 from agilerl.models.base import AgentType
 from agilerl.models.manifest import NetworkSection
 from agilerl.training.preflight import Estimate
+from agilerl.training.work import Work, rl_work
 
 
 class Memory(NamedTuple):
@@ -100,6 +101,11 @@ class Family(ABC):
         :class:`~agilerl.training.preflight.PreflightError` naming the field); returns
         the run's memory estimate where it makes one (``available``: bytes to fit in,
         None for what this machine has free)."""
+
+    def work(self, ctx: RunContext) -> list[Work]:
+        """What the run does, as products of the counts that decide it (bounded by the
+        pre-flight before anything is built): an RL run's by default."""
+        return rl_work(ctx)
 
     def spec_fields(self, ctx: RunContext) -> dict[str, Any]:
         """Algorithm spec fields the run fills in from other sections."""

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.overrides import TorchFunctionMode
 
 from agilerl.host_memory import available_memory
 from agilerl.meta_device import parameters_on_meta
@@ -49,6 +50,14 @@ MIN_ENV_BYTES = 4 * 2**10
 GENERATIONS_ALIVE = 2
 #: Adam keeps two moment tensors per parameter and backpropagation one gradient.
 OPTIMISED_COPIES = 3
+#: What each network of an agent costs beyond its tensors (its modules, its optimiser's
+#: objects, the allocator's slack). Calibrated by benchmarks/preflight_calibration.py
+#: (resident set growth of 200 agents built as a run builds them, each after one
+#: optimiser step, against the tensors counted on the meta device; CPU, torch 2.13):
+#: per network, DQN 93-94 KiB ([64, 64] and [256, 256]: the overhead does not grow with
+#: the layers), PPO 40 KiB, TD3 95 KiB, RainbowDQN 142 KiB; the largest, rounded up.
+#: Tensors alone counted 181 KiB of the 367 KiB a default CartPole DQN measured.
+NETWORK_OVERHEAD_BYTES = 144 * 2**10
 #: Per-step extras of an on-policy rollout (log-probability, reward, done, value,
 #: advantage, return) as float32.
 ROLLOUT_EXTRA_BYTES = 6 * 4
@@ -72,6 +81,9 @@ class Need:
     field: str
     detail: str
     bytes: int
+    #: Bytes of one agent, where the need is a population of them: one that alone does
+    #: not fit is the network's size at fault, not the population's.
+    one: int = 0
 
 
 @dataclass
@@ -198,16 +210,70 @@ def sample_bytes(space: Any) -> int:
     return int(sum(leaf.nbytes for leaf in leaves))
 
 
-def agent_bytes(agent: Any) -> int:
-    """Parameters of every network of an agent, optimised ones with their gradient and
+def tensor_bytes(agent: Any) -> int:
+    """Parameters and buffers of every network of an agent (a noisy layer's noise is a
+    buffer as large as its weight), optimised parameters with their gradient and two
     optimiser moments."""
     total = sum(p.numel() * p.element_size() for p in agent.network_parameters())
+    seen: set[int] = set()
+    for attr in agent._network_attrs():
+        for buffer in getattr(agent, attr).buffers():
+            if id(buffer) not in seen:
+                seen.add(id(buffer))
+                total += buffer.numel() * buffer.element_size()
     for nets, _ in agent.optimizer_specs.values():
         for attr in nets:
             total += OPTIMISED_COPIES * sum(
                 p.numel() * p.element_size() for p in getattr(agent, attr).parameters()
             )
     return total
+
+
+def agent_bytes(agent: Any) -> int:
+    """What one agent of the run holds: its tensors (:func:`tensor_bytes`) and
+    :data:`NETWORK_OVERHEAD_BYTES` for each of its networks."""
+    return tensor_bytes(agent) + NETWORK_OVERHEAD_BYTES * len(agent._network_attrs())
+
+
+#: The factories that make a tensor from a size alone (no data): what a constructor calls to
+#: make a layer's weights (``nn.Linear`` calls ``torch.empty``), a buffer or a state.
+SIZED_FACTORIES = frozenset(
+    {
+        torch.empty,
+        torch.empty_strided,
+        torch.zeros,
+        torch.ones,
+        torch.full,
+        torch.rand,
+        torch.randn,
+        torch.randint,
+        torch.randperm,
+        torch.eye,
+        torch.arange,
+        torch.linspace,
+        torch.logspace,
+    }
+)
+
+
+class SizedOnMeta(TorchFunctionMode):
+    """Every tensor made from a size with no device named goes to the meta device: shapes,
+    no storage. torch's own ``with torch.device("meta")`` would move tensors made from data
+    too (``torch.as_tensor(space.low)``), and a constructor that checks their values (a
+    Box's bounds are finite) could no longer read them; those stay on the CPU, where they
+    cost no more than the data they copy, which already exists. Parameters alone moving
+    to meta (:func:`parameters_on_meta`) was not enough: ``nn.Linear`` allocates its
+    weight with ``torch.empty`` before it registers it, so a layer of 10**5 x 10**5
+    really allocated 40 GB first."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if func in SIZED_FACTORIES and kwargs.get("device") is None:
+            kwargs["device"] = META
+        return func(*args, **kwargs)
+
+
+META = torch.device("meta")
 
 
 def default_buffer() -> int:
@@ -234,6 +300,12 @@ def check_memory(found: Estimate, available: int | None) -> None:
     if available is None or found.total <= available:
         return
     biggest = found.largest()
+    if biggest.one > available:
+        raise PreflightError(
+            f"network: one agent alone needs {size_text(biggest.one)} (its networks, "
+            f"gradients and optimiser state) and this machine has {size_text(available)} "
+            "available; make its layers smaller"
+        )
     raise PreflightError(
         f"{biggest.field}: {biggest.detail} need {size_text(biggest.bytes)}; the run needs about "
         f"{size_text(found.total)} in all and this machine has {size_text(available)} available"
@@ -287,7 +359,7 @@ def meta_agent(ctx: Any, env: Any) -> Any:
     """One agent of the run built on the meta device: its tensors get shapes but no
     storage, so an oversized network is measured, not allocated."""
 
-    with parameters_on_meta():
+    with SizedOnMeta(), parameters_on_meta():
         return ctx.agent(env, 0, 0, device=torch.device("meta"))
 
 

@@ -14,6 +14,9 @@ against 575 with one). So, unless the user chose (:data:`ENV_VAR`, ``--threads``
   share of the machine's cores when a launcher started several on it
   (``LOCAL_WORLD_SIZE``);
 * an agent on an accelerator leaves torch's setting alone.
+
+A count the user gives is at most :func:`cores` (:func:`requested_threads`), checked by
+the pre-flight before anything is built.
 """
 
 from __future__ import annotations
@@ -47,17 +50,30 @@ def local_processes() -> int:
 
 def requested_threads(explicit: int | None) -> int | None:
     """The thread count the user asked for: ``explicit``, else :data:`ENV_VAR`; None
-    when neither is set. A bad :data:`ENV_VAR` is a ``ValueError`` naming it."""
+    when neither is set. A count that is not positive, or above the cores this process
+    may run on (:func:`cores`), is a ``ValueError`` naming where it came from: 100,000
+    threads crashed libgomp (a segfault) and 5,000 on two cores made a 20-second run take
+    minutes, each thread spinning for a core it did not get."""
     if explicit is not None:
-        if explicit < 1:
-            raise ValueError(f"num_threads: {explicit} is not a positive number of threads")
-        return explicit
+        return _within_cores(explicit, "num_threads")
     text = os.environ.get(ENV_VAR, "").strip()
     if not text:
         return None
     if not text.isdigit() or int(text) < 1:
         raise ValueError(f"{ENV_VAR}={text!r}: expected a positive number of threads")
-    return int(text)
+    return _within_cores(int(text), ENV_VAR)
+
+
+def _within_cores(count: int, source: str) -> int:
+    if count < 1:
+        raise ValueError(f"{source}: {count} is not a positive number of threads")
+    available = cores()
+    if count > available:
+        raise ValueError(
+            f"{source}: {count:,} threads is more than the {available} CPU cores this "
+            f"process may run on (its affinity); give at most {available}"
+        )
+    return count
 
 
 def agent_parameters(agent: Any) -> int:

@@ -15,6 +15,7 @@ import os
 import shutil
 import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium as gym
@@ -277,7 +278,7 @@ def trainer_for(doc: dict[str, Any]) -> LocalTrainer:
 
 
 MEMORY = {
-    "a billion agents": (manifest(training={"pop_size": 1_000_000_000}), "training.pop_size"),
+    "a hundred thousand agents": (manifest(training={"pop_size": 100_000}), "training.pop_size"),
     "a hundred thousand worker processes": (
         manifest(environment={"num_envs": 100_000, "sync": False}),
         "environment.num_envs",
@@ -294,7 +295,7 @@ MEMORY = {
                 "head_config": {"hidden_size": [64]},
             },
         },
-        "training.pop_size",
+        "network",
     ),
     "tournaments of 10**15 entrants": (
         {
@@ -416,7 +417,9 @@ def test_the_path_checks_leave_nothing_behind(tmp_path: Path) -> None:
 def test_train_refuses_before_building_anything(tmp_path: Path) -> None:
     out = tmp_path / "run"
     trainer = trainer_for(manifest(training={"pop_size": 1_000_000_000}))
-    with pytest.raises(PreflightError, match=r"^training.pop_size: 1,000,000,000 agents"):
+    with pytest.raises(
+        PreflightError, match=r"^training.pop_size: 1,000,000,000 makes the updates"
+    ):
         trainer.train(verbose=False, output_dir=out)
     assert trainer.population is None and not out.exists()
 
@@ -564,3 +567,222 @@ def test_prioritised_and_n_step_buffers_are_counted() -> None:
     assert needs["replay_buffer.per_buffer"] == 1000 * 25
     # the n-step buffer holds the replay buffer's rows plus a float32 discount each
     assert needs["replay_buffer.n_step_buffer"] == needs["replay_buffer.max_size"] + 1000 * 4
+
+
+# --- the pre-flight allocates nothing (issue 24) ----------------------------------------
+
+#: Networks far larger than any machine: the pre-flight must size them on the meta device.
+HUGE_NETWORKS = {
+    "an MLP of two layers of 100,000": (
+        "DQN",
+        {"hidden_size": [100_000, 100_000], "max_mlp_nodes": 100_000},
+        "network: one agent alone needs 186.3 GiB",
+    ),
+    "an LSTM of hidden size 1,000,000": (
+        "PPO",
+        {"arch": "lstm", "hidden_state_size": 10**6, "max_hidden_state_size": 10**6},
+        "network: one agent alone needs 101.9 TiB",
+    ),
+}
+
+#: Runs `agilerl train` with its address space capped (RLIMIT_AS): an allocation of the
+#: network's size fails there with a MemoryError / RuntimeError traceback.
+UNDER_A_CAP = """
+import resource, sys
+cap = 4 * 2**30
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+from agilerl.cli import main
+sys.exit(main(["train", sys.argv[1], "--out", sys.argv[2], "--quiet"]))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", HUGE_NETWORKS)
+def test_a_huge_network_is_refused_without_being_allocated(case: str, tmp_path: Path) -> None:
+    """Building the agent on the meta device allocated the weights first (``nn.Linear``
+    calls ``torch.empty`` before its parameter moves): 40 GB really allocated, then a
+    traceback. Under a 4 GiB address-space cap the refusal must be one line."""
+    import subprocess
+    import sys
+
+    name, encoder, refusal = HUGE_NETWORKS[case]
+    doc = manifest(algorithm={"name": name}, environment={"num_envs": 1})
+    doc["network"] = {"encoder_config": encoder, "head_config": {"hidden_size": [64]}}
+    path = tmp_path / "huge.yaml"
+    path.write_text(json.dumps(doc))
+    done = subprocess.run(
+        [sys.executable, "-c", UNDER_A_CAP, str(path), str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith(f"agilerl: {refusal} "), done.stderr
+
+
+def test_a_huge_network_is_sized_on_the_meta_device_in_process() -> None:
+    from agilerl.training.preflight import meta_agent
+
+    doc = manifest()
+    doc["network"] = {
+        "encoder_config": {"hidden_size": [100_000, 100_000], "max_mlp_nodes": 100_000},
+        "head_config": {"hidden_size": [64]},
+    }
+    trainer = trainer_for(doc)
+    env = SimpleNamespace(
+        single_observation_space=gym.spaces.Box(-1, 1, (4,)),
+        single_action_space=gym.spaces.Discrete(2),
+        num_envs=1,
+    )
+    agent = meta_agent(trainer.context, env)
+    assert {p.device.type for p in agent.network_parameters()} == {"meta"}
+    with pytest.raises(PreflightError, match=r"^network: one agent alone needs 186.3 GiB"):
+        trainer.preflight(available=8 * GiB)
+
+
+# --- the per-agent estimate is calibrated (issue 24) -------------------------------------
+
+
+def test_the_per_agent_estimate_counts_each_networks_overhead() -> None:
+    """Tensors alone counted 181 KiB of a default CartPole DQN, where building agents
+    measured 367 KiB each (benchmarks/preflight_calibration.py): each network adds
+    NETWORK_OVERHEAD_BYTES."""
+    from agilerl.training.preflight import NETWORK_OVERHEAD_BYTES, agent_bytes, tensor_bytes
+
+    found = estimate(trainer_for(manifest()).context).needs[0]
+    assert found.one == 479_912 and found.one / 1024 > 367  # at least what was measured
+    assert NETWORK_OVERHEAD_BYTES == 144 * 2**10
+    ctx = trainer_for(manifest()).context
+    from agilerl.training.preflight import meta_agent
+
+    env = SimpleNamespace(
+        single_observation_space=gym.spaces.Box(-1, 1, (4,)),
+        single_action_space=gym.spaces.Discrete(2),
+        num_envs=2,
+    )
+    agent = meta_agent(ctx, env)
+    assert agent_bytes(agent) == tensor_bytes(agent) + 2 * NETWORK_OVERHEAD_BYTES
+
+
+def test_a_population_of_200000_is_refused() -> None:
+    """It passed at 49 KiB an agent; calibrated, 200,000 agents need 179 GiB."""
+    with pytest.raises(PreflightError) as info:
+        trainer_for(manifest(training={"pop_size": 200_000})).preflight(available=100 * GiB)
+    assert str(info.value) == (
+        "training.pop_size: 200,000 agents of 468.7 KiB (networks, gradients, optimiser "
+        "state; 2 generations alive during selection) need 178.8 GiB; the run needs about "
+        "178.8 GiB in all and this machine has 100.0 GiB available"
+    )
+
+
+def test_noisy_layers_count_their_noise_buffers() -> None:
+    from agilerl.training.preflight import meta_agent, tensor_bytes
+
+    env = SimpleNamespace(
+        single_observation_space=gym.spaces.Box(-1, 1, (4,)),
+        single_action_space=gym.spaces.Discrete(2),
+        num_envs=2,
+    )
+    agent = meta_agent(trainer_for(manifest(algorithm={"name": "RainbowDQN"})).context, env)
+    buffers = sum(b.numel() * b.element_size() for b in agent.actor.buffers())
+    params = sum(p.numel() * p.element_size() for p in agent.network_parameters())
+    assert buffers > 0
+    assert tensor_bytes(agent) >= params + 2 * buffers  # actor and its target
+
+
+# --- every count that multiplies work is bounded (issue 24) ------------------------------
+
+WORK = {
+    "update_epochs 1e9": (
+        {**manifest(), "algorithm": {"name": "PPO", "update_epochs": 10**9}},
+        "algorithm.update_epochs: 1,000,000,000 makes the updates 1,000,000,000,000 steps "
+        "(training.pop_size 1 x training.max_steps 1,000 x algorithm.update_epochs "
+        "1,000,000,000); the run asks for 1,000,000,001,020 steps of work in all, more than "
+        "the 10,000,000,000 a run may (AGILERL_MAX_WORK raises it)",
+    ),
+    "eval_loop 1e9": (
+        manifest(training={"eval_loop": 10**9}),
+        "training.eval_loop: 1,000,000,000 makes the evaluations 20,000,000,000 steps "
+        "(training.pop_size 1 x generations 1 x training.eval_loop 1,000,000,000 x "
+        "environment.num_envs 2 x steps an episode counts 10); the run asks for "
+        "20,000,026,600 steps of work in all, more than the 10,000,000,000 a run may "
+        "(AGILERL_MAX_WORK raises it)",
+    ),
+    "batches of a million every step": (
+        manifest(
+            algorithm={"batch_size": 10**6, "learn_step": 1},
+            training={"max_steps": 10**6},
+            replay_buffer={"max_size": 10**7},
+        ),
+        "algorithm.batch_size: 1,000,000 makes the updates 1,000,000,000,000 steps "
+        "(training.pop_size 1 x learning steps 1,000,000 x algorithm.batch_size 1,000,000); "
+        "the run asks for 1,000,001,002,000 steps of work in all, more than the "
+        "10,000,000,000 a run may (AGILERL_MAX_WORK raises it)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", WORK)
+def test_a_count_that_multiplies_work_is_bounded(case: str) -> None:
+    doc, refusal = WORK[case]
+    with pytest.raises(PreflightError) as info:
+        trainer_for(doc).preflight(available=GiB)
+    assert str(info.value) == refusal
+
+
+def test_the_work_ceiling_can_be_raised_and_a_bad_one_is_refused(monkeypatch) -> None:
+    doc = manifest(training={"eval_loop": 10**9})
+    monkeypatch.setenv("AGILERL_MAX_WORK", str(10**11))
+    assert trainer_for(doc).preflight(available=GiB) is not None
+    monkeypatch.setenv("AGILERL_MAX_WORK", "lots")
+    with pytest.raises(PreflightError, match=r"^AGILERL_MAX_WORK='lots': expected a positive"):
+        trainer_for(doc).preflight(available=GiB)
+
+
+# --- the thread count is at most the cores (issue 24) ------------------------------------
+
+
+@pytest.fixture
+def two_cores(monkeypatch):
+    from agilerl.training import threads
+
+    monkeypatch.setattr(threads, "cores", lambda: 2)
+    monkeypatch.delenv(threads.ENV_VAR, raising=False)
+
+
+def test_more_threads_than_cores_are_refused_before_anything_is_built(two_cores) -> None:
+    """--threads 100000 crashed libgomp; 5000 made a 20 s run take minutes."""
+    trainer = LocalTrainer.from_manifest(parse_manifest(manifest()), num_threads=100_000)
+    with pytest.raises(PreflightError) as info:
+        trainer.preflight(available=GiB)
+    assert str(info.value) == (
+        "num_threads: 100,000 threads is more than the 2 CPU cores this process may run on "
+        "(its affinity); give at most 2"
+    )
+    assert trainer.population is None
+
+
+def test_agilerl_num_threads_above_the_cores_is_refused(two_cores, monkeypatch) -> None:
+    monkeypatch.setenv("AGILERL_NUM_THREADS", "5000")
+    with pytest.raises(PreflightError, match=r"^AGILERL_NUM_THREADS: 5,000 threads is more "):
+        trainer_for(manifest()).preflight(available=GiB)
+
+
+def test_agilerl_train_threads_above_the_cores_is_one_line(two_cores, tmp_path, capsys) -> None:
+    path = tmp_path / "run.yaml"
+    path.write_text(json.dumps(manifest()))
+    out = tmp_path / "run"
+    assert main(["train", str(path), "--out", str(out), "--quiet", "--threads", "5000"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        "agilerl: num_threads: 5,000 threads is more than the 2 CPU cores this process may "
+        "run on (its affinity); give at most 2"
+    ), err
+    assert not out.exists()
+
+
+def test_threads_up_to_the_cores_are_accepted(two_cores) -> None:
+    trainer = LocalTrainer.from_manifest(parse_manifest(manifest()), num_threads=2)
+    assert trainer.preflight(available=GiB) is not None

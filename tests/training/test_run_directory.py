@@ -329,7 +329,8 @@ def small_agent():
     return DQN(env.observation_space, env.action_space)
 
 
-def test_small_agents_on_the_cpu_run_on_one_thread(no_thread_settings):
+def test_small_agents_on_the_cpu_run_on_one_thread(no_thread_settings, monkeypatch):
+    monkeypatch.setattr(thread_rule, "cores", lambda: 4)
     cpu = torch.device("cpu")
     assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) == 1
     assert thread_rule.choose_threads(3, small_agent(), cpu, env_workers=0) == 3  # asked for
@@ -346,6 +347,7 @@ def test_large_agents_get_the_cores_the_env_workers_leave(no_thread_settings, mo
 
 
 def test_thread_settings_of_the_user_win(no_thread_settings, monkeypatch):
+    monkeypatch.setattr(thread_rule, "cores", lambda: 4)
     cpu = torch.device("cpu")
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) is None

@@ -80,6 +80,7 @@ def estimate_bandit(ctx: RunContext, env: Any, size: int) -> Estimate:
                 f"state, inverse design matrix; {GENERATIONS_ALIVE} generations alive "
                 "during selection)",
                 GENERATIONS_ALIVE * pop * per_agent,
+                one=per_agent,
             ),
             Need("replay_buffer.max_size", f"{size:,} pulls of {size_text(pull)}", size * pull),
         ]

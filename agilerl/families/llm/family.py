@@ -10,7 +10,10 @@ from agilerl.families.base import AgentLoader, Family, HasParameters, Output
 from agilerl.families.context import RunContext
 from agilerl.families.llm import setup
 from agilerl.families.llm.preflight import check_llm_run
+from agilerl.families.llm.sizing import llm_work
 from agilerl.models.base import AgentType, spec_class
+from agilerl.training.preflight import Estimate
+from agilerl.training.work import Work
 
 
 class LLMFamily(Family):
@@ -29,8 +32,11 @@ class LLMFamily(Family):
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
         return setup.llm_build_args(ctx, env, seed)
 
-    def preflight(self, ctx: RunContext, available: int | None) -> None:
-        check_llm_run(ctx, self)
+    def preflight(self, ctx: RunContext, available: int | None) -> Estimate | None:
+        return check_llm_run(ctx, self, available)
+
+    def work(self, ctx: RunContext) -> list[Work]:
+        return llm_work(ctx)
 
     def spec_fields(self, ctx: RunContext) -> dict[str, Any]:
         return setup.llm_spec_fields(ctx)

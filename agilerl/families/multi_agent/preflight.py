@@ -78,6 +78,7 @@ def estimate_multi_agent(ctx: RunContext) -> Estimate:
             f"{len(team.groups)} groups; {GENERATIONS_ALIVE} generations alive during "
             "selection)",
             GENERATIONS_ALIVE * pop * per_team,
+            one=per_team,
         )
     ]
     per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)

@@ -64,6 +64,7 @@ def estimate(ctx: RunContext) -> Estimate:
             f"{pop:,} agents of {size_text(per_agent)} (networks, gradients, optimiser "
             f"state; {GENERATIONS_ALIVE} generations alive during selection)",
             GENERATIONS_ALIVE * pop * per_agent,
+            one=per_agent,
         )
     ]
     per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)
