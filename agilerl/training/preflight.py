@@ -24,10 +24,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.overrides import TorchFunctionMode
 
 from agilerl.host_memory import available_memory
-from agilerl.meta_device import parameters_on_meta
+from agilerl.meta_device import SizedOnMeta, parameters_on_meta
 
 
 class PreflightError(ValueError):
@@ -233,47 +232,6 @@ def agent_bytes(agent: Any) -> int:
     """What one agent of the run holds: its tensors (:func:`tensor_bytes`) and
     :data:`NETWORK_OVERHEAD_BYTES` for each of its networks."""
     return tensor_bytes(agent) + NETWORK_OVERHEAD_BYTES * len(agent._network_attrs())
-
-
-#: The factories that make a tensor from a size alone (no data): what a constructor calls to
-#: make a layer's weights (``nn.Linear`` calls ``torch.empty``), a buffer or a state.
-SIZED_FACTORIES = frozenset(
-    {
-        torch.empty,
-        torch.empty_strided,
-        torch.zeros,
-        torch.ones,
-        torch.full,
-        torch.rand,
-        torch.randn,
-        torch.randint,
-        torch.randperm,
-        torch.eye,
-        torch.arange,
-        torch.linspace,
-        torch.logspace,
-    }
-)
-
-
-class SizedOnMeta(TorchFunctionMode):
-    """Every tensor made from a size with no device named goes to the meta device: shapes,
-    no storage. torch's own ``with torch.device("meta")`` would move tensors made from data
-    too (``torch.as_tensor(space.low)``), and a constructor that checks their values (a
-    Box's bounds are finite) could no longer read them; those stay on the CPU, where they
-    cost no more than the data they copy, which already exists. Parameters alone moving
-    to meta (:func:`parameters_on_meta`) was not enough: ``nn.Linear`` allocates its
-    weight with ``torch.empty`` before it registers it, so a layer of 10**5 x 10**5
-    really allocated 40 GB first."""
-
-    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        kwargs = dict(kwargs or {})
-        if func in SIZED_FACTORIES and kwargs.get("device") is None:
-            kwargs["device"] = META
-        return func(*args, **kwargs)
-
-
-META = torch.device("meta")
 
 
 def default_buffer() -> int:
