@@ -287,6 +287,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
+    from agilerl.time_limit import TimeLimitExceeded, TimeLimitSettingError
     from agilerl.trainer import LocalTrainer, TrainerError
     from agilerl.training.preflight import PreflightError
     from agilerl.training.run_directory import EarlierRunError
@@ -348,6 +349,8 @@ def _train(args: argparse.Namespace) -> int:
         PreflightError,
         TrackingError,
         TrainerError,
+        TimeLimitExceeded,
+        TimeLimitSettingError,
     ) as err:
         print(f"{who}: {err}", file=sys.stderr)
         return 1
@@ -432,6 +435,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from agilerl.evaluation import EvaluationError, agent_family
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
+    from agilerl.time_limit import TimeLimitExceeded, TimeLimitSettingError
 
     try:
         # Any family's agent: its family evaluates it, or says why it cannot.
@@ -466,6 +470,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         EnvironmentSpecError,
         EvaluationError,
         OutputError,
+        TimeLimitExceeded,
+        TimeLimitSettingError,
     ) as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1

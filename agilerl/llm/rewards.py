@@ -3,9 +3,11 @@ manifest names.
 
 Importing that file is the only code a manifest makes run, and it runs only because
 ``environment.reward_file_path`` names it. Every way the file or its function can be
-unusable is refused up front (:class:`LLMSetupError`); a function that raises or returns
-something other than a finite number while training is a :class:`RewardError` naming the
-file, the function and the sample it was scoring.
+unusable is refused up front (:class:`LLMSetupError`); a function that raises, runs past
+the time limit for user code (:mod:`agilerl.time_limit`), or returns something other than
+a finite number a float32 holds, on the train or the test split, is a
+:class:`RewardError` naming the file, the function and the sample it was scoring. The
+import of the file runs under the same time limit.
 """
 
 from __future__ import annotations
@@ -19,12 +21,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from agilerl.llm.models import LLMSetupError
+from agilerl.time_limit import TimeLimitExceeded, call_with_time_limit
 
 FILE_FIELD = "environment.reward_file_path"
 NAME_FIELD = "environment.reward_fn_name"
 #: How much of a question or completion an error message quotes.
 QUOTE_CHARS = 200
+#: The largest magnitude a float32 holds (rewards are float32 tensors).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class RewardError(ValueError):
@@ -50,7 +57,11 @@ class RewardFunction:
 
     def __call__(self, completion: str, answer: Any, question: Any) -> float:
         try:
-            value = self.fn(completion, answer, question)
+            value = call_with_time_limit(
+                self.fn, completion, answer, question, what=self._where(completion, question)
+            )
+        except TimeLimitExceeded as err:
+            raise RewardError(str(err)) from None
         except Exception as err:  # the user's code: any failure is reported as theirs
             raise RewardError(
                 f"{self._where(completion, question)} raised {type(err).__name__}: {err}"
@@ -63,6 +74,11 @@ class RewardFunction:
         if not math.isfinite(value):
             raise RewardError(
                 f"{self._where(completion, question)} returned {value}, not a finite number"
+            )
+        if abs(value) > FLOAT32_MAX:  # rewards are float32 tensors: it would become inf
+            raise RewardError(
+                f"{self._where(completion, question)} returned {value}, beyond the "
+                f"float32 range of rewards (magnitude at most {FLOAT32_MAX:.4g})"
             )
         return float(value)
 
@@ -80,7 +96,10 @@ def _import(file: Path) -> Any:
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
     try:
-        spec.loader.exec_module(module)
+        call_with_time_limit(spec.loader.exec_module, module, what=f"importing {file}")
+    except TimeLimitExceeded as err:
+        sys.modules.pop(module_name, None)
+        raise LLMSetupError(f"{FILE_FIELD}: {err}") from None
     except SyntaxError as err:
         sys.modules.pop(module_name, None)
         raise LLMSetupError(

@@ -43,6 +43,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import create_empty_array
 
+from agilerl.families.single_agent.envs import EnvironmentCallError
 from agilerl.observations import map_tree
 
 #: The key of ``infos`` holding the autoreset information (never an agent id).
@@ -165,6 +166,8 @@ def _worker(make: Callable[[], Any], pipe: Any, parent_end: Any) -> None:
             break
         try:
             pipe.send(("ok", getattr(sub, command)(payload)))
+        except EnvironmentCallError as err:  # already one line naming the env and call
+            pipe.send(("refused", str(err)))
         except Exception as err:
             pipe.send(("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
     pipe.close()
@@ -192,9 +195,11 @@ class _Workers:
 
     def _gather(self) -> list[Any]:
         replies = [pipe.recv() for pipe in self.pipes]
-        failed = [(i, value) for i, (status, value) in enumerate(replies) if status != "ok"]
+        failed = [(i, status, value) for i, (status, value) in enumerate(replies) if status != "ok"]
         if failed:
-            i, message = failed[0]
+            i, status, message = failed[0]
+            if status == "refused":
+                raise EnvironmentCallError(f"sub-environment {i} (worker process): {message}")
             raise RuntimeError(f"sub-environment {i} (worker process) failed: {message}")
         return [value for _, value in replies]
 

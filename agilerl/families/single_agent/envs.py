@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import reprlib
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +22,47 @@ import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from agilerl.manifest_code import split_target
+from agilerl.time_limit import TimeLimitExceeded, call_with_time_limit
 
 
 class EnvironmentSpecError(ValueError):
     """An environment spec that cannot be built; the message names the field."""
+
+
+class EnvironmentCallError(EnvironmentSpecError):
+    """The environment's own code failed in a call the engine made (``reset``,
+    ``step``): one line naming the environment and the call."""
+
+
+def call_environment(label: str, method: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, a method of the user's environment ``label``, under the
+    time limit for user code (:mod:`agilerl.time_limit`); whatever it raises becomes one
+    :class:`EnvironmentCallError` line. The one seam between the engine and an
+    environment's code: single-agent (:class:`GuardedEnv`) and multi-agent alike, in
+    this process or in a worker process (the error pickles as its message)."""
+    what = f"environment {label}: {method}"
+    try:
+        return call_with_time_limit(fn, *args, what=what, **kwargs)
+    except (TimeLimitExceeded, EnvironmentCallError) as err:
+        raise EnvironmentCallError(str(err)) from None
+    except Exception as err:  # the user's code: any failure is reported as theirs
+        message = " ".join(str(err).split())  # one line
+        raise EnvironmentCallError(f"{what} raised {type(err).__name__}: {message}") from err
+
+
+class GuardedEnv(gym.Wrapper):
+    """The outermost wrapper of every environment :func:`make_env` builds: its ``reset``
+    and ``step`` go through :func:`call_environment`."""
+
+    def __init__(self, env: gym.Env, label: str) -> None:
+        super().__init__(env)
+        self.label = label
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        return call_environment(self.label, "reset", self.env.reset, seed=seed, options=options)
+
+    def step(self, action: Any) -> Any:
+        return call_environment(self.label, "step", self.env.step, action)
 
 
 def _import_target(target: str, where: str, path: str | None) -> Any:
@@ -104,7 +142,9 @@ def _call(
     failing, or returning anything else, is an error naming the field (``kwargs_at`` for
     a TypeError, most often keywords that do not fit the signature)."""
     try:
-        value = factory(*args, **kwargs)
+        value = call_with_time_limit(factory, *args, what=f"{where}: {target}", **kwargs)
+    except TimeLimitExceeded as err:
+        raise EnvironmentSpecError(str(err)) from None
     except TypeError as err:
         raise EnvironmentSpecError(f"{kwargs_at}: {target}: {err}") from err
     except Exception as err:
@@ -144,7 +184,7 @@ def make_env(spec: Any) -> gym.Env:
         options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
         cls = _import_target(target, where, spec.path)
         env = _call(cls, (env,), options, where, target, where)
-    return env
+    return GuardedEnv(env, spec.entrypoint or spec.name)
 
 
 def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:
@@ -161,4 +201,20 @@ def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:
         fns = [lambda env=first: env, *([factory] * (n - 1))]
         return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
     first.close()
-    return AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+    return _AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+class _AsyncVectorEnv(AsyncVectorEnv):
+    """gymnasium's worker-process vector env, without its log of a failed worker's
+    traceback: every call of the user's code in a worker goes through
+    :func:`call_environment`, whose error is already the one line to show (gymnasium
+    raises it again in this process, message intact)."""
+
+    def _raise_if_errors(self, successes: Any) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_WORKER_LOG)
+            super()._raise_if_errors(successes)
+
+
+#: The messages gymnasium's logger gives a worker's error (as warnings).
+_WORKER_LOG = r".*ERROR: (Received the following error from Worker|Traceback|Raising the last)"
