@@ -17,6 +17,7 @@ the test split's order.
 
 from __future__ import annotations
 
+import codecs
 import re
 import string
 import tempfile
@@ -47,6 +48,10 @@ BUILDERS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
+#: Builders of text files, whose bytes must be UTF-8.
+TEXT_BUILDERS = frozenset({"json", "csv"})
+#: Bytes read at a time when a text file's encoding is checked.
+UTF8_CHUNK_BYTES = 1 << 20
 #: A prompt template key: the message's role and its position in the conversation.
 #: How much of a row an error message quotes.
 QUOTE_CHARS = 200
@@ -82,6 +87,32 @@ def _data_files(path: Path, field: str) -> tuple[str, list[str]]:
     return builders.pop(), [str(p) for p in files]
 
 
+def check_utf8(path: Path, field: str) -> None:
+    """Refuse a text dataset file that is not UTF-8, naming its line and byte. pyarrow's
+    JSON reader takes such bytes into its strings and fails only when a row is read, in
+    the middle of a run. Read in chunks: memory stays bounded whatever the file's size."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, line = 0, 1
+    with path.open("rb") as handle:
+        while True:
+            chunk = handle.read(UTF8_CHUNK_BYTES)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as err:
+                # The decoder may hold back up to 3 bytes of the previous chunk (the start
+                # of a character, never a newline): ``bad`` is then negative.
+                bad = err.start - (len(err.object) - len(chunk))
+                byte, line = err.object[err.start], line + chunk[: max(bad, 0)].count(b"\n")
+                raise LLMSetupError(
+                    f"{field}: {path}:{line}: not UTF-8 text "
+                    f"(byte 0x{byte:02x} at offset {offset + bad})"
+                ) from None
+            if not chunk:
+                return
+            offset += len(chunk)
+            line += chunk.count(b"\n")
+
+
 def _columns_field(field: str) -> str:
     return field.rpartition(".")[0] + ".columns" if "." in field else "columns"
 
@@ -107,6 +138,9 @@ def load_table(
             "(nothing is downloaded)"
         )
     builder, files = _data_files(where, field)
+    if builder in TEXT_BUILDERS:
+        for file in files:
+            check_utf8(Path(file), field)
     progress = datasets.utils.logging.is_progress_bar_enabled()
     datasets.utils.logging.disable_progress_bar()
     try:

@@ -701,3 +701,25 @@ def test_the_split_generator_is_the_tables_not_numpys_global(tmp_path):
     np.random.seed(1)
     second, _ = split_dataset(_table(tmp_path), 0.75, seed=5)
     assert first["id"] == second["id"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+@pytest.mark.parametrize("chunk", [5, 1 << 20], ids=["small-chunks", "one-chunk"])
+def test_a_dataset_that_is_not_utf8_is_refused_naming_line_and_byte(
+    tmp_path, monkeypatch, suffix, chunk
+):
+    import agilerl.families.llm.environments as environments
+
+    monkeypatch.setattr(environments, "UTF8_CHUNK_BYTES", chunk)
+    good = '{"question": "q\u00e9", "answer": "a"}\n' if suffix == ".jsonl" else "q\u00e9,a\n"
+    head = "" if suffix == ".jsonl" else "question,answer\n"
+    data = (head + good * 3).encode() + b"\xc3(" + good.encode()
+    path = tmp_path / f"rows{suffix}"
+    path.write_bytes(data)
+    with pytest.raises(LLMSetupError) as err:
+        load_table(path, field="environment.dataset")
+    offset = data.index(b"\xc3(")
+    line = data[:offset].count(b"\n") + 1
+    assert str(err.value) == (
+        f"environment.dataset: {path}:{line}: not UTF-8 text (byte 0xc3 at offset {offset})"
+    )
