@@ -283,7 +283,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.checkpoints import CheckpointError
     from agilerl.distributed import PeerLost
     from agilerl.distributed.group import launched_world_size
-    from agilerl.distributed.liveness import EXIT_CODE
+    from agilerl.distributed.liveness import EXIT_CODE, PeerTimeoutSettingError, peer_timeout
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
@@ -296,6 +296,8 @@ def _train(args: argparse.Namespace) -> int:
     rank = int(os.environ.get("RANK", "0") or 0)
     who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
     try:
+        if args.processes > 1 or launched_world_size() > 1:
+            peer_timeout()  # a bad setting is refused once, before any rank starts
         manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
         if args.processes > 1 and launched_world_size() == 1:
             return _launch(args)  # the manifest is valid: start the ranks
@@ -351,6 +353,7 @@ def _train(args: argparse.Namespace) -> int:
         TrainerError,
         TimeLimitExceeded,
         TimeLimitSettingError,
+        PeerTimeoutSettingError,
     ) as err:
         print(f"{who}: {err}", file=sys.stderr)
         return 1
@@ -483,10 +486,13 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _llm_tiny(args: argparse.Namespace) -> int:
-    from agilerl.llm.tiny import build_tiny_assets
+    from agilerl.llm.tiny import AssetsExistError, build_tiny_assets
 
     try:
-        root = build_tiny_assets(args.directory, seed=args.seed)
+        root = build_tiny_assets(args.directory, seed=args.seed, force=args.force)
+    except AssetsExistError as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
     except OSError as err:
         print(f"agilerl: {args.directory}: {err.strerror or err}", file=sys.stderr)
         return 1
@@ -795,6 +801,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tiny.add_argument("directory", metavar="DIR")
     tiny.add_argument("--seed", type=int, default=0, help="weights and data seed (default 0)")
+    tiny.add_argument(
+        "--force", action="store_true", help="overwrite the files of an earlier llm tiny there"
+    )
     tiny.set_defaults(handler=_llm_tiny)
     return parser
 

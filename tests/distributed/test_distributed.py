@@ -19,6 +19,7 @@ import pytest
 import yaml
 from support.distributed_runs import ROOT, finished, launch, start
 
+from agilerl.cli import main
 from agilerl.distributed import Group
 from agilerl.distributed.liveness import ENV_VAR, EXIT_CODE, peer_timeout
 
@@ -118,6 +119,16 @@ def test_a_bad_peer_timeout_is_refused_naming_the_variable(monkeypatch):
         peer_timeout()
     monkeypatch.setenv(ENV_VAR, "7.5")
     assert peer_timeout() == 7.5
+
+
+@pytest.mark.parametrize("text", ["abc", "inf", "0"])
+def test_agilerl_train_refuses_a_bad_peer_timeout_in_one_line(monkeypatch, capsys, text):
+    """Before the manifest is read or any rank started."""
+    monkeypatch.setenv(ENV_VAR, text)
+    assert main(["train", "no-such-manifest.yaml", "--processes", "2"]) == 1
+    assert capsys.readouterr().err == (
+        f"agilerl: {ENV_VAR}={text!r}: expected a positive number of seconds\n"
+    )
 
 
 # -- a run does not depend on how it was split ----------------------------------------------

@@ -162,6 +162,20 @@ def test_cli_llm_tiny_reports_an_unwritable_directory_without_a_traceback(tmp_pa
     assert err.startswith(f"agilerl: {tmp_path / 'taken'}") and "Traceback" not in err
 
 
+def test_cli_llm_tiny_refuses_to_overwrite_without_force(tmp_path, capsys):
+    root = tmp_path / "assets"
+    root.mkdir()
+    (root / "reward.py").write_text("# mine\n")
+    assert main(["llm", "tiny", str(root)]) == 1
+    assert capsys.readouterr().err == (
+        f"agilerl: {root}: holds reward.py already (use --force to overwrite)\n"
+    )
+    assert (root / "reward.py").read_text() == "# mine\n"  # untouched
+    assert sorted(p.name for p in root.iterdir()) == ["reward.py"]
+    assert main(["llm", "tiny", str(root), "--force"]) == 0
+    assert "def reward" in (root / "reward.py").read_text()
+
+
 # --------------------------------------------------------------------------- loaders
 def test_loaders_load_the_tiny_model_in_the_dtype_asked(tiny_llm):
     tokenizer = load_tokenizer(tiny_llm / "model")
