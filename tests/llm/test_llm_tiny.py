@@ -243,3 +243,25 @@ def test_load_tokenizer_pads_with_eos_when_the_tokenizer_has_no_pad_token(tmp_pa
     config_file.write_text(json.dumps(config))
     tokenizer = load_tokenizer(tmp_path / "model")
     assert tokenizer.pad_token == "<eos>" and tokenizer.padding_side == "left"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda data: data[: len(data) // 2], lambda data: b"\xff" * 100],
+    ids=["truncated", "garbage"],
+)
+def test_a_damaged_safetensors_file_is_one_line_naming_it(tiny_llm, tmp_path, damage):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_llm / "model", model)
+    weights = model / "model.safetensors"
+    weights.write_bytes(damage(weights.read_bytes()))
+    with pytest.raises(LLMSetupError) as err:
+        load_causal_lm(model)
+    message = str(err.value)
+    assert message.startswith(
+        f"network.pretrained_model_name_or_path: {weights}: the model does not load: "
+        "damaged safetensors file (Error while deserializing header: "
+    )
+    assert "\n" not in message
