@@ -287,7 +287,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
-    from agilerl.time_limit import TimeLimitExceeded, TimeLimitSettingError
+    from agilerl.time_limit import TimeLimitExceeded, TimeLimitSettingError, limit_seconds
     from agilerl.trainer import LocalTrainer, TrainerError
     from agilerl.training.preflight import PreflightError
     from agilerl.training.run_directory import EarlierRunError
@@ -296,6 +296,7 @@ def _train(args: argparse.Namespace) -> int:
     rank = int(os.environ.get("RANK", "0") or 0)
     who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
     try:
+        limit_seconds()  # a bad setting is refused before the run, not in its first call
         if args.processes > 1 or launched_world_size() > 1:
             peer_timeout()  # a bad setting is refused once, before any rank starts
         manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
@@ -438,9 +439,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     from agilerl.evaluation import EvaluationError, agent_family
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
-    from agilerl.time_limit import TimeLimitExceeded, TimeLimitSettingError
+    from agilerl.time_limit import TimeLimitExceeded, TimeLimitSettingError, limit_seconds
 
     try:
+        limit_seconds()  # a bad setting is refused before the environment is built
         # Any family's agent: its family evaluates it, or says why it cannot.
         agent = EvolvableAlgorithm.load(args.agent, device=_device(args.device))
         family = agent_family(agent)

@@ -121,3 +121,16 @@ def test_a_bad_limit_setting_is_one_line(monkeypatch: pytest.MonkeyPatch, text: 
     with pytest.raises(TimeLimitSettingError) as err:
         call_with_time_limit(lambda: 1, what="f")
     assert str(err.value) == f"{ENV_VAR}={text!r}: not a positive number of seconds (or 'off')"
+
+
+@pytest.mark.parametrize("command", [["train", "m.yaml"], ["evaluate", "agent.pt"]])
+def test_the_cli_refuses_a_bad_limit_setting_before_anything_runs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    from agilerl.cli import main
+
+    monkeypatch.setenv(ENV_VAR, "abc")
+    assert main(command) == 1
+    assert capsys.readouterr().err == (
+        f"agilerl: {ENV_VAR}='abc': not a positive number of seconds (or 'off')\n"
+    )
