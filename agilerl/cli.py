@@ -373,9 +373,15 @@ def _train(args: argparse.Namespace) -> int:
 
 def _launch(args: argparse.Namespace) -> int:
     """``agilerl train --processes N``: the same command on N processes of this machine,
-    started by torchrun (``torch.distributed.run --standalone``), which also ends the
-    others when one fails."""
-    import subprocess
+    started by torchrun's launcher (``torch.distributed.run --standalone``), run in this
+    process so that its end is ours to report: torchrun ends the others when one fails,
+    and a rank killed or interrupted is one line (exit status 75, or 130 for Ctrl-C)
+    instead of the launcher's ``ChildFailedError`` traceback."""
+    import logging
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
 
     argv = list(args.argv)
     # The ranks run the command without --processes (torchrun started them already).
@@ -386,10 +392,7 @@ def _launch(args: argparse.Namespace) -> int:
         if item.startswith("--processes="):
             del argv[i]
             break
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
+    launcher = [
         "--standalone",
         f"--nproc-per-node={args.processes}",
         "-m",
@@ -397,7 +400,50 @@ def _launch(args: argparse.Namespace) -> int:
         *argv,
     ]
     print(f"agilerl: starting {args.processes} processes (torchrun)", file=sys.stderr)
-    return subprocess.call(command)
+    # The launcher's own log (closing signals, the failure summary) repeats what the
+    # line below says.
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    resume = f"agilerl train {args.manifest} --resume" + (f" --out {args.out}" if args.out else "")
+    try:
+        run(parse_args(launcher))
+    except ChildFailedError as err:
+        return _rank_failure(err, resume)
+    except (SignalException, KeyboardInterrupt):
+        print(f"\nagilerl: interrupted; continue with: {resume}", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _rank_failure(err: Any, resume: str) -> int:
+    """The exit status of a multi-process run one of whose ranks failed, and its line.
+    Ranks that stopped with an error of their own (exit status 1) have printed it; a rank
+    killed by a signal, or one that stopped because a peer was gone (75), is named."""
+    import signal
+
+    from agilerl.distributed.liveness import EXIT_CODE
+
+    codes = {rank: failure.exitcode for rank, failure in err.failures.items()}
+    if all(code == 1 for code in codes.values()):
+        return 1
+    # The rank lost: one killed by a signal other than the SIGTERM the launcher sends the
+    # rest when one fails; else any killed one; else the first to fail.
+    killed = [r for r, code in sorted(codes.items()) if code < 0]
+    others = [r for r in killed if codes[r] != -signal.SIGTERM]
+    lost = (others or killed or [err.get_first_failure()[0]])[0]
+    code = codes[lost]
+    if code < 0:
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    else:
+        how = f"exit status {code}"
+    print(
+        f"agilerl: rank {lost} ended ({how}) and the run stopped on every rank; "
+        f"resume the run with: {resume}",
+        file=sys.stderr,
+    )
+    return EXIT_CODE
 
 
 def _without_dataset(document: dict[str, Any]) -> dict[str, Any]:
