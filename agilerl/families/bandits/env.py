@@ -47,14 +47,14 @@ def _read_csv(path: Path) -> tuple[list[str], list[list[str]], int]:
         except UnicodeDecodeError:
             data = path.read_bytes()
             # The text layer decodes in blocks: find the byte in the whole file.
+            start = 0
             try:
                 data.decode("utf-8")
             except UnicodeDecodeError as whole:
-                err = whole
-            line = data[: err.start].count(b"\n") + 1
+                start = whole.start
+            line = data[:start].count(b"\n") + 1
             raise BanditTableError(
-                f"{path}:{line}: not UTF-8 text (byte 0x{data[err.start]:02x} at offset "
-                f"{err.start})"
+                f"{path}:{line}: not UTF-8 text (byte 0x{data[start]:02x} at offset {start})"
             ) from None
         except csv.Error as err:
             raise BanditTableError(f"{path}:{reader.line_num}: {err}") from None
