@@ -283,7 +283,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.checkpoints import CheckpointError
     from agilerl.distributed import PeerLost
     from agilerl.distributed.group import launched_world_size
-    from agilerl.distributed.liveness import EXIT_CODE
+    from agilerl.distributed.liveness import EXIT_CODE, PeerTimeoutSettingError, peer_timeout
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
@@ -296,6 +296,8 @@ def _train(args: argparse.Namespace) -> int:
     rank = int(os.environ.get("RANK", "0") or 0)
     who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
     try:
+        if args.processes > 1 or launched_world_size() > 1:
+            peer_timeout()  # a bad setting is refused once, before any rank starts
         manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
         if args.processes > 1 and launched_world_size() == 1:
             return _launch(args)  # the manifest is valid: start the ranks
@@ -350,6 +352,7 @@ def _train(args: argparse.Namespace) -> int:
         TrackingError,
         TrainerError,
         UserCodeError,
+        PeerTimeoutSettingError,
     ) as err:
         print(f"{who}: {err}", file=sys.stderr)
         return 1
@@ -368,9 +371,15 @@ def _train(args: argparse.Namespace) -> int:
 
 def _launch(args: argparse.Namespace) -> int:
     """``agilerl train --processes N``: the same command on N processes of this machine,
-    started by torchrun (``torch.distributed.run --standalone``), which also ends the
-    others when one fails."""
-    import subprocess
+    started by torchrun's launcher (``torch.distributed.run --standalone``), run in this
+    process so that its end is ours to report: torchrun ends the others when one fails,
+    and a rank killed or interrupted is one line (exit status 75, or 130 for Ctrl-C)
+    instead of the launcher's ``ChildFailedError`` traceback."""
+    import logging
+
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import parse_args, run
 
     argv = list(args.argv)
     # The ranks run the command without --processes (torchrun started them already).
@@ -381,10 +390,7 @@ def _launch(args: argparse.Namespace) -> int:
         if item.startswith("--processes="):
             del argv[i]
             break
-    command = [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
+    launcher = [
         "--standalone",
         f"--nproc-per-node={args.processes}",
         "-m",
@@ -392,7 +398,50 @@ def _launch(args: argparse.Namespace) -> int:
         *argv,
     ]
     print(f"agilerl: starting {args.processes} processes (torchrun)", file=sys.stderr)
-    return subprocess.call(command)
+    # The launcher's own log (closing signals, the failure summary) repeats what the
+    # line below says.
+    logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
+    resume = f"agilerl train {args.manifest} --resume" + (f" --out {args.out}" if args.out else "")
+    try:
+        run(parse_args(launcher))
+    except ChildFailedError as err:
+        return _rank_failure(err, resume)
+    except (SignalException, KeyboardInterrupt):
+        print(f"\nagilerl: interrupted; continue with: {resume}", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _rank_failure(err: Any, resume: str) -> int:
+    """The exit status of a multi-process run one of whose ranks failed, and its line.
+    Ranks that stopped with an error of their own (exit status 1) have printed it; a rank
+    killed by a signal, or one that stopped because a peer was gone (75), is named."""
+    import signal
+
+    from agilerl.distributed.liveness import EXIT_CODE
+
+    codes = {rank: failure.exitcode for rank, failure in err.failures.items()}
+    if all(code == 1 for code in codes.values()):
+        return 1
+    # The rank lost: one killed by a signal other than the SIGTERM the launcher sends the
+    # rest when one fails; else any killed one; else the first to fail.
+    killed = [r for r, code in sorted(codes.items()) if code < 0]
+    others = [r for r in killed if codes[r] != -signal.SIGTERM]
+    lost = (others or killed or [err.get_first_failure()[0]])[0]
+    code = codes[lost]
+    if code < 0:
+        try:
+            how = f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            how = f"killed by signal {-code}"
+    else:
+        how = f"exit status {code}"
+    print(
+        f"agilerl: rank {lost} ended ({how}) and the run stopped on every rank; "
+        f"resume the run with: {resume}",
+        file=sys.stderr,
+    )
+    return EXIT_CODE
 
 
 def _without_dataset(document: dict[str, Any]) -> dict[str, Any]:
@@ -488,10 +537,13 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _llm_tiny(args: argparse.Namespace) -> int:
-    from agilerl.llm.tiny import build_tiny_assets
+    from agilerl.llm.tiny import AssetsExistError, build_tiny_assets
 
     try:
-        root = build_tiny_assets(args.directory, seed=args.seed)
+        root = build_tiny_assets(args.directory, seed=args.seed, force=args.force)
+    except AssetsExistError as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
     except OSError as err:
         print(f"agilerl: {args.directory}: {err.strerror or err}", file=sys.stderr)
         return 1
@@ -808,6 +860,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tiny.add_argument("directory", metavar="DIR")
     tiny.add_argument("--seed", type=int, default=0, help="weights and data seed (default 0)")
+    tiny.add_argument(
+        "--force", action="store_true", help="overwrite the files of an earlier llm tiny there"
+    )
     tiny.set_defaults(handler=_llm_tiny)
     return parser
 
@@ -815,6 +870,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (to relaunch it)
+    from agilerl.time_limit import TimeLimitSettingError, limit_seconds
+
+    try:
+        # The time limit for user code: every command that calls user code runs under it,
+        # so a bad setting is refused once, here, before anything runs.
+        limit_seconds()
+    except TimeLimitSettingError as err:
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
     return args.handler(args)
 
 

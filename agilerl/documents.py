@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from yaml.events import (
     SequenceStartEvent,
     StreamEndEvent,
 )
+from yaml.reader import ReaderError
 
 from agilerl.models.validation import Issue, SpecError, parse_spec, short_repr
 
@@ -348,6 +350,16 @@ def _position(mark: Any) -> str:
     return f"{mark.line + 1}:{mark.column + 1}"
 
 
+class _Mark:
+    """A position (0-based line and column, as libyaml's marks) of a character offset."""
+
+    def __init__(self, text: str | bytes, offset: int) -> None:
+        head = text[:offset]
+        newline = "\n" if isinstance(head, str) else b"\n"
+        self.line = head.count(newline)  # type: ignore[arg-type]
+        self.column = offset - (head.rfind(newline) + 1)  # type: ignore[arg-type]
+
+
 def _load(text: str | bytes) -> Any:
     """``text``'s value; a :class:`_Problem` for anything the dialect refuses."""
     try:
@@ -355,6 +367,10 @@ def _load(text: str | bytes) -> Any:
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         raise _Problem(f"not valid YAML: {err.problem or err.context}", mark) from None
+    except ReaderError as err:  # a character YAML does not allow (NUL, other controls)
+        code = err.character if isinstance(err.character, int) else ord(err.character)
+        message = f"not valid YAML: character U+{code:04X} is not allowed ({err.reason})"
+        raise _Problem(message, _Mark(text, err.position)) from None
 
 
 # --- Positions, on demand ---------------------------------------------------------------
@@ -408,18 +424,39 @@ class _Composer(CParser):
 # --- Public API -------------------------------------------------------------------------
 
 
+#: What a file that is not a regular one is, by ``stat`` mode test (for the refusal).
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
 def _read(path: str | Path) -> bytes:
-    """The file's bytes, refusing one over the size limit before reading it whole."""
+    """The file's bytes, refusing one over the size limit before reading it whole.
+
+    Only regular files are read: a FIFO with no writer (or a terminal) would block the
+    reader forever, and a device has no size to check. The file is opened non-blocking
+    (opening a FIFO waits for a writer otherwise) and its kind checked on the open
+    descriptor, so nothing can swap the file between the check and the read."""
     try:
-        with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            # Pipes and devices report a size of 0: read them up to the limit.
-            data = (
-                file.read((size or MAX_DOCUMENT_BYTES) + 1) if size <= MAX_DOCUMENT_BYTES else b""
-            )
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as err:
         raise DocumentError(f"{path}: cannot read: {err.strerror}") from None
-    size = max(size, len(data))  # pipes and devices report no size
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a file")
+            raise DocumentError(f"{path}: not a regular file ({kind}); nothing was read")
+        size = info.st_size
+        data = os.read(fd, size + 1) if size <= MAX_DOCUMENT_BYTES else b""
+    except OSError as err:
+        raise DocumentError(f"{path}: cannot read: {err.strerror}") from None
+    finally:
+        os.close(fd)
+    size = max(size, len(data))  # a file that grew since fstat
     if size > MAX_DOCUMENT_BYTES:
         raise DocumentError(
             f"{path}: larger than the {MAX_DOCUMENT_BYTES} bytes a document may have"

@@ -476,8 +476,58 @@ def test_agilerl_validate_refuses_bombs_in_bounded_memory_and_goes_on(tmp_path: 
         f"{paths['binary']}: not UTF-8 text (byte 0x89 at offset 0)",
         f"{paths['sparse']}: larger than the {MAX_DOCUMENT_BYTES} bytes a document may have"
         f" ({8 << 30} bytes or more)",
-        f"/dev/zero: larger than the {MAX_DOCUMENT_BYTES} bytes a document may have"
-        f" ({MAX_DOCUMENT_BYTES + 1} bytes or more)",
+        "/dev/zero: not a regular file (a character device); nothing was read",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (os.mkfifo, "a FIFO (named pipe)"),
+        (os.mkdir, "a directory"),
+    ],
+)
+def test_a_file_that_is_not_regular_is_refused_without_waiting(
+    tmp_path: Path, make: Any, kind: str
+) -> None:
+    """A FIFO with no writer would block ``open`` (and ``read``) forever."""
+    path = tmp_path / "m.yaml"
+    make(path)
+    result = subprocess.run(
+        [sys.executable, "-m", "agilerl.cli", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr == f"{path}: not a regular file ({kind}); nothing was read\n"
+
+
+def test_a_nul_byte_is_refused_with_its_position_and_every_file_is_reported(
+    tmp_path: Path,
+) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text((ROOT / "configs" / "dqn.yaml").read_text())
+    nul = tmp_path / "nul.yaml"
+    nul.write_bytes(b"algorithm:\n  name: D\x00QN\n")
+    control = tmp_path / "control.yaml"
+    control.write_bytes(b"a: 1\nb: \x07\n")
+    paths = [nul, good, control, good]
+    result = subprocess.run(
+        [sys.executable, "-m", "agilerl.cli", "validate", *map(str, paths)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.count(f"{good}: valid") == 2  # the batch went on past both
+    assert result.stderr.splitlines() == [
+        f"{nul}:2:10: not valid YAML: character U+0000 is not allowed "
+        "(control characters are not allowed)",
+        f"{control}:2:4: not valid YAML: character U+0007 is not allowed "
+        "(control characters are not allowed)",
     ]
 
 

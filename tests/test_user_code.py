@@ -5,11 +5,13 @@ and line, and ``agilerl train`` exits 1."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from support import ROOT
 
@@ -141,7 +143,8 @@ class ExitOnStep(BaseParallelWrapper):
 """
 
 
-def test_a_pettingzoo_step_that_exits_is_an_error_naming_the_environment(tmp_path):
+@pytest.mark.parametrize("subprocess", [False, True], ids=["in process", "in a worker"])
+def test_a_pettingzoo_step_that_exits_is_an_error_naming_the_environment(tmp_path, subprocess):
     (tmp_path / "exit_wrapper.py").write_text(PETTINGZOO_EXITING_WRAPPER)
     spec = PettingZooEnvSpec(
         name="cue game",
@@ -149,11 +152,14 @@ def test_a_pettingzoo_step_that_exits_is_an_error_naming_the_environment(tmp_pat
         wrappers=["exit_wrapper.py:ExitOnStep"],
         path=str(tmp_path),
     )
-    env = ParallelVecEnv([lambda: make_parallel_env(spec)] * 2)
+    env = ParallelVecEnv([functools.partial(make_parallel_env, spec)] * 2, subprocess=subprocess)
     env.reset(seed=0)
-    import numpy as np
-
-    with pytest.raises(UserCodeError, match=r"^environment CueGameEnv: step called sys.exit\(0\)"):
+    worker = r"sub-environment 0 \(worker process\): " if subprocess else ""
+    with pytest.raises(
+        UserCodeError,
+        match=rf"^{worker}environment.entrypoint agilerl.testing.cooperative:cue_game: "
+        r"step called sys.exit\(0\) at .*exit_wrapper.py:9: ",
+    ):
         env.step({agent: np.zeros(2, np.int64) for agent in env.agent_ids})
     env.close()
 

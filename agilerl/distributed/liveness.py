@@ -14,6 +14,7 @@ waited for.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import threading
@@ -31,8 +32,13 @@ EXIT_CODE = 75
 _watch: Watch | None = None
 
 
+class PeerTimeoutSettingError(ValueError):
+    """:data:`ENV_VAR` holds something that is not a timeout (one line naming it)."""
+
+
 def peer_timeout() -> float:
-    """:data:`ENV_VAR`, or the default; a bad value is a ValueError naming it."""
+    """:data:`ENV_VAR`, or the default; a bad value is a :class:`PeerTimeoutSettingError`
+    naming it."""
     text = os.environ.get(ENV_VAR, "").strip()
     if not text:
         return DEFAULT_TIMEOUT
@@ -40,8 +46,10 @@ def peer_timeout() -> float:
         value = float(text)
     except ValueError:
         value = -1.0
-    if not value > 0:
-        raise ValueError(f"{ENV_VAR}={text!r}: expected a positive number of seconds")
+    if not (math.isfinite(value) and value > 0):
+        raise PeerTimeoutSettingError(
+            f"{ENV_VAR}={text[:40]!r}: expected a positive number of seconds"
+        )
     return value
 
 

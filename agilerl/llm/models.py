@@ -76,6 +76,7 @@ def load_causal_lm(
     """The causal LM saved in ``path`` (a ``config.json`` and its weights), in ``dtype``
     (float32 by default), with ``attn_implementation`` when given."""
     import torch
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
     where = _directory(path, field)
@@ -102,5 +103,24 @@ def load_causal_lm(
         )
     except (OSError, ValueError, KeyError, ImportError) as err:
         raise LLMSetupError(f"{field}: {where}: the model does not load: {err}") from None
+    except SafetensorError as err:  # a damaged weights file: name it
+        raise LLMSetupError(
+            f"{field}: {_damaged_weights(where) or where}: the model does not load: damaged "
+            f"safetensors file ({err})"
+        ) from None
     finally:
         logging.enable_progress_bar()
+
+
+def _damaged_weights(where: Path) -> Path | None:
+    """The first ``*.safetensors`` file of ``where`` whose header does not read (only the
+    header is read: the file is memory-mapped)."""
+    from safetensors import SafetensorError, safe_open
+
+    for file in sorted(where.glob("*.safetensors")):
+        try:
+            with safe_open(file, framework="pt"):
+                pass
+        except (SafetensorError, OSError):
+            return file
+    return None

@@ -3,9 +3,11 @@ manifest names.
 
 Importing that file is the only code a manifest makes run, and it runs only because
 ``environment.reward_file_path`` names it. Every way the file or its function can be
-unusable is refused up front (:class:`LLMSetupError`); a function that raises or returns
-something other than a finite number while training is a :class:`RewardError` naming the
-file, the function and the sample it was scoring.
+unusable is refused up front (:class:`LLMSetupError`); a function that raises, runs past
+the time limit for user code (:mod:`agilerl.time_limit`), or returns something other than
+a finite number a float32 holds, on the train or the test split, is a
+:class:`RewardError` naming the file, the function and the sample it was scoring. The
+import of the file runs under the same time limit.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from agilerl.llm.models import LLMSetupError
 from agilerl.user_code import UserCodeError, call_user
 
@@ -26,6 +30,8 @@ FILE_FIELD = "environment.reward_file_path"
 NAME_FIELD = "environment.reward_fn_name"
 #: How much of a question or completion an error message quotes.
 QUOTE_CHARS = 200
+#: The largest magnitude a float32 holds (rewards are float32 tensors).
+FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class RewardError(ValueError):
@@ -68,6 +74,11 @@ class RewardFunction:
         if not math.isfinite(value):
             raise RewardError(
                 f"{self._where(completion, question)} returned {value}, not a finite number"
+            )
+        if abs(value) > FLOAT32_MAX:  # rewards are float32 tensors: it would become inf
+            raise RewardError(
+                f"{self._where(completion, question)} returned {value}, beyond the "
+                f"float32 range of rewards (magnitude at most {FLOAT32_MAX:.4g})"
             )
         return float(value)
 

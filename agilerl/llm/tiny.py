@@ -193,12 +193,24 @@ def _write_jsonl(path: Path, rows: list[dict[str, str]]) -> None:
     path.write_text("".join(json.dumps(row, sort_keys=True) + "\n" for row in rows))
 
 
-def build_tiny_assets(directory: str | Path, *, seed: int = 0) -> Path:
+class AssetsExistError(FileExistsError):
+    """``build_tiny_assets`` would replace files already in the directory."""
+
+
+def build_tiny_assets(directory: str | Path, *, seed: int = 0, force: bool = False) -> Path:
     """Write the tiny model, tokenizer, toy datasets and reward file under ``directory``
-    (created if absent; files already there are replaced). Returns the directory."""
+    (created if absent). Files of the same names already there (a ``reward.py`` the user
+    edited) are refused with :class:`AssetsExistError` unless ``force``. Returns the
+    directory."""
     root = Path(directory)
-    (root / "data").mkdir(parents=True, exist_ok=True)
     rows = toy_rows(seed)
+    ours = [root / "reward.py", root / "model", *(root / "data" / f"{t}.jsonl" for t in rows)]
+    taken = [str(path.relative_to(root)) for path in ours if path.exists()]
+    if taken and not force:
+        raise AssetsExistError(
+            f"{root}: holds {', '.join(taken)} already (use --force to overwrite)"
+        )
+    (root / "data").mkdir(parents=True, exist_ok=True)
     for task, table in rows.items():
         _write_jsonl(root / "data" / f"{task}.jsonl", table)
     (root / "reward.py").write_text(

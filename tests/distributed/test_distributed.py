@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -19,6 +20,7 @@ import pytest
 import yaml
 from support.distributed_runs import ROOT, finished, launch, start
 
+from agilerl.cli import main
 from agilerl.distributed import Group
 from agilerl.distributed.liveness import ENV_VAR, EXIT_CODE, peer_timeout
 
@@ -118,6 +120,16 @@ def test_a_bad_peer_timeout_is_refused_naming_the_variable(monkeypatch):
         peer_timeout()
     monkeypatch.setenv(ENV_VAR, "7.5")
     assert peer_timeout() == 7.5
+
+
+@pytest.mark.parametrize("text", ["abc", "inf", "0"])
+def test_agilerl_train_refuses_a_bad_peer_timeout_in_one_line(monkeypatch, capsys, text):
+    """Before the manifest is read or any rank started."""
+    monkeypatch.setenv(ENV_VAR, text)
+    assert main(["train", "no-such-manifest.yaml", "--processes", "2"]) == 1
+    assert capsys.readouterr().err == (
+        f"agilerl: {ENV_VAR}={text!r}: expected a positive number of seconds\n"
+    )
 
 
 # -- a run does not depend on how it was split ----------------------------------------------
@@ -341,3 +353,48 @@ def test_a_run_that_draws_its_seed_draws_one_for_every_rank(tmp_path):
     again = manifest(tmp_path, PPO, "again.yaml", max_steps=2048, seed=seed)
     assert_ok(one_process(train_command(again, tmp_path / "again")))
     assert history(tmp_path / "out") == history(tmp_path / "again")
+
+
+def _rank_pid(parent: int, rank: int, deadline: float) -> int:
+    """The pid of ``rank`` among the processes ``parent`` (the launcher) started."""
+    while time.monotonic() < deadline:
+        for child in Path(f"/proc/{parent}/task/{parent}/children").read_text().split():
+            try:
+                environ = Path(f"/proc/{child}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if f"RANK={rank}".encode() in environ:
+                return int(child)
+        time.sleep(0.1)
+    raise AssertionError(f"no rank {rank} under pid {parent}")
+
+
+@pytest.mark.slow
+def test_agilerl_train_processes_2_reports_a_killed_rank_in_one_line(tmp_path):
+    """`--processes 2` (the launcher in the agilerl process): a rank killed is the
+    documented line and exit status 75, not torchrun's ChildFailedError traceback."""
+    path = manifest(tmp_path, LONG)
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, *train_command(path, out, "--processes", "2")],
+        cwd=ROOT,
+        env={**os.environ, ENV_VAR: "4", "OMP_NUM_THREADS": "1"},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while not (out / "checkpoint.pt").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.kill(_rank_pid(proc.pid, 1, deadline), signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == EXIT_CODE, stderr[-3000:]
+    assert "Traceback" not in stderr and "ChildFailedError" not in stderr, stderr[-3000:]
+    assert stderr.splitlines()[-1] == (
+        "agilerl: rank 1 ended (killed by SIGKILL) and the run stopped on every rank; "
+        f"resume the run with: agilerl train {path} --resume --out {out}"
+    )

@@ -162,6 +162,20 @@ def test_cli_llm_tiny_reports_an_unwritable_directory_without_a_traceback(tmp_pa
     assert err.startswith(f"agilerl: {tmp_path / 'taken'}") and "Traceback" not in err
 
 
+def test_cli_llm_tiny_refuses_to_overwrite_without_force(tmp_path, capsys):
+    root = tmp_path / "assets"
+    root.mkdir()
+    (root / "reward.py").write_text("# mine\n")
+    assert main(["llm", "tiny", str(root)]) == 1
+    assert capsys.readouterr().err == (
+        f"agilerl: {root}: holds reward.py already (use --force to overwrite)\n"
+    )
+    assert (root / "reward.py").read_text() == "# mine\n"  # untouched
+    assert sorted(p.name for p in root.iterdir()) == ["reward.py"]
+    assert main(["llm", "tiny", str(root), "--force"]) == 0
+    assert "def reward" in (root / "reward.py").read_text()
+
+
 # --------------------------------------------------------------------------- loaders
 def test_loaders_load_the_tiny_model_in_the_dtype_asked(tiny_llm):
     tokenizer = load_tokenizer(tiny_llm / "model")
@@ -266,3 +280,25 @@ def test_a_pickle_beside_safetensors_weights_is_never_read(tmp_path, tiny_llm):
     _malicious_bin(model, marker)
     assert load_causal_lm(model) is not None
     assert not marker.exists()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda data: data[: len(data) // 2], lambda data: b"\xff" * 100],
+    ids=["truncated", "garbage"],
+)
+def test_a_damaged_safetensors_file_is_one_line_naming_it(tiny_llm, tmp_path, damage):
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_llm / "model", model)
+    weights = model / "model.safetensors"
+    weights.write_bytes(damage(weights.read_bytes()))
+    with pytest.raises(LLMSetupError) as err:
+        load_causal_lm(model)
+    message = str(err.value)
+    assert message.startswith(
+        f"network.pretrained_model_name_or_path: {weights}: the model does not load: "
+        "damaged safetensors file (Error while deserializing header: "
+    )
+    assert "\n" not in message

@@ -27,15 +27,39 @@ from gymnasium import spaces
 
 from agilerl.finite import first_bad_value
 
+#: The most context values one step may build (arms x arms x features, float32): a
+#: bound on the work of a step, which the disjoint encoding makes quadratic in the arms
+#: (3,000 arms of 4 features would be 36 million values, 144 MB, built and scored per
+#: step). 4 Mi values is 16 MiB: 1,000 arms of 4 features fit.
+MAX_STEP_VALUES = 1 << 22
+
 
 class BanditTableError(ValueError):
     """A features or targets table that cannot make a bandit; names the file and row."""
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[list[str]], int]:
-    """Header, rows (as strings) and the file line of the first row."""
+    """Header, rows (as strings) and the file line of the first row. Bytes that are not
+    UTF-8 and a field over the csv module's limit (:func:`csv.field_size_limit`, 131,072
+    characters: no number is that long) are refused with their line."""
     with path.open(newline="", encoding="utf-8") as handle:
-        rows = [row for row in csv.reader(handle) if row]
+        reader = csv.reader(handle)
+        try:
+            rows = [row for row in reader if row]
+        except UnicodeDecodeError:
+            data = path.read_bytes()
+            # The text layer decodes in blocks: find the byte in the whole file.
+            start = 0
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as whole:
+                start = whole.start
+            line = data[:start].count(b"\n") + 1
+            raise BanditTableError(
+                f"{path}:{line}: not UTF-8 text (byte 0x{data[start]:02x} at offset {start})"
+            ) from None
+        except csv.Error as err:
+            raise BanditTableError(f"{path}:{reader.line_num}: {err}") from None
     if not rows:
         raise BanditTableError(f"{path}: empty table (expected a header row, then rows)")
     return rows[0], rows[1:], 2
@@ -171,6 +195,15 @@ class BanditEnv:
         self.labels = self.labels.astype(np.int64).reshape(-1)
         self.num_arms = len(self.arms)
         self.context_dim = self.num_arms * features.shape[1]
+        values = self.num_arms * self.context_dim
+        if values > MAX_STEP_VALUES:
+            raise BanditTableError(
+                f"{self.num_arms:,} distinct labels make {self.num_arms:,} arms; with "
+                f"{features.shape[1]:,} features each step would build and score "
+                f"{self.num_arms:,} contexts of {self.context_dim:,} values ({values:,} in "
+                f"all: the disjoint encoding grows with the square of the arms), more "
+                f"than the {MAX_STEP_VALUES:,} a step may have"
+            )
         #: One arm's context (what the agent's network scores) and the arm choice.
         self.observation_space = spaces.Box(-np.inf, np.inf, (self.context_dim,), np.float32)
         self.action_space = spaces.Discrete(self.num_arms)
@@ -183,7 +216,10 @@ class BanditEnv:
         resolve against ``base_dir`` (the manifest's directory)."""
         base = Path(base_dir)
         features, targets = load_tables(base / spec.features, base / spec.targets)
-        return cls(features, targets, name=spec.name)
+        try:
+            return cls(features, targets, name=spec.name)
+        except BanditTableError as err:
+            raise BanditTableError(f"{base / spec.targets}: {err}") from None
 
     def _draw(self) -> np.ndarray:
         self._row = int(self.rng.integers(len(self.features)))

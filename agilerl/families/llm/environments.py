@@ -17,6 +17,7 @@ the test split's order.
 
 from __future__ import annotations
 
+import codecs
 import re
 import string
 import tempfile
@@ -47,8 +48,20 @@ BUILDERS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
+#: Builders of text files, whose bytes must be UTF-8.
+TEXT_BUILDERS = frozenset({"json", "csv"})
+#: Bytes read at a time when a text file's encoding is checked.
+UTF8_CHUNK_BYTES = 1 << 20
 #: A prompt template key: the message's role and its position in the conversation.
+#: How much of a row an error message quotes.
+QUOTE_CHARS = 200
+#: Rows rendered and tokenized at a time when prompt lengths are checked.
+PROMPT_CHECK_ROWS = 256
 MESSAGE_KEY = re.compile(r"^(?P<role>[a-z]+)_(?P<position>\d+)$")
+#: A template placeholder is a column name and nothing else: ``str.format`` would follow
+#: ``{question.__class__}`` or ``{question[0]}`` into the value's attributes and items,
+#: and ``{}`` / ``{0}`` into positional arguments there are none of.
+NOT_PLAIN = re.compile(r"^$|^\d+$|[.\[\]]")
 
 
 # ---------------------------------------------------------------------------- tables
@@ -72,6 +85,32 @@ def _data_files(path: Path, field: str) -> tuple[str, list[str]]:
             "a directory must hold files of one format"
         )
     return builders.pop(), [str(p) for p in files]
+
+
+def check_utf8(path: Path, field: str) -> None:
+    """Refuse a text dataset file that is not UTF-8, naming its line and byte. pyarrow's
+    JSON reader takes such bytes into its strings and fails only when a row is read, in
+    the middle of a run. Read in chunks: memory stays bounded whatever the file's size."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset, line = 0, 1
+    with path.open("rb") as handle:
+        while True:
+            chunk = handle.read(UTF8_CHUNK_BYTES)
+            try:
+                decoder.decode(chunk, final=not chunk)
+            except UnicodeDecodeError as err:
+                # The decoder may hold back up to 3 bytes of the previous chunk (the start
+                # of a character, never a newline): ``bad`` is then negative.
+                bad = err.start - (len(err.object) - len(chunk))
+                byte, line = err.object[err.start], line + chunk[: max(bad, 0)].count(b"\n")
+                raise LLMSetupError(
+                    f"{field}: {path}:{line}: not UTF-8 text "
+                    f"(byte 0x{byte:02x} at offset {offset + bad})"
+                ) from None
+            if not chunk:
+                return
+            offset += len(chunk)
+            line += chunk.count(b"\n")
 
 
 def _columns_field(field: str) -> str:
@@ -99,6 +138,9 @@ def load_table(
             "(nothing is downloaded)"
         )
     builder, files = _data_files(where, field)
+    if builder in TEXT_BUILDERS:
+        for file in files:
+            check_utf8(Path(file), field)
     progress = datasets.utils.logging.is_progress_bar_enabled()
     datasets.utils.logging.disable_progress_bar()
     try:
@@ -169,16 +211,28 @@ def parse_template(template: dict[str, str], columns: list[str]) -> list[tuple[s
                 f"{messages[position][0]}_{position}; each position holds one message"
             )
         try:
-            fields = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+            placeholders = [
+                (name, conversion, spec)
+                for _, name, spec, conversion in string.Formatter().parse(text)
+                if name is not None
+            ]
         except ValueError as err:
             raise LLMSetupError(
                 f"{TEMPLATE_FIELD}.{key}: {err} (write {{{{ and }}}} for literal braces)"
             ) from None
-        for name in fields:
-            column = re.split(r"[.\[]", name, maxsplit=1)[0]
-            if column not in columns:
+        for name, conversion, spec in placeholders:
+            if NOT_PLAIN.search(name) or conversion or spec:
+                written = (
+                    name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
+                )
                 raise LLMSetupError(
-                    f"{TEMPLATE_FIELD}.{key}: {{{name}}} names no column of the dataset "
+                    f"{TEMPLATE_FIELD}.{key}: {{{written}}}: a placeholder is a column name "
+                    "only (no attributes, indexes, conversions or format specs)"
+                )
+            if name not in columns:
+                column = name
+                raise LLMSetupError(
+                    f"{TEMPLATE_FIELD}.{key}: {{{column}}} names no column of the dataset "
                     f"(its columns: {', '.join(columns)})"
                 )
         messages[position] = (match["role"], text)
@@ -203,13 +257,16 @@ def render_messages(tokenizer: Any, messages: list[dict[str, str]]) -> str:
     return "\n".join(lines if ends_with_answer else [*lines, "assistant:"])
 
 
-def _prompt_ids(tokenizer: Any, texts: list[str], limit: int | None) -> list[list[int]]:
-    """Token ids of rendered prompts, keeping the last ``limit`` tokens of a longer one
-    (its end holds the question and the generation prompt)."""
+def _prompt_ids(tokenizer: Any, texts: list[str]) -> list[list[int]]:
+    """Token ids of rendered prompts."""
     # A chat template writes its own special tokens; a plain rendering gets the usual ones.
     special = not getattr(tokenizer, "chat_template", None)
-    ids = tokenizer(texts, add_special_tokens=special)["input_ids"]
-    return [row[-limit:] if limit else row for row in ids]
+    return tokenizer(texts, add_special_tokens=special)["input_ids"]
+
+
+def _placeholders(text: str) -> list[str]:
+    """The column names a (parsed, checked) template text fills in."""
+    return [name for _, name, _, _ in string.Formatter().parse(text) if name]
 
 
 def _pad(rows: list[list[int]], pad_id: int, *, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
@@ -250,11 +307,36 @@ def _sequences(
 
 
 # ----------------------------------------------------------------------- environments
+def _quote(row: dict[str, Any]) -> str:
+    text = repr(row)
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "...}"
+
+
+def check_values(
+    splits: dict[str, Dataset], columns: tuple[str, ...], text: tuple[str, ...]
+) -> None:
+    """Refuse a row whose value in one of ``columns`` is null, or in one of ``text``
+    (rendered as prompt or response text) is not a string: ``str(None)`` would train on
+    the prompt "None". The row is named by its split and position, and quoted."""
+    for split_name, split in splits.items():
+        for name in columns:
+            values = split[name]
+            for i, value in enumerate(values):
+                if value is None or (name in text and not isinstance(value, str)):
+                    what = "null" if value is None else f"{type(value).__name__}, not text"
+                    raise LLMSetupError(
+                        f"{DATASET_FIELD}: {split_name} split row {i} {_quote(split[i])}: "
+                        f"{name} is {what}"
+                    )
+
+
 class _DatasetEnv:
     """Seeded, resumable batches over a train split, and the test split in order."""
 
     #: Columns every row must have, by environment.
     required: tuple[str, ...] = ()
+    #: Columns rendered as text (strings only).
+    text: tuple[str, ...] = ()
 
     def __init__(
         self,
@@ -274,6 +356,7 @@ class _DatasetEnv:
             raise LLMSetupError("the tokenizer has no pad token (load it with load_tokenizer)")
         for split in (train, test):
             require_columns(split, list(self.required), "environment")
+        check_values({"train": train, "test": test}, self.required, self.text)
         self.train, self.test, self.tokenizer = train, test, tokenizer
         self.batch_size, self.max_context_length, self.seed = batch_size, max_context_length, seed
         self.num_epochs, self._position = 0, 0
@@ -340,6 +423,7 @@ class ReasoningEnv(_DatasetEnv):
     ``reward_fn(completion, row["answer"], row["question"])``."""
 
     required = ("question", "answer")
+    text = ("question",)
 
     def __init__(
         self,
@@ -364,10 +448,31 @@ class ReasoningEnv(_DatasetEnv):
         )
         self.messages = parse_template(prompt_template, train.column_names)
         self.reward_fn, self.max_reward = reward_fn, max_reward
+        placeholders = tuple(
+            sorted({name for _, text in self.messages for name in _placeholders(text)})
+        )
+        check_values({"train": train, "test": test}, placeholders, self.text)
+        if max_context_length:
+            for name, split in (("train", train), ("test", test)):
+                self._check_prompt_lengths(name, split, max_context_length)
+
+    def _check_prompt_lengths(self, name: str, split: Dataset, limit: int) -> None:
+        """Refuse a prompt (template and row, rendered) longer than ``limit`` tokens: cut,
+        it would lose the template's start or the question's, and train on the rest."""
+        for start in range(0, len(split), PROMPT_CHECK_ROWS):
+            rows = split.select(range(start, min(start + PROMPT_CHECK_ROWS, len(split)))).to_list()
+            ids = _prompt_ids(self.tokenizer, [self._render(self.messages, row) for row in rows])
+            for i, row_ids in enumerate(ids):
+                if len(row_ids) > limit:
+                    raise LLMSetupError(
+                        f"{DATASET_FIELD}: {name} split row {start + i} {_quote(rows[i])}: its "
+                        f"prompt is {len(row_ids)} tokens (prompt_template included), more "
+                        f"than network.max_context_length {limit}"
+                    )
 
     def _batch(self, rows: list[dict[str, Any]], first_row: int) -> PromptBatch:
         texts = [self._render(self.messages, row) for row in rows]
-        ids = _prompt_ids(self.tokenizer, texts, self.max_context_length)
+        ids = _prompt_ids(self.tokenizer, texts)  # lengths checked at construction
         input_ids, attention_mask = _pad(ids, self.tokenizer.pad_token_id, left=True)
         return PromptBatch(
             input_ids=input_ids,
@@ -404,10 +509,11 @@ class PreferenceEnv(_DatasetEnv):
     """DPO: the prompt (a user message) with its chosen and its rejected response."""
 
     required = ("prompt", "chosen", "rejected")
+    text = required
 
     def _batch(self, rows: list[dict[str, Any]], first_row: int) -> PreferenceBatch:
         prompts = _prompt_ids(
-            self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows], None
+            self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows]
         )
         limit = self.max_context_length
         return PreferenceBatch(
@@ -431,7 +537,7 @@ class SFTEnv(_DatasetEnv):
         seed: int = 42,
     ) -> None:
         self.response_column = response_column
-        self.required = ("prompt", response_column)
+        self.required = self.text = ("prompt", response_column)
         super().__init__(
             train,
             test,
@@ -443,7 +549,7 @@ class SFTEnv(_DatasetEnv):
 
     def _batch(self, rows: list[dict[str, Any]], first_row: int) -> SFTBatch:
         prompts = _prompt_ids(
-            self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows], None
+            self.tokenizer, [self._render([("user", "{prompt}")], row) for row in rows]
         )
         responses = [str(row[self.response_column]) for row in rows]
         return _sequences(self.tokenizer, prompts, responses, self.max_context_length)

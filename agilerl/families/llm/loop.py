@@ -123,10 +123,7 @@ def finetune_llm(
         metrics = MeanMetrics()
         scores: list[float] = []
         for _ in range(budget):
-            try:
-                learned, score = step(agent, env)
-            except RewardError as err:  # names the reward file, function and sample
-                raise TrainerError(f"environment.reward_fn_name: {err}") from None
+            learned, score = step(agent, env)
             metrics.add(learned)
             if score is not None:
                 scores.append(score)
@@ -170,7 +167,10 @@ def finetune_llm(
         # every batch (agilerl.llm.data_parallel), so evolution runs alike everywhere.
         group=current_group().replicated(),
     )
-    return evolve(pop, turns, config)
+    try:
+        return evolve(pop, turns, config)
+    except RewardError as err:  # training or testing: names the file, function and sample
+        raise TrainerError(f"environment.reward_fn_name: {err}") from None
 
 
 def _entry_point(env_type: str) -> Callable[..., tuple[list[Any], list[float]]]:

@@ -18,10 +18,17 @@ import importlib
 import reprlib
 from typing import Any
 
+import numpy as np
+from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import aec_to_parallel
 
-from agilerl.families.single_agent.envs import EnvironmentSpecError, _import_target
+from agilerl.families.single_agent.envs import (
+    EnvironmentCallError,
+    EnvironmentSpecError,
+    _import_target,
+    call_environment,
+)
 from agilerl.user_code import UserCodeError, call_user
 
 #: Module prefixes that moved out of PettingZoo, and where they live now: a manifest
@@ -133,6 +140,81 @@ class StringIds(ParallelEnv):
         return self.env.unwrapped
 
 
+class GuardedParallelEnv(ParallelEnv):
+    """The outermost wrapper of every parallel environment :func:`make_parallel_env`
+    builds: ``reset`` and ``step`` go through
+    :func:`~agilerl.families.single_agent.envs.call_environment` (time limit, one-line
+    errors), and an observation whose shape is not its agent's observation space's is
+    refused there, naming the agent and the call, instead of failing later in a stack."""
+
+    def __init__(self, env: ParallelEnv, label: str) -> None:
+        self.env, self.label = env, label
+        # the labels once, not a string built per step
+        self.on_reset, self.on_step = f"{label}: reset", f"{label}: step"
+        self.possible_agents = list(env.possible_agents)
+        self.metadata = getattr(env, "metadata", {})
+        self._shapes: dict[str, tuple[int, ...] | None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
+
+    @property
+    def agents(self) -> list[str]:  # type: ignore[override]
+        return self.env.agents
+
+    def observation_space(self, agent: str) -> Any:
+        return self.env.observation_space(agent)
+
+    def action_space(self, agent: str) -> Any:
+        return self.env.action_space(agent)
+
+    def _shape(self, agent: str) -> tuple[int, ...] | None:
+        if agent not in self._shapes:
+            space = self.env.observation_space(agent)
+            self._shapes[agent] = space.shape if isinstance(space, spaces.Box) else None
+        return self._shapes[agent]
+
+    def _check(self, method: str, obs: Any) -> None:
+        if not isinstance(obs, dict):
+            raise EnvironmentCallError(
+                f"{self.label}: {method} returned observations of type "
+                f"{type(obs).__name__}, not a dict of agent -> observation"
+            )
+        for agent, value in obs.items():
+            expected = self._shape(agent)
+            if expected is not None and np.shape(value) != expected:
+                raise EnvironmentCallError(
+                    f"{self.label}: {method} returned an observation of shape "
+                    f"{np.shape(value)} for agent {agent!r}, whose observation space has "
+                    f"shape {expected}"
+                )
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[dict, dict]:
+        out = call_environment(self.on_reset, self.env.reset, seed=seed, options=options)
+        self._check("reset", out[0])
+        return out
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        out = call_environment(self.on_step, self.env.step, actions)
+        self._check("step", out[0])
+        return out
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def state(self) -> Any:
+        return self.env.state()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
+
+
 def string_ids(env: ParallelEnv, where: str) -> ParallelEnv:
     """``env`` with string agent ids (wrapped in :class:`StringIds` where needed);
     refuses ids that collide as strings or use a reserved name."""
@@ -170,7 +252,7 @@ def make_parallel_env(spec: Any) -> ParallelEnv:
         env = as_parallel(_call(cls, (env,), options, at, target, at), at)
     if not getattr(env, "possible_agents", None):
         raise EnvironmentSpecError(f"{where}: {label} has no possible_agents")
-    return string_ids(env, where)
+    return GuardedParallelEnv(string_ids(env, where), f"{where} {label}")
 
 
 def _call(

@@ -43,9 +43,13 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import create_empty_array
 
+from agilerl.families.single_agent.envs import EnvironmentSpecError
 from agilerl.observations import map_tree
-from agilerl.user_code import call_user
+from agilerl.user_code import UserCodeError
 
+#: Errors a worker sends back as they are (each one line naming the manifest field, or
+#: the environment and the call); any other is reported with the worker's traceback.
+ONE_LINE_ERRORS = (EnvironmentSpecError, UserCodeError)
 #: The key of ``infos`` holding the autoreset information (never an agent id).
 FINAL = "__final__"
 #: A multiprocessing start method (what :func:`multiprocessing.get_context` accepts).
@@ -96,13 +100,11 @@ class SubEnv:
     as plain dicts (what a worker process sends back)."""
 
     def __init__(self, env: Any) -> None:
+        # the environment's code runs under make_parallel_env's guard (GuardedParallelEnv)
         self.env = env
-        # What a message calls the environment's code (built once, not per step).
-        name = f"environment {type(getattr(env, 'unwrapped', env)).__name__}"
-        self.on_reset, self.on_step = f"{name}: reset", f"{name}: step"
 
     def reset(self, seed: int | None) -> dict[str, Any]:
-        obs, infos = call_user(self.env.reset, seed=seed, what=self.on_reset)
+        obs, infos = self.env.reset(seed=seed)
         return {
             "obs": dict(obs),
             "present": list(self.env.agents),
@@ -114,8 +116,8 @@ class SubEnv:
         missing = [agent for agent in acted if agent not in actions]
         if missing:
             raise KeyError(f"no action for agent(s) {missing}, which are present")
-        obs, rewards, terminated, truncated, infos = call_user(
-            self.env.step, {agent: actions[agent] for agent in acted}, what=self.on_step
+        obs, rewards, terminated, truncated, infos = self.env.step(
+            {agent: actions[agent] for agent in acted}
         )
         out = {
             "acted": acted,
@@ -132,7 +134,7 @@ class SubEnv:
                 if not (out["terminated"][agent] or out["truncated"][agent]):
                     out["truncated"][agent] = True
             # the sub-environment's own stream goes on
-            obs, infos = call_user(self.env.reset, what=self.on_reset)
+            obs, infos = self.env.reset()
         present = list(self.env.agents)
         # the observations to act on: present agents only (one that left has none)
         obs = {agent: obs[agent] for agent in present if agent in obs}
@@ -154,6 +156,10 @@ def _worker(make: Callable[[], Any], pipe: Any, parent_end: Any) -> None:
     parent_end.close()
     try:
         sub = SubEnv(make())
+    except ONE_LINE_ERRORS as err:
+        pipe.send(("refused", err))
+        pipe.close()
+        return
     except Exception as err:
         pipe.send(("error", f"{type(err).__name__}: {err}"))
         pipe.close()
@@ -170,6 +176,8 @@ def _worker(make: Callable[[], Any], pipe: Any, parent_end: Any) -> None:
             break
         try:
             pipe.send(("ok", getattr(sub, command)(payload)))
+        except ONE_LINE_ERRORS as err:  # already one line naming the env and call
+            pipe.send(("refused", err))
         except Exception as err:
             pipe.send(("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
     pipe.close()
@@ -197,9 +205,11 @@ class _Workers:
 
     def _gather(self) -> list[Any]:
         replies = [pipe.recv() for pipe in self.pipes]
-        failed = [(i, value) for i, (status, value) in enumerate(replies) if status != "ok"]
+        failed = [(i, status, value) for i, (status, value) in enumerate(replies) if status != "ok"]
         if failed:
-            i, message = failed[0]
+            i, status, message = failed[0]
+            if status == "refused":  # the worker's own one-line error, of its own type
+                raise type(message)(f"sub-environment {i} (worker process): {message}")
             raise RuntimeError(f"sub-environment {i} (worker process) failed: {message}")
         return [value for _, value in replies]
 

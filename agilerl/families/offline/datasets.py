@@ -86,6 +86,40 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
+def _check_structure(h5py: Any, file: Any, where: str) -> None:
+    """Refuse, before any array is read, a key that is a link (an external link makes
+    h5py open another file, named by this one; a soft link points elsewhere in it) or an
+    array compressed with an HDF5 filter this h5py cannot decode (it would fail, or
+    need a plugin loaded from HDF5_PLUGIN_PATH, when the rows are read)."""
+    for key in (*REQUIRED, *OPTIONAL):
+        link = file.get(key, getlink=True)
+        if link is None:
+            continue  # missing keys are _read's to report
+        if isinstance(link, h5py.ExternalLink):
+            raise DatasetError(
+                f"{where}: key '{key}' is an external link to {link.filename}:{link.path}; a "
+                "dataset file holds its own arrays (links are not followed)"
+            )
+        if isinstance(link, h5py.SoftLink):
+            raise DatasetError(
+                f"{where}: key '{key}' is a soft link to {link.path}; a dataset file holds "
+                "its arrays under their own keys (links are not followed)"
+            )
+        node = file[key]
+        if not hasattr(node, "id") or not isinstance(node, h5py.Dataset):
+            continue  # a group: _read says so
+        plist = node.id.get_create_plist()
+        for i in range(plist.get_nfilters()):
+            code, _, _, name = plist.get_filter(i)
+            if not h5py.h5z.filter_avail(code):
+                label = name.decode(errors="replace") if isinstance(name, bytes) else name
+                raise DatasetError(
+                    f"{where}: key '{key}' is compressed with HDF5 filter {code} ({label}), "
+                    "which this h5py cannot decode; write the dataset with gzip, lzf or "
+                    "no compression"
+                )
+
+
 def _read(file: Any, key: str, where: str) -> np.ndarray:
     if key not in file:
         raise DatasetError(
@@ -131,6 +165,7 @@ def load_dataset(
     except OSError as err:
         raise DatasetError(f"{where}: not a readable HDF5 file ({err})") from None
     with file:
+        _check_structure(h5py, file, where)
         data = {key: _read(file, key, where) for key in REQUIRED}
         if "truncations" in file:
             data["truncations"] = _read(file, "truncations", where)

@@ -14,6 +14,7 @@ import importlib
 import importlib.util
 import reprlib
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,27 @@ from agilerl.user_code import UserCodeError, call_user
 
 class EnvironmentSpecError(ValueError):
     """An environment spec that cannot be built; the message names the field."""
+
+
+class EnvironmentCallError(EnvironmentSpecError):
+    """The environment's own code failed in a call the engine made (``reset``,
+    ``step``): one line naming the environment and the call."""
+
+
+def call_environment(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``, a method of the user's environment (``what`` names the
+    environment and the call, built once by the caller), through
+    :func:`~agilerl.user_code.call_user` (time limit, ``sys.exit``); any exception it
+    raises becomes one :class:`EnvironmentCallError` line. The one seam between the
+    engine and an environment's code: single-agent (:class:`UserEnv`) and multi-agent
+    alike, in this process or in a worker process (both errors pickle as their message)."""
+    try:
+        return call_user(fn, *args, what=what, **kwargs)
+    except (UserCodeError, EnvironmentCallError):
+        raise  # one line naming the call already
+    except Exception as err:  # the user's code: any failure is reported as theirs
+        message = " ".join(str(err).split())  # one line
+        raise EnvironmentCallError(f"{what} raised {type(err).__name__}: {message}") from err
 
 
 def _import_target(target: str, where: str, path: str | None) -> Any:
@@ -121,10 +143,9 @@ def _call(
 
 
 class UserEnv(gym.Wrapper):
-    """The outermost wrapper of every environment a spec builds: its ``reset`` and
-    ``step`` run the user's code, so they go through :func:`~agilerl.user_code.call_user`
-    (an environment that calls ``sys.exit`` stops the run with a message naming it, in
-    this process or in a vector env's worker)."""
+    """The outermost wrapper of every environment :func:`make_env` builds: its ``reset``
+    and ``step`` run the user's code, so they go through :func:`call_environment` (time
+    limit, ``sys.exit``, one-line errors), in this process or in a vector env's worker."""
 
     def __init__(self, env: gym.Env, what: str) -> None:
         super().__init__(env)
@@ -132,10 +153,10 @@ class UserEnv(gym.Wrapper):
         self.on_reset, self.on_step = f"{what}: reset", f"{what}: step"
 
     def reset(self, **kwargs: Any) -> Any:
-        return call_user(self.env.reset, what=self.on_reset, **kwargs)
+        return call_environment(self.on_reset, self.env.reset, **kwargs)
 
     def step(self, action: Any) -> Any:
-        return call_user(self.env.step, action, what=self.on_step)
+        return call_environment(self.on_step, self.env.step, action)
 
 
 def make_env(spec: Any) -> gym.Env:
@@ -186,4 +207,20 @@ def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:
         fns = [lambda env=first: env, *([factory] * (n - 1))]
         return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
     first.close()
-    return AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+    return _AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+class _AsyncVectorEnv(AsyncVectorEnv):
+    """gymnasium's worker-process vector env, without its log of a failed worker's
+    traceback: every call of the user's code in a worker goes through
+    :func:`call_environment`, whose error is already the one line to show (gymnasium
+    raises it again in this process, message intact)."""
+
+    def _raise_if_errors(self, successes: Any) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=_WORKER_LOG)
+            super()._raise_if_errors(successes)
+
+
+#: The messages gymnasium's logger gives a worker's error (as warnings).
+_WORKER_LOG = r".*ERROR: (Received the following error from Worker|Traceback|Raising the last)"

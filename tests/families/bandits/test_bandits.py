@@ -21,6 +21,7 @@ from agilerl.algorithms.neural_ts import NeuralTS
 from agilerl.algorithms.neural_ucb import NeuralUCB
 from agilerl.cli import main
 from agilerl.families.bandits import BanditEnv, BanditTableError, disjoint_contexts, load_tables
+from agilerl.families.bandits.env import MAX_STEP_VALUES
 from agilerl.families.bandits.loop import train_bandits
 from agilerl.families.bandits.memory import BanditMemory
 
@@ -140,6 +141,46 @@ def test_a_table_of_another_kind_or_a_broken_parquet_file_is_refused(tmp_path):
     pytest.importorskip("pyarrow")
     with pytest.raises(BanditTableError, match=r"f\.parquet: not a readable Parquet file"):
         load_tables(write(tmp_path / "f.parquet", "not parquet"), tmp_path / "t.csv")
+
+
+@pytest.mark.parametrize("at", [10, 70_000], ids=["first-block", "a-later-block"])
+def test_a_csv_that_is_not_utf8_is_refused_naming_line_and_byte(tmp_path, at):
+    """The text layer decodes in blocks of 8 KiB: the byte is found in any of them."""
+    rows = "".join(f"{i},{i}\n" for i in range(at // 4))
+    data = ("a,b\n" + rows).encode() + b"7,\xff\n"
+    f = tmp_path / "f.csv"
+    f.write_bytes(data)
+    targets = write(tmp_path / "t.csv", "label\n" + "x\n" * (rows.count("\n") + 1))
+    with pytest.raises(BanditTableError) as err:
+        load_tables(f, targets)
+    offset = data.index(b"\xff")
+    line = data[:offset].count(b"\n") + 1
+    assert str(err.value) == f"{f}:{line}: not UTF-8 text (byte 0xff at offset {offset})"
+
+
+def test_a_csv_field_over_the_csv_limit_is_refused_naming_the_line(tmp_path):
+    f = write(tmp_path / "f.csv", "a,b\n1,2\n3," + "4" * 131_073 + "\n")
+    with pytest.raises(BanditTableError) as err:
+        load_tables(f, write(tmp_path / "t.csv", "label\nx\ny\n"))
+    assert str(err.value) == f"{f}:3: field larger than field limit (131072)"
+
+
+def test_a_table_of_too_many_arms_is_refused_before_any_step(tmp_path):
+    """3,000 arms: 36 million context values per step (the disjoint encoding is
+    quadratic in the arms), which hung the run."""
+    arms = 3_000
+    write(tmp_path / "f.csv", "a,b,c,d\n" + "1,2,3,4\n" * arms)
+    t = write(tmp_path / "t.csv", "label\n" + "".join(f"c{i}\n" for i in range(arms)))
+    spec = type("Spec", (), {"features": "f.csv", "targets": "t.csv", "name": "many"})
+    with pytest.raises(BanditTableError) as err:
+        BanditEnv.from_spec(spec, tmp_path)
+    assert str(err.value) == (
+        f"{t}: 3,000 distinct labels make 3,000 arms; with 4 features each step would build "
+        "and score 3,000 contexts of 12,000 values (36,000,000 in all: the disjoint encoding "
+        f"grows with the square of the arms), more than the {MAX_STEP_VALUES:,} a step may have"
+    )
+    # 1,000 arms of 4 features are within the bound
+    assert BanditEnv(np.ones((1_000, 4)), np.arange(1_000)).num_arms == 1_000
 
 
 # --- the environment --------------------------------------------------------------------

@@ -23,6 +23,8 @@ from agilerl.llm.batches import Completions, PreferenceBatch, PromptBatch, Token
 from agilerl.llm.models import LLMSetupError, load_tokenizer
 from agilerl.llm.rewards import RewardError, load_reward_fn
 from agilerl.models import LLMPreferenceEnvSpec, LLMReasoningEnvSpec, LLMSftEnvSpec
+from agilerl.time_limit import ENV_VAR
+from agilerl.user_code import UserCodeError
 
 ROWS = [{"id": i, "question": f"what colour is the {i}", "answer": f"a{i}"} for i in range(20)]
 TEMPLATE = {"system_0": "You are a helpful assistant .", "user_1": "{question}"}
@@ -249,12 +251,111 @@ def test_prompt_template_refusals_name_the_key(tmp_path, tokenizer, template, me
         ReasoningEnv(train, test, tokenizer, lambda c, a, q: 0.0, template, batch_size=2)
 
 
-def test_max_context_length_keeps_the_end_of_a_long_prompt(tmp_path, tokenizer):
-    env = _reasoning_env(tmp_path, tokenizer, lambda c, a, q: 0.0, max_context_length=6)
-    batch = env.next_batch()
-    assert batch.input_ids.shape[1] == 6
-    for ids in batch.input_ids:
-        assert tokenizer.convert_ids_to_tokens(ids[-2:].tolist()) == ["<eos>", "<assistant>"]
+def test_a_prompt_longer_than_max_context_length_is_refused_naming_the_row(tmp_path, tokenizer):
+    train, test = split_dataset(_table(tmp_path), 0.75, seed=0)
+    texts = [
+        tokenizer.apply_chat_template(
+            [
+                {"role": "system", "content": "You are a helpful assistant ."},
+                {"role": "user", "content": row["question"]},
+            ],
+            tokenize=False,
+            add_generation_prompt=True,
+        )
+        for row in train.to_list()
+    ]
+    lengths = [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    limit = lengths[0] - 1
+    with pytest.raises(LLMSetupError) as err:
+        ReasoningEnv(
+            train, test, tokenizer, lambda c, a, q: 0.0, TEMPLATE, batch_size=2,
+            max_context_length=limit,
+        )  # fmt: skip
+    assert str(err.value) == (
+        f"environment.dataset: train split row 0 {train[0]!r}: its prompt is {lengths[0]} "
+        f"tokens (prompt_template included), more than network.max_context_length {limit}"
+    )
+    fits = ReasoningEnv(
+        train, test, tokenizer, lambda c, a, q: 0.0, TEMPLATE, batch_size=2,
+        max_context_length=max(lengths),
+    )  # fmt: skip
+    assert fits.next_batch().input_ids.shape[1] <= max(lengths)
+
+
+@pytest.mark.parametrize(
+    ("template", "written"),
+    [
+        ({"user_0": "{question[9999]}"}, "{question[9999]}"),
+        ({"user_0": "{question.nope}"}, "{question.nope}"),
+        ({"user_0": "{question.__class__.__mro__}"}, "{question.__class__.__mro__}"),
+        ({"user_0": "Q: {0}"}, "{0}"),
+        ({"user_0": "Q: {}"}, "{}"),
+        ({"user_0": "{question!r}"}, "{question!r}"),
+        ({"user_0": "{question:{answer}}"}, "{question:{answer}}"),
+    ],
+)
+def test_a_template_placeholder_is_a_column_name_only(tmp_path, tokenizer, template, written):
+    train, test = split_dataset(_table(tmp_path), 0.75, seed=0)
+    with pytest.raises(LLMSetupError) as err:
+        ReasoningEnv(train, test, tokenizer, lambda c, a, q: 0.0, template, batch_size=2)
+    assert str(err.value) == (
+        f"environment.prompt_template.user_0: {written}: a placeholder is a column name only "
+        "(no attributes, indexes, conversions or format specs)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("row", "column", "what"),
+    [
+        ({"question": None, "answer": "a"}, "question", "null"),
+        ({"question": "q", "answer": None}, "answer", "null"),
+        ({"question": "q", "answer": "a", "topic": None}, "topic", "null"),
+    ],
+)
+def test_a_null_value_in_a_column_read_is_refused_naming_the_row(
+    tmp_path, tokenizer, row, column, what
+):
+    rows = [dict(ROWS[i], topic="t") for i in range(8)]
+    train, test = split_dataset(_table(tmp_path, rows), 0.5, seed=0)
+    bad = dict(train[1], **row)
+    train = _with_row(train, 1, bad)
+    template = {"user_0": "{topic}: {question}"}
+    with pytest.raises(LLMSetupError) as err:
+        ReasoningEnv(train, test, tokenizer, lambda c, a, q: 0.0, template, batch_size=2)
+    assert str(err.value) == (
+        f"environment.dataset: train split row 1 {train[1]!r}: {column} is {what}"
+    )
+
+
+def _with_row(split, i, row):
+    from datasets import Dataset
+
+    rows = split.to_list()
+    rows[i] = row
+    return Dataset.from_list(rows)
+
+
+def test_a_question_that_is_not_text_is_refused(tmp_path, tokenizer):
+    rows = [dict(row, question=row["id"]) for row in ROWS]  # numbers, not text
+    train, test = split_dataset(_table(tmp_path, rows), 0.75, seed=0)
+    with pytest.raises(LLMSetupError) as err:
+        ReasoningEnv(train, test, tokenizer, lambda c, a, q: 0.0, TEMPLATE, batch_size=2)
+    assert str(err.value) == (
+        f"environment.dataset: train split row 0 {train[0]!r}: question is int, not text"
+    )
+
+
+@pytest.mark.parametrize("env_cls", [PreferenceEnv, SFTEnv])
+def test_preference_and_sft_rows_need_text(tmp_path, tokenizer, env_cls):
+    from datasets import Dataset
+
+    row = {"prompt": "p", "chosen": "c", "rejected": "r", "response": "s"}
+    train = Dataset.from_list([row, dict(row, prompt=None)])
+    with pytest.raises(LLMSetupError) as err:
+        env_cls(train, Dataset.from_list([row]), tokenizer, batch_size=1)
+    assert str(err.value) == (
+        f"environment.dataset: train split row 1 {train[1]!r}: prompt is null"
+    )
 
 
 def _check_sequences(tokenizer, seqs: TokenSequences, responses: list[str]) -> None:
@@ -553,9 +654,73 @@ def test_a_reward_error_during_training_names_the_sample(tmp_path, tokenizer):
         env.rewards(batch, _completions(["blue"], 1))
 
 
+def test_a_reward_beyond_float32_is_refused_naming_the_sample(tmp_path):
+    path = _reward_file(tmp_path, "def score(completion, answer, question):\n    return 1e308\n")
+    with pytest.raises(RewardError) as err:
+        load_reward_fn(path, "score")("x", "a", "q")
+    assert str(err.value) == (
+        f"{path}: score(completion='x', answer=..., question='q') returned 1e+308, beyond the "
+        "float32 range of rewards (magnitude at most 3.403e+38)"
+    )
+
+
+def test_a_reward_function_that_never_returns_is_stopped_at_the_time_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "0.3")
+    path = _reward_file(
+        tmp_path,
+        "def score(completion, answer, question):\n"
+        "    while True:\n"
+        "        try:\n"
+        "            pass\n"
+        "        except Exception:\n"
+        "            pass\n",
+    )
+    with pytest.raises(UserCodeError) as err:
+        load_reward_fn(path, "score")("x", "a", "q")
+    assert str(err.value) == (
+        f"environment.reward_fn_name {path}:score ran longer than the 0.3 s "
+        f"time limit for user code and was stopped (set {ENV_VAR} to change it)"
+    )
+
+
+def test_a_reward_file_that_sleeps_at_import_is_stopped_at_the_time_limit(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, "0.3")
+    path = _reward_file(
+        tmp_path, "import time\ntime.sleep(600)\ndef score(c, a, q):\n    return 1\n"
+    )
+    with pytest.raises(UserCodeError) as err:
+        load_reward_fn(path, "score")
+    assert str(err.value) == (
+        f"environment.reward_file_path {path} ran longer than the 0.3 s time "
+        f"limit for user code and was stopped (set {ENV_VAR} to change it)"
+    )
+
+
 def test_the_split_generator_is_the_tables_not_numpys_global(tmp_path):
     np.random.seed(0)
     first, _ = split_dataset(_table(tmp_path), 0.75, seed=5)
     np.random.seed(1)
     second, _ = split_dataset(_table(tmp_path), 0.75, seed=5)
     assert first["id"] == second["id"]
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+@pytest.mark.parametrize("chunk", [5, 1 << 20], ids=["small-chunks", "one-chunk"])
+def test_a_dataset_that_is_not_utf8_is_refused_naming_line_and_byte(
+    tmp_path, monkeypatch, suffix, chunk
+):
+    import agilerl.families.llm.environments as environments
+
+    monkeypatch.setattr(environments, "UTF8_CHUNK_BYTES", chunk)
+    good = '{"question": "q\u00e9", "answer": "a"}\n' if suffix == ".jsonl" else "q\u00e9,a\n"
+    head = "" if suffix == ".jsonl" else "question,answer\n"
+    data = (head + good * 3).encode() + b"\xc3(" + good.encode()
+    path = tmp_path / f"rows{suffix}"
+    path.write_bytes(data)
+    with pytest.raises(LLMSetupError) as err:
+        load_table(path, field="environment.dataset")
+    offset = data.index(b"\xc3(")
+    line = data[:offset].count(b"\n") + 1
+    assert str(err.value) == (
+        f"environment.dataset: {path}:{line}: not UTF-8 text (byte 0xc3 at offset {offset})"
+    )

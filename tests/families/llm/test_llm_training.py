@@ -156,6 +156,29 @@ def test_a_reward_function_that_raises_stops_the_run_with_its_message():
         run([FakeAgent(text="boom")], env, env_type="reasoning")
 
 
+class FailingTestAgent(FakeAgent):
+    """Its test scores the test split through the environment, as GRPO's does; only its
+    greedy (test) completions make the reward function fail."""
+
+    def get_action(self, prompts, training=True):
+        self.text = "x" if training else "boom"
+        return super().get_action(prompts, training)
+
+    def test(self, env, loop=1):
+        for prompts in env.test_batches():
+            env.rewards(prompts, self.get_action(prompts, training=False))
+        return super().test(env, loop)
+
+
+def test_a_reward_function_that_raises_on_the_test_split_is_converted_alike():
+    env = FakeEnv(reasoning=True)
+    with pytest.raises(TrainerError) as err:
+        run([FailingTestAgent()], env, env_type="reasoning", max_steps=2, evo_steps=2)
+    assert str(err.value) == (
+        "environment.reward_fn_name: reward.py:reward raised ValueError on sample question 'q0'"
+    )
+
+
 def test_agents_are_tested_every_evaluation_interval_and_at_the_end():
     pop = [FakeAgent()]
     run(pop, FakeEnv(n=100), max_steps=12, evo_steps=2, evaluation_interval=4)

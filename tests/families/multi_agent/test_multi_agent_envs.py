@@ -13,9 +13,11 @@ from pettingzoo.utils.conversions import parallel_to_aec
 from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv, make_vector_env
-from agilerl.families.single_agent.envs import EnvironmentSpecError
+from agilerl.families.single_agent.envs import EnvironmentCallError, EnvironmentSpecError
 from agilerl.models.env import PettingZooEnvSpec
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
+from agilerl.time_limit import ENV_VAR
+from agilerl.user_code import UserCodeError
 
 COOP = "agilerl.testing.cooperative"
 #: The cue game's integer ids, by role.
@@ -135,7 +137,7 @@ def test_integer_ids_become_strings_and_map_back():
         rewards = env.step(cue_actions(env, obs, infos))[1]
         # the seer (id 0) named the cue, so the action reached the environment under id 0
         assert set(rewards) == {"0", "1"}
-        seer_env = env._envs.subs[0].env.env
+        seer_env = env._envs.subs[0].env.unwrapped
         assert seer_env.last_seer_action == int(obs["0"][0].argmax())
 
 
@@ -429,3 +431,102 @@ def test_rollout_stores_t_by_n_per_agent():
     with pytest.raises(ValueError, match="leading dimension of 3"):
         row = {"a": np.zeros(2)}
         rollout.add(row, row, row, row, row, row, row)
+
+
+# --- the environment's own code: failures, hangs, wrong observations ----------------------
+
+HOSTILE_PARALLEL = """
+import time
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import ParallelEnv
+
+class Hostile(ParallelEnv):
+    metadata = {"name": "hostile"}
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.possible_agents = ["a", "b"]
+        self.agents = []
+
+    def observation_space(self, agent):
+        return spaces.Box(-1.0, 1.0, (4,), np.float32)
+
+    def action_space(self, agent):
+        return spaces.Discrete(2)
+
+    def reset(self, seed=None, options=None):
+        self.agents = list(self.possible_agents)
+        shape = (3,) if self.mode == "reset shape" else (4,)
+        return {a: np.zeros(shape, np.float32) for a in self.agents}, {a: {} for a in self.agents}
+
+    def step(self, actions):
+        if self.mode == "step raises":
+            raise RuntimeError("agent b fell over")
+        if self.mode == "step hangs":
+            while True:
+                time.sleep(0.01)
+        obs = {a: np.zeros(4, np.float32) for a in self.agents}
+        zero = {a: 0.0 for a in self.agents}
+        false = {a: False for a in self.agents}
+        return obs, zero, false, false, {a: {} for a in self.agents}
+
+def make(mode):
+    return Hostile(mode)
+"""
+
+
+def hostile(tmp_path, mode, sync):
+    (tmp_path / "penvs.py").write_text(HOSTILE_PARALLEL)
+    return make_vector_env(
+        spec(
+            name="hostile",
+            entrypoint="penvs.py:make",
+            path=str(tmp_path),
+            config={"mode": mode},
+            num_envs=2,
+            sync=sync,
+        )
+    )
+
+
+ACTIONS = {"a": np.zeros(2, dtype=np.int64), "b": np.zeros(2, dtype=np.int64)}
+WORKER = "sub-environment 0 (worker process): "
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["in process", "in a worker"])
+def test_a_reset_with_the_wrong_observation_shape_is_refused(tmp_path, sync):
+    env = hostile(tmp_path, "reset shape", sync)
+    with pytest.raises(EnvironmentCallError) as err:
+        env.reset(seed=0)
+    assert str(err.value) == ("" if sync else WORKER) + (
+        "environment.entrypoint penvs.py:make: reset returned an observation of shape (3,) for agent "
+        "'a', whose observation space has shape (4,)"
+    )
+    env.close()
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["in process", "in a worker"])
+def test_a_step_that_raises_is_one_line_naming_the_environment_and_the_call(tmp_path, sync):
+    env = hostile(tmp_path, "step raises", sync)
+    env.reset(seed=0)
+    with pytest.raises(EnvironmentCallError) as err:
+        env.step(ACTIONS)
+    assert str(err.value) == ("" if sync else WORKER) + (
+        "environment.entrypoint penvs.py:make: step raised RuntimeError: agent b fell over"
+    )
+    env.close()
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["in process", "in a worker"])
+def test_a_step_that_never_returns_is_stopped_at_the_time_limit(tmp_path, monkeypatch, sync):
+    monkeypatch.setenv(ENV_VAR, "0.3")  # the workers inherit it
+    env = hostile(tmp_path, "step hangs", sync)
+    env.reset(seed=0)
+    with pytest.raises(UserCodeError) as err:
+        env.step(ACTIONS)
+    assert str(err.value) == ("" if sync else WORKER) + (
+        "environment.entrypoint penvs.py:make: step ran longer than the 0.3 s time limit for user code "
+        f"and was stopped (set {ENV_VAR} to change it)"
+    )
+    env.close()

@@ -385,3 +385,45 @@ def test_train_offline_fills_an_empty_buffer_once_from_the_dataset(tmp_path):
     assert len(memory) == len(dataset) == 400  # filled once, nothing added while training
     assert [agent.steps for agent in pop] == [20, 20] and len(fitnesses) == 2
     assert all(len(agent.fitness) == 2 for agent in pop)  # evaluated every generation
+
+
+def test_an_external_or_soft_link_is_refused_before_anything_is_read(tmp_path):
+    other = random_dataset(tmp_path / "other.h5")
+    path = random_dataset(tmp_path / "d.h5")
+    with h5py.File(path, "a") as file:
+        del file["rewards"]
+        file["rewards"] = h5py.ExternalLink(str(other), "/rewards")
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert str(err.value) == (
+        f"{path}: key 'rewards' is an external link to {other}:/rewards; a dataset file "
+        "holds its own arrays (links are not followed)"
+    )
+    with h5py.File(path, "a") as file:
+        del file["rewards"]
+        file["rewards"] = h5py.SoftLink("/terminals")
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert str(err.value) == (
+        f"{path}: key 'rewards' is a soft link to /terminals; a dataset file holds its "
+        "arrays under their own keys (links are not followed)"
+    )
+
+
+def test_an_array_compressed_with_an_unknown_filter_is_refused(tmp_path):
+    path = random_dataset(tmp_path / "d.h5")
+    with h5py.File(path, "a") as file:
+        rewards = file["rewards"][()]
+        del file["rewards"]
+        file.create_dataset(
+            "rewards", data=rewards, chunks=True, compression=32015, allow_unknown_filter=True
+        )
+    assert not h5py.h5z.filter_avail(32015)  # zstd, not registered without a plugin
+    with pytest.raises(DatasetError) as err:
+        load_dataset(path)
+    assert str(err.value).startswith(
+        f"{path}: key 'rewards' is compressed with HDF5 filter 32015 ("
+    )
+    assert str(err.value).endswith(
+        "), which this h5py cannot decode; write the dataset with gzip, lzf or no compression"
+    )
