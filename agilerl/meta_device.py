@@ -69,3 +69,13 @@ class SizedOnMeta(TorchFunctionMode):
 
 
 META = torch.device("meta")
+
+
+@contextmanager
+def built_on_meta() -> Iterator[None]:
+    """Build on the meta device, allocating nothing: tensors made from a size
+    (:class:`SizedOnMeta`) and every registered parameter (:func:`parameters_on_meta`)
+    get shapes without storage. The one way this package sizes what it has not built
+    yet: the pre-flight of a run and the agents a loaded file implies."""
+    with SizedOnMeta(), parameters_on_meta():
+        yield

@@ -743,13 +743,11 @@ def _edited(agent_file, tmp_path, edit):
 
 
 #: The refusal of a layer too large to build: measured on the meta device against the
-#: limit, or (on a host that cannot even reserve it) refused by the allocator.
+#: limit, never reserved on the host.
 TOO_LARGE = (
-    r"(networks.actor: built from the recorded spaces and hyperparameters, the networks up "
+    r"networks.actor: built from the recorded spaces and hyperparameters, the networks up "
     r"to this one need {0} bytes \([\d.]+ GiB\), more than this process may allocate "
-    r"\(2,147,483,648 bytes \(2.0 GiB\): half the memory available\)"
-    r"|built from the recorded spaces and hyperparameters, one layer alone needs [\d,]+ bytes "
-    r"\([\d.]+ GiB\), more than this machine can reserve)$"
+    r"\(2,147,483,648 bytes \(2.0 GiB\): half the memory available\)$"
 )
 
 

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from agilerl.host_memory import available_memory
-from agilerl.meta_device import SizedOnMeta, parameters_on_meta
+from agilerl.meta_device import built_on_meta
 
 
 class PreflightError(ValueError):
@@ -317,7 +317,7 @@ def meta_agent(ctx: Any, env: Any) -> Any:
     """One agent of the run built on the meta device: its tensors get shapes but no
     storage, so an oversized network is measured, not allocated."""
 
-    with SizedOnMeta(), parameters_on_meta():
+    with built_on_meta():
         return ctx.agent(env, 0, 0, device=torch.device("meta"))
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import inspect
 import os
-import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
@@ -43,7 +42,7 @@ from agilerl.algorithms.hyperparameters import (
     spec_limits,
 )
 from agilerl.algorithms.optim import FusedAdam
-from agilerl.meta_device import parameters_on_meta
+from agilerl.meta_device import built_on_meta
 from agilerl.networks.base import EvolvableNetwork
 
 if TYPE_CHECKING:
@@ -450,15 +449,8 @@ class EvolvableAlgorithm:
             build = cast("Callable[..., Self]", cls)
             return build(**arguments, device=device)
         except (TypeError, ValueError, NotImplementedError, RuntimeError) as err:
-            # RuntimeError: torch refusing a shape, or a layer the host cannot reserve.
-            reserve = _UNRESERVABLE.search(str(err))
-            if reserve is not None:
-                raise checkpoints.fail(
-                    where,
-                    "built from the recorded spaces and hyperparameters, one layer alone "
-                    f"needs {checkpoints.size_text(int(reserve[1]))}, more than this machine "
-                    "can reserve",
-                ) from None
+            # RuntimeError: torch refusing a shape. (Sizes were checked on the meta
+            # device first, so no layer here is beyond what the host can allocate.)
             raise checkpoints.fail(
                 where, f"cannot rebuild the {cls.__name__} agent: {err}"
             ) from None
@@ -471,12 +463,11 @@ class EvolvableAlgorithm:
         (:func:`agilerl.checkpoints.payload_limit`), and every saved architecture must
         give exactly the weights the file holds, which the file's own size bounds. A
         ``Discrete(10**9)`` action space or a hidden size of 10**6 is refused here,
-        naming its key path, before memory is allocated for it (a layer's weights are
-        only reserved on the host, never written, before they move to the meta device;
-        one the host cannot even reserve is refused too). Building on the meta device
-        leaves torch's random generator as it was (it is put back)."""
+        naming its key path, before memory is allocated for it (not even reserved:
+        :func:`~agilerl.meta_device.built_on_meta`). Building on the meta device leaves
+        torch's random generator as it was (it is put back)."""
         limit = checkpoints.payload_limit()
-        with torch.random.fork_rng(devices=[]), parameters_on_meta():
+        with torch.random.fork_rng(devices=[]), built_on_meta():
             meta = cls._built(arguments, torch.device("meta"), where)
             counted: set[int] = set()  # a shared encoder is one allocation
             total = 0
@@ -618,10 +609,6 @@ class EvolvableAlgorithm:
         twin.rng = np.random.default_rng(self.rng.integers(2**63))
         return twin
 
-
-#: torch's allocator refusing a tensor (on the meta-device build, a layer's weights are
-#: reserved on the host before they move to the meta device, never written).
-_UNRESERVABLE = re.compile(r"can't allocate memory: you tried to allocate (\d+) bytes")
 
 #: The parts of an agent checkpoint and their types, checked before any is used (with
 #: the family's :attr:`EvolvableAlgorithm.construction_layout`).
