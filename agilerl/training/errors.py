@@ -8,9 +8,9 @@ class TrainerError(ValueError):
 
 
 class DivergedError(TrainerError):
-    """A run stopped because an agent's learn metrics or fitness became NaN or infinite:
-    nothing of the generation that diverged was recorded, selected or checkpointed. The
-    message names the generation, the agent and the figure."""
+    """A run stopped because an agent's learn metrics, fitness or weights became NaN or
+    infinite: nothing of the generation that diverged was recorded, selected or
+    checkpointed. The message names the generation, the agent and the figure."""
 
     def __init__(self, message: str, generation: int, index: int, figure: str) -> None:
         super().__init__(message)

@@ -328,7 +328,7 @@ def evolve(
             gen_env_steps = sum(r["env_steps"] for r in ordered)
             state.env_steps += gen_env_steps
             for r in ordered:
-                del r["_trained"]
+                del r["_trained"], r["_weights_finite"]
             record = {
                 "generation": state.generation,
                 "steps": state.steps,
@@ -375,20 +375,24 @@ FIGURES = ("fitness", "train_score", "metrics")
 
 def _refuse_non_finite(records: list[dict[str, Any]], generation: int) -> None:
     """Stop the run at the first agent whose fitness, training score or learn metrics
-    (in slot order) is NaN or infinite: nothing learned from it means anything, and
-    selecting on it, recording it as the best ever or checkpointing it would pass the
-    poison on. Raised before any of that, so the run's last checkpoint stays the last
-    good one."""
+    (in slot order) is NaN or infinite, or whose weights are not all finite after its
+    turn: nothing learned from it means anything, and selecting on it, recording it as
+    the best ever or checkpointing it would pass the poison on. Raised before any of
+    that, so the run's last checkpoint stays the last good one."""
     for slot, record in enumerate(records):
         found = first_non_finite({name: record[name] for name in FIGURES})
-        if found is None:
+        if found is not None:
+            figure, value = found
+            figure = figure.removeprefix("metrics.")
+            what = f"reported {figure} = {value}"
+        elif not record.get("_weights_finite", True):
+            figure, what = "weights", "holds non-finite network weights after its turn"
+        else:
             continue
-        figure, value = found
-        figure = figure.removeprefix("metrics.")
         raise DivergedError(
-            f"generation {generation}: agent {record['index']} (slot {slot}) reported "
-            f"{figure} = {value}: training diverged, and the run stopped before selecting, "
-            "recording or checkpointing this generation",
+            f"generation {generation}: agent {record['index']} (slot {slot}) {what}: "
+            "training diverged, and the run stopped before selecting, recording or "
+            "checkpointing this generation",
             generation,
             record["index"],
             figure,
@@ -426,7 +430,18 @@ def _turn(agent: Any, slot: int, budget: int, state: RunState, turns: Turns) -> 
         "hyperparameters": hyper,
         "_taken": taken,  # for the progress bar (removed once shown)
         "_trained": taken,  # for the step budget (removed once counted)
+        # for the divergence check (removed after it): the figures are means over the
+        # turn, so the last update can leave NaN weights behind finite ones
+        "_weights_finite": _weights_finite(agent),
     }
+
+
+def _weights_finite(agent: Any) -> bool:
+    """Whether every weight of the agent's networks is finite (one reduction per
+    parameter, once a turn)."""
+    import torch
+
+    return all(bool(torch.isfinite(p).all()) for p in agent.network_parameters())
 
 
 def _elite(local: dict[int, Any], champion: int, pop_size: int, group: Group) -> Any:

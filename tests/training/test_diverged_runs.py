@@ -15,7 +15,7 @@ from agilerl.cli import main
 from agilerl.finite import first_non_finite, json_safe
 from agilerl.trainer import LocalTrainer
 from agilerl.training.errors import DivergedError
-from agilerl.training.evolution import _refuse_non_finite
+from agilerl.training.evolution import _refuse_non_finite, _weights_finite
 from agilerl.training.run_checkpoint import load_run
 
 #: What a finished run writes beside its checkpoint; a diverged run writes none of them.
@@ -92,6 +92,32 @@ def test_the_first_non_finite_figure_stops_the_run_naming_agent_generation_figur
         _refuse_non_finite(records, 3)
     assert str(err.value).startswith(message)
     assert err.value.generation == 3
+
+
+def test_non_finite_weights_behind_finite_figures_stop_the_run():
+    # the figures are means over the turn: the last update can leave NaN weights behind
+    with pytest.raises(DivergedError) as err:
+        _refuse_non_finite([record(0), {**record(5, loss=0.1), "_weights_finite": False}], 2)
+    assert str(err.value).startswith(
+        "generation 2: agent 5 (slot 1) holds non-finite network weights after its turn: "
+        "training diverged"
+    )
+    assert err.value.figure == "weights"
+
+
+def test_a_turn_records_whether_the_weights_are_finite():
+    import torch
+
+    class Agent:
+        def __init__(self, value):
+            self.weights = [torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(value)]
+
+        def network_parameters(self):
+            return self.weights
+
+    assert _weights_finite(Agent(torch.zeros(2)))
+    assert not _weights_finite(Agent(torch.tensor([0.0, math.inf])))
+    assert not _weights_finite(Agent(torch.tensor([math.nan])))
 
 
 def test_finite_figures_and_missing_scores_pass():

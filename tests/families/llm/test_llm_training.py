@@ -92,6 +92,9 @@ class FakeAgent:
     def hyperparameters(self):
         return {"lr": 0.1}
 
+    def network_parameters(self):
+        return [torch.nn.Parameter(torch.ones(2))]  # the divergence check reads them
+
     def clone(self, index=None):
         twin = copy.deepcopy(self)
         twin.index = self.index if index is None else index
