@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from agilerl.models.base import SpecBase
 from pydantic import ConfigDict, Field
@@ -115,6 +115,12 @@ class GymEnvFields(SpecBase):
             description='Vectorise with SyncVectorEnv (one process) instead of AsyncVectorEnv (one process per environment).'
         ),
     ] = False
+    vectorize: Annotated[
+        Literal['native', 'sync', 'async'] | None,
+        Field(
+            description='How the `num_envs` copies run: `native` (one environment that steps every copy at once, where Gymnasium registers a vector entry point for the id, as for CartPole-v1), `sync` (SyncVectorEnv: every copy in this process), `async` (AsyncVectorEnv: one worker process per copy). null: `native` where the environment has it, else as `sync` says.'
+        ),
+    ] = None
 
 
 class GymEnvSpec(GymEnvFields):

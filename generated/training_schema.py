@@ -289,6 +289,12 @@ class TrainingSpec(SpecBase):
             description='Evolve the population (tournament selection and mutation); false trains every agent without evolution.'
         ),
     ] = True
+    cohorts: Annotated[
+        bool,
+        Field(
+            description='Train the agents whose networks share an architecture as one cohort: parameters stacked along a population dimension, one batched forward, loss and optimiser step for all of them, their environments stepped together. Algorithms that cannot train in cohorts train one agent at a time. false: every agent trains in turn.'
+        ),
+    ] = True
     tensorboard_log_dir: Annotated[
         TensorboardLogDir | None,
         Field(

@@ -394,6 +394,7 @@ def test_training_defaults():
         "sum_scores": True,
         "seed": None,
         "hpo": True,
+        "cohorts": True,
         "tensorboard_log_dir": None,
         "wandb": None,
     }
