@@ -94,6 +94,9 @@ OFF_POLICY_KWARGS = (
     _training("eps_decay", optional=True),
     TrainingKwarg("n_step_memory", "n_step_memory", optional=True),
 )
+#: What a single-agent online loop adds: the environment spec (to step a cohort's
+#: copies together) and whether agents train as cohorts.
+COHORT_KWARGS = (TrainingKwarg("env_spec", "env_spec"), _training("cohorts", optional=True))
 #: A contextual bandit's episode length.
 BANDIT_KWARGS = (_training("episode_steps"),)
 #: How a multi-agent loop scores an episode (the agents' scores summed, or each kept).
@@ -140,7 +143,7 @@ AGENT_KINDS: dict[AgentType, AgentKind] = {
         replay_memory=False,
         training_kwargs={
             False: RUN_KWARGS,
-            True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS,
+            True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS + COHORT_KWARGS,
         },
     ),
     AgentType.MultiAgent: AgentKind(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -70,6 +70,13 @@ class Turns:
     stops: dict[str, Callable[[RunState], bool]] = field(default_factory=dict)
     #: Learn metrics the per-generation table shows per agent (an LLM run's loss, KL).
     table_metrics: tuple[str, ...] = ()
+    #: How a cohort of agents trains together (:mod:`agilerl.cohorts`):
+    #: ``train_cohort(agents, slots, budget, state) -> (results, journals)``, one
+    #: ``train_agent`` result per agent and, for ``sharing``, each agent's journal. None:
+    #: the family's agents train one at a time.
+    train_cohort: Callable[..., tuple[list[Any], list[Any]]] | None = None
+    #: Called once when the run ends (what the turns built for it, cohort envs).
+    close: Callable[[], None] | None = None
 
 
 @dataclass
@@ -101,6 +108,9 @@ class RunConfig:
     #: The processes the population is split over (default: the run's,
     #: :func:`~agilerl.distributed.group.current_group`).
     group: Group | None = None
+    #: Train agents that share an architecture as cohorts where the family can
+    #: (``training.cohorts``); False: every agent alone.
+    cohorts: bool = True
 
     @property
     def evolving(self) -> bool:
@@ -127,6 +137,7 @@ class LoopArguments(TypedDict, total=False):
     max_wall_seconds: float | None
     verbose: bool
     on_generation: Callable[[RunState], None] | None
+    cohorts: bool
 
 
 def run_config(
@@ -170,6 +181,7 @@ def run_config(
         algo=algo,
         env_name=env_name,
         on_generation=loop.get("on_generation"),
+        cohorts=loop.get("cohorts", True),
     )
 
 
@@ -293,8 +305,7 @@ def evolve(
             records: dict[int, dict[str, Any]] = {}
             gen_env_steps = 0
             gen_best = -math.inf
-            for slot, agent in local.items():
-                record = _turn(agent, slot, budget, state, turns)
+            for slot, record in _generation_turns(local, budget, state, turns, config.cohorts):
                 records[slot] = record
                 gen_env_steps += record["env_steps"]
                 gen_best = max(gen_best, record["fitness"])
@@ -362,6 +373,8 @@ def evolve(
                 config.on_generation(state)
     finally:
         progress.close(done=state.finished == "max_steps")
+        if turns.close is not None:
+            turns.close()
     if state.finished and verbose:
         progress.write(_closing_line(state))
     population = _gather_everywhere(local, pop_size, group)
@@ -399,6 +412,22 @@ def _refuse_non_finite(records: list[dict[str, Any]], generation: int) -> None:
         )
 
 
+def _generation_turns(
+    local: dict[int, Any], budget: int, state: RunState, turns: Turns, cohorts: bool
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every local agent's turn of the generation, in slot order of the cohorts
+    (:func:`~agilerl.cohorts.learners.form_cohorts`): ``(slot, record)``. An agent alone
+    (or every agent, where the family has no cohort turn or ``cohorts`` is off) trains by
+    itself, as :func:`_turn`; a cohort trains together (:func:`_cohort_turn`)."""
+    from agilerl.cohorts.learners import form_cohorts
+
+    for slots in form_cohorts(local, cohorts and turns.train_cohort is not None):
+        if len(slots) == 1:
+            yield slots[0], _turn(local[slots[0]], slots[0], budget, state, turns)
+        else:
+            yield from _cohort_turn([local[slot] for slot in slots], slots, budget, state, turns)
+
+
 def _turn(agent: Any, slot: int, budget: int, state: RunState, turns: Turns) -> dict[str, Any]:
     """One agent's turn of a generation: train, evaluate; its record in the history."""
     import torch
@@ -412,6 +441,40 @@ def _turn(agent: Any, slot: int, budget: int, state: RunState, turns: Turns) -> 
     taken, scores, metrics = turns.train_agent(agent, slot, budget, state)
     if turns.sharing is not None:
         turns.sharing.end_turn(slot)
+    return _record(agent, slot, (taken, scores, metrics), started, state, turns)
+
+
+def _cohort_turn(
+    agents: list[Any], slots: list[int], budget: int, state: RunState, turns: Turns
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The turn of a cohort: its agents train together (``turns.train_cohort``), whose
+    journals of the shared buffer are kept as their own turns' would be; then each is
+    evaluated alone. The wall time is shared out evenly for the records' rates."""
+    import torch
+
+    started = time.perf_counter()
+    torch.manual_seed(reset_seed(state, slots[0], 2))  # the cohort's stream: its first slot's
+    assert turns.train_cohort is not None
+    results, journals = turns.train_cohort(agents, slots, budget, state)
+    if turns.sharing is not None:
+        for slot, journal in zip(slots, journals, strict=True):
+            turns.sharing.record(slot, journal)
+    share = (time.perf_counter() - started) / len(agents)  # each agent's part of the training
+    for agent, slot, result in zip(agents, slots, results, strict=True):
+        yield slot, _record(agent, slot, result, time.perf_counter() - share, state, turns)
+
+
+def _record(
+    agent: Any,
+    slot: int,
+    trained: tuple[int, list[float], dict[str, float]],
+    started: float,
+    state: RunState,
+    turns: Turns,
+) -> dict[str, Any]:
+    """Evaluate an agent that has trained (``trained``: steps, returns, metrics) and make
+    its record of the generation (``started``: when its turn began, for its rate)."""
+    taken, scores, metrics = trained
     fitness, eval_taken, *figures = turns.evaluate_agent(agent, slot, state)
     for extra in figures:
         metrics = {**metrics, **extra}

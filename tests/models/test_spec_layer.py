@@ -219,14 +219,22 @@ LLM_OTHER = {  # preference and SFT environments have no max_reward
 GYM, OFFLINE, BANDIT, PZ = "CartPole-v1", "CartPole-v1", "IRIS", "mpe2.simple_speaker_listener_v4"
 
 
+def _cohorts(scenario: str) -> dict[str, Any]:
+    """What a single-agent off-policy loop gained with cohorts (issue 25): the environment
+    spec (to step a cohort's copies) and ``training.cohorts``."""
+    training, max_reward, _, _ = SCENARIOS[scenario]
+    return {"env_spec": _environments(max_reward)["GymEnvSpec"], "cohorts": training.cohorts}
+
+
 def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
-    """What ``get_training_kwargs`` returned for ``name`` before the refactor."""
+    """What ``get_training_kwargs`` returned for ``name`` before the refactor (plus the
+    cohort arguments of the single-agent off-policy loop, :func:`_cohorts`)."""
     s = scenario
     return {
-        "DQN": {**_common(s, "DQN", GYM), **OFF_POLICY[s]},
-        "RainbowDQN": {**_common(s, "RainbowDQN", GYM), **OFF_POLICY[s]},
-        "DDPG": {**_common(s, "DDPG", GYM), **OFF_POLICY[s]},
-        "TD3": {**_common(s, "TD3", GYM), **OFF_POLICY[s]},
+        "DQN": {**_common(s, "DQN", GYM), **OFF_POLICY[s], **_cohorts(s)},
+        "RainbowDQN": {**_common(s, "RainbowDQN", GYM), **OFF_POLICY[s], **_cohorts(s)},
+        "DDPG": {**_common(s, "DDPG", GYM), **OFF_POLICY[s], **_cohorts(s)},
+        "TD3": {**_common(s, "TD3", GYM), **OFF_POLICY[s], **_cohorts(s)},
         "PPO": _common(s, "PPO", GYM),
         "CQN": {**_common(s, "CQN", OFFLINE), **MEMORY[s]},
         "NeuralUCB": {**_common(s, "NeuralUCB", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},

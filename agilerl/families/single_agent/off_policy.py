@@ -3,14 +3,19 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from typing_extensions import Unpack
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
+from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.replay import CohortReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
+from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import replace_rows
 from agilerl.training.evolution import (
     LoopArguments,
@@ -49,6 +54,7 @@ def off_policy_turns(
     eps_start: float = EPS_START,
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
+    make_env: Callable[[int], Any] | None = None,
 ) -> Turns:
     """Each agent in turn explores (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`:
     the agent's own exploration; epsilon-greedy agents follow the run's schedule
@@ -65,6 +71,10 @@ def off_policy_turns(
     anneals to 1 over ``max_steps``) and ``n_step_memory`` an ``NStepReplayBuffer``
     filled beside it; :class:`~agilerl.components.replay.Replay` stores the steps and draws
     the batches (an agent that cannot learn from them is refused before it trains).
+
+    With ``make_env`` (a vector env of the same spec with a given number of copies) and a
+    uniform replay buffer, agents of one cohort (:mod:`agilerl.cohorts`) train together
+    (:func:`lockstep_turn`); otherwise, and for every agent alone, as above.
     """
     replay = Replay.of(memory, n_step_memory, max_steps)
     for agent in pop:
@@ -108,11 +118,111 @@ def off_policy_turns(
         # The exploration the generation ended with (e.g. DQN's epsilon).
         return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
 
+    train_cohort, cohort_envs = None, None
+    if make_env is not None and n_step_memory is None and type(replay) is Replay:
+        cohort_envs = CohortEnvs(make_env)
+        train_cohort = lockstep_turn(memory, num_envs, schedule, learning_delay, cohort_envs)
     return Turns(
         train_agent,
         episode_evaluation(env, eval_steps, eval_loop),
         sharing=ExperienceSharing(memory, n_step_memory),
+        train_cohort=train_cohort,
+        close=None if cohort_envs is None else cohort_envs.close,
     )
+
+
+class CohortEnvs:
+    """The vector envs of the cohorts, one per cohort size, built when first needed and
+    kept for the run (building one costs as much as thousands of steps)."""
+
+    def __init__(self, make_env: Callable[[int], Any]) -> None:
+        self.make_env = make_env
+        self.envs: dict[int, Any] = {}
+
+    def __call__(self, copies: int) -> Any:
+        if copies not in self.envs:
+            self.envs[copies] = self.make_env(copies)
+        return self.envs[copies]
+
+    def close(self) -> None:
+        for env in self.envs.values():
+            env.close()
+        self.envs.clear()
+
+
+def lockstep_turn(
+    memory: Any,
+    num_envs: int,
+    schedule: EpsilonSchedule,
+    learning_delay: int,
+    envs: CohortEnvs,
+) -> Any:
+    """The off-policy turn of a cohort: its P agents step one vector env of ``P *
+    num_envs`` copies together (agent ``p`` the ``p``-th block, reset with the seeds its
+    own turn would use), act with one forward, learn from their views of the shared
+    buffer (:class:`~agilerl.cohorts.replay.CohortReplay`: the generation's buffer plus
+    their own rows) with one step per round, each agent learning every ``learn_step`` of
+    its own env steps as alone. Returns each agent's (steps, returns, metrics) and journal."""
+
+    def train_cohort(
+        agents: list[Any], slots: list[int], budget: int, run: RunState
+    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
+        count = len(agents)
+        env = envs(count * num_envs)
+        seeds = [reset_seed(run, slot, 0) + i for slot in slots for i in range(num_envs)]
+        obs, info = env.reset(seed=seeds)
+        learner = LEARNERS[type(agents[0])](agents)
+        for agent in agents:
+            agent.configure_exploration(schedule)
+            agent.episodes_ended(np.ones(num_envs, dtype=bool))
+        n_steps = vector_steps(budget, num_envs)
+        view = CohortReplay(memory, count, n_steps * num_envs)
+        returns = np.zeros((count, num_envs))
+        completed: list[list[float]] = [[] for _ in agents]
+        metrics = [MeanMetrics() for _ in agents]
+        pending = np.zeros(count, dtype=np.int64)
+        learn_step = np.array([agent.learn_step for agent in agents])
+        batch_size = np.array([agent.batch_size for agent in agents])
+        for _ in range(n_steps):
+            mask = action_mask_from_info(info)
+            masks = [
+                None if mask is None else mask[p * num_envs : (p + 1) * num_envs]
+                for p in range(count)
+            ]
+            action = learner.explore(obs, masks)
+            next_obs, reward, terminated, truncated, info = env.step(action)
+            view.add(obs, action, reward, with_final_obs(next_obs, info), terminated)
+            ended = np.logical_or(terminated, truncated).reshape(count, num_envs)
+            returns += np.asarray(reward).reshape(count, num_envs)
+            for p, agent in enumerate(agents):
+                agent.steps += num_envs
+                if ended[p].any():
+                    completed[p].extend(returns[p][ended[p]].tolist())
+                    returns[p][ended[p]] = 0.0
+                    agent.episodes_ended(ended[p])
+            obs = next_obs
+            ready = (len(view) >= batch_size) & (len(view) > learning_delay)
+            pending = np.where(ready, pending + num_envs, 0)  # no backlog before learning
+            due = np.where(ready, pending // learn_step, 0)
+            pending -= due * learn_step
+            if due.any():
+                largest = int(batch_size.max())
+                for round_ in range(int(due.max())):
+                    figures = learner.learn(view.sample(largest), batch_size.tolist(), due > round_)
+                    for p, figs in enumerate(figures):
+                        if figs is not None:
+                            metrics[p].add(figs)
+        learner.write_back()
+        taken = n_steps * num_envs
+        results = []
+        for p, agent in enumerate(agents):
+            agent.scores.extend(completed[p])
+            results.append(
+                (taken, completed[p], {**metrics[p].means(), **agent.exploration_metrics()})
+            )
+        return results, view.journals()
+
+    return train_cohort
 
 
 def train_off_policy(
@@ -127,6 +237,7 @@ def train_off_policy(
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
     n_step_memory: Any = None,
+    env_spec: Any = None,
     **loop: Unpack[LoopArguments],
 ) -> tuple[list[Any], list[float]]:
     """Train a population of off-policy agents on a vectorised ``env`` sharing one replay
@@ -134,9 +245,14 @@ def train_off_policy(
     ``mutation`` are given. The other keyword arguments (budget, evaluation, checkpoints,
     resuming) are :class:`~agilerl.training.evolution.LoopArguments`; run checkpoints
     save ``memory`` and ``n_step_memory`` beside the population.
+    With ``env_spec`` (the :class:`~agilerl.models.env.GymEnvSpec` ``env`` was built
+    from), agents that share an architecture train as cohorts (``cohorts=False`` in the
+    loop arguments: one at a time), stepping a vector env of the same spec with a copy
+    per agent and environment.
     Returns ``(population, fitnesses)``.
     """
     config = run_config(algo, env_name, loop, memory=memory, n_step_memory=n_step_memory)
+    make_env = None if env_spec is None else functools.partial(make_vector_env, env_spec)
     turns = off_policy_turns(
         env,
         memory,
@@ -149,5 +265,6 @@ def train_off_policy(
         eps_start=eps_start,
         eps_end=eps_end,
         eps_decay=eps_decay,
+        make_env=make_env,
     )
     return evolve(pop, turns, config)

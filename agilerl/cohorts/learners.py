@@ -1,0 +1,191 @@
+"""How the agents of one algorithm learn as a cohort, and which agents may form one.
+
+A learner runs the algorithm's *own* code for the whole cohort: the part that calls the
+networks runs once, on an agent bound to the stacked networks (and to per-row copies of
+the hyperparameters that part reads), and each agent's loss is then computed by that
+agent itself, on its own rows, with its own hyperparameters. The losses are summed (each
+agent's gradient is its own loss's: the stacked parameters of one agent meet only its
+rows), and one :class:`~agilerl.cohorts.adam.StackedAdam` step updates every agent due
+to learn. Agents of different batch sizes share a cohort: every agent draws the cohort's
+largest batch, and only its own first ``batch_size`` rows enter its loss (the rest cost
+a forward pass and get no gradient; one cohort instead of one per batch size, which
+``rl_hp_mut`` would otherwise split after every mutation).
+
+:data:`LEARNERS` says which algorithms learn in cohorts (exact classes: a subclass that
+learns differently, RainbowDQN, is not covered by DQN's entry). :func:`cohort_key` says
+which agents may share a cohort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from agilerl.algorithms.cqn import CQN
+from agilerl.algorithms.dqn import DQN
+from agilerl.cohorts.adam import StackedAdam, _column
+from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
+from agilerl.observations import map_tree
+
+
+class Precomputed:
+    """Stands in for an agent's network while it acts: returns outputs the cohort
+    computed for it in one batched forward. Never in training mode, so the agent does
+    not switch modes around the call."""
+
+    training = False
+
+    def __init__(self, output: torch.Tensor) -> None:
+        self.output = output
+
+    def __call__(self, obs: Any) -> torch.Tensor:
+        return self.output
+
+
+class ValueCohort:
+    """DQN-style agents (DQN, CQN) as one: ``_td`` (the networks' part) once on the
+    first agent bound to the stacked online and target networks and a per-row ``gamma``;
+    each agent's ``_loss`` on its rows; per-agent gradient clipping where the algorithm
+    clips; one Adam step; each agent's target moved by its own ``tau``."""
+
+    #: Attributes ``_td`` reads that must be equal across the cohort (the code path).
+    same: ClassVar[tuple[str, ...]] = ("double",)
+
+    def __init__(self, agents: Sequence[Any]) -> None:
+        self.agents = list(agents)
+        self.template = self.agents[0]
+        self.online = StackedNetwork([agent.actor for agent in self.agents])
+        self.target = StackedNetwork([agent.actor_target for agent in self.agents], False)
+        self.adam = StackedAdam(
+            self.online.parameters(),
+            [self.online.agent_parameters(agent.actor) for agent in self.agents],
+            [agent.optimizer for agent in self.agents],
+            [agent.lr for agent in self.agents],
+        )
+        device = self.online.parameters()[0].device
+        self.gamma = torch.tensor([a.gamma for a in self.agents], device=device)
+        self.tau = torch.tensor([a.tau for a in self.agents], device=device, dtype=torch.float64)
+        self.max_grad_norm = self.template.max_grad_norm
+
+    # -- acting -----------------------------------------------------------------------
+    def explore(self, obs: Any, masks: Sequence[Any]) -> np.ndarray:
+        """Every agent's exploring actions for its block of ``obs`` (leaves ``(P * n,
+        ...)``): one forward for the cohort, then each agent's own ``explore`` (its
+        epsilon, its generator, its action masks) on its outputs."""
+        with torch.no_grad():
+            q_values = self.online(obs)
+        blocks = q_values.reshape(len(self.agents), -1, *q_values.shape[1:])
+        actions = []
+        for p, agent in enumerate(self.agents):
+            rows = map_tree(
+                lambda leaf, p=p: np.asarray(leaf).reshape(
+                    len(self.agents), -1, *np.shape(leaf)[1:]
+                )[p],
+                obs,
+            )
+            with bound(agent, actor=Precomputed(blocks[p])):
+                actions.append(agent.explore(rows, masks[p]))
+        return np.concatenate(actions)
+
+    # -- learning ---------------------------------------------------------------------
+    def learn(
+        self, batch: dict[str, Any], sizes: Sequence[int], mask: np.ndarray
+    ) -> list[dict[str, float] | None]:
+        """One learning step of the agents where ``mask`` holds, each on the first
+        ``sizes[p]`` rows of its block of ``batch`` (blocks of equal length); the metrics
+        each reported (None for an agent that did not learn)."""
+        count = len(self.agents)
+        rows = int(batch["reward"].shape[0]) // count
+        gamma = self.gamma.repeat_interleave(rows).unsqueeze(1)
+        with bound(self.template, actor=self.online, actor_target=self.target, gamma=gamma):
+            q_values, index, q_taken, target = self.template._td(batch)
+        live = [p for p in range(count) if mask[p]]
+        total: torch.Tensor | None = None
+        figures: dict[int, dict[str, torch.Tensor]] = {}
+        for p in live:
+            own = slice(p * rows, p * rows + int(sizes[p]))
+            loss, figs = self.agents[p]._loss(q_values[own], index[own], q_taken[own], target[own])
+            figures[p] = {**figs, "q_mean": q_taken[own].detach().mean()}
+            total = loss if total is None else total + loss
+        if total is None:
+            return [None] * count
+        params = self.online.parameters()
+        grads = [
+            torch.zeros_like(p) if g is None else g
+            for p, g in zip(
+                params, torch.autograd.grad(total, params, allow_unused=True), strict=True
+            )
+        ]
+        if self.max_grad_norm:
+            _clip_per_agent(grads, self.max_grad_norm)
+        live_mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=params[0].device)
+        self.adam.step(grads, live_mask)
+        with torch.no_grad():
+            weight = self.tau * live_mask.to(self.tau.dtype)
+            for tp, op in zip(self.target.parameters(), params, strict=True):
+                tp.lerp_(op, _column(weight, tp).to(tp.dtype))
+        # One device sync for every figure of every agent.
+        names = [(p, name) for p in live for name in figures[p]]
+        values = torch.stack([figures[p][name].detach().float() for p, name in names]).tolist()
+        out: list[dict[str, float] | None] = [None] * count
+        for (p, name), value in zip(names, values, strict=True):
+            out[p] = {**(out[p] or {}), name: value}
+        return out
+
+    def write_back(self) -> None:
+        """Every agent's weights, target weights and optimiser state back into it."""
+        self.online.write_back([agent.actor for agent in self.agents])
+        self.target.write_back([agent.actor_target for agent in self.agents])
+        self.adam.write_back([agent.optimizer for agent in self.agents])
+
+
+def _clip_per_agent(grads: list[torch.Tensor], max_norm: float) -> None:
+    """Each agent's gradients scaled to a global 2-norm of at most ``max_norm`` (the
+    arithmetic of :func:`~agilerl.algorithms.optim.clip_grad_norm`, per agent)."""
+    squares = torch.stack([g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads]).sum(0)
+    scale = torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(_column(scale, g))
+
+
+#: Algorithm class -> its cohort learner (exact classes).
+LEARNERS: dict[type, type[ValueCohort]] = {DQN: ValueCohort, CQN: ValueCohort}
+
+
+def cohort_key(agent: Any) -> tuple[Any, ...] | None:
+    """What agents must share to form a cohort, or None for an agent that trains alone:
+    the algorithm (one with a learner), every network's architecture, the attributes
+    its learner needs equal, the device; every network must be
+    :func:`~agilerl.cohorts.stacking.stackable` (MLP modules, no buffers)."""
+    learner = LEARNERS.get(type(agent))
+    if learner is None:
+        return None
+    networks = [getattr(agent, attr) for attr in agent._network_attrs()]
+    if not all(stackable(net) for net in networks):
+        return None
+    return (
+        type(agent),
+        tuple(net.spec.model_dump_json() for net in networks),
+        tuple(getattr(agent, name) for name in learner.same),
+        str(agent.device),
+    )
+
+
+def form_cohorts(agents: dict[int, Any], enabled: bool = True) -> list[list[int]]:
+    """The slots of ``agents`` grouped into cohorts, in slot order (a cohort's first
+    slot orders it); every agent alone when not ``enabled``."""
+    groups: dict[Any, list[int]] = {}
+    order: list[list[int]] = []
+    for slot in sorted(agents):
+        key = cohort_key(agents[slot]) if enabled else None
+        if key is None:
+            order.append([slot])
+            continue
+        if key not in groups:
+            groups[key] = []
+            order.append(groups[key])
+        groups[key].append(slot)
+    return order

@@ -1,0 +1,204 @@
+"""P networks of one architecture held as one: parameters stacked along a leading
+population dimension, one forward for all of them.
+
+A network of this engine (``QNetwork``, an actor, a critic) is a composition of evolvable
+modules (an encoder, a head: :meth:`~agilerl.networks.base.EvolvableNetwork.submodules`)
+with code of its own around them (preprocessing, concatenating an action). A
+:class:`StackedNetwork` stacks each module of P agents' networks into one
+:data:`STACKED_MODULES` implementation (an MLP's layers become batched matrix products,
+``torch.baddbmm`` over ``(P, rows, features)``) and runs the network's *own* ``forward``
+with those in place of its modules: the code around them runs once for all P, unchanged.
+Its input and output are flattened: agent ``p``'s rows are the ``p``-th block of equal
+size, so an algorithm's code that indexes rows (``gather``, ``reshape(rows, -1)``) runs
+unchanged on a cohort's batch. (``torch.func.vmap`` over ``functional_call`` does the same
+for any module, but its per-call bookkeeping made a cohort's update of small MLPs about
+ten times slower than the agents' own updates one after another.)
+
+:meth:`StackedNetwork.write_back` copies the trained weights into the agents' own
+modules, in place. :func:`bound` rebinds attributes for the length of a call, which is how
+a network's forward and an algorithm's code are pointed at stacked parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+
+import torch
+from torch import nn
+from torch.nn import functional
+
+from agilerl.modules.mlp import EvolvableMLP
+from agilerl.networks.base import EvolvableNetwork
+
+
+def _stacked(tensors: Sequence[torch.Tensor], trainable: bool) -> nn.Parameter:
+    with torch.no_grad():
+        return nn.Parameter(torch.stack([t.detach() for t in tensors]), requires_grad=trainable)
+
+
+class StackedMLP(nn.Module):
+    """P :class:`~agilerl.modules.mlp.EvolvableMLP` (or encoder) modules of one layout as
+    one module on flattened rows: ``Linear`` layers as ``baddbmm`` with each agent's
+    weights, ``LayerNorm`` with each agent's scale and shift, activations as they are
+    (they hold no parameters: :func:`stackable` checks)."""
+
+    def __init__(self, modules: Sequence[nn.Module], trainable: bool) -> None:
+        super().__init__()
+        # :data:`STACKED_MODULES` maps only MLP classes here.
+        mlps = cast("Sequence[EvolvableMLP]", modules)
+        self.count = len(mlps)
+        first = mlps[0]
+
+        def linear(get: Any) -> tuple[nn.Parameter, nn.Parameter]:
+            layers = [get(m) for m in mlps]
+            return (
+                _stacked([layer.weight for layer in layers], trainable),  # (P, out, in)
+                _stacked([layer.bias for layer in layers], trainable),
+            )
+
+        def norm(get: Any) -> tuple[nn.Parameter, nn.Parameter, float] | None:
+            layer = get(first)
+            if isinstance(layer, nn.Identity):
+                return None
+            layers = [get(m) for m in mlps]
+            return (
+                _stacked([n.weight for n in layers], trainable),
+                _stacked([n.bias for n in layers], trainable),
+                float(layer.eps),
+            )
+
+        count = len(first.linears)
+        self.layers = [
+            (
+                linear(lambda m, i=i: m.linears[i]),
+                norm(lambda m, i=i: m.norms[i]),
+                first.acts[i],
+            )
+            for i in range(count)
+        ]
+        self.layers.append((linear(lambda m: m.out), norm(lambda m: m.out_norm), first.out_act))
+        # Registered, so the network's own code finds a device and dtype among them.
+        self.stacked = nn.ParameterList(
+            [t for (w, b), n, _ in self.layers for t in (w, b, *(n[:2] if n else ()))]
+        )
+        # The agents' parameters in the same order (and the same layout).
+        self.names = [name for i in range(count + 1) for name in _layer_names(first, i, count)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.reshape(self.count, -1, x.shape[-1])
+        for (weight, bias), norm, act in self.layers:
+            x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
+            if norm is not None:
+                scale, shift, eps = norm
+                x = torch.addcmul(
+                    shift.unsqueeze(1),
+                    functional.layer_norm(x, x.shape[-1:], eps=eps),
+                    scale.unsqueeze(1),
+                )
+            x = act(x)
+        return x.reshape(-1, x.shape[-1])
+
+    def write_back(self, modules: Sequence[nn.Module]) -> None:
+        with torch.no_grad():
+            for p, mlp in enumerate(modules):
+                own = dict(mlp.named_parameters())
+                for name, stacked in zip(self.names, self.stacked, strict=True):
+                    own[name].copy_(stacked[p])
+
+
+def _layer_names(mlp: EvolvableMLP, i: int, hidden: int) -> list[str]:
+    """The parameter names of layer ``i`` of ``mlp`` (``hidden`` hidden layers, then the
+    output), in :class:`StackedMLP`'s order: linear weight, bias, then the norm's."""
+    linear, norm = (f"linears.{i}", f"norms.{i}") if i < hidden else ("out", "out_norm")
+    names = [f"{linear}.weight", f"{linear}.bias"]
+    layer = mlp.norms[i] if i < hidden else mlp.out_norm
+    if not isinstance(layer, nn.Identity):
+        names += [f"{norm}.weight", f"{norm}.bias"]
+    return names
+
+
+#: Module class -> its stacked implementation (exact classes: a subclass may compute
+#: differently). A network whose modules are all here can be stacked.
+STACKED_MODULES: dict[type, type[StackedMLP]] = {}
+
+
+def _register() -> None:
+    from agilerl.modules.mlp import MlpEncoder
+
+    STACKED_MODULES.update({EvolvableMLP: StackedMLP, MlpEncoder: StackedMLP})
+
+
+_register()
+
+
+def stackable(network: Any) -> bool:
+    """Whether P copies of ``network`` (of one architecture) can be stacked: every
+    parameter lies in a module of :data:`STACKED_MODULES`, no activation holds
+    parameters, and nothing holds buffers (running statistics are per agent)."""
+    modules = network.submodules() if hasattr(network, "submodules") else {}
+    if not modules or any(type(m) not in STACKED_MODULES for m in modules.values()):
+        return False
+    if next(network.buffers(), None) is not None:
+        return False
+    covered = sum(p.numel() for m in modules.values() for p in m.parameters())
+    if covered != sum(p.numel() for p in network.parameters()):
+        return False
+    return all(
+        next(act.parameters(), None) is None
+        for m in modules.values()
+        for act in [*m.acts, m.out_act]
+    )
+
+
+class StackedNetwork:
+    """The networks of P agents (same architecture) as one callable on flattened rows;
+    see the module docstring."""
+
+    def __init__(self, networks: Sequence[EvolvableNetwork], trainable: bool = True) -> None:
+        self.count = len(networks)
+        self.template = networks[0]
+        self.modules = {
+            name: STACKED_MODULES[type(module)](
+                [net.submodules()[name] for net in networks], trainable
+            )
+            for name, module in self.template.submodules().items()
+        }
+
+    def __call__(self, *args: Any) -> Any:
+        with bound(self.template, **self.modules):
+            return self.template(*args)
+
+    def parameters(self) -> list[nn.Parameter]:
+        return [p for module in self.modules.values() for p in module.stacked]
+
+    def agent_parameters(self, network: EvolvableNetwork) -> list[nn.Parameter]:
+        """``network``'s own parameters, in the order of :meth:`parameters` (the slice
+        of each stacked tensor that is this agent's)."""
+        found = []
+        for name, module in self.modules.items():
+            own = dict(network.submodules()[name].named_parameters())
+            found += [own[param] for param in module.names]
+        return found
+
+    def write_back(self, networks: Sequence[EvolvableNetwork]) -> None:
+        """Copy agent ``p``'s weights into ``networks[p]`` (in place: the agents'
+        optimisers keep pointing at the same tensors)."""
+        for name, module in self.modules.items():
+            module.write_back([net.submodules()[name] for net in networks])
+
+
+@contextmanager
+def bound(target: Any, **attributes: Any) -> Iterator[None]:
+    """``target`` with ``attributes`` set for the length of the block, then put back (a
+    network's forward or an algorithm's code pointed at a cohort's stacked parts and
+    per-row hyperparameters)."""
+    saved = {name: getattr(target, name) for name in attributes}
+    try:
+        for name, value in attributes.items():
+            setattr(target, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(target, name, value)

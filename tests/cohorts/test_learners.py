@@ -1,0 +1,141 @@
+"""A cohort learns as its agents would one at a time: the same update for each agent
+(its own hyperparameters, batch size and optimiser state), nothing for an agent not due
+to learn, and cohorts formed only of agents that can share one."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from agilerl.algorithms.cqn import CQN
+from agilerl.algorithms.dqn import DQN
+from agilerl.algorithms.rainbow_dqn import RainbowDQN
+from agilerl.cohorts.learners import ValueCohort, cohort_key, form_cohorts
+
+OBS = spaces.Box(-1.0, 1.0, (4,))
+ACTIONS = spaces.Discrete(3)
+NET = {
+    "latent_dim": 16,
+    "encoder_config": {"hidden_size": [16, 12]},
+    "head_config": {"hidden_size": [16]},
+}
+
+
+def agents(cls=DQN, count=3, **kwargs):
+    torch.manual_seed(0)  # the networks' initial weights come from torch's generator
+    made = []
+    for i in range(count):
+        agent = cls(OBS, ACTIONS, index=i, net_config=NET, seed=i, lr=1e-3 * (i + 1),
+                    gamma=0.9 + 0.03 * i, tau=0.01 * (i + 1), **kwargs)  # fmt: skip
+        made.append(agent)
+    return made
+
+
+def batch(rows, seed):
+    g = torch.Generator().manual_seed(seed)
+    return {
+        "obs": torch.rand(rows, 4, generator=g) * 2 - 1,
+        "action": torch.randint(0, 3, (rows,), generator=g),
+        "reward": torch.randn(rows, generator=g),
+        "next_obs": torch.rand(rows, 4, generator=g) * 2 - 1,
+        "done": (torch.rand(rows, generator=g) < 0.2).float(),
+    }
+
+
+def flattened(batches, rows):
+    return {k: torch.cat([b[k][:rows] for b in batches]) for k in batches[0]}
+
+
+def state_of(agent):
+    return (
+        [p.detach().clone() for p in agent.actor.parameters()],
+        [p.detach().clone() for p in agent.actor_target.parameters()],
+        copy.deepcopy(agent.optimizer.state_dict()),
+    )
+
+
+@pytest.mark.parametrize("cls", [DQN, CQN])
+def test_a_cohort_step_is_each_agents_own_step(cls):
+    alone, together = agents(cls), agents(cls)
+    sizes = [8, 8, 8]
+    batches = [batch(8, seed) for seed in range(3)]
+    for step in range(3):  # the moments and step counts carry over between steps
+        expected = [agent.learn(b) for agent, b in zip(alone, batches, strict=True)]
+        cohort = ValueCohort(together)
+        got = cohort.learn(flattened(batches, 8), sizes, np.ones(3, bool))
+        cohort.write_back()
+        for e, g in zip(expected, got, strict=True):
+            assert g.keys() == e.keys()
+            for name in e:
+                assert g[name] == pytest.approx(e[name], rel=1e-4, abs=1e-6), (step, name)
+    for a, b in zip(alone, together, strict=True):
+        for x, y in zip(a.actor.parameters(), b.actor.parameters(), strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+        for x, y in zip(a.actor_target.parameters(), b.actor_target.parameters(), strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+        sa, sb = a.optimizer.state_dict()["state"], b.optimizer.state_dict()["state"]
+        for key in sa:
+            assert float(sa[key]["step"]) == float(sb[key]["step"]) == 3.0
+            torch.testing.assert_close(sa[key]["exp_avg"], sb[key]["exp_avg"], rtol=1e-4, atol=1e-6)
+
+
+def test_agents_of_different_batch_sizes_learn_from_their_own_rows_only():
+    alone = agents(count=2)
+    together = agents(count=2)
+    big = [batch(16, 5), batch(16, 6)]
+    alone[0].learn({k: v[:6] for k, v in big[0].items()})
+    alone[1].learn(big[1])
+    cohort = ValueCohort(together)
+    cohort.learn(flattened(big, 16), [6, 16], np.ones(2, bool))
+    cohort.write_back()
+    for a, b in zip(alone, together, strict=True):
+        for x, y in zip(a.actor.parameters(), b.actor.parameters(), strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+
+
+def test_an_agent_not_due_to_learn_is_left_bit_equal():
+    together = agents()
+    cohort = ValueCohort(together)
+    cohort.learn(flattened([batch(8, s) for s in range(3)], 8), [8, 8, 8], np.ones(3, bool))
+    cohort.write_back()
+    before = state_of(together[1])
+    cohort = ValueCohort(together)
+    figures = cohort.learn(
+        flattened([batch(8, s) for s in range(3, 6)], 8), [8, 8, 8], np.array([True, False, True])
+    )
+    cohort.write_back()
+    assert figures[1] is None and figures[0] is not None
+    after = state_of(together[1])
+    for x, y in zip(before[0] + before[1], after[0] + after[1], strict=True):
+        assert torch.equal(x, y)
+    for key, entry in before[2]["state"].items():
+        for name, value in entry.items():
+            assert torch.equal(value, after[2]["state"][key][name]), name
+
+
+def test_an_agent_that_never_learned_keeps_an_empty_optimiser_state():
+    together = agents(count=2)
+    cohort = ValueCohort(together)
+    cohort.learn(flattened([batch(8, 1), batch(8, 2)], 8), [8, 8], np.array([True, False]))
+    cohort.write_back()
+    assert together[1].optimizer.state_dict()["state"] == {}
+    assert float(together[0].optimizer.state_dict()["state"][0]["step"]) == 1.0
+    together[0].learn(batch(8, 3))  # torch's Adam goes on from the written state
+    assert float(together[0].optimizer.state_dict()["state"][0]["step"]) == 2.0
+
+
+def test_cohorts_group_agents_by_algorithm_and_architecture():
+    dqns = agents(count=3)
+    wider = {**NET, "encoder_config": {"hidden_size": [16, 20]}}  # as after add_node
+    dqns[1] = DQN(OBS, ACTIONS, index=1, net_config=wider)
+    rainbow = RainbowDQN(OBS, ACTIONS, index=9, net_config=NET)
+    cqn = agents(CQN, count=1)[0]
+    double = agents(count=1, double=True)[0]
+    population = dict(enumerate([dqns[0], dqns[1], dqns[2], rainbow, cqn, double]))
+    assert cohort_key(rainbow) is None  # learns differently: always alone
+    assert form_cohorts(population) == [[0, 2], [1], [3], [4], [5]]
+    assert form_cohorts(population, enabled=False) == [[i] for i in range(6)]

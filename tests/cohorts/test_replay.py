@@ -1,0 +1,77 @@
+"""A cohort's views of the shared buffer: each agent sees the generation's buffer plus its
+own rows (never another agent's), and leaves the journal its own turn would have left."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from agilerl.cohorts.replay import CohortReplay
+from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
+from agilerl.components.replay_buffer import ReplayBuffer
+
+N = 3  # environments per agent
+
+
+def step(tag, t, n=N):
+    """One vector step whose rows say who wrote them (obs[:, 0]) and when (obs[:, 1])."""
+    obs = np.stack([np.full(n, tag, np.float32), np.full(n, t, np.float32)], 1)
+    return obs, np.full(n, t, np.int64), np.full(n, float(tag)), obs + 1, np.zeros(n, bool)
+
+
+def filled(max_size, rows):
+    memory = ReplayBuffer(max_size)
+    for t in range(rows // N):
+        memory.add(*step(-1, t))
+    return memory
+
+
+@pytest.mark.parametrize(
+    ("max_size", "before", "steps"),
+    [(30, 0, 4), (30, 9, 4), (30, 27, 5), (12, 12, 9), (30, 6, 14)],
+    ids=["empty", "partly", "reaching-full", "wrapping-twice", "more-than-max"],
+)
+def test_each_agents_journal_is_what_its_own_turn_leaves(max_size, before, steps):
+    agents = 3
+    alone = []
+    for p in range(agents):
+        memory = filled(max_size, before)
+        memory.begin_turn()
+        for t in range(steps):
+            memory.add(*step(p, t))
+        alone.append(memory.end_turn())
+    memory = filled(max_size, before)
+    view = CohortReplay(memory, agents, steps * N)
+    for t in range(steps):
+        parts = [step(p, t) for p in range(agents)]
+        view.add(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+    assert len(view) == min(before + steps * N, max_size)
+    for own, theirs in zip(view.journals(), alone, strict=True):
+        assert own["written"] == theirs["written"]
+        for name in theirs["rows"]:
+            assert torch.equal(own["rows"][name], theirs["rows"][name]), name
+    assert len(memory) == before  # the buffer itself was only read
+
+
+@pytest.mark.parametrize(("max_size", "before"), [(60, 0), (60, 30), (24, 24)])
+def test_an_agent_samples_the_buffer_and_its_own_rows_only(max_size, before):
+    agents, steps = 3, 5
+    memory = filled(max_size, before)
+    view = CohortReplay(memory, agents, steps * N)
+    for t in range(steps):
+        parts = [step(p, t) for p in range(agents)]
+        view.add(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+    torch.manual_seed(0)
+    drawn = view.sample(400)["obs"].reshape(agents, 400, 2)
+    for p in range(agents):
+        writers = set(drawn[p, :, 0].tolist())
+        assert writers <= {float(p), -1.0}
+        assert float(p) in writers  # its own rows are in its view
+        if before and max_size > before + steps * N - N:
+            assert -1.0 in writers  # and the generation's buffer
+
+
+def test_a_prioritised_buffer_is_refused():
+    with pytest.raises(TypeError, match="uniform ReplayBuffer"):
+        CohortReplay(PrioritizedReplayBuffer(10), 2, 4)
