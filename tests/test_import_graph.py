@@ -30,6 +30,8 @@ LAYERS: dict[str, int] = {
     "agilerl.starter": 80,
     "agilerl.families": 70,
     "agilerl.training": 60,
+    # stacked algorithms: above the algorithms it stacks, below the loop that forms cohorts
+    "agilerl.cohorts": 57,
     "agilerl.hpo": 55,
     "agilerl.algorithms": 50,
     "agilerl.components": 40,
@@ -43,6 +45,7 @@ LAYERS: dict[str, int] = {
     "agilerl.atomic": 10,
     "agilerl.finite": 10,
     "agilerl.user_code": 10,
+    "agilerl.time_limit": 10,
     "agilerl.manifest_code": 10,
     "agilerl.recorded_code": 10,
     "agilerl.host_memory": 10,

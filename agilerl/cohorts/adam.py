@@ -80,21 +80,35 @@ class StackedAdam:
 
     @torch.no_grad()
     def step(self, grads: Sequence[torch.Tensor], mask: torch.Tensor) -> None:
-        """One Adam step of the agents where ``mask`` (P, bool) holds."""
+        """One Adam step of the agents where ``mask`` (P, bool) holds (``torch._foreach``
+        calls over every parameter at once, as torch's own multi-tensor Adam)."""
         live = mask.to(torch.float64)
         self.steps += live
         t = torch.clamp(self.steps, min=1.0)  # an agent that never stepped: no 0/0
-        step_size = live * self.lr / (1.0 - self.beta1**t)
-        root = torch.sqrt(1.0 - self.beta2**t)
-        w1 = live * (1.0 - self.beta1)
-        keep2 = 1.0 - live * (1.0 - self.beta2)
-        w2 = live * (1.0 - self.beta2)
-        for p, g, m, v in zip(self.params, grads, self.exp_avg, self.exp_avg_sq, strict=True):
-            dtype = p.dtype
-            m.lerp_(g, _column(w1, m).to(dtype))
-            v.mul_(_column(keep2, v).to(dtype)).addcmul_(g * _column(w2, v).to(dtype), g)
-            denom = v.sqrt().div_(_column(root, v).to(dtype)).add_(self.eps)
-            p.addcdiv_(m * _column(step_size, p).to(dtype), denom, value=-1.0)
+        coefficients = {
+            "w1": live * (1.0 - self.beta1),
+            "keep2": 1.0 - live * (1.0 - self.beta2),
+            "w2": live * (1.0 - self.beta2),
+            "root": torch.sqrt(1.0 - self.beta2**t),
+            "step": live * self.lr / (1.0 - self.beta1**t),
+        }
+        # Each coefficient as a column that broadcasts over every parameter's shape.
+        shaped: dict[tuple[int, torch.dtype], dict[str, torch.Tensor]] = {}
+        for p in self.params:
+            key = (p.dim(), p.dtype)
+            if key not in shaped:
+                shaped[key] = {k: _column(v, p).to(p.dtype) for k, v in coefficients.items()}
+        columns = {k: [shaped[(p.dim(), p.dtype)][k] for p in self.params] for k in coefficients}
+        grads = list(grads)
+        torch._foreach_lerp_(self.exp_avg, grads, columns["w1"])
+        torch._foreach_mul_(self.exp_avg_sq, columns["keep2"])
+        torch._foreach_addcmul_(self.exp_avg_sq, torch._foreach_mul(grads, columns["w2"]), grads)
+        denom = torch._foreach_sqrt(self.exp_avg_sq)
+        torch._foreach_div_(denom, columns["root"])
+        torch._foreach_add_(denom, self.eps)
+        torch._foreach_addcdiv_(
+            self.params, torch._foreach_mul(self.exp_avg, columns["step"]), denom, value=-1.0
+        )
 
     def write_back(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
         """Agent ``p``'s moments and step count into its own optimiser's state."""

@@ -125,8 +125,8 @@ class ValueCohort:
         self.adam.step(grads, live_mask)
         with torch.no_grad():
             weight = self.tau * live_mask.to(self.tau.dtype)
-            for tp, op in zip(self.target.parameters(), params, strict=True):
-                tp.lerp_(op, _column(weight, tp).to(tp.dtype))
+            targets = self.target.parameters()
+            torch._foreach_lerp_(targets, params, [_column(weight, t).to(t.dtype) for t in targets])
         # One device sync for every figure of every agent.
         names = [(p, name) for p in live for name in figures[p]]
         values = torch.stack([figures[p][name].detach().float() for p, name in names]).tolist()

@@ -94,9 +94,11 @@ OFF_POLICY_KWARGS = (
     _training("eps_decay", optional=True),
     TrainingKwarg("n_step_memory", "n_step_memory", optional=True),
 )
+#: Whether agents that share an architecture train as cohorts.
+COHORTS_FLAG = (_training("cohorts", optional=True),)
 #: What a single-agent online loop adds: the environment spec (to step a cohort's
-#: copies together) and whether agents train as cohorts.
-COHORT_KWARGS = (TrainingKwarg("env_spec", "env_spec"), _training("cohorts", optional=True))
+#: copies together) and the flag.
+COHORT_KWARGS = (TrainingKwarg("env_spec", "env_spec"), *COHORTS_FLAG)
 #: A contextual bandit's episode length.
 BANDIT_KWARGS = (_training("episode_steps"),)
 #: How a multi-agent loop scores an episode (the agents' scores summed, or each kept).
@@ -162,8 +164,8 @@ AGENT_KINDS: dict[AgentType, AgentKind] = {
         encoder=True,
         replay_memory=True,
         training_kwargs={
-            False: RUN_KWARGS + MEMORY_KWARGS,
-            True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS,
+            False: RUN_KWARGS + MEMORY_KWARGS + COHORTS_FLAG,
+            True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS + COHORTS_FLAG,
         },
     ),
     AgentType.BanditAgent: AgentKind(

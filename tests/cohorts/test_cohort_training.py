@@ -111,3 +111,50 @@ def test_cohorts_and_one_at_a_time_learn_cartpole_alike():
         outcomes[cohorts] = [a["fitness"] for a in trainer.state.history[-1]["agents"]]
     for cohorts, fitness in outcomes.items():
         assert max(fitness) >= 180 and np.mean(fitness) >= 100, (cohorts, outcomes)
+
+
+def test_an_offline_population_learns_in_one_cohort_each_agent_its_own_samples(
+    tmp_path, monkeypatch
+):
+    import agilerl.cohorts.learners as learners
+    from agilerl.families.offline.collect import collect_transitions, write_dataset
+    from agilerl.families.single_agent.envs import make_vector_env
+    from agilerl.models import GymEnvSpec
+
+    env = make_vector_env(GymEnvSpec(name="CartPole-v1", num_envs=2, sync=True))
+    try:
+        data, _ = collect_transitions(env, 400, seed=0)
+    finally:
+        env.close()
+    dataset = write_dataset(tmp_path / "d.h5", data)
+    formed = []
+    real = learners.form_cohorts
+    monkeypatch.setattr(
+        learners, "form_cohorts", lambda *a, **k: formed.append(real(*a, **k)) or formed[-1]
+    )
+
+    def train(cohorts):
+        trainer = LocalTrainer(
+            "CQN",
+            {"name": "CartPole-v1", "num_envs": 2, "sync": True, "dataset_path": str(dataset)},
+            {
+                "max_steps": 40,
+                "evo_steps": 20,
+                "pop_size": 3,
+                "seed": 0,
+                "eval_steps": 50,
+                "cohorts": cohorts,
+            },
+            network=NET,
+        )
+        trainer.train(verbose=False)
+        return trainer
+
+    trainer = train(True)
+    assert formed[0] == [[0, 1, 2]]
+    assert all(agent.steps == 40 for agent in trainer.population)  # 40 updates each
+    losses = [a["metrics"]["cql_loss"] for a in trainer.state.history[-1]["agents"]]
+    assert len(set(losses)) == 3 and all(np.isfinite(losses))  # each its own samples
+    formed.clear()
+    train(False)
+    assert all(groups == [[0], [1], [2]] for groups in formed)

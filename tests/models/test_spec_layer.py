@@ -236,7 +236,7 @@ def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
         "DDPG": {**_common(s, "DDPG", GYM), **OFF_POLICY[s], **_cohorts(s)},
         "TD3": {**_common(s, "TD3", GYM), **OFF_POLICY[s], **_cohorts(s)},
         "PPO": _common(s, "PPO", GYM),
-        "CQN": {**_common(s, "CQN", OFFLINE), **MEMORY[s]},
+        "CQN": {**_common(s, "CQN", OFFLINE), **MEMORY[s], "cohorts": SCENARIOS[s][0].cohorts},
         "NeuralUCB": {**_common(s, "NeuralUCB", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
         "NeuralTS": {**_common(s, "NeuralTS", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
         "IPPO": {**_common(s, "IPPO", PZ), **SUM_SCORES[s]},

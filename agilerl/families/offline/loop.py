@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from typing_extensions import Unpack
 
+from agilerl.cohorts.learners import LEARNERS
 from agilerl.components.replay import Replay
 from agilerl.training.evolution import (
     LoopArguments,
@@ -26,7 +28,9 @@ def offline_turns(
     ``evo_steps`` updates on uniform samples of ``agent.batch_size`` transitions of
     ``memory`` (``learn_step`` has no role: no environment is stepped between updates),
     then is evaluated by its mean return over ``eval_loop`` episodes of the vectorised
-    ``env`` (the environment the dataset came from)."""
+    ``env`` (the environment the dataset came from). Agents of one cohort
+    (:mod:`agilerl.cohorts`) make their updates together: one step per update for all,
+    each on its own uniform sample."""
     replay = Replay.of(memory)
     for agent in pop:
         replay.check(agent)
@@ -41,7 +45,29 @@ def offline_turns(
         # No episodes are played while learning: training scores come from evaluation.
         return budget, [], metrics.means()
 
-    return Turns(train_agent, episode_evaluation(env, eval_steps, eval_loop))
+    def train_cohort(
+        agents: list[Any], slots: list[int], budget: int, run: RunState
+    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
+        learner = LEARNERS[type(agents[0])](agents)
+        sizes = [agent.batch_size for agent in agents]
+        everyone = np.ones(len(agents), dtype=bool)
+        metrics = [MeanMetrics() for _ in agents]
+        for _ in range(budget):
+            # Each agent's rows are an independent uniform draw, as its own sample.
+            batch = memory.sample(max(sizes) * len(agents))
+            for own, figures in zip(metrics, learner.learn(batch, sizes, everyone), strict=True):
+                assert figures is not None  # every agent learns at every update
+                own.add(figures)
+        learner.write_back()
+        for agent in agents:
+            agent.steps += budget
+        return [(budget, [], own.means()) for own in metrics], []
+
+    return Turns(
+        train_agent,
+        episode_evaluation(env, eval_steps, eval_loop),
+        train_cohort=train_cohort if type(replay) is Replay else None,
+    )
 
 
 def train_offline(

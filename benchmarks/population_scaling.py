@@ -1,0 +1,115 @@
+"""What cohorts buy: a population trained as one against one agent at a time.
+
+Usage: ``python benchmarks/population_scaling.py [--steps 2000] [--pops 1,4,8,16]
+[--reference-steps 10000] [--skip-reference]``.
+
+Two tables, one torch thread, synchronous environments, the same seed for both paths:
+
+1. **Scaling** (DQN on CartPole-v1, the reference manifest's network and hyperparameters,
+   evolution off so the population stays one cohort): for each population size, the wall
+   time of one generation of ``--steps`` env steps per agent and the training env steps
+   per second of the whole population, cohorts on and off, and the ratio.
+2. **The reference manifest** (``benchmarks/agilerl_dqn_cartpole.yaml``, population 4,
+   its mutations on, ``--reference-steps`` per agent): training env steps per second with
+   cohorts on and off, and the cohorts each generation formed (the manifest's
+   architecture and activation mutations split a population into cohorts of its shapes).
+
+"Training env steps per second" counts the training steps of every agent over the run's
+wall time (evaluation included in the wall time, as ``benchmarks/reference_cartpole.py``
+and the reference's own figure count it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import time
+from pathlib import Path
+
+import torch
+
+import agilerl.cohorts.learners as learners
+from agilerl.documents import load_document
+from agilerl.trainer import LocalTrainer
+
+HERE = Path(__file__).parent
+REFERENCE = HERE / "agilerl_dqn_cartpole.yaml"
+
+
+def _document(steps: int, pop: int, cohorts: bool, evolve: bool) -> dict:
+    document = copy.deepcopy(load_document(REFERENCE)[0])
+    document["environment"]["sync"] = True
+    training = document["training"]
+    training.update(max_steps=steps, pop_size=pop, cohorts=cohorts, seed=42, eval_steps=500)
+    training["evo_steps"] = min(training["evo_steps"], steps)
+    if not evolve:
+        training["hpo"] = False
+    return document
+
+
+def _train(document: dict) -> tuple[float, int, list[list[int]]]:
+    """Wall seconds, training env steps of all agents, the cohorts of each generation."""
+    formed: list[list[int]] = []
+    real = learners.form_cohorts
+
+    def recording(agents, enabled=True):
+        groups = real(agents, enabled)
+        formed.append([len(group) for group in groups])
+        return groups
+
+    learners.form_cohorts = recording
+    try:
+        trainer = LocalTrainer.from_manifest(document)
+        started = time.perf_counter()
+        population, _ = trainer.train(verbose=False)[:2]
+        wall = time.perf_counter() - started
+    finally:
+        learners.form_cohorts = real
+    return wall, sum(int(agent.steps) for agent in population), formed
+
+
+def scaling(steps: int, pops: list[int]) -> None:
+    print(f"DQN, CartPole-v1, one generation of {steps:,} env steps per agent, evolution off")
+    print(f"{'pop':>4} | {'one at a time':>22} | {'cohorts':>22} | speed-up")
+    base = None
+    for pop in pops:
+        cells = []
+        for cohorts in (False, True):
+            wall, trained, _ = _train(_document(steps, pop, cohorts, evolve=False))
+            cells.append((wall, trained / wall))
+        (off_wall, off_rate), (on_wall, on_rate) = cells
+        base = base or on_wall
+        print(
+            f"{pop:>4} | {off_wall:7.1f} s {off_rate:8,.0f} st/s | {on_wall:7.1f} s "
+            f"{on_rate:8,.0f} st/s | {off_wall / on_wall:4.2f}x  (cohort wall = "
+            f"{on_wall / base:4.1f}x that of pop {pops[0]})"
+        )
+
+
+def reference(steps: int) -> None:
+    print(f"\nThe reference DQN manifest, population 4, {steps:,} env steps per agent")
+    for cohorts in (False, True):
+        wall, trained, formed = _train(_document(steps, 4, cohorts, evolve=True))
+        shapes = " ".join("+".join(map(str, sizes)) for sizes in formed)
+        print(
+            f"cohorts {'on ' if cohorts else 'off'}: {trained / wall:8,.0f} training env "
+            f"steps/s ({wall:.1f} s); cohort sizes per generation: {shapes}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=2_000)
+    parser.add_argument("--pops", default="1,4,8,16")
+    parser.add_argument("--reference-steps", type=int, default=10_000)
+    parser.add_argument("--skip-reference", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    _train(_document(200, 2, True, evolve=False))  # imports and first calls, not timed
+    scaling(args.steps, [int(p) for p in args.pops.split(",")])
+    if not args.skip_reference:
+        reference(args.reference_steps)
+
+
+if __name__ == "__main__":
+    main()
