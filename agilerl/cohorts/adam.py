@@ -14,8 +14,13 @@ when it ends, in torch's own layout: a saved agent never shows it trained in a c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
+
+#: torch's multi-tensor kernels (``torch._foreach_*``, what its own Adam runs), which its
+#: stubs keep private.
+_multi: Any = torch
 
 
 def _column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -100,14 +105,14 @@ class StackedAdam:
                 shaped[key] = {k: _column(v, p).to(p.dtype) for k, v in coefficients.items()}
         columns = {k: [shaped[(p.dim(), p.dtype)][k] for p in self.params] for k in coefficients}
         grads = list(grads)
-        torch._foreach_lerp_(self.exp_avg, grads, columns["w1"])
-        torch._foreach_mul_(self.exp_avg_sq, columns["keep2"])
-        torch._foreach_addcmul_(self.exp_avg_sq, torch._foreach_mul(grads, columns["w2"]), grads)
-        denom = torch._foreach_sqrt(self.exp_avg_sq)
-        torch._foreach_div_(denom, columns["root"])
-        torch._foreach_add_(denom, self.eps)
-        torch._foreach_addcdiv_(
-            self.params, torch._foreach_mul(self.exp_avg, columns["step"]), denom, value=-1.0
+        _multi._foreach_lerp_(self.exp_avg, grads, columns["w1"])
+        _multi._foreach_mul_(self.exp_avg_sq, columns["keep2"])
+        _multi._foreach_addcmul_(self.exp_avg_sq, _multi._foreach_mul(grads, columns["w2"]), grads)
+        denom = _multi._foreach_sqrt(self.exp_avg_sq)
+        _multi._foreach_div_(denom, columns["root"])
+        _multi._foreach_add_(denom, self.eps)
+        _multi._foreach_addcdiv_(
+            self.params, _multi._foreach_mul(self.exp_avg, columns["step"]), denom, value=-1.0
         )
 
     def write_back(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:

@@ -26,7 +26,7 @@ import torch
 
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
-from agilerl.cohorts.adam import StackedAdam, _column
+from agilerl.cohorts.adam import StackedAdam, _column, _multi
 from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
 from agilerl.observations import map_tree
 
@@ -126,7 +126,9 @@ class ValueCohort:
         with torch.no_grad():
             weight = self.tau * live_mask.to(self.tau.dtype)
             targets = self.target.parameters()
-            torch._foreach_lerp_(targets, params, [_column(weight, t).to(t.dtype) for t in targets])
+            _multi._foreach_lerp_(
+                targets, params, [_column(weight, t).to(t.dtype) for t in targets]
+            )
         # One device sync for every figure of every agent.
         names = [(p, name) for p in live for name in figures[p]]
         values = torch.stack([figures[p][name].detach().float() for p, name in names]).tolist()
