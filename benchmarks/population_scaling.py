@@ -1,12 +1,13 @@
 """What cohorts buy: a population trained as one against one agent at a time.
 
 Usage: ``python benchmarks/population_scaling.py [--steps 2000] [--pops 1,4,8,16]
-[--reference-steps 10000] [--skip-reference]``.
+[--width 128] [--reference-steps 10000] [--skip-reference]``.
 
 Two tables, one torch thread, synchronous environments, the same seed for both paths:
 
-1. **Scaling** (DQN on CartPole-v1, the reference manifest's network and hyperparameters,
-   evolution off so the population stays one cohort): for each population size, the wall
+1. **Scaling** (DQN on CartPole-v1, the reference manifest's hyperparameters and network,
+   its layers ``--width`` wide (the manifest's: 128), evolution off so the population
+   stays one cohort): for each population size, the wall
    time of one generation of ``--steps`` env steps per agent and the training env steps
    per second of the whole population, cohorts on and off, and the ratio.
 2. **The reference manifest** (``benchmarks/agilerl_dqn_cartpole.yaml``, population 4,
@@ -36,8 +37,12 @@ HERE = Path(__file__).parent
 REFERENCE = HERE / "agilerl_dqn_cartpole.yaml"
 
 
-def _document(steps: int, pop: int, cohorts: bool, evolve: bool) -> dict:
+def _document(steps: int, pop: int, cohorts: bool, evolve: bool, width: int = 128) -> dict:
     document = copy.deepcopy(load_document(REFERENCE)[0])
+    network = document["network"]
+    network["latent_dim"] = width
+    network["encoder_config"]["hidden_size"] = [width]
+    network["head_config"]["hidden_size"] = [width]
     document["environment"]["sync"] = True
     training = document["training"]
     training.update(max_steps=steps, pop_size=pop, cohorts=cohorts, seed=42, eval_steps=500)
@@ -68,14 +73,17 @@ def _train(document: dict) -> tuple[float, int, list[list[int]]]:
     return wall, sum(int(agent.steps) for agent in population), formed
 
 
-def scaling(steps: int, pops: list[int]) -> None:
-    print(f"DQN, CartPole-v1, one generation of {steps:,} env steps per agent, evolution off")
+def scaling(steps: int, pops: list[int], width: int) -> None:
+    print(
+        f"DQN, CartPole-v1, layers {width} wide, one generation of {steps:,} env steps per "
+        "agent, evolution off"
+    )
     print(f"{'pop':>4} | {'one at a time':>22} | {'cohorts':>22} | speed-up")
     base = None
     for pop in pops:
         cells = []
         for cohorts in (False, True):
-            wall, trained, _ = _train(_document(steps, pop, cohorts, evolve=False))
+            wall, trained, _ = _train(_document(steps, pop, cohorts, False, width))
             cells.append((wall, trained / wall))
         (off_wall, off_rate), (on_wall, on_rate) = cells
         base = base or on_wall
@@ -101,12 +109,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2_000)
     parser.add_argument("--pops", default="1,4,8,16")
+    parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--reference-steps", type=int, default=10_000)
     parser.add_argument("--skip-reference", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
     _train(_document(200, 2, True, evolve=False))  # imports and first calls, not timed
-    scaling(args.steps, [int(p) for p in args.pops.split(",")])
+    scaling(args.steps, [int(p) for p in args.pops.split(",")], args.width)
     if not args.skip_reference:
         reference(args.reference_steps)
 
