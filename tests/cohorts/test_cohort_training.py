@@ -158,3 +158,30 @@ def test_an_offline_population_learns_in_one_cohort_each_agent_its_own_samples(
     formed.clear()
     train(False)
     assert all(groups == [[0], [1], [2]] for groups in formed)
+
+
+@pytest.mark.parametrize("cohorts", [True, False])
+def test_the_preflight_counts_a_cohorts_environment_copies_and_rows(cohorts):
+    document = copy.deepcopy(COHORT)
+    document["training"]["cohorts"] = cohorts
+    estimate = LocalTrainer.from_manifest(document).preflight()
+    needs = {need.field: need for need in estimate.needs}
+    if not cohorts:
+        assert "training.cohorts" not in needs
+        return
+    need = needs["training.cohorts"]
+    # 3 agents x 2 copies, and each agent's 202 rows (a generation plus one vector step)
+    assert need.detail.startswith(
+        "3 x 2 environment copies stepped together and each agent's 202 transitions"
+    )
+    assert need.bytes > 3 * 202 * 2 * 4 * 4  # at least the observations of those rows
+
+
+def test_a_cohort_steps_its_copies_in_this_process():
+    from agilerl.families.single_agent.off_policy import in_process
+    from agilerl.models import GymEnvSpec
+
+    spec = GymEnvSpec(name="CartPole-v1", num_envs=16)  # sync: false, a worker per copy
+    assert in_process(spec).sync is True and spec.sync is False
+    assert in_process(spec.model_copy(update={"vectorize": "async"})).vectorize is None
+    assert in_process(spec.model_copy(update={"vectorize": "native"})).vectorize == "native"

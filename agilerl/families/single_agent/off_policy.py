@@ -131,6 +131,17 @@ def off_policy_turns(
     )
 
 
+def in_process(spec: Any) -> Any:
+    """``spec`` with its copies stepped in this process (natively where the environment
+    has a vector implementation, else synchronously): a cohort's environments. A worker
+    process per copy (``sync: false``) serves one agent's ``num_envs``; a cohort has
+    ``P x num_envs`` copies, and as many processes would outnumber any machine's cores."""
+    vectorize = getattr(spec, "vectorize", None)
+    return spec.model_copy(
+        update={"sync": True, "vectorize": None if vectorize == "async" else vectorize}
+    )
+
+
 class CohortEnvs:
     """The vector envs of the cohorts, one per cohort size, built when first needed and
     kept for the run (building one costs as much as thousands of steps)."""
@@ -252,7 +263,9 @@ def train_off_policy(
     Returns ``(population, fitnesses)``.
     """
     config = run_config(algo, env_name, loop, memory=memory, n_step_memory=n_step_memory)
-    make_env = None if env_spec is None else functools.partial(make_vector_env, env_spec)
+    make_env = (
+        None if env_spec is None else functools.partial(make_vector_env, in_process(env_spec))
+    )
     turns = off_policy_turns(
         env,
         memory,

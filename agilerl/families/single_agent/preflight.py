@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from agilerl.cohorts.learners import LEARNERS
 from agilerl.families.context import RunContext
 from agilerl.families.single_agent.envs import make_env
 from agilerl.models.base import AlgorithmNotAvailableError
@@ -121,6 +122,19 @@ def estimate(ctx: RunContext) -> Estimate:
                 algorithm.batch_size * transition,
             )
         )
+        if training.cohorts and pop > 1 and type(agent) in LEARNERS:
+            # A cohort steps a copy of the environments per agent, in this process, and
+            # holds each agent's rows of the generation beside the shared buffer.
+            evo_steps = training.evo_steps or algorithm.default_evo_steps
+            rows = min(evo_steps + num_envs, size)
+            needs.append(
+                Need(
+                    "training.cohorts",
+                    f"{pop:,} x {num_envs:,} environment copies stepped together and each "
+                    f"agent's {rows:,} transitions of a generation",
+                    pop * num_envs * (env_bytes + 2 * obs) + pop * rows * transition,
+                )
+            )
     else:  # on-policy: a rollout of learn_step steps (whole vector steps) per agent
         steps = -(-agent.learn_step // num_envs) * num_envs
         per_step = obs + action + ROLLOUT_EXTRA_BYTES
