@@ -6,10 +6,14 @@ the hyperparameters that part reads), and each agent's loss is then computed by 
 agent itself, on its own rows, with its own hyperparameters. The losses are summed (each
 agent's gradient is its own loss's: the stacked parameters of one agent meet only its
 rows), and one :class:`~agilerl.cohorts.adam.StackedAdam` step updates every agent due
-to learn. Agents of different batch sizes share a cohort: every agent draws the cohort's
-largest batch, and only its own first ``batch_size`` rows enter its loss (the rest cost
-a forward pass and get no gradient; one cohort instead of one per batch size, which
-``rl_hp_mut`` would otherwise split after every mutation).
+to learn.
+
+Agents of a cohort have one batch size (it is part of :func:`cohort_key`). Padding
+smaller batches to the cohort's largest would let agents of several sizes share one,
+but every padded row costs its forward and backward arithmetic, and on a CPU that
+arithmetic is what an update is made of: an agent of batch 32 in a cohort with one of
+512 would compute 16 times its rows. A cohort per batch size costs only the
+per-operation overhead it would have saved.
 
 :data:`LEARNERS` says which algorithms learn in cohorts (exact classes: a subclass that
 learns differently, RainbowDQN, is not covered by DQN's entry). :func:`cohort_key` says
@@ -91,12 +95,10 @@ class ValueCohort:
         return np.concatenate(actions)
 
     # -- learning ---------------------------------------------------------------------
-    def learn(
-        self, batch: dict[str, Any], sizes: Sequence[int], mask: np.ndarray
-    ) -> list[dict[str, float] | None]:
-        """One learning step of the agents where ``mask`` holds, each on the first
-        ``sizes[p]`` rows of its block of ``batch`` (blocks of equal length); the metrics
-        each reported (None for an agent that did not learn)."""
+    def learn(self, batch: dict[str, Any], mask: np.ndarray) -> list[dict[str, float] | None]:
+        """One learning step of the agents where ``mask`` holds, each on its block of
+        ``batch`` (agent ``p``'s rows the ``p``-th); the metrics each reported (None for an
+        agent that did not learn)."""
         count = len(self.agents)
         rows = int(batch["reward"].shape[0]) // count
         gamma = self.gamma.repeat_interleave(rows).unsqueeze(1)
@@ -106,7 +108,7 @@ class ValueCohort:
         total: torch.Tensor | None = None
         figures: dict[int, dict[str, torch.Tensor]] = {}
         for p in live:
-            own = slice(p * rows, p * rows + int(sizes[p]))
+            own = slice(p * rows, (p + 1) * rows)
             loss, figs = self.agents[p]._loss(q_values[own], index[own], q_taken[own], target[own])
             figures[p] = {**figs, "q_mean": q_taken[own].detach().mean()}
             total = loss if total is None else total + loss
@@ -159,8 +161,9 @@ LEARNERS: dict[type, type[ValueCohort]] = {DQN: ValueCohort, CQN: ValueCohort}
 
 def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     """What agents must share to form a cohort, or None for an agent that trains alone:
-    the algorithm (one with a learner), every network's architecture, the attributes
-    its learner needs equal, the device; every network must be
+    the algorithm (one with a learner), every network's architecture, the batch size
+    (module docstring), the attributes its learner needs equal, the device; every
+    network must be
     :func:`~agilerl.cohorts.stacking.stackable` (MLP modules, no buffers)."""
     learner = LEARNERS.get(type(agent))
     if learner is None:
@@ -171,6 +174,7 @@ def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     return (
         type(agent),
         tuple(net.spec.model_dump_json() for net in networks),
+        int(agent.batch_size),
         tuple(getattr(agent, name) for name in learner.same),
         str(agent.device),
     )

@@ -19,8 +19,10 @@ buffer holds back per-episode state; those agents train one at a time.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer, _as_tensor
@@ -79,13 +81,31 @@ class CohortReplay:
             map_tree(write, self._overlay[name], batch[name])
         self.written += count
 
-    def sample(self, batch_size: int) -> dict[str, Any]:
-        """``batch_size`` rows of every agent's view, drawn uniformly with replacement:
-        each leaf ``(P * batch_size, ...)``, agent ``p``'s rows the ``p``-th block."""
+    def sample(
+        self, batch_size: int, generators: Sequence[torch.Generator], live: np.ndarray
+    ) -> dict[str, Any]:
+        """The rows of :meth:`draw`'s slots: each leaf ``(P * batch_size, ...)``, agent
+        ``p``'s rows the ``p``-th block."""
+        return self.rows(self.draw(batch_size, generators, live))
+
+    def draw(
+        self, batch_size: int, generators: Sequence[torch.Generator], live: np.ndarray
+    ) -> torch.Tensor:
+        """Slots of every agent's view, ``(P, batch_size)``, drawn uniformly with
+        replacement by agent ``p``'s ``generators[p]`` (as ``ReplayBuffer.sample`` draws
+        with torch's generator), only where ``live`` holds, so an agent draws exactly
+        what it would draw alone. An agent not live gets slots 0, its rows unused."""
         size = len(self)
         if size == 0 or self._overlay is None:
             raise ValueError("cannot sample from an empty replay buffer")
-        slots = torch.randint(0, size, (self.agents, int(batch_size)))
+        slots = torch.zeros((self.agents, int(batch_size)), dtype=torch.int64)
+        for p in np.flatnonzero(live).tolist():
+            slots[p] = torch.randint(0, size, (int(batch_size),), generator=generators[p])
+        return slots
+
+    def rows(self, slots: torch.Tensor) -> dict[str, Any]:
+        """The rows at ``slots`` (``(P, rows)``) of each agent's view, flattened."""
+        assert self._overlay is not None
         offset = (slots - self.start) % self.max_size
         fresh = offset < min(self.written, self.max_size)
         # The turn's rows live at offset % capacity (a turn never holds more than that).

@@ -61,12 +61,11 @@ def state_of(agent):
 @pytest.mark.parametrize("cls", [DQN, CQN])
 def test_a_cohort_step_is_each_agents_own_step(cls):
     alone, together = agents(cls), agents(cls)
-    sizes = [8, 8, 8]
     batches = [batch(8, seed) for seed in range(3)]
     for step in range(3):  # the moments and step counts carry over between steps
         expected = [agent.learn(b) for agent, b in zip(alone, batches, strict=True)]
         cohort = ValueCohort(together)
-        got = cohort.learn(flattened(batches, 8), sizes, np.ones(3, bool))
+        got = cohort.learn(flattened(batches, 8), np.ones(3, bool))
         cohort.write_back()
         for e, g in zip(expected, got, strict=True):
             assert g.keys() == e.keys()
@@ -83,29 +82,15 @@ def test_a_cohort_step_is_each_agents_own_step(cls):
             torch.testing.assert_close(sa[key]["exp_avg"], sb[key]["exp_avg"], rtol=1e-4, atol=1e-6)
 
 
-def test_agents_of_different_batch_sizes_learn_from_their_own_rows_only():
-    alone = agents(count=2)
-    together = agents(count=2)
-    big = [batch(16, 5), batch(16, 6)]
-    alone[0].learn({k: v[:6] for k, v in big[0].items()})
-    alone[1].learn(big[1])
-    cohort = ValueCohort(together)
-    cohort.learn(flattened(big, 16), [6, 16], np.ones(2, bool))
-    cohort.write_back()
-    for a, b in zip(alone, together, strict=True):
-        for x, y in zip(a.actor.parameters(), b.actor.parameters(), strict=True):
-            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
-
-
 def test_an_agent_not_due_to_learn_is_left_bit_equal():
     together = agents()
     cohort = ValueCohort(together)
-    cohort.learn(flattened([batch(8, s) for s in range(3)], 8), [8, 8, 8], np.ones(3, bool))
+    cohort.learn(flattened([batch(8, s) for s in range(3)], 8), np.ones(3, bool))
     cohort.write_back()
     before = state_of(together[1])
     cohort = ValueCohort(together)
     figures = cohort.learn(
-        flattened([batch(8, s) for s in range(3, 6)], 8), [8, 8, 8], np.array([True, False, True])
+        flattened([batch(8, s) for s in range(3, 6)], 8), np.array([True, False, True])
     )
     cohort.write_back()
     assert figures[1] is None and figures[0] is not None
@@ -120,7 +105,7 @@ def test_an_agent_not_due_to_learn_is_left_bit_equal():
 def test_an_agent_that_never_learned_keeps_an_empty_optimiser_state():
     together = agents(count=2)
     cohort = ValueCohort(together)
-    cohort.learn(flattened([batch(8, 1), batch(8, 2)], 8), [8, 8], np.array([True, False]))
+    cohort.learn(flattened([batch(8, 1), batch(8, 2)], 8), np.array([True, False]))
     cohort.write_back()
     assert together[1].optimizer.state_dict()["state"] == {}
     assert float(together[0].optimizer.state_dict()["state"][0]["step"]) == 1.0
@@ -135,7 +120,8 @@ def test_cohorts_group_agents_by_algorithm_and_architecture():
     rainbow = RainbowDQN(OBS, ACTIONS, index=9, net_config=NET)
     cqn = agents(CQN, count=1)[0]
     double = agents(count=1, double=True)[0]
-    population = dict(enumerate([dqns[0], dqns[1], dqns[2], rainbow, cqn, double]))
+    other_batch = agents(count=1, batch_size=64)[0]
+    population = dict(enumerate([dqns[0], dqns[1], dqns[2], rainbow, cqn, double, other_batch]))
     assert cohort_key(rainbow) is None  # learns differently: always alone
-    assert form_cohorts(population) == [[0, 2], [1], [3], [4], [5]]
-    assert form_cohorts(population, enabled=False) == [[i] for i in range(6)]
+    assert form_cohorts(population) == [[0, 2], [1], [3], [4], [5], [6]]
+    assert form_cohorts(population, enabled=False) == [[i] for i in range(7)]

@@ -62,14 +62,37 @@ def test_an_agent_samples_the_buffer_and_its_own_rows_only(max_size, before):
     for t in range(steps):
         parts = [step(p, t) for p in range(agents)]
         view.add(*(np.concatenate(field) for field in zip(*parts, strict=True)))
-    torch.manual_seed(0)
-    drawn = view.sample(400)["obs"].reshape(agents, 400, 2)
+    generators = [torch.Generator().manual_seed(p) for p in range(agents)]
+    drawn = view.sample(400, generators, np.ones(agents, bool))["obs"]
+    drawn = drawn.reshape(agents, 400, 2)
     for p in range(agents):
         writers = set(drawn[p, :, 0].tolist())
         assert writers <= {float(p), -1.0}
         assert float(p) in writers  # its own rows are in its view
         if before and max_size > before + steps * N - N:
             assert -1.0 in writers  # and the generation's buffer
+
+
+def test_an_agent_draws_what_it_would_draw_alone_and_only_when_it_learns():
+    memory = filled(60, 30)
+    view = CohortReplay(memory, 2, 30)
+    for t in range(4):
+        view.add(*(np.concatenate(f) for f in zip(step(0, t), step(1, t), strict=True)))
+    generators = [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)]
+    first = view.draw(5, generators, np.array([True, False]))
+    second = view.draw(5, generators, np.array([True, True]))
+    alone = [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)]
+    size = 30 + 4 * N
+    assert torch.equal(first[0], torch.randint(0, size, (5,), generator=alone[0]))
+    assert torch.equal(first[1], torch.zeros(5, dtype=torch.int64))  # drew nothing
+    assert torch.equal(second[0], torch.randint(0, size, (5,), generator=alone[0]))
+    # agent 1 drew nothing in the first round, so its second draw is its stream's first
+    assert torch.equal(second[1], torch.randint(0, size, (5,), generator=alone[1]))
+    # and the rows at those slots are its view's: its own where it wrote them
+    rows = view.rows(second)["obs"].reshape(2, 5, 2)
+    for p in range(2):
+        for row, slot in zip(rows[p].tolist(), second[p].tolist(), strict=True):
+            assert row[0] == (p if slot >= 30 else -1.0)
 
 
 def test_a_prioritised_buffer_is_refused():

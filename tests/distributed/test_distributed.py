@@ -16,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from support.distributed_runs import ROOT, finished, launch, start
@@ -60,7 +61,16 @@ DQN = {
     "algorithm": {"name": "DQN", "lr": 1e-3, "batch_size": 32, "learn_step": 4},
     "environment": {"name": "CartPole-v1", "num_envs": 4, "sync": True},
     "network": NET,
-    "training": {"max_steps": 1500, "evo_steps": 500, "pop_size": 4, "eval_steps": 100, "seed": 5},
+    # cohorts off: a cohort's batched arithmetic rounds with the cohort's size, and a
+    # split forms other cohorts (test_a_cohort_run_on_two_processes below)
+    "training": {
+        "max_steps": 1500,
+        "evo_steps": 500,
+        "pop_size": 4,
+        "eval_steps": 100,
+        "seed": 5,
+        "cohorts": False,
+    },  # fmt: skip
     "replay_buffer": {"max_size": 4000},
     **EVOLVING,
 }
@@ -318,6 +328,7 @@ def test_the_other_rl_families_give_the_history_of_one_process_on_two(tmp_path, 
         "training.seed=3",
         "training.eval_steps=50",
         "training.pop_size=2",  # one agent per rank: selection still crosses ranks
+        "training.cohorts=false",  # bit-equal histories (see the DQN document)
         *(item.format(dataset=dataset) for item in sets),
     ]
     extra = [arg for item in overrides for arg in ("--set", item)]
@@ -328,6 +339,25 @@ def test_the_other_rl_families_give_the_history_of_one_process_on_two(tmp_path, 
     expected = history(tmp_path / "one")
     assert len(expected) == 3
     assert history(tmp_path / "two") == expected
+
+
+@pytest.mark.slow
+def test_a_cohort_run_on_two_processes_trains_every_slot(tmp_path):
+    """With cohorts on, each rank forms the cohorts of its own agents: the run trains and
+    selects across ranks as always, every slot recorded every generation; its numbers
+    equal the one-process run's only up to rounding (other cohorts), so not compared."""
+    # weights mutate, shapes and batch sizes do not: each rank's two agents stay a cohort
+    probabilities = {"no_mut": 0.5, "arch_mut": 0.0, "new_layer": 0.0, "params_mut": 0.5,
+                     "act_mut": 0.0, "rl_hp_mut": 0.0}  # fmt: skip
+    mutation = {**DQN["mutation"], "probabilities": probabilities}
+    document = {**DQN, "training": {**DQN["training"], "cohorts": True}, "mutation": mutation}
+    path = manifest(tmp_path, document)
+    two = launch(train_command(path, tmp_path / "two"), 2)
+    assert_ok(*two)
+    records = history(tmp_path / "two")
+    assert len(records) == 3
+    assert all(len(record["agents"]) == 4 for record in records)
+    assert all(np.isfinite(a["fitness"]) for record in records for a in record["agents"])
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
@@ -16,6 +17,7 @@ from agilerl.training.evolution import (
     Turns,
     episode_evaluation,
     evolve,
+    reset_seed,
     run_config,
 )
 from agilerl.training.tracking import MeanMetrics
@@ -49,13 +51,16 @@ def offline_turns(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
         learner = LEARNERS[type(agents[0])](agents)
-        sizes = [agent.batch_size for agent in agents]
+        size = agents[0].batch_size  # one per cohort (cohort_key)
         everyone = np.ones(len(agents), dtype=bool)
+        # Each agent draws its samples as its own turn would: its own generator, seeded
+        # as that turn seeds torch's (what it sees does not depend on its cohort).
+        generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
         metrics = [MeanMetrics() for _ in agents]
         for _ in range(budget):
-            # Each agent's rows are an independent uniform draw, as its own sample.
-            batch = memory.sample(max(sizes) * len(agents))
-            for own, figures in zip(metrics, learner.learn(batch, sizes, everyone), strict=True):
+            drawn = [torch.randint(0, len(memory), (size,), generator=g) for g in generators]
+            batch = memory.sample_from_indices(torch.cat(drawn))
+            for own, figures in zip(metrics, learner.learn(batch, everyone), strict=True):
                 assert figures is not None  # every agent learns at every update
                 own.add(figures)
         learner.write_back()

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import torch
 from typing_extensions import Unpack
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
@@ -16,7 +17,7 @@ from agilerl.cohorts.replay import CohortReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.envs import make_vector_env
-from agilerl.observations import replace_rows
+from agilerl.observations import map_tree, replace_rows
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -54,7 +55,7 @@ def off_policy_turns(
     eps_start: float = EPS_START,
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
-    make_env: Callable[[int], Any] | None = None,
+    make_env: Callable[[], Any] | None = None,
 ) -> Turns:
     """Each agent in turn explores (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`:
     the agent's own exploration; epsilon-greedy agents follow the run's schedule
@@ -72,7 +73,7 @@ def off_policy_turns(
     filled beside it; :class:`~agilerl.components.replay.Replay` stores the steps and draws
     the batches (an agent that cannot learn from them is refused before it trains).
 
-    With ``make_env`` (a vector env of the same spec with a given number of copies) and a
+    With ``make_env`` (another vector env of the same spec: one per agent of a cohort) and a
     uniform replay buffer, agents of one cohort (:mod:`agilerl.cohorts`) train together
     (:func:`lockstep_turn`); otherwise, and for every agent alone, as above.
     """
@@ -143,22 +144,28 @@ def in_process(spec: Any) -> Any:
 
 
 class CohortEnvs:
-    """The vector envs of the cohorts, one per cohort size, built when first needed and
+    """The agents' environments of the cohorts: one vector env of ``num_envs`` copies per
+    agent of a cohort (the ``p``-th for its ``p``-th agent), built when first needed and
     kept for the run (building one costs as much as thousands of steps)."""
 
-    def __init__(self, make_env: Callable[[int], Any]) -> None:
+    def __init__(self, make_env: Callable[[], Any]) -> None:
         self.make_env = make_env
-        self.envs: dict[int, Any] = {}
+        self.envs: list[Any] = []
 
-    def __call__(self, copies: int) -> Any:
-        if copies not in self.envs:
-            self.envs[copies] = self.make_env(copies)
-        return self.envs[copies]
+    def take(self, count: int) -> list[Any]:
+        while len(self.envs) < count:
+            self.envs.append(self.make_env())
+        return self.envs[:count]
 
     def close(self) -> None:
-        for env in self.envs.values():
+        for env in self.envs:
             env.close()
         self.envs.clear()
+
+
+def _joined(trees: list[Any]) -> Any:
+    """The agents' batches one after the other (agent ``p``'s rows the ``p``-th block)."""
+    return map_tree(lambda *leaves: np.concatenate(leaves), trees[0], *trees[1:])
 
 
 def lockstep_turn(
@@ -168,20 +175,27 @@ def lockstep_turn(
     learning_delay: int,
     envs: CohortEnvs,
 ) -> Any:
-    """The off-policy turn of a cohort: its P agents step one vector env of ``P *
-    num_envs`` copies together (agent ``p`` the ``p``-th block, reset with the seeds its
-    own turn would use), act with one forward, learn from their views of the shared
-    buffer (:class:`~agilerl.cohorts.replay.CohortReplay`: the generation's buffer plus
-    their own rows) with one step per round, each agent learning every ``learn_step`` of
-    its own env steps as alone. Returns each agent's (steps, returns, metrics) and journal."""
+    """The off-policy turn of a cohort. Its P agents step their own environments together,
+    each reset with the seeds its own turn would use, act with one forward, and learn
+    with one step per round from their views of the shared buffer
+    (:class:`~agilerl.cohorts.replay.CohortReplay`: the generation's buffer plus their
+    own rows). Each agent learns every ``learn_step`` of its own env steps, from batches
+    drawn by its own generator, seeded as its own turn seeds torch's: what an agent
+    draws and sees does not depend on the other agents of its cohort, so a run split
+    over processes (other cohorts) gives the same history. Returns each agent's (steps,
+    returns, metrics) and journal."""
 
     def train_cohort(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
         count = len(agents)
-        env = envs(count * num_envs)
-        seeds = [reset_seed(run, slot, 0) + i for slot in slots for i in range(num_envs)]
-        obs, info = env.reset(seed=seeds)
+        own_envs = envs.take(count)
+        resets = [
+            env.reset(seed=reset_seed(run, slot, 0))
+            for env, slot in zip(own_envs, slots, strict=True)
+        ]
+        obs, infos = [r[0] for r in resets], [r[1] for r in resets]
+        generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
         learner = LEARNERS[type(agents[0])](agents)
         for agent in agents:
             agent.configure_exploration(schedule)
@@ -193,36 +207,41 @@ def lockstep_turn(
         metrics = [MeanMetrics() for _ in agents]
         pending = np.zeros(count, dtype=np.int64)
         learn_step = np.array([agent.learn_step for agent in agents])
-        batch_size = np.array([agent.batch_size for agent in agents])
+        batch_size = np.array([agent.batch_size for agent in agents])  # one (cohort_key)
         for _ in range(n_steps):
-            mask = action_mask_from_info(info)
-            masks = [
-                None if mask is None else mask[p * num_envs : (p + 1) * num_envs]
-                for p in range(count)
+            masks = [action_mask_from_info(info) for info in infos]
+            actions = learner.explore(_joined(obs), masks)
+            steps = [
+                env.step(actions[p * num_envs : (p + 1) * num_envs])
+                for p, env in enumerate(own_envs)
             ]
-            action = learner.explore(obs, masks)
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            view.add(obs, action, reward, with_final_obs(next_obs, info), terminated)
-            ended = np.logical_or(terminated, truncated).reshape(count, num_envs)
-            returns += np.asarray(reward).reshape(count, num_envs)
+            infos = [step[4] for step in steps]
+            reward = np.stack([np.asarray(step[1], dtype=np.float64) for step in steps])
+            terminated = np.stack([np.asarray(step[2]) for step in steps])
+            ended = terminated | np.stack([np.asarray(step[3]) for step in steps])
+            finals = [with_final_obs(step[0], step[4]) for step in steps]
+            view.add(
+                _joined(obs), actions, reward.reshape(-1), _joined(finals), terminated.reshape(-1)
+            )
+            returns += reward
             for p, agent in enumerate(agents):
                 agent.steps += num_envs
                 if ended[p].any():
                     completed[p].extend(returns[p][ended[p]].tolist())
                     returns[p][ended[p]] = 0.0
                     agent.episodes_ended(ended[p])
-            obs = next_obs
+            obs = [step[0] for step in steps]
             ready = (len(view) >= batch_size) & (len(view) > learning_delay)
             pending = np.where(ready, pending + num_envs, 0)  # no backlog before learning
             due = np.where(ready, pending // learn_step, 0)
             pending -= due * learn_step
-            if due.any():
-                largest = int(batch_size.max())
-                for round_ in range(int(due.max())):
-                    figures = learner.learn(view.sample(largest), batch_size.tolist(), due > round_)
-                    for p, figs in enumerate(figures):
-                        if figs is not None:
-                            metrics[p].add(figs)
+            for round_ in range(int(due.max())):
+                live = due > round_
+                batch = view.sample(int(batch_size[0]), generators, live)
+                figures = learner.learn(batch, live)
+                for p, figs in enumerate(figures):
+                    if figs is not None:
+                        metrics[p].add(figs)
         learner.write_back()
         taken = n_steps * num_envs
         results = []
