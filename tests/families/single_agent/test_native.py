@@ -206,3 +206,12 @@ def test_a_manifest_trains_on_native_cartpole_end_to_end(document):
     assert all(np.isfinite(fitnesses))
     # the copies stepped: every generation took its budget's env steps on 4 copies
     assert state.history[-1]["env_steps"] >= document["training"]["max_steps"]
+
+
+def test_a_seeded_run_on_native_cartpole_repeats_exactly():
+    def fitnesses():
+        trainer = LocalTrainer.from_manifest(copy.deepcopy(TINY_DQN))
+        return trainer.train(verbose=False)[1], trainer.state.history[-1]["env_steps"]
+
+    first = fitnesses()
+    assert fitnesses() == first
