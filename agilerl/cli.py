@@ -46,6 +46,7 @@ def _validate(args: argparse.Namespace) -> int:
     from agilerl.manifest_code import code_references
     from agilerl.models.manifest import load_manifest
     from agilerl.models.validation import SpecError
+    from agilerl.vectorize import VectorizeError
 
     classes = spec_classes()
     if args.spec != MANIFEST and args.spec not in classes:
@@ -71,7 +72,16 @@ def _validate(args: argparse.Namespace) -> int:
         else:
             # what a run of it would import: shown, not run
             code = code_references(spec, base_dir=Path(path).parent)
+            try:
+                vectorised = _vectorisation(spec)
+            except VectorizeError as err:  # valid for the schema; every run would refuse it
+                report[path] = {"valid": False, "errors": [{"message": str(err)}]}
+                if args.format == "text":
+                    print(f"{path}: {err}", file=sys.stderr)
+                continue
             report[path] = {"valid": True, "code": [ref.to_json() for ref in code]}
+            if vectorised is not None:
+                report[path]["environment"] = vectorised
             warnings = _engine_warnings(spec)
             if warnings:
                 report[path]["warnings"] = warnings
@@ -81,11 +91,26 @@ def _validate(args: argparse.Namespace) -> int:
                     print(f"{path}: warning: {warning}", file=sys.stderr)
                 for ref in code:
                     print(f"  {ref.line()}")
+                if vectorised is not None:
+                    print(f"  {vectorised}")
                 if args.show:
                     print(dump_yaml(_dump(spec)), end="")
     if args.format == "json":
         print(json.dumps(report, indent=2))
     return 0 if all(entry["valid"] for entry in report.values()) else 1
+
+
+def _vectorisation(spec: Any) -> str | None:
+    """How a manifest's Gymnasium environment copies would run (the line validate
+    prints), None for a spec without one; a :class:`~agilerl.vectorize.VectorizeError`
+    when ``environment.sync`` and ``environment.vectorize`` disagree or ``native`` is not
+    available (a run refuses the same)."""
+    from agilerl.models.manifest import TrainingManifest
+    from agilerl.vectorize import describe_vectorize
+
+    if not isinstance(spec, TrainingManifest) or not hasattr(spec.environment, "vectorize"):
+        return None
+    return describe_vectorize(spec.environment)
 
 
 def _engine_warnings(spec: Any) -> list[str]:

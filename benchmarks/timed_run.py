@@ -29,6 +29,7 @@ def run_manifest(
         data["training"]["max_steps"] = steps
     if use_async:
         data["environment"]["sync"] = False
+        data["environment"]["vectorize"] = "async"  # not native either
     trainer = LocalTrainer.from_manifest(parse_manifest(data))
     reached: dict[str, float] = {}
     started, cpu = time.perf_counter(), time.process_time()

@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "agilerl.user_code": 10,
     "agilerl.time_limit": 10,
     "agilerl.manifest_code": 10,
+    "agilerl.vectorize": 10,
     "agilerl.recorded_code": 10,
     "agilerl.host_memory": 10,
     "agilerl.meta_device": 10,

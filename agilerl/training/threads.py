@@ -10,7 +10,7 @@ against 575 with one). So, unless the user chose (:data:`ENV_VAR`, ``--threads``
 
 * an agent on the CPU with fewer than :data:`SMALL_AGENT` parameters runs on one thread;
 * a larger one gets a thread per core that the environment workers leave free
-  (``environment.sync: false`` runs one process per environment), of this process's
+  (an ``async`` vectorisation runs one process per environment), of this process's
   share of the machine's cores when a launcher started several on it
   (``LOCAL_WORLD_SIZE``);
 * an agent on an accelerator leaves torch's setting alone.

@@ -431,6 +431,8 @@ def test_validate_lists_every_piece_of_code_and_imports_none(env_dir, capsys):
         f"gymnasium.wrappers, looked up in {env_dir} first, imported when the run starts)",
         f"code: environment.wrappers.1 -> my_wrappers:Clip (module my_wrappers, looked up in "
         f"{env_dir} first, imported when the run starts)",
+        "environment: envs.py:make, 16 copies, one worker process each by AsyncVectorEnv "
+        "(vectorize: async, the default)",
     ]
     assert not (env_dir / "imported.marker").exists()
     assert main(["validate", str(path), "--format", "json"]) == 0

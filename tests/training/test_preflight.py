@@ -280,7 +280,7 @@ def trainer_for(doc: dict[str, Any]) -> LocalTrainer:
 MEMORY = {
     "a hundred thousand agents": (manifest(training={"pop_size": 100_000}), "training.pop_size"),
     "a hundred thousand worker processes": (
-        manifest(environment={"num_envs": 100_000, "sync": False}),
+        manifest(environment={"num_envs": 100_000, "sync": False, "vectorize": "async"}),
         "environment.num_envs",
     ),
     "a billion transitions": (
@@ -438,7 +438,8 @@ def test_agilerl_train_reports_a_refusal_in_one_line(tmp_path: Path, capsys, pro
         doc["training"]["pop_size"] = 1_000_000_000
     else:  # training takes every default; the environment is too large
         del doc["training"]
-        doc["environment"] = {"name": "CartPole-v1", "num_envs": 100_000}
+        # a worker process each (native copies of CartPole would fit)
+        doc["environment"] = {"name": "CartPole-v1", "num_envs": 100_000, "vectorize": "async"}
     path = tmp_path / "run.yaml"
     path.write_text(json.dumps(doc))  # JSON is YAML
     assert main(["train", str(path), "--out", str(out), "--quiet"]) == 1

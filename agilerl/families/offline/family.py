@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from agilerl.components.replay_buffer import ReplayBuffer
-from agilerl.families.base import Family, Memory, evolved_mlp_network, vector_workers
+from agilerl.families.base import Family, Memory, evolved_mlp_network
 from agilerl.families.context import RunContext
 from agilerl.families.offline.datasets import DatasetError, OfflineDataset, load_dataset
 from agilerl.families.single_agent.envs import make_env, make_vector_env
 from agilerl.families.single_agent.evaluation import GymEvaluation, without_dataset
-from agilerl.families.single_agent.family import gym_build_args
+from agilerl.families.single_agent.family import gym_build_args, gym_env_workers
 from agilerl.families.single_agent.preflight import estimate
 from agilerl.models.base import AgentType
 from agilerl.models.training import ReplayBufferSpec
@@ -104,7 +104,7 @@ class OfflineFamily(GymEvaluation, Family):
         return Memory(memory)
 
     def env_workers(self, ctx: RunContext, env: Any) -> int:
-        return vector_workers(ctx, env)
+        return gym_env_workers(ctx, env)
 
     def evolved_network(self, best: Any) -> dict[str, Any]:
         return evolved_mlp_network(best)

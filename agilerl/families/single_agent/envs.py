@@ -1,8 +1,9 @@
 """Vectorised Gymnasium environments built from a :class:`~agilerl.models.env.GymEnvSpec`.
 
-Every environment is vectorised with *same-step* autoreset: when a sub-environment ends,
-``step`` already returns the first observation of its next episode and puts the last one
-in ``info["final_obs"]``. The loops rely on this (no wasted step per episode, and the true
+Every environment is vectorised (natively, in this process or in worker processes, as
+``environment.vectorize`` resolves: :mod:`agilerl.vectorize`) with *same-step* autoreset:
+when a sub-environment ends, ``step`` already returns the first observation of its next
+episode and puts the last one in ``info["final_obs"]``. The loops rely on this (no wasted step per episode, and the true
 final observation is there to bootstrap a time-limit cut).
 """
 
@@ -15,14 +16,17 @@ import importlib.util
 import reprlib
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.manifest_code import split_target
 from agilerl.user_code import UserCodeError, call_user
+from agilerl.vectorize import ROW_RESETS, VectorizeError, native_entry_point, resolve_vectorize
 
 
 class EnvironmentSpecError(ValueError):
@@ -193,21 +197,56 @@ def make_env(spec: Any) -> gym.Env:
     return UserEnv(env, label)
 
 
-def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:
-    """The vectorised environment ``spec`` describes (``num_envs`` overrides the spec).
+def _native(spec: Any, n: int) -> VectorEnv:
+    """``n`` copies of registered id ``spec.name`` as one native environment
+    (``environment.config`` goes to its constructor), with same-step autoreset. Gymnasium's
+    own code: no :class:`UserEnv` guard, and only the constructor's failure (the user's
+    ``config``) is reported, as a line naming that field."""
+    entry = native_entry_point(spec.name)
+    assert entry is not None  # resolve_vectorize chose native only where there is one
+    try:
+        env = gym.make_vec(
+            spec.name, num_envs=n, vectorization_mode="vector_entry_point", **(spec.config or {})
+        )
+    except (TypeError, gym.error.Error) as err:  # keywords the constructor does not take
+        raise EnvironmentSpecError(f"environment.config: {spec.name} (native): {err}") from None
+    return SameStepAutoreset(env, ROW_RESETS[entry])
 
-    The first sub-environment is built here, in this process, so a bad name, entry
-    point or wrapper fails with a clear :class:`EnvironmentSpecError` before any worker
-    process starts.
-    """
-    n = int(num_envs or spec.num_envs)
+
+def _sync(spec: Any, n: int) -> VectorEnv:
+    """Every copy in this process; the first is built before the others, so a bad name,
+    entry point or wrapper fails with its :class:`EnvironmentSpecError` at once."""
     first = make_env(spec)
+    fns = [lambda env=first: env, *([functools.partial(make_env, spec)] * (n - 1))]
+    return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+def _async(spec: Any, n: int) -> VectorEnv:
+    """One worker process per copy; one copy is built here first, so a bad name, entry
+    point or wrapper fails with a clear :class:`EnvironmentSpecError` before any worker
+    process starts."""
+    make_env(spec).close()
     factory = functools.partial(make_env, spec)
-    if spec.sync:
-        fns = [lambda env=first: env, *([factory] * (n - 1))]
-        return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
-    first.close()
     return _AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+
+
+#: ``environment.vectorize`` (as :func:`~agilerl.vectorize.resolve_vectorize` resolves it)
+#: -> the builder of its ``n`` copies. Each gives same-step autoreset.
+VECTOR_BUILDERS: dict[str, Callable[[Any, int], VectorEnv]] = {
+    "native": _native,
+    "sync": _sync,
+    "async": _async,
+}
+
+
+def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:
+    """The vectorised environment ``spec`` describes (``num_envs`` overrides the spec),
+    vectorised as ``environment.vectorize`` resolves (:mod:`agilerl.vectorize`)."""
+    try:
+        chosen = resolve_vectorize(spec)
+    except VectorizeError as err:
+        raise EnvironmentSpecError(str(err)) from None
+    return VECTOR_BUILDERS[chosen.kind](spec, int(num_envs or spec.num_envs))
 
 
 class _AsyncVectorEnv(AsyncVectorEnv):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from agilerl.components.replay import build_replay_buffers
-from agilerl.families.base import Family, Memory, evolved_mlp_network, vector_workers
+from agilerl.families.base import Family, Memory, evolved_mlp_network
 from agilerl.families.context import RunContext
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.families.single_agent.evaluation import GymEvaluation
@@ -17,6 +17,13 @@ from agilerl.models.base import AgentType
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import Estimate
+from agilerl.vectorize import resolve_vectorize
+
+
+def gym_env_workers(ctx: RunContext, env: Any) -> int:
+    """Worker processes of a Gymnasium vector env: one per copy where
+    ``environment.vectorize`` resolves to ``async``, none otherwise."""
+    return env.num_envs if resolve_vectorize(ctx.environment).workers else 0
 
 
 def gym_build_args(ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
@@ -54,7 +61,7 @@ class SingleAgentFamily(GymEvaluation, Family):
             raise TrainerError(str(err)) from None
 
     def env_workers(self, ctx: RunContext, env: Any) -> int:
-        return vector_workers(ctx, env)
+        return gym_env_workers(ctx, env)
 
     def evolved_network(self, best: Any) -> dict[str, Any]:
         return evolved_mlp_network(best)

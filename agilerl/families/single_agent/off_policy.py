@@ -135,12 +135,12 @@ def off_policy_turns(
 def in_process(spec: Any) -> Any:
     """``spec`` with its copies stepped in this process (natively where the environment
     has a vector implementation, else synchronously): a cohort's environments. A worker
-    process per copy (``sync: false``) serves one agent's ``num_envs``; a cohort has
-    ``P x num_envs`` copies, and as many processes would outnumber any machine's cores."""
-    vectorize = getattr(spec, "vectorize", None)
-    return spec.model_copy(
-        update={"sync": True, "vectorize": None if vectorize == "async" else vectorize}
-    )
+    process per copy (``async``) serves one agent's ``num_envs``; a cohort has ``P x
+    num_envs`` copies, and as many processes would outnumber any machine's cores. A spec
+    that names ``native`` or ``sync`` keeps it."""
+    if spec.vectorize in ("native", "sync"):
+        return spec
+    return spec.model_copy(update={"sync": True, "vectorize": None})
 
 
 class CohortEnvs:

@@ -29,6 +29,7 @@ from agilerl.training.preflight import (
     size_text,
     traced_bytes,
 )
+from agilerl.vectorize import VectorizeError, resolve_vectorize
 
 
 def check_rl_run(ctx: RunContext, available: int | None = None) -> Estimate:
@@ -41,6 +42,10 @@ def check_rl_run(ctx: RunContext, available: int | None = None) -> Estimate:
 def estimate(ctx: RunContext) -> Estimate:
     """What a single-agent run will allocate: population, environments and buffers."""
     algorithm, training, spec = ctx.algorithm, ctx.training, ctx.environment
+    try:  # before anything is built
+        vectorised = resolve_vectorize(spec)
+    except VectorizeError as err:
+        raise PreflightError(str(err)) from None
     env, env_bytes = traced_bytes(lambda: make_env(spec))
     try:
         obs_space, action_space = env.observation_space, env.action_space
@@ -68,8 +73,9 @@ def estimate(ctx: RunContext) -> Estimate:
             one=per_agent,
         )
     ]
-    per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)
-    kind = "in this process" if spec.sync else "each in a worker process"
+    # a native environment's copies cost no more than separate ones (CartPole: less)
+    per_env = env_bytes + 2 * obs + (WORKER_PROCESS_BYTES if vectorised.workers else 0)
+    kind = vectorised.how
     needs.append(
         Need(
             "environment.num_envs",

@@ -1,4 +1,5 @@
-"""Vectorised environments from GymEnvSpec: sync/async, entry points, wrappers, errors."""
+"""Vectorised environments from GymEnvSpec: sync/async, entry points, wrappers, errors
+(native ones: test_native.py)."""
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from agilerl.user_code import UserCodeError
 
 
 def test_sync_and_async_from_the_spec_with_same_step_autoreset():
-    sync = make_vector_env(GymEnvSpec(name="CartPole-v1", num_envs=3, sync=True))
+    sync = make_vector_env(GymEnvSpec(name="CartPole-v1", num_envs=3, vectorize="sync"))
     assert isinstance(sync, SyncVectorEnv) and sync.num_envs == 3
     obs, _ = sync.reset(seed=0)
     ended = False
@@ -27,7 +28,7 @@ def test_sync_and_async_from_the_spec_with_same_step_autoreset():
             break
     assert ended
     sync.close()
-    async_env = make_vector_env(GymEnvSpec(name="CartPole-v1", num_envs=2))
+    async_env = make_vector_env(GymEnvSpec(name="CartPole-v1", num_envs=2, vectorize="async"))
     try:
         assert isinstance(async_env, AsyncVectorEnv)
         assert async_env.reset(seed=0)[0].shape == (2, 4)

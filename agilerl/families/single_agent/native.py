@@ -1,0 +1,64 @@
+"""Natively vectorised Gymnasium environments (``environment.vectorize: native``) with the
+same-step autoreset the loops need.
+
+Gymnasium's native vector environments (``CartPoleVectorEnv``) autoreset on the *next*
+step: the step that ends an episode returns its last observation, and the following
+``step`` ignores that copy's action and returns its first observation. The loops expect
+what ``SyncVectorEnv(..., autoreset_mode=AutoresetMode.SAME_STEP)`` gives, and
+:class:`SameStepAutoreset` gives exactly that over a native environment: the step that
+ends an episode already returns the next episode's first observation, with the last one
+in ``info["final_obs"]`` (an object array, ``None`` where no episode ended) and the
+mask in ``info["_final_obs"]``, plus ``info["final_info"]`` (``{}``: a native
+environment reports no per-copy info) and its mask ``info["_final_info"]``; rewards are
+float64, as the other vectorisations give them.
+
+Seeding differs from ``SyncVectorEnv``: there, copy ``i`` of ``reset(seed=s)`` is seeded
+``s + i``; here one generator, seeded ``s``, draws every copy's start and every later
+episode's, so a seed reproduces the whole run but not Sync's individual episodes.
+
+A native environment is Gymnasium's own code, so its steps do not go through
+:class:`~agilerl.families.single_agent.envs.UserEnv`'s guard (the time limit and
+one-line errors are for the user's code); only its construction, which reads the
+user's ``environment.config``, reports a failure as a line naming that field.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
+
+from agilerl.vectorize import RowReset
+
+
+class SameStepAutoreset(VectorWrapper):
+    """A native vector environment whose ended copies restart in the step that ends them
+    (``reset_rows`` starts new episodes in some rows at once: :data:`~agilerl.vectorize.
+    ROW_RESETS`)."""
+
+    def __init__(self, env: VectorEnv, reset_rows: RowReset) -> None:
+        super().__init__(env)
+        self.reset_rows = reset_rows
+        self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = self.env.step(actions)
+        reward = np.asarray(reward, dtype=np.float64)
+        ended = np.logical_or(terminated, truncated)
+        if not ended.any():
+            return obs, reward, terminated, truncated, info
+        rows = np.flatnonzero(ended)
+        final = np.full(self.num_envs, None, dtype=object)
+        for i in rows:
+            final[i] = obs[i].copy()
+        obs = obs.copy()
+        obs[rows] = self.reset_rows(self.env, rows)
+        info = {
+            **info,
+            "final_obs": final,
+            "_final_obs": ended.copy(),
+            "final_info": {},
+            "_final_info": ended.copy(),
+        }
+        return obs, reward, terminated, truncated, info
