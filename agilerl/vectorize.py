@@ -121,11 +121,7 @@ def resolve_vectorize(spec: Any) -> Vectorisation:
     ``OfflineEnvSpec``) run as; a :class:`VectorizeError` when the section asks for what
     cannot be."""
     asked = spec.vectorize
-    if spec.sync and asked not in (None, "sync"):
-        raise VectorizeError(
-            f"environment.sync: true asks for SyncVectorEnv, but environment.vectorize is "
-            f"{asked!r}; remove environment.sync (environment.vectorize decides)"
-        )
+    # (``sync: true`` beside ``native`` or ``async`` is refused by the schema's own rule.)
     if asked == "native":
         reason = _native_refusal(spec)
         if reason is not None:

@@ -5,6 +5,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from pydantic import ValidationError
 
 from agilerl.cli import main
 from agilerl.models.env import GymEnvSpec, OfflineEnvSpec
@@ -65,16 +66,6 @@ def test_native_ids_are_those_with_a_row_reset():
 
 
 REFUSALS = {
-    "sync and async": (
-        {"sync": True, "vectorize": "async"},
-        "environment.sync: true asks for SyncVectorEnv, but environment.vectorize is 'async'; "
-        "remove environment.sync (environment.vectorize decides)",
-    ),
-    "sync and native": (
-        {"sync": True, "vectorize": "native"},
-        "environment.sync: true asks for SyncVectorEnv, but environment.vectorize is 'native'; "
-        "remove environment.sync (environment.vectorize decides)",
-    ),
     "no native environment": (
         {"name": "Pendulum-v1", "vectorize": "native"},
         "environment.vectorize: 'native' is not available: 'Pendulum-v1' has no native vector "
@@ -154,14 +145,31 @@ def test_validate_says_how_the_copies_run(tmp_path, capsys):
 
 
 def test_validate_refuses_what_a_run_would_refuse(tmp_path, capsys):
-    path = manifest(tmp_path, sync=True, vectorize="async")
+    path = manifest(tmp_path, name="Pendulum-v1", vectorize="native")
+    message = REFUSALS["no native environment"][1]
     assert main(["validate", str(path)]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == f"{path}: {REFUSALS['sync and async'][1]}\n"
+    assert captured.err == f"{path}: {message}\n"
     assert main(["validate", "--format", "json", str(path)]) == 1
     entry = json.loads(capsys.readouterr().out)[str(path)]
-    assert entry == {"valid": False, "errors": [{"message": REFUSALS["sync and async"][1]}]}
+    assert entry == {"valid": False, "errors": [{"message": message}]}
+
+
+@pytest.mark.parametrize("vectorize", ["native", "async"])
+def test_sync_beside_a_vectorize_that_decides_is_the_schemas_refusal(vectorize, capsys, tmp_path):
+    because = (
+        f'environment.sync: sync must not be true when vectorize is "{vectorize}": sync: true '
+        "asks for SyncVectorEnv, and vectorize decides how the copies run; leave sync out "
+        "(found True)"
+    )
+    with pytest.raises(ValidationError, match="sync must not be true when vectorize is"):
+        GymEnvSpec(name="CartPole-v1", sync=True, vectorize=vectorize)
+    path = manifest(tmp_path, sync=True, vectorize=vectorize)  # one line of JSON
+    assert main(["validate", str(path)]) == 1
+    located = [line.strip() for line in capsys.readouterr().err.splitlines() if because in line]
+    assert len(located) == 1 and located[0].startswith(f"{path}:1:")
+    assert GymEnvSpec(name="CartPole-v1", sync=True, vectorize="sync").sync  # they agree
 
 
 def test_workers_are_counted_by_the_choice():

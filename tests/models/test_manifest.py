@@ -274,10 +274,12 @@ def test_cli_validate_exit_codes_and_json(capsys):
     bad = CORPUS_DIR / "tests" / "dqn.yaml"
     assert main(["validate", str(CONFIGS[0]), str(bad), "--format", "json"]) == 1
     report = json.loads(capsys.readouterr().out)
-    assert {k: v for k, v in report[str(CONFIGS[0])].items() if k != "warnings"} == {
+    entry = report[str(CONFIGS[0])]
+    assert {k: v for k, v in entry.items() if k not in ("warnings", "environment")} == {
         "valid": True,
         "code": [],
-    }  # (warnings: tests/test_cli_hints.py)
+    }  # (warnings: tests/test_cli_hints.py; environment: tests/test_vectorize.py)
+    assert entry.get("environment", "environment: ").startswith("environment: ")
     (error,) = report[str(bad)]["errors"]
     assert error["path"] == "tournament_selection" and error["line"] >= 1
 

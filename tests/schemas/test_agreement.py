@@ -109,6 +109,8 @@ def steer(schema: dict, doc: Any) -> Any:
             continue
         if "anyPositive" in rule:
             continue  # random weights are rarely all zero: nothing to steer
+        if "ignoredWhen" in rule:
+            continue  # a flag set beside a value that ignores it: both verdicts judge it
         field, measure = rule["field"], rule.get("measure", "value")
         low, high = rule.get("within") or [None, rule.get("atMost") or rule.get("below")]
         low, high = get(low) if low else None, get(high)
