@@ -29,7 +29,10 @@ MAX_STEPS = {"DQN": 25_000, "PPO": 50_000}
 
 
 def run(path: str, seed: int) -> tuple[float, float, float]:
-    from agilerl.trainer import LocalTrainer  # the reference's, in its own venv
+    try:  # the reference's, in its own venv (its module moved between releases)
+        from agilerl.trainer import LocalTrainer
+    except ModuleNotFoundError:
+        from agilerl.training.trainer import LocalTrainer
 
     with open(path) as handle:
         doc = yaml.safe_load(handle)
