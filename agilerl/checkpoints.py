@@ -33,7 +33,6 @@ import hashlib
 import json
 import math
 import os
-import stat
 import struct
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -47,6 +46,7 @@ from gymnasium import spaces
 
 from agilerl.atomic import write_bytes
 from agilerl.host_memory import available_memory
+from agilerl.regular_file import NotRegularFile, open_regular
 
 MAGIC = b"AGILERL-CKPT\x00"
 FORMAT_VERSION = 2
@@ -421,16 +421,6 @@ def payload_limit() -> int | None:
     return None if available is None else available // 2
 
 
-#: What a file that is not a regular file is, by ``stat`` test, for the refusal.
-_NOT_REGULAR = (
-    (stat.S_ISDIR, "is a directory, not a checkpoint file"),
-    (stat.S_ISFIFO, "is a FIFO (named pipe), not a checkpoint file"),
-    (stat.S_ISCHR, "is a character device, not a checkpoint file"),
-    (stat.S_ISBLK, "is a block device, not a checkpoint file"),
-    (stat.S_ISSOCK, "is a socket, not a checkpoint file"),
-)
-
-
 def size_text(n: int) -> str:
     """``n`` bytes for a message (with GiB from 1 GiB)."""
     return f"{n:,} bytes ({n / 2**30:.1f} GiB)" if n >= 2**30 else f"{n:,} bytes"
@@ -443,20 +433,16 @@ def read_file(path: Path) -> bytes:
     size, and only when the payload the header declares and the file's size are both
     within :func:`payload_limit`."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd, info = open_regular(path)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: no such checkpoint file") from None
     except IsADirectoryError:
         raise CheckpointError(f"{path}: is a directory, not a checkpoint file") from None
+    except NotRegularFile as err:
+        what = f"is {err.kind}" if err.kind else "not a regular file"
+        raise CheckpointError(f"{path}: {what}, not a checkpoint file") from None
     except OSError as err:
         raise CheckpointError(f"{path}: cannot read ({err.strerror or err})") from None
-    info = os.fstat(fd)  # of the file opened: no swap between a check and the open
-    problem = next((what for test, what in _NOT_REGULAR if test(info.st_mode)), None)
-    if problem is None and not stat.S_ISREG(info.st_mode):
-        problem = "not a regular file, not a checkpoint file"
-    if problem is not None:
-        os.close(fd)
-        raise CheckpointError(f"{path}: {problem}")
     with os.fdopen(fd, "rb") as file:
         try:
             head = file.read(_HEADER.size)

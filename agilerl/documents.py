@@ -28,7 +28,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,7 @@ from yaml.events import (
 from yaml.reader import ReaderError
 
 from agilerl.models.validation import Issue, SpecError, parse_spec, short_repr
+from agilerl.regular_file import NotRegularFile, open_regular
 
 #: A document larger than this is refused before it is read (manifests are a few KB).
 MAX_DOCUMENT_BYTES = 1 << 20
@@ -424,32 +424,18 @@ class _Composer(CParser):
 # --- Public API -------------------------------------------------------------------------
 
 
-#: What a file that is not a regular one is, by ``stat`` mode test (for the refusal).
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
 def _read(path: str | Path) -> bytes:
     """The file's bytes, refusing one over the size limit before reading it whole.
 
-    Only regular files are read: a FIFO with no writer (or a terminal) would block the
-    reader forever, and a device has no size to check. The file is opened non-blocking
-    (opening a FIFO waits for a writer otherwise) and its kind checked on the open
-    descriptor, so nothing can swap the file between the check and the read."""
+    Only regular files are read (:func:`~agilerl.regular_file.open_regular`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd, info = open_regular(path)
+    except NotRegularFile as err:
+        kind = err.kind or "not a file"
+        raise DocumentError(f"{path}: not a regular file ({kind}); nothing was read") from None
     except OSError as err:
         raise DocumentError(f"{path}: cannot read: {err.strerror}") from None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = next((name for test, name in _FILE_KINDS if test(info.st_mode)), "not a file")
-            raise DocumentError(f"{path}: not a regular file ({kind}); nothing was read")
         size = info.st_size
         data = os.read(fd, size + 1) if size <= MAX_DOCUMENT_BYTES else b""
     except OSError as err:

@@ -53,6 +53,11 @@ def stack_tree(items: list[Any]) -> Any:
     return map_tree(lambda *leaves: np.stack(leaves), items[0], *items[1:])
 
 
+def concat_tree(batches: list[Any]) -> Any:
+    """Batches (trees of the same structure) one after the other, per leaf."""
+    return map_tree(lambda *leaves: np.concatenate(leaves), batches[0], *batches[1:])
+
+
 def replace_rows(batch: Any, rows: np.ndarray, items: list[Any]) -> Any:
     """A copy of ``batch`` whose rows ``rows`` are the observations ``items`` (one per
     row, trees of the batch's structure)."""

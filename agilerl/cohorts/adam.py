@@ -20,10 +20,10 @@ import torch
 
 #: torch's multi-tensor kernels (``torch._foreach_*``, what its own Adam runs), which its
 #: stubs keep private.
-_multi: Any = torch
+multi_tensor: Any = torch
 
 
-def _column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+def column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     """``values`` (P,) shaped to broadcast over ``like`` (P, ...)."""
     return values.reshape(-1, *([1] * (like.dim() - 1)))
 
@@ -102,17 +102,19 @@ class StackedAdam:
         for p in self.params:
             key = (p.dim(), p.dtype)
             if key not in shaped:
-                shaped[key] = {k: _column(v, p).to(p.dtype) for k, v in coefficients.items()}
+                shaped[key] = {k: column(v, p).to(p.dtype) for k, v in coefficients.items()}
         columns = {k: [shaped[(p.dim(), p.dtype)][k] for p in self.params] for k in coefficients}
         grads = list(grads)
-        _multi._foreach_lerp_(self.exp_avg, grads, columns["w1"])
-        _multi._foreach_mul_(self.exp_avg_sq, columns["keep2"])
-        _multi._foreach_addcmul_(self.exp_avg_sq, _multi._foreach_mul(grads, columns["w2"]), grads)
-        denom = _multi._foreach_sqrt(self.exp_avg_sq)
-        _multi._foreach_div_(denom, columns["root"])
-        _multi._foreach_add_(denom, self.eps)
-        _multi._foreach_addcdiv_(
-            self.params, _multi._foreach_mul(self.exp_avg, columns["step"]), denom, value=-1.0
+        multi_tensor._foreach_lerp_(self.exp_avg, grads, columns["w1"])
+        multi_tensor._foreach_mul_(self.exp_avg_sq, columns["keep2"])
+        multi_tensor._foreach_addcmul_(
+            self.exp_avg_sq, multi_tensor._foreach_mul(grads, columns["w2"]), grads
+        )
+        denom = multi_tensor._foreach_sqrt(self.exp_avg_sq)
+        multi_tensor._foreach_div_(denom, columns["root"])
+        multi_tensor._foreach_add_(denom, self.eps)
+        multi_tensor._foreach_addcdiv_(
+            self.params, multi_tensor._foreach_mul(self.exp_avg, columns["step"]), denom, value=-1.0
         )
 
     def write_back(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:

@@ -30,9 +30,9 @@ import torch
 
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
-from agilerl.cohorts.adam import StackedAdam, _column, _multi
+from agilerl.cohorts.adam import StackedAdam, column, multi_tensor
 from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
-from agilerl.observations import map_tree
+from agilerl.observations import concat_tree
 
 
 class Precomputed:
@@ -75,23 +75,17 @@ class ValueCohort:
         self.max_grad_norm = self.template.max_grad_norm
 
     # -- acting -----------------------------------------------------------------------
-    def explore(self, obs: Any, masks: Sequence[Any]) -> np.ndarray:
-        """Every agent's exploring actions for its block of ``obs`` (leaves ``(P * n,
-        ...)``): one forward for the cohort, then each agent's own ``explore`` (its
-        epsilon, its generator, its action masks) on its outputs."""
+    def explore(self, obs: Sequence[Any], masks: Sequence[Any]) -> np.ndarray:
+        """Every agent's exploring actions for its observations ``obs[p]``: one forward
+        for the cohort, then each agent's own ``explore`` (its epsilon, its generator,
+        its action masks) on its outputs; agent ``p``'s actions the ``p``-th block."""
         with torch.no_grad():
-            q_values = self.online(obs)
+            q_values = self.online(concat_tree(list(obs)))
         blocks = q_values.reshape(len(self.agents), -1, *q_values.shape[1:])
         actions = []
-        for p, agent in enumerate(self.agents):
-            rows = map_tree(
-                lambda leaf, p=p: np.asarray(leaf).reshape(
-                    len(self.agents), -1, *np.shape(leaf)[1:]
-                )[p],
-                obs,
-            )
-            with bound(agent, actor=Precomputed(blocks[p])):
-                actions.append(agent.explore(rows, masks[p]))
+        for agent, own, output, mask in zip(self.agents, obs, blocks, masks, strict=True):
+            with bound(agent, actor=Precomputed(output)):
+                actions.append(agent.explore(own, mask))
         return np.concatenate(actions)
 
     # -- learning ---------------------------------------------------------------------
@@ -128,8 +122,8 @@ class ValueCohort:
         with torch.no_grad():
             weight = self.tau * live_mask.to(self.tau.dtype)
             targets = self.target.parameters()
-            _multi._foreach_lerp_(
-                targets, params, [_column(weight, t).to(t.dtype) for t in targets]
+            multi_tensor._foreach_lerp_(
+                targets, params, [column(weight, t).to(t.dtype) for t in targets]
             )
         # One device sync for every figure of every agent.
         names = [(p, name) for p in live for name in figures[p]]
@@ -152,7 +146,7 @@ def _clip_per_agent(grads: list[torch.Tensor], max_norm: float) -> None:
     squares = torch.stack([g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads]).sum(0)
     scale = torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)
     for g in grads:
-        g.mul_(_column(scale, g))
+        g.mul_(column(scale, g))
 
 
 #: Algorithm class -> its cohort learner (exact classes).

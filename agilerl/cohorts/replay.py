@@ -52,14 +52,13 @@ class CohortReplay:
     def add(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> None:
         """One vector step of every agent: each leaf ``(P * n, ...)``, agent ``p``'s rows the
         ``p``-th block."""
-        values = dict(zip(FIELDS, (obs, action, reward, next_obs, done), strict=True))
-        batch = {
-            name: map_tree(
-                lambda leaf: _as_tensor(leaf).reshape(self.agents, -1, *_as_tensor(leaf).shape[1:]),
-                value,
-            )
-            for name, value in values.items()
-        }
+
+        def blocks(leaf: Any) -> torch.Tensor:
+            tensor = _as_tensor(leaf)
+            return tensor.reshape(self.agents, -1, *tensor.shape[1:])
+
+        values = (obs, action, reward, next_obs, done)
+        batch = {name: map_tree(blocks, value) for name, value in zip(FIELDS, values, strict=True)}
         count = int(tree_leaves(batch["obs"])[0].shape[1])
         if count > self.capacity:
             raise ValueError(f"a step of {count} rows per agent exceeds the view's {self.capacity}")

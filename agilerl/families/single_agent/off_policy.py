@@ -17,7 +17,7 @@ from agilerl.cohorts.replay import CohortReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.envs import make_vector_env
-from agilerl.observations import map_tree, replace_rows
+from agilerl.observations import concat_tree, replace_rows
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -163,11 +163,6 @@ class CohortEnvs:
         self.envs.clear()
 
 
-def _joined(trees: list[Any]) -> Any:
-    """The agents' batches one after the other (agent ``p``'s rows the ``p``-th block)."""
-    return map_tree(lambda *leaves: np.concatenate(leaves), trees[0], *trees[1:])
-
-
 def lockstep_turn(
     memory: Any,
     num_envs: int,
@@ -210,7 +205,7 @@ def lockstep_turn(
         batch_size = np.array([agent.batch_size for agent in agents])  # one (cohort_key)
         for _ in range(n_steps):
             masks = [action_mask_from_info(info) for info in infos]
-            actions = learner.explore(_joined(obs), masks)
+            actions = learner.explore(obs, masks)
             steps = [
                 env.step(actions[p * num_envs : (p + 1) * num_envs])
                 for p, env in enumerate(own_envs)
@@ -221,7 +216,11 @@ def lockstep_turn(
             ended = terminated | np.stack([np.asarray(step[3]) for step in steps])
             finals = [with_final_obs(step[0], step[4]) for step in steps]
             view.add(
-                _joined(obs), actions, reward.reshape(-1), _joined(finals), terminated.reshape(-1)
+                concat_tree(obs),
+                actions,
+                reward.reshape(-1),
+                concat_tree(finals),
+                terminated.reshape(-1),
             )
             returns += reward
             for p, agent in enumerate(agents):
