@@ -45,8 +45,8 @@ import torch
 from gymnasium import spaces
 
 from agilerl.atomic import write_bytes
+from agilerl.documents import NotRegularFile, open_regular
 from agilerl.host_memory import available_memory
-from agilerl.regular_file import NotRegularFile, open_regular
 
 MAGIC = b"AGILERL-CKPT\x00"
 FORMAT_VERSION = 2

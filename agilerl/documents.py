@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,6 @@ from yaml.events import (
 from yaml.reader import ReaderError
 
 from agilerl.models.validation import Issue, SpecError, parse_spec, short_repr
-from agilerl.regular_file import NotRegularFile, open_regular
 
 #: A document larger than this is refused before it is read (manifests are a few KB).
 MAX_DOCUMENT_BYTES = 1 << 20
@@ -424,10 +424,51 @@ class _Composer(CParser):
 # --- Public API -------------------------------------------------------------------------
 
 
+# Opening a file that is read whole: only a regular one. A FIFO with no writer (or a
+# terminal) would block its reader forever, and a device or a directory has no size to
+# bound a read by. The file is opened without blocking (opening a FIFO waits for a writer
+# otherwise) and its kind checked on the open descriptor, so nothing can swap it between
+# the check and the read. Checkpoints are opened the same way, and word the refusal for
+# their own file.
+#: What a file that is not a regular one is, by ``stat`` mode test (for a refusal).
+FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+class NotRegularFile(Exception):
+    """The path names something other than a regular file; ``kind`` says what (None
+    where :data:`FILE_KINDS` does not know it)."""
+
+    def __init__(self, kind: str | None) -> None:
+        super().__init__(kind or "not a regular file")
+        self.kind = kind
+
+
+def open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of the regular file at ``path`` and its ``fstat``; the
+    caller closes it. :class:`NotRegularFile` (nothing left open) for any other kind;
+    ``os.open``'s ``OSError`` passes through."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise NotRegularFile(next((name for test, name in FILE_KINDS if test(info.st_mode)), None))
+    return fd, info
+
+
 def _read(path: str | Path) -> bytes:
     """The file's bytes, refusing one over the size limit before reading it whole.
 
-    Only regular files are read (:func:`~agilerl.regular_file.open_regular`)."""
+    Only regular files are read (:func:`open_regular`)."""
     try:
         fd, info = open_regular(path)
     except NotRegularFile as err:

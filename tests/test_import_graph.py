@@ -53,7 +53,6 @@ LAYERS: dict[str, int] = {
     "agilerl.meta_device": 10,
     "agilerl.models": 0,
     "agilerl.documents": 0,
-    "agilerl.regular_file": 0,
     "agilerl.schema": 0,
     "agilerl._generated": 0,
     "agilerl": 0,  # the package root: lazy names only
