@@ -21,7 +21,7 @@ a network's forward and an algorithm's code are pointed at stacked parts.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -154,30 +154,51 @@ def stackable(network: Any) -> bool:
 
 class StackedNetwork:
     """The networks of P agents (same architecture) as one callable on flattened rows;
-    see the module docstring."""
+    see the module docstring.
 
-    def __init__(self, networks: Sequence[EvolvableNetwork], trainable: bool = True) -> None:
+    ``shared`` names stacked modules another :class:`StackedNetwork` of the cohort owns
+    (an encoder the agents' critics share with their actors): this one runs them and
+    leaves their parameters, and writing them back, to their owner."""
+
+    def __init__(
+        self,
+        networks: Sequence[EvolvableNetwork],
+        trainable: bool = True,
+        shared: Mapping[str, StackedMLP] | None = None,
+    ) -> None:
         self.count = len(networks)
         self.template = networks[0]
-        self.modules = {
+        shared = dict(shared or {})
+        #: The submodules this network stacked itself (whose parameters it holds).
+        self.owned = {
             name: STACKED_MODULES[type(module)](
                 [net.submodules()[name] for net in networks], trainable
             )
             for name, module in self.template.submodules().items()
+            if name not in shared
+        }
+        self.modules = {
+            name: shared[name] if name in shared else self.owned[name]
+            for name in self.template.submodules()
         }
 
     def __call__(self, *args: Any) -> Any:
         with bound(self.template, **self.modules):
             return self.template(*args)
 
+    def call(self, method: str, *args: Any) -> Any:
+        """The network's own ``method`` (``from_latent``, ...) run on the stacked modules."""
+        with bound(self.template, **self.modules):
+            return getattr(self.template, method)(*args)
+
     def parameters(self) -> list[nn.Parameter]:
-        return [p for module in self.modules.values() for p in module.stacked]
+        return [p for module in self.owned.values() for p in module.stacked]
 
     def agent_parameters(self, network: EvolvableNetwork) -> list[nn.Parameter]:
         """``network``'s own parameters, in the order of :meth:`parameters` (the slice
         of each stacked tensor that is this agent's)."""
         found = []
-        for name, module in self.modules.items():
+        for name, module in self.owned.items():
             own = dict(network.submodules()[name].named_parameters())
             found += [own[param] for param in module.names]
         return found
@@ -185,7 +206,7 @@ class StackedNetwork:
     def write_back(self, networks: Sequence[EvolvableNetwork]) -> None:
         """Copy agent ``p``'s weights into ``networks[p]`` (in place: the agents'
         optimisers keep pointing at the same tensors)."""
-        for name, module in self.modules.items():
+        for name, module in self.owned.items():
             module.write_back([net.submodules()[name] for net in networks])
 
 
