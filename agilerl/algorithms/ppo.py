@@ -650,32 +650,44 @@ def clipped_ppo_loss(
     entropy: torch.Tensor,
     value: torch.Tensor,
     batch: Any,
-    clip_coef: float,
-    ent_coef: float,
-    vf_coef: float,
+    clip_coef: float | torch.Tensor,
+    ent_coef: float | torch.Tensor,
+    vf_coef: float | torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The PPO loss of one minibatch (module docstring) and, detached, :data:`METRICS`.
 
     ``log_prob``, ``entropy`` and ``value`` are the current networks' for the minibatch;
     ``batch`` carries what the rollout stored: ``log_probs``, ``advantages`` (normalised
-    here, within the minibatch), ``values`` and ``returns``. Shared by PPO and IPPO."""
+    here, within the minibatch), ``values`` and ``returns``. Shared by PPO and IPPO.
+
+    Every reduction runs over the last dimension, so the tensors may carry leading ones:
+    a cohort's minibatches ``(P, B)``, one row per agent, with coefficients ``(P, 1)``,
+    give each agent's loss ``(P,)`` and metrics ``(6, P)``."""
     log_ratio = log_prob - batch.log_probs
     ratio = log_ratio.exp()
     advantages = batch.advantages
-    if advantages.numel() > 1:
-        advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-    clipped = ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef)
-    policy_loss = -torch.min(advantages * ratio, advantages * clipped).mean()
-    value_clipped = batch.values + (value - batch.values).clamp(-clip_coef, clip_coef)
+    if advantages.shape[-1] > 1:
+        advantages = (advantages - advantages.mean(-1, keepdim=True)) / (
+            advantages.std(-1, keepdim=True) + 1e-8
+        )
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
+    policy_loss = -torch.min(advantages * ratio, advantages * clipped).mean(-1)
+    change = torch.clamp(value - batch.values, -clip_coef, clip_coef)
+    value_clipped = batch.values + change
     value_error = torch.max((value - batch.returns) ** 2, (value_clipped - batch.returns) ** 2)
-    value_loss = 0.5 * value_error.mean()
-    entropy = entropy.mean()
-    loss = policy_loss - ent_coef * entropy + vf_coef * value_loss
+    value_loss = 0.5 * value_error.mean(-1)
+    entropy = entropy.mean(-1)
+    loss = policy_loss - _flat(ent_coef) * entropy + _flat(vf_coef) * value_loss
     with torch.no_grad():
-        approx_kl = ((ratio - 1.0) - log_ratio).mean()
-        clip_fraction = ((ratio - 1.0).abs() > clip_coef).float().mean()
+        approx_kl = ((ratio - 1.0) - log_ratio).mean(-1)
+        clip_fraction = ((ratio - 1.0).abs() > clip_coef).float().mean(-1)
         stats = torch.stack([loss, policy_loss, value_loss, entropy, approx_kl, clip_fraction])
     return loss, stats
+
+
+def _flat(coef: float | torch.Tensor) -> float | torch.Tensor:
+    """A per-row coefficient ``(P, 1)`` as ``(P,)``, to scale per-row reductions."""
+    return coef.reshape(-1) if isinstance(coef, torch.Tensor) else coef
 
 
 def _batch_of(x: Any) -> int:

@@ -28,6 +28,19 @@ def column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return values.reshape(-1, *([1] * (like.dim() - 1)))
 
 
+def clip_per_agent(grads: Sequence[torch.Tensor], max_norm: float | torch.Tensor) -> None:
+    """Each agent's gradients (the ``p``-th slice of every stacked gradient) scaled to a
+    global 2-norm of at most its ``max_norm`` (one for all, or ``(P,)``; 0 leaves an
+    agent's unclipped): the arithmetic of
+    :func:`~agilerl.algorithms.optim.clip_grad_norm`, per agent."""
+    squares = torch.stack([g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads]).sum(0)
+    scale = torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)
+    if isinstance(max_norm, torch.Tensor):
+        scale = torch.where(max_norm > 0, scale, torch.ones_like(scale))
+    for g in grads:
+        g.mul_(column(scale, g))
+
+
 class StackedAdam:
     """Adam for the stacked ``params`` (each ``(P, ...)``); ``own[p]`` are agent ``p``'s
     parameters in the same order, which its optimiser ``optimizers[p]`` updates alone."""

@@ -30,7 +30,9 @@ import torch
 
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
-from agilerl.cohorts.adam import StackedAdam, column, multi_tensor
+from agilerl.algorithms.ppo import PPO
+from agilerl.cohorts.adam import StackedAdam, clip_per_agent, column, multi_tensor
+from agilerl.cohorts.policy import PolicyCohort
 from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
 from agilerl.observations import concat_tree
 
@@ -116,7 +118,7 @@ class ValueCohort:
             )
         ]
         if self.max_grad_norm:
-            _clip_per_agent(grads, self.max_grad_norm)
+            clip_per_agent(grads, self.max_grad_norm)
         live_mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=params[0].device)
         self.adam.step(grads, live_mask)
         with torch.no_grad():
@@ -140,17 +142,8 @@ class ValueCohort:
         self.adam.write_back([agent.optimizer for agent in self.agents])
 
 
-def _clip_per_agent(grads: list[torch.Tensor], max_norm: float) -> None:
-    """Each agent's gradients scaled to a global 2-norm of at most ``max_norm`` (the
-    arithmetic of :func:`~agilerl.algorithms.optim.clip_grad_norm`, per agent)."""
-    squares = torch.stack([g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads]).sum(0)
-    scale = torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)
-    for g in grads:
-        g.mul_(column(scale, g))
-
-
-#: Algorithm class -> its cohort learner (exact classes).
-LEARNERS: dict[type, type[ValueCohort]] = {DQN: ValueCohort, CQN: ValueCohort}
+#: Algorithm class -> its cohort learner (exact classes); the family's turn drives it.
+LEARNERS: dict[type, Any] = {DQN: ValueCohort, CQN: ValueCohort, PPO: PolicyCohort}
 
 
 def cohort_key(agent: Any) -> tuple[Any, ...] | None:

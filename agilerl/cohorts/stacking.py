@@ -22,7 +22,7 @@ a network's forward and an algorithm's code are pointed at stacked parts.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, cast
 
 import torch
@@ -208,6 +208,13 @@ class StackedNetwork:
         optimisers keep pointing at the same tensors)."""
         for name, module in self.owned.items():
             module.write_back([net.submodules()[name] for net in networks])
+
+
+def installed(network: StackedNetwork) -> AbstractContextManager[None]:
+    """The first agent's own network holding the stacked modules for the length of the
+    block: an algorithm's code that reaches into its networks' parts (``encoder``,
+    ``head``) runs for the cohort's rows."""
+    return bound(network.template, **network.modules)
 
 
 @contextmanager

@@ -73,7 +73,7 @@ def bootstrap_time_limits(
     rewards: Any,
     terminated: Any,
     truncated: Any,
-    gamma: float,
+    gamma: float | np.ndarray,
     final_values: Callable[[Any], Any],
 ) -> Any:
     """The rewards to learn from: ``r + gamma * V(final observation)`` where the episode
@@ -219,8 +219,8 @@ class RolloutCollector(ABC):
     :meth:`store` of the same step.
     """
 
-    #: The discount of the time-limit bootstrap.
-    gamma: float
+    #: The discount of the time-limit bootstrap (one per row where rows differ in it).
+    gamma: float | np.ndarray
 
     @abstractmethod
     def act(self, obs: Any, info: Any) -> Any:

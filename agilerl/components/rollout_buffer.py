@@ -123,6 +123,22 @@ class RolloutBatch:
     resets: torch.Tensor | None = None
     valid: torch.Tensor | None = None
 
+    def rows(self, index: torch.Tensor) -> RolloutBatch:
+        """The samples at ``index`` of a flat batch (not a sequence minibatch)."""
+
+        def pick(leaf: torch.Tensor) -> torch.Tensor:
+            return leaf.index_select(0, index)
+
+        return RolloutBatch(
+            obs=map_tree(pick, self.obs),
+            actions=pick(self.actions),
+            log_probs=pick(self.log_probs),
+            values=pick(self.values),
+            advantages=pick(self.advantages),
+            returns=pick(self.returns),
+            action_masks=None if self.action_masks is None else pick(self.action_masks),
+        )
+
 
 class RolloutBuffer:
     """``capacity`` vector steps of ``num_envs`` environments (see the module docstring).
@@ -290,6 +306,27 @@ class RolloutBuffer:
         self.returns[:n] = returns
         self.ready = True
 
+    def samples(self) -> RolloutBatch:
+        """Every stored sample, flattened over steps and environments (step by step), as
+        one batch (views of the storage)."""
+        if not self.ready:
+            raise RuntimeError("compute_returns_and_advantages() must run before sampling")
+        size = len(self)
+        n = self.pos
+
+        def flat(store: torch.Tensor) -> torch.Tensor:
+            return store[:n].reshape(size, *store.shape[2:])
+
+        return RolloutBatch(
+            obs=map_tree(flat, self.obs),
+            actions=flat(self.actions),
+            log_probs=flat(self.log_probs),
+            values=flat(self.values),
+            advantages=flat(self.advantages),
+            returns=flat(self.returns),
+            action_masks=None if self.action_masks is None else flat(self.action_masks),
+        )
+
     def minibatches(self, batch_size: int) -> Iterator[RolloutBatch]:
         """One pass over every stored sample in a random order (drawn from the global
         torch CPU generator, so seeded runs match across devices), ``batch_size`` samples
@@ -298,33 +335,11 @@ class RolloutBuffer:
             raise RuntimeError("compute_returns_and_advantages() must run before minibatches()")
         if isinstance(batch_size, bool) or int(batch_size) < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        every = self.samples()
         size = len(self)
-        n = self.pos
-
-        def flat(store: torch.Tensor) -> torch.Tensor:
-            return store[:n].reshape(size, *store.shape[2:])
-
-        obs = map_tree(flat, self.obs)
-        fields = [
-            flat(x)
-            for x in (self.actions, self.log_probs, self.values, self.advantages, self.returns)
-        ]
-        masks = None if self.action_masks is None else flat(self.action_masks)
         order = torch.randperm(size).to(self.device)
         for start in range(0, size, int(batch_size)):
-            index = order[start : start + int(batch_size)]
-            actions, log_probs, values, advantages, returns = (
-                x.index_select(0, index) for x in fields
-            )
-            yield RolloutBatch(
-                obs=map_tree(lambda leaf, i=index: leaf.index_select(0, i), obs),
-                actions=actions,
-                log_probs=log_probs,
-                values=values,
-                advantages=advantages,
-                returns=returns,
-                action_masks=None if masks is None else masks.index_select(0, index),
-            )
+            yield every.rows(order[start : start + int(batch_size)])
 
     def sequence_minibatches(self, batch_size: int) -> Iterator[RolloutBatch]:
         """One pass over every sequence (see the module docstring) of every environment

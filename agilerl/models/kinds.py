@@ -144,7 +144,7 @@ AGENT_KINDS: dict[AgentType, AgentKind] = {
         encoder=True,
         replay_memory=False,
         training_kwargs={
-            False: RUN_KWARGS,
+            False: RUN_KWARGS + COHORT_KWARGS,
             True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS + COHORT_KWARGS,
         },
     ),

@@ -180,7 +180,7 @@ def test_the_preflight_counts_a_cohorts_environment_copies_and_rows(cohorts):
 
 
 def test_a_cohort_steps_its_copies_in_this_process():
-    from agilerl.families.single_agent.off_policy import in_process
+    from agilerl.families.single_agent.cohort_envs import in_process
     from agilerl.models import GymEnvSpec
     from agilerl.vectorize import resolve_vectorize
 

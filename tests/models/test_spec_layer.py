@@ -228,14 +228,14 @@ def _cohorts(scenario: str) -> dict[str, Any]:
 
 def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
     """What ``get_training_kwargs`` returned for ``name`` before the refactor (plus the
-    cohort arguments of the single-agent off-policy loop, :func:`_cohorts`)."""
+    cohort arguments of the single-agent online loops, :func:`_cohorts`)."""
     s = scenario
     return {
         "DQN": {**_common(s, "DQN", GYM), **OFF_POLICY[s], **_cohorts(s)},
         "RainbowDQN": {**_common(s, "RainbowDQN", GYM), **OFF_POLICY[s], **_cohorts(s)},
         "DDPG": {**_common(s, "DDPG", GYM), **OFF_POLICY[s], **_cohorts(s)},
         "TD3": {**_common(s, "TD3", GYM), **OFF_POLICY[s], **_cohorts(s)},
-        "PPO": _common(s, "PPO", GYM),
+        "PPO": {**_common(s, "PPO", GYM), **_cohorts(s)},
         "CQN": {**_common(s, "CQN", OFFLINE), **MEMORY[s], "cohorts": SCENARIOS[s][0].cohorts},
         "NeuralUCB": {**_common(s, "NeuralUCB", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
         "NeuralTS": {**_common(s, "NeuralTS", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
@@ -246,7 +246,7 @@ def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
         "DPO": LLM_OTHER[s],
         "SFT": LLM_OTHER[s],
         "Algorithm": _common(s, "Algorithm", GYM),
-        "RLAlgorithm": _common(s, "RLAlgorithm", GYM),
+        "RLAlgorithm": {**_common(s, "RLAlgorithm", GYM), **_cohorts(s)},
         "MultiAgentRLAlgorithm": {**_common(s, "MultiAgentRLAlgorithm", PZ), **SUM_SCORES[s]},
         "LLMAlgorithm": LLM_REASONING[s],
     }[name]

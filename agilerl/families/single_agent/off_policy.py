@@ -16,6 +16,7 @@ from agilerl.cohorts.learners import LEARNERS
 from agilerl.cohorts.replay import CohortReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
+from agilerl.families.single_agent.cohort_envs import CohortEnvs, in_process
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import concat_tree, replace_rows
 from agilerl.training.evolution import (
@@ -130,37 +131,6 @@ def off_policy_turns(
         train_cohort=train_cohort,
         close=None if cohort_envs is None else cohort_envs.close,
     )
-
-
-def in_process(spec: Any) -> Any:
-    """``spec`` with its copies stepped in this process (natively where the environment
-    has a vector implementation, else synchronously): a cohort's environments. A worker
-    process per copy (``async``) serves one agent's ``num_envs``; a cohort has ``P x
-    num_envs`` copies, and as many processes would outnumber any machine's cores. A spec
-    that names ``native`` or ``sync`` keeps it."""
-    if spec.vectorize in ("native", "sync"):
-        return spec
-    return spec.model_copy(update={"sync": True, "vectorize": None})
-
-
-class CohortEnvs:
-    """The agents' environments of the cohorts: one vector env of ``num_envs`` copies per
-    agent of a cohort (the ``p``-th for its ``p``-th agent), built when first needed and
-    kept for the run (building one costs as much as thousands of steps)."""
-
-    def __init__(self, make_env: Callable[[], Any]) -> None:
-        self.make_env = make_env
-        self.envs: list[Any] = []
-
-    def take(self, count: int) -> list[Any]:
-        while len(self.envs) < count:
-            self.envs.append(self.make_env())
-        return self.envs[:count]
-
-    def close(self) -> None:
-        for env in self.envs:
-            env.close()
-        self.envs.clear()
 
 
 def lockstep_turn(

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
+import torch
 from typing_extensions import Unpack
 
+from agilerl.cohorts.learners import LEARNERS
+from agilerl.families.single_agent.cohort_envs import CohortEnvs, JoinedEnvs, in_process
+from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -19,10 +25,19 @@ from agilerl.training.evolution import (
 from agilerl.training.tracking import MeanMetrics
 
 
-def on_policy_turns(env: Any, eval_steps: int | None = None, eval_loop: int = 1) -> Turns:
+def on_policy_turns(
+    env: Any,
+    eval_steps: int | None = None,
+    eval_loop: int = 1,
+    make_env: Callable[[], Any] | None = None,
+) -> Turns:
     """Each agent in turn collects rollouts of ``learn_step`` env steps (rounded up to
     whole vector steps) on the vectorised ``env`` and learns from each, until its
-    ``evo_steps`` share is used; then it is evaluated by its mean return."""
+    ``evo_steps`` share is used; then it is evaluated by its mean return.
+
+    With ``make_env`` (another vector env of the same spec: one per agent of a cohort),
+    agents of one cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`).
+    """
 
     def train_agent(
         agent: Any, slot: int, budget: int, run: RunState
@@ -41,17 +56,74 @@ def on_policy_turns(env: Any, eval_steps: int | None = None, eval_loop: int = 1)
         agent.scores.extend(completed)
         return taken, completed, metrics.means()
 
-    return Turns(train_agent, episode_evaluation(env, eval_steps, eval_loop))
+    cohort_envs = None if make_env is None else CohortEnvs(make_env)
+    return Turns(
+        train_agent,
+        episode_evaluation(env, eval_steps, eval_loop),
+        train_cohort=None if cohort_envs is None else lockstep_turn(cohort_envs),
+        close=None if cohort_envs is None else cohort_envs.close,
+    )
+
+
+def lockstep_turn(envs: CohortEnvs) -> Any:
+    """The on-policy turn of a cohort (:class:`~agilerl.cohorts.policy.PolicyCohort`): its
+    P agents step their own environments together (each reset with the seed its own
+    turn would use), a rollout of every agent at a time, each learning from its own
+    with minibatch orders drawn from its own generator (seeded as its own turn seeds
+    torch's). Returns each agent's (steps, returns, metrics); an on-policy turn keeps no
+    journal."""
+
+    def train_cohort(
+        agents: list[Any], slots: list[int], budget: int, run: RunState
+    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
+        count = len(agents)
+        env = JoinedEnvs(envs.take(count))
+        obs, info = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
+        generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
+        learner = LEARNERS[type(agents[0])](agents)
+        for agent in agents:
+            agent.reset_rollouts()
+        taken = 0
+        completed: list[list[float]] = [[] for _ in agents]
+        metrics = [MeanMetrics() for _ in agents]
+        while taken < budget:
+            obs, info, returns = learner.collect_rollouts(env, obs, info)
+            for p, figures in enumerate(learner.learn(generators)):
+                metrics[p].add(figures)
+                completed[p].extend(returns[p])
+            taken += agents[0].rollout_steps
+        learner.write_back()
+        results = []
+        for p, agent in enumerate(agents):
+            agent.steps += taken
+            agent.scores.extend(completed[p])
+            results.append((taken, completed[p], metrics[p].means()))
+        return results, [None] * count
+
+    return train_cohort
 
 
 def train_on_policy(
-    env: Any, env_name: str, algo: str, pop: list[Any], **loop: Unpack[LoopArguments]
+    env: Any,
+    env_name: str,
+    algo: str,
+    pop: list[Any],
+    *,
+    env_spec: Any = None,
+    **loop: Unpack[LoopArguments],
 ) -> tuple[list[Any], list[float]]:
     """Train a population of on-policy agents on a vectorised ``env``
     (:func:`on_policy_turns`), with evolution when ``selection_strategy`` and
-    ``mutation`` are given. The keyword arguments (budget, evaluation, checkpoints,
+    ``mutation`` are given. The other keyword arguments (budget, evaluation, checkpoints,
     resuming) are :class:`~agilerl.training.evolution.LoopArguments`.
+    With ``env_spec`` (the :class:`~agilerl.models.env.GymEnvSpec` ``env`` was built
+    from), agents that share an architecture and a loop shape train as cohorts
+    (``cohorts=False`` in the loop arguments: one at a time), stepping a vector env of
+    the same spec per agent.
     Returns ``(population, fitnesses)``.
     """
-    turns = on_policy_turns(env, loop.get("eval_steps"), loop.get("eval_loop", 1))
+    make_env = (
+        None if env_spec is None else functools.partial(make_vector_env, in_process(env_spec))
+    )
+    turns = on_policy_turns(env, loop.get("eval_steps"), loop.get("eval_loop", 1), make_env)
     return evolve(pop, turns, run_config(algo, env_name, loop))

@@ -151,4 +151,13 @@ def estimate(ctx: RunContext) -> Estimate:
                 pop * steps * per_step,
             )
         )
+        if training.cohorts and pop > 1 and type(agent) in LEARNERS:
+            # A cohort steps a copy of the environments per agent, in this process.
+            needs.append(
+                Need(
+                    "training.cohorts",
+                    f"{pop:,} x {num_envs:,} environment copies stepped together",
+                    pop * num_envs * (env_bytes + 2 * obs),
+                )
+            )
     return Estimate(needs)

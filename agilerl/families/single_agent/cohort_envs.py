@@ -1,0 +1,109 @@
+"""The environments a cohort (:mod:`agilerl.cohorts`) steps: a vector env of the run's
+spec per agent, built in this process, and those P envs stepped as one.
+
+Each agent of a cohort keeps its own vector env (its own ``num_envs`` copies, reset with
+the seeds its own turn would use), so what it experiences does not depend on the other
+agents. :class:`JoinedEnvs` steps them together as one vector env of ``P x num_envs``
+copies, agent ``p``'s the ``p``-th block, so the collection code of one agent (which acts
+on a vector env) runs unchanged for the cohort.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from agilerl.observations import concat_tree
+
+
+def in_process(spec: Any) -> Any:
+    """``spec`` with its copies stepped in this process (natively where the environment
+    has a vector implementation, else synchronously): a cohort's environments. A worker
+    process per copy (``async``) serves one agent's ``num_envs``; a cohort has ``P x
+    num_envs`` copies, and as many processes would outnumber any machine's cores. A spec
+    that names ``native`` or ``sync`` keeps it."""
+    if spec.vectorize in ("native", "sync"):
+        return spec
+    return spec.model_copy(update={"sync": True, "vectorize": None})
+
+
+class CohortEnvs:
+    """The agents' environments of the cohorts: one vector env of ``num_envs`` copies per
+    agent of a cohort (the ``p``-th for its ``p``-th agent), built when first needed and
+    kept for the run (building one costs as much as thousands of steps)."""
+
+    def __init__(self, make_env: Callable[[], Any]) -> None:
+        self.make_env = make_env
+        self.envs: list[Any] = []
+
+    def take(self, count: int) -> list[Any]:
+        while len(self.envs) < count:
+            self.envs.append(self.make_env())
+        return self.envs[:count]
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+        self.envs.clear()
+
+
+class JoinedEnvs:
+    """Vector envs of one spec stepped as one vector env (module docstring): actions are
+    split into the envs' blocks, and observations, rewards, flags and infos joined in
+    order. Resetting is left to each env (each is seeded by its own agent's slot)."""
+
+    def __init__(self, envs: Sequence[Any]) -> None:
+        self.envs = list(envs)
+        self.sizes = [int(env.num_envs) for env in self.envs]
+        self.num_envs = sum(self.sizes)
+
+    def reset_each(self, seeds: Sequence[int]) -> tuple[Any, dict[str, Any]]:
+        """Every env reset with its own seed; their first observations and infos joined."""
+        resets = [env.reset(seed=seed) for env, seed in zip(self.envs, seeds, strict=True)]
+        return concat_tree([r[0] for r in resets]), join_infos([r[1] for r in resets], self.sizes)
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        bounds = np.cumsum([0, *self.sizes])
+        steps = [
+            env.step(actions[start:end])
+            for env, start, end in zip(self.envs, bounds[:-1], bounds[1:], strict=True)
+        ]
+        return (
+            concat_tree([s[0] for s in steps]),
+            np.concatenate([np.asarray(s[1], dtype=np.float64) for s in steps]),
+            np.concatenate([np.asarray(s[2], dtype=bool) for s in steps]),
+            np.concatenate([np.asarray(s[3], dtype=bool) for s in steps]),
+            join_infos([s[4] for s in steps], self.sizes),
+        )
+
+
+def join_infos(infos: Sequence[dict[str, Any]], sizes: Sequence[int]) -> dict[str, Any]:
+    """Vector-env infos of envs of ``sizes`` copies as the info of one env of all their
+    copies, in order. Gymnasium's layout: a key holds one entry per copy and ``_key``
+    marks the copies that reported it; a key some env did not report is filled with its
+    "not reported" entries (False marks, ``None`` objects, zeros), as Gymnasium fills
+    the copies of one env; nested infos (``final_info``) are joined the same way."""
+    joined: dict[str, Any] = {}
+    for key in dict.fromkeys(k for info in infos for k in info):
+        parts = [info.get(key) for info in infos]
+        present = [part for part in parts if part is not None]
+        if all(isinstance(part, dict) for part in present):
+            joined[key] = join_infos([part or {} for part in parts], sizes)
+            continue
+        like = np.asarray(present[0])
+        joined[key] = np.concatenate(
+            [
+                np.asarray(part) if part is not None else _unreported(like, size)
+                for part, size in zip(parts, sizes, strict=True)
+            ]
+        )
+    return joined
+
+
+def _unreported(like: np.ndarray, size: int) -> np.ndarray:
+    """``size`` entries of a key no copy reported, shaped and typed like ``like``'s."""
+    if like.dtype == object:
+        return np.full(size, None, dtype=object)
+    return np.zeros((size, *like.shape[1:]), dtype=like.dtype)

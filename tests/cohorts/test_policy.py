@@ -1,0 +1,194 @@
+"""PPO agents as a cohort: each agent's rollout is its own (its environment, its networks,
+its discount), each agent's update is its own PPO update (its coefficients, its clip,
+its target_kl), and an agent stopped by its target_kl is left exactly as it was."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from agilerl.algorithms.ppo import PPO
+from agilerl.cohorts.learners import cohort_key, form_cohorts
+from agilerl.cohorts.policy import PolicyCohort
+from agilerl.components import on_policy
+from agilerl.families.single_agent.cohort_envs import JoinedEnvs, join_infos
+from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.models import GymEnvSpec
+
+NET = {
+    "latent_dim": 16,
+    "encoder_config": {"hidden_size": [16]},
+    "head_config": {"hidden_size": [16]},
+}
+#: Each agent its own hyperparameters (agent 2 unclipped gradients).
+OWN = [
+    {"lr": 1e-3, "gamma": 0.99, "gae_lambda": 0.95, "clip_coef": 0.2, "ent_coef": 0.01,
+     "vf_coef": 0.5, "max_grad_norm": 0.5},
+    {"lr": 3e-3, "gamma": 0.9, "gae_lambda": 0.8, "clip_coef": 0.1, "ent_coef": 0.05,
+     "vf_coef": 1.0, "max_grad_norm": 0.1},
+    {"lr": 5e-4, "gamma": 0.95, "gae_lambda": 1.0, "clip_coef": 0.3, "ent_coef": 0.0,
+     "vf_coef": 0.25, "max_grad_norm": 0.0},
+]  # fmt: skip
+
+
+def envs(count, num_envs=2):
+    spec = GymEnvSpec(name="CartPole-v1", num_envs=num_envs, vectorize="sync")
+    return [make_vector_env(spec) for _ in range(count)]
+
+
+def agents(share_encoders=True, **common):
+    torch.manual_seed(0)
+    settings = {"batch_size": 16, "learn_step": 32, "num_envs": 2, "update_epochs": 2}
+    return [
+        PPO(
+            *spaces(),
+            index=i,
+            net_config=NET,
+            seed=i,
+            share_encoders=share_encoders,
+            **{**settings, **own, **common},
+        )  # fmt: skip
+        for i, own in enumerate(OWN)
+    ]
+
+
+def spaces():
+    env = envs(1)[0]
+    try:
+        return env.single_observation_space, env.single_action_space
+    finally:
+        env.close()
+
+
+def with_rollouts(population):
+    """Each agent with a rollout collected on its own env (the same data for both sides
+    of a comparison: the copies are taken after)."""
+    for p, (agent, env) in enumerate(zip(population, envs(len(population)), strict=True)):
+        obs, info = env.reset(seed=p)
+        torch.manual_seed(100 + p)
+        agent.collect_rollouts(env, obs, info)
+        env.close()
+    return population
+
+
+@pytest.mark.parametrize("share_encoders", [True, False])
+def test_a_cohort_update_is_each_agents_own_ppo_update(share_encoders):
+    alone = with_rollouts(agents(share_encoders, target_kl=0.02))
+    alone[1].target_kl = 1e-4  # stops early, on its own
+    together = copy.deepcopy(alone)
+    expected = []
+    for p, agent in enumerate(alone):
+        torch.manual_seed(7 + p)  # its own turn's stream: its minibatch orders
+        expected.append(agent.learn())
+    cohort = PolicyCohort(together)
+    got = cohort.learn([torch.Generator().manual_seed(7 + p) for p in range(3)])
+    cohort.write_back()
+    assert expected[1]["early_stop"] == 1.0 and expected[0]["early_stop"] == 0.0
+    for e, g in zip(expected, got, strict=True):
+        assert g.keys() == e.keys()
+        for name in e:
+            assert g[name] == pytest.approx(e[name], rel=1e-4, abs=1e-6), name
+    for a, b in zip(alone, together, strict=True):
+        for x, y in zip(a.network_parameters(), b.network_parameters(), strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+        sa, sb = a.optimizer.state_dict()["state"], b.optimizer.state_dict()["state"]
+        assert sa.keys() == sb.keys()
+        for key in sa:
+            assert float(sa[key]["step"]) == float(sb[key]["step"])
+            torch.testing.assert_close(sa[key]["exp_avg"], sb[key]["exp_avg"], rtol=1e-4, atol=1e-6)
+        if share_encoders:
+            assert b.critic.encoder is b.actor.encoder  # still shared after write-back
+
+
+def test_an_agent_its_target_kl_stopped_is_left_bit_equal():
+    together = with_rollouts(agents())
+    together[1].target_kl = 0.0  # a fresh rollout's first KL is 0: one step, then stopped
+    cohort = PolicyCohort(together)
+    seen = []  # agent 1's weights and moments after every step of the cohort
+
+    def snapshot():
+        tensors = cohort.adam.params + cohort.adam.exp_avg + cohort.adam.exp_avg_sq
+        seen.append([t[1].detach().clone() for t in tensors])
+
+    real = cohort.adam.step
+    cohort.adam.step = lambda grads, mask: (real(grads, mask), snapshot())
+    figures = cohort.learn([torch.Generator().manual_seed(p) for p in range(3)])
+    assert figures[1]["updates"] == 1.0 and figures[1]["early_stop"] == 1.0
+    assert figures[0]["updates"] == len(seen) == 4  # 2 epochs of 32 samples, 16 a batch
+    assert float(cohort.adam.steps[1]) == 1.0
+    for later in seen[1:]:
+        assert all(torch.equal(x, y) for x, y in zip(seen[0], later, strict=True))
+    assert not torch.equal(seen[0][0], cohort.adam.params[0][1].new_zeros(()))  # it moved once
+
+
+def test_each_agents_rollout_is_its_own():
+    population = agents()
+    own_envs = envs(3)
+    joined = JoinedEnvs(own_envs)
+    obs, info = joined.reset_each([10, 11, 12])
+    cohort = PolicyCohort(population)
+    torch.manual_seed(0)
+    obs, info, _ = cohort.collect_rollouts(joined, obs, info)
+    for p, agent in enumerate(population):
+        # its steps are those of its own env, reset with its own seed (CartPole's first
+        # episodes last longer than these four steps)
+        stored = agent.rollout_buffer.samples()
+        alone = envs(1)[0]
+        seen, _ = alone.reset(seed=10 + p)
+        for t in range(4):
+            assert np.array_equal(stored.obs[2 * t : 2 * t + 2].numpy(), seen)
+            seen, *_ = alone.step(stored.actions[2 * t : 2 * t + 2].numpy())
+        alone.close()
+    obs, _, _ = cohort.collect_rollouts(joined, obs, info)
+    for p, agent in enumerate(population):
+        buffer = agent.rollout_buffer
+        every = buffer.samples()
+        assert agent.num_envs == 2 and len(buffer) == 32
+        # its values and log-probabilities are its own networks'
+        with torch.no_grad():
+            dist, value = agent._forward(every.obs)
+            last = agent._value(obs[2 * p : 2 * p + 2])
+        torch.testing.assert_close(every.values, value, rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(
+            every.log_probs, dist.log_prob(every.actions), rtol=1e-5, atol=1e-5
+        )
+        # its advantages are GAE with its own gamma and lambda
+        n = buffer.pos
+        advantages, _ = on_policy.advantages_and_returns(
+            buffer.rewards[:n], buffer.values[:n], buffer.dones[:n], last,
+            agent.gamma, agent.gae_lambda,
+        )  # fmt: skip
+        torch.testing.assert_close(buffer.advantages[:n], advantages, rtol=1e-5, atol=1e-5)
+    for env in own_envs:
+        env.close()
+
+
+def test_joined_infos_keep_each_copys_entries_in_order():
+    masks = {"action_mask": np.ones((2, 3), bool), "_action_mask": np.ones(2, bool)}
+    final = {
+        "final_obs": np.array([None, np.zeros(4)], dtype=object),
+        "_final_obs": np.array([False, True]),
+        "final_info": {"x": np.array([0, 7]), "_x": np.array([False, True])},
+    }
+    joined = join_infos([masks, final, {}], [2, 2, 1])
+    assert joined["action_mask"].shape == (5, 3)
+    assert joined["action_mask"][:2].all() and not joined["action_mask"][2:].any()
+    assert joined["_action_mask"].tolist() == [True, True, False, False, False]
+    assert joined["_final_obs"].tolist() == [False, False, False, True, False]
+    assert list(joined["final_obs"][:3]) == [None, None, None] and joined["final_obs"][4] is None
+    assert joined["final_info"]["x"].tolist() == [0, 0, 0, 7, 0]
+    assert joined["final_info"]["_x"].tolist() == [False, False, False, True, False]
+
+
+def test_ppo_agents_form_a_cohort_only_with_the_same_loop_shape():
+    same = agents()
+    longer = PPO(*spaces(), index=3, net_config=NET, batch_size=16, learn_step=64, num_envs=2,
+                 update_epochs=2)  # fmt: skip
+    recurrent = PPO(*spaces(), index=4, recurrent=True, batch_size=16, learn_step=32, num_envs=2,
+                    update_epochs=2)  # fmt: skip
+    population = dict(enumerate([*same, longer, recurrent]))
+    assert cohort_key(recurrent) is None  # an LSTM does not stack
+    assert form_cohorts(population) == [[0, 1, 2], [3], [4]]
