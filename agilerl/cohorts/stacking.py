@@ -2,7 +2,8 @@
 population dimension, one forward for all of them.
 
 A network of this engine (``QNetwork``, an actor, a critic) is a composition of evolvable
-modules (an encoder, a head: :meth:`~agilerl.networks.base.EvolvableNetwork.submodules`)
+modules (an encoder, a head, a learnt action spread:
+:meth:`~agilerl.networks.base.EvolvableNetwork.stacking_parts`)
 with code of its own around them (preprocessing, concatenating an action). A
 :class:`StackedNetwork` stacks each module of P agents' networks into one
 :data:`STACKED_MODULES` implementation (an MLP's layers become batched matrix products,
@@ -31,6 +32,7 @@ from torch.nn import functional
 
 from agilerl.modules.mlp import EvolvableMLP
 from agilerl.networks.base import EvolvableNetwork
+from agilerl.networks.distributions import DiagGaussian, DiagGaussianDistribution
 
 
 def _stacked(tensors: Sequence[torch.Tensor], trainable: bool) -> nn.Parameter:
@@ -119,9 +121,48 @@ def _layer_names(mlp: EvolvableMLP, i: int, hidden: int) -> list[str]:
     return names
 
 
+class StackedGaussian(nn.Module):
+    """P Gaussian action distributions (:class:`~agilerl.networks.distributions.
+    DiagGaussianDistribution`) as one: each agent's learnt ``log_std`` stacked ``(P,
+    action_dim)`` and spread over its block of rows; sampling, log-probabilities and the
+    conversions to actions are the distribution's own."""
+
+    def __init__(self, modules: Sequence[nn.Module], trainable: bool) -> None:
+        super().__init__()
+        gaussians = cast("Sequence[DiagGaussianDistribution]", modules)
+        self.count = len(gaussians)
+        self.template = gaussians[0]
+        self.log_std = _stacked([g.log_std for g in gaussians], trainable)
+        self.stacked = nn.ParameterList([self.log_std])
+        self.names = ["log_std"]
+
+    def forward(self, params: torch.Tensor, mask: Any = None) -> DiagGaussian:
+        if mask is not None:
+            return self.template(params, mask)  # refused there, with the distribution's words
+        rows = params.shape[0] // self.count
+        log_std = self.log_std.repeat_interleave(rows, dim=0)
+        return DiagGaussian(params, log_std, self.template.shape, self.template.squash)
+
+    def env_actions(self, sample: torch.Tensor) -> Any:
+        return self.template.env_actions(sample)
+
+    def actions(self, sample: torch.Tensor) -> torch.Tensor:
+        return self.template.actions(sample)
+
+    def samples(self, action: Any) -> torch.Tensor:
+        return self.template.samples(action)
+
+    def write_back(self, modules: Sequence[nn.Module]) -> None:
+        with torch.no_grad():
+            for p, gaussian in enumerate(cast("Sequence[DiagGaussianDistribution]", modules)):
+                gaussian.log_std.copy_(self.log_std[p])
+
+
 #: Module class -> its stacked implementation (exact classes: a subclass may compute
-#: differently). A network whose modules are all here can be stacked.
-STACKED_MODULES: dict[type, type[StackedMLP]] = {}
+#: differently). A network whose parts are all here can be stacked.
+STACKED_MODULES: dict[type, type[StackedMLP] | type[StackedGaussian]] = {
+    DiagGaussianDistribution: StackedGaussian,
+}
 
 
 def _register() -> None:
@@ -135,9 +176,10 @@ _register()
 
 def stackable(network: Any) -> bool:
     """Whether P copies of ``network`` (of one architecture) can be stacked: every
-    parameter lies in a module of :data:`STACKED_MODULES`, no activation holds
-    parameters, and nothing holds buffers (running statistics are per agent)."""
-    modules = network.submodules() if hasattr(network, "submodules") else {}
+    parameter lies in a part (:meth:`~agilerl.networks.base.EvolvableNetwork.
+    stacking_parts`) of :data:`STACKED_MODULES`, no activation holds parameters, and
+    nothing holds buffers (running statistics are per agent)."""
+    modules = network.stacking_parts() if hasattr(network, "stacking_parts") else {}
     if not modules or any(type(m) not in STACKED_MODULES for m in modules.values()):
         return False
     if next(network.buffers(), None) is not None:
@@ -148,7 +190,7 @@ def stackable(network: Any) -> bool:
     return all(
         next(act.parameters(), None) is None
         for m in modules.values()
-        for act in [*m.acts, m.out_act]
+        for act in [*getattr(m, "acts", ()), *filter(None, [getattr(m, "out_act", None)])]
     )
 
 
@@ -164,7 +206,7 @@ class StackedNetwork:
         self,
         networks: Sequence[EvolvableNetwork],
         trainable: bool = True,
-        shared: Mapping[str, StackedMLP] | None = None,
+        shared: Mapping[str, nn.Module] | None = None,
     ) -> None:
         self.count = len(networks)
         self.template = networks[0]
@@ -172,14 +214,14 @@ class StackedNetwork:
         #: The submodules this network stacked itself (whose parameters it holds).
         self.owned = {
             name: STACKED_MODULES[type(module)](
-                [net.submodules()[name] for net in networks], trainable
+                [net.stacking_parts()[name] for net in networks], trainable
             )
-            for name, module in self.template.submodules().items()
+            for name, module in self.template.stacking_parts().items()
             if name not in shared
         }
         self.modules = {
             name: shared[name] if name in shared else self.owned[name]
-            for name in self.template.submodules()
+            for name in self.template.stacking_parts()
         }
 
     def __call__(self, *args: Any) -> Any:
@@ -199,7 +241,7 @@ class StackedNetwork:
         of each stacked tensor that is this agent's)."""
         found = []
         for name, module in self.owned.items():
-            own = dict(network.submodules()[name].named_parameters())
+            own = dict(network.stacking_parts()[name].named_parameters())
             found += [own[param] for param in module.names]
         return found
 
@@ -207,7 +249,7 @@ class StackedNetwork:
         """Copy agent ``p``'s weights into ``networks[p]`` (in place: the agents'
         optimisers keep pointing at the same tensors)."""
         for name, module in self.owned.items():
-            module.write_back([net.submodules()[name] for net in networks])
+            module.write_back([net.stacking_parts()[name] for net in networks])
 
 
 def installed(network: StackedNetwork) -> AbstractContextManager[None]:

@@ -200,6 +200,12 @@ class EvolvableNetwork(EvolvableModule):
     def submodules(self) -> dict[str, EvolvableModule]:
         return {"encoder": self.encoder, "head": self.head}
 
+    def stacking_parts(self) -> dict[str, nn.Module]:
+        """The modules holding this network's parameters, by attribute name: what a
+        cohort stacks (:mod:`agilerl.cohorts.stacking`). The evolvable submodules; a
+        network with parameters elsewhere adds that module."""
+        return dict(self.submodules())
+
     def _after_submodule_mutation(self, prefix: str, info: MutationInfo) -> None:
         key = "encoder_config" if prefix == "encoder" else "head_config"
         self.spec = respec(self.spec, **{key: self.submodules()[prefix].spec.model_dump()})

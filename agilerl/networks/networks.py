@@ -209,6 +209,12 @@ class StochasticActor(EvolvableNetwork):
     def head_outputs(self) -> int:
         return self.distribution.num_params
 
+    def stacking_parts(self) -> dict[str, nn.Module]:
+        parts = super().stacking_parts()
+        if next(self.distribution.parameters(), None) is not None:
+            parts["distribution"] = self.distribution  # a Gaussian's learnt log_std
+        return parts
+
     def forward(
         self, obs: Any, deterministic: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

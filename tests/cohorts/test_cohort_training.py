@@ -25,35 +25,47 @@ COHORT = {  # no mutation: the three agents stay one cohort
 }
 
 
+PPO_COHORT = {  # three PPO agents of one loop shape: one cohort
+    "algorithm": {"name": "PPO", "batch_size": 32, "lr": 1e-3, "learn_step": 64},
+    "environment": {"name": "CartPole-v1", "num_envs": 2, "sync": True},
+    "network": NET,
+    "training": {"max_steps": 384, "evo_steps": 128, "pop_size": 3, "eval_steps": 40, "seed": 5},
+}
+#: Each manifest and the learn metric its records are compared on.
+COHORTS = {"DQN": (COHORT, "td_loss"), "PPO": (PPO_COHORT, "loss")}
+
+
 def run(document, **kwargs):
     trainer = LocalTrainer.from_manifest(copy.deepcopy(document))
     trainer.train(verbose=False, **kwargs)
     return trainer
 
 
-def figures(trainer):
+def figures(trainer, metric="td_loss"):
     return [
         [
-            (a["index"], a["fitness"], a["train_score"], a["metrics"].get("td_loss"))
+            (a["index"], a["fitness"], a["train_score"], a["metrics"].get(metric))
             for a in r["agents"]
         ]
         for r in trainer.state.history
     ]
 
 
-def test_a_cohort_run_is_the_same_run_for_the_same_seed(monkeypatch):
+@pytest.mark.parametrize("algo", COHORTS)
+def test_a_cohort_run_is_the_same_run_for_the_same_seed(monkeypatch, algo):
     import agilerl.cohorts.learners as learners
 
+    document, metric = COHORTS[algo]
     formed = []
     real = learners.form_cohorts
     monkeypatch.setattr(
         learners, "form_cohorts", lambda *a, **k: formed.append(real(*a, **k)) or formed[-1]
     )
-    first, second = run(COHORT), run(COHORT)
+    first, second = run(document), run(document)
     assert formed and all(groups == [[0, 1, 2]] for groups in formed)  # one cohort each time
-    assert figures(first) == figures(second)
+    assert figures(first, metric) == figures(second, metric)
     # every agent is recorded as itself: its own losses, its own episodes
-    losses = [a["metrics"]["td_loss"] for a in first.state.history[-1]["agents"]]
+    losses = [a["metrics"][metric] for a in first.state.history[-1]["agents"]]
     assert len(set(losses)) == 3
 
 
@@ -72,18 +84,21 @@ def test_the_shared_buffer_gains_every_agents_rows_each_generation(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_cohort_run_resumes_exactly(tmp_path):
+@pytest.mark.parametrize("algo", COHORTS)
+def test_a_cohort_run_resumes_exactly(tmp_path, algo):
+    document, metric = COHORTS[algo]
+    steps = document["training"]["evo_steps"]
     full = run(
-        COHORT,
+        document,
         checkpoint_path=tmp_path / "run.pt",
-        checkpoint_steps=200,
+        checkpoint_steps=steps,
         overwrite_checkpoints=False,
     )
-    after_one = tmp_path / "run_200.pt"
+    after_one = tmp_path / f"run_{steps}.pt"
     assert load_run(after_one)["state"]["generation"] == 1
-    resumed = LocalTrainer.from_manifest(copy.deepcopy(COHORT), resume_from_checkpoint=after_one)
+    resumed = LocalTrainer.from_manifest(copy.deepcopy(document), resume_from_checkpoint=after_one)
     resumed.train(verbose=False)
-    assert figures(resumed) == figures(full)
+    assert figures(resumed, metric) == figures(full, metric)
 
 
 LEARNS = {

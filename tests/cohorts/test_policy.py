@@ -34,17 +34,17 @@ OWN = [
 ]  # fmt: skip
 
 
-def envs(count, num_envs=2):
-    spec = GymEnvSpec(name="CartPole-v1", num_envs=num_envs, vectorize="sync")
+def envs(count, num_envs=2, name="CartPole-v1"):
+    spec = GymEnvSpec(name=name, num_envs=num_envs, vectorize="sync")
     return [make_vector_env(spec) for _ in range(count)]
 
 
-def agents(share_encoders=True, **common):
+def agents(share_encoders=True, name="CartPole-v1", **common):
     torch.manual_seed(0)
     settings = {"batch_size": 16, "learn_step": 32, "num_envs": 2, "update_epochs": 2}
     return [
         PPO(
-            *spaces(),
+            *spaces(name),
             index=i,
             net_config=NET,
             seed=i,
@@ -55,18 +55,19 @@ def agents(share_encoders=True, **common):
     ]
 
 
-def spaces():
-    env = envs(1)[0]
+def spaces(name="CartPole-v1"):
+    env = envs(1, name=name)[0]
     try:
         return env.single_observation_space, env.single_action_space
     finally:
         env.close()
 
 
-def with_rollouts(population):
+def with_rollouts(population, name="CartPole-v1"):
     """Each agent with a rollout collected on its own env (the same data for both sides
     of a comparison: the copies are taken after)."""
-    for p, (agent, env) in enumerate(zip(population, envs(len(population)), strict=True)):
+    own = envs(len(population), name=name)
+    for p, (agent, env) in enumerate(zip(population, own, strict=True)):
         obs, info = env.reset(seed=p)
         torch.manual_seed(100 + p)
         agent.collect_rollouts(env, obs, info)
@@ -74,9 +75,13 @@ def with_rollouts(population):
     return population
 
 
-@pytest.mark.parametrize("share_encoders", [True, False])
-def test_a_cohort_update_is_each_agents_own_ppo_update(share_encoders):
-    alone = with_rollouts(agents(share_encoders, target_kl=0.02))
+@pytest.mark.parametrize(
+    ("share_encoders", "name"),
+    [(True, "CartPole-v1"), (False, "CartPole-v1"), (True, "Pendulum-v1")],
+)
+def test_a_cohort_update_is_each_agents_own_ppo_update(share_encoders, name):
+    """Discrete actions, and Box actions (each agent's own learnt log_std)."""
+    alone = with_rollouts(agents(share_encoders, name, target_kl=0.02), name)
     alone[1].target_kl = 1e-4  # stops early, on its own
     together = copy.deepcopy(alone)
     expected = []

@@ -79,6 +79,34 @@ def test_only_networks_of_mlp_modules_without_buffers_stack():
     assert not stackable(image)  # a CNN encoder: no stacked implementation
 
 
+def test_a_gaussian_policy_stacks_with_its_learnt_spread_unless_it_squashes():
+    from agilerl.algorithms.ppo import PPO
+
+    box = spaces.Box(-2.0, 2.0, (2,))
+    torch.manual_seed(0)
+    actors = [
+        PPO(spaces.Box(-1.0, 1.0, (3,)), box, action_std_init=0.1 * (i + 1)).actor for i in range(2)
+    ]
+    assert stackable(actors[0]) and "distribution" in actors[0].stacking_parts()
+    stacked = StackedNetwork(actors)
+    obs = torch.rand(8, 3)
+    with torch.no_grad():
+        joint = stacked.call("forward", obs, True)[0]  # the Gaussian means
+        for p, actor in enumerate(actors):
+            torch.testing.assert_close(
+                joint[4 * p : 4 * p + 4], actor(obs[4 * p : 4 * p + 4], True)[0]
+            )
+        log_std = stacked.modules["distribution"].log_std
+        torch.testing.assert_close(log_std[1].exp(), torch.full((2,), 0.2))
+        log_std.add_(1.0)
+    stacked.write_back(actors)
+    torch.testing.assert_close(
+        actors[0].distribution.log_std.exp(), torch.full((2,), 0.1 * torch.e)
+    )
+    squashing = PPO(spaces.Box(-1.0, 1.0, (3,)), box, net_config={"squash_output": True}).actor
+    assert not stackable(squashing)  # its bounds are buffers
+
+
 def test_stacked_adam_is_torchs_adam_per_agent_with_its_own_learning_rate():
     torch.manual_seed(0)
     weights = [torch.nn.Parameter(torch.randn(4, 3)) for _ in range(3)]
