@@ -1,6 +1,8 @@
 """DQN and PPO on the reference library's own CartPole manifests, beside its figures.
 
-Usage: ``python benchmarks/reference_cartpole.py [dqn|ppo ...] [--seeds 42,1,2]``.
+Usage: ``python benchmarks/reference_cartpole.py [dqn|ppo ...] [--seeds 42,1,2]
+[--no-cohorts]`` (``--no-cohorts``: every agent trains one at a time, ``training.cohorts:
+false``; by default agents of one shape train as cohorts).
 
 ``benchmarks/agilerl_dqn_cartpole.yaml`` and ``agilerl_ppo_cartpole.yaml`` are verbatim
 copies of ``shared/bench-manifests/`` (AgileRL's CartPole training configs). Each runs
@@ -97,11 +99,12 @@ REFERENCE = {
 }
 
 
-def run(name: str, seed: int) -> dict[str, float]:
+def run(name: str, seed: int, cohorts: bool = True) -> dict[str, float]:
     ref = REFERENCE[name]
     data, _ = load_document(ref.manifest)
     data["training"]["max_steps"] = ref.max_steps
     data["training"]["seed"] = seed
+    data["training"]["cohorts"] = cohorts
     data["environment"]["sync"] = True
     trainer = LocalTrainer.from_manifest(parse_manifest(data))
     started = time.perf_counter()
@@ -125,6 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("algorithms", nargs="*", metavar="ALGO", help="dqn, ppo (default both)")
     parser.add_argument("--seeds", default="42,1,2", help="comma-separated (default 42,1,2)")
+    parser.add_argument(
+        "--no-cohorts", action="store_true", help="train every agent one at a time"
+    )
     args = parser.parse_args()
     unknown = set(args.algorithms) - set(REFERENCE)
     if unknown:
@@ -135,7 +141,7 @@ def main() -> None:
         print(f"{name.upper()} ({ref.manifest.name}, {ref.max_steps:,} steps per agent)")
         results = []
         for seed in seeds:
-            r = run(name, seed)
+            r = run(name, seed, not args.no_cohorts)
             results.append(r)
             theirs = ref.fitness.get(seed)
             beside = f" (reference {theirs[0]:.0f}/{theirs[1]:.0f})" if theirs else ""

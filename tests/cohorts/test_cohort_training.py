@@ -208,6 +208,17 @@ def test_the_preflight_counts_a_cohorts_environment_copies_and_rows(cohorts):
     assert need.bytes > 3 * 202 * 2 * 4 * 4  # at least the observations of those rows
 
 
+def test_the_preflight_counts_a_ppo_cohorts_environment_copies():
+    needs = {
+        n.field: n for n in LocalTrainer.from_manifest(copy.deepcopy(PPO_COHORT)).preflight().needs
+    }
+    assert needs["training.cohorts"].detail == "3 x 2 environment copies stepped together"
+    alone = copy.deepcopy(PPO_COHORT)
+    alone["training"]["cohorts"] = False
+    needs = {n.field for n in LocalTrainer.from_manifest(alone).preflight().needs}
+    assert "training.cohorts" not in needs
+
+
 def test_a_cohort_steps_its_copies_in_this_process():
     from agilerl.families.single_agent.cohort_envs import in_process
     from agilerl.models import GymEnvSpec
