@@ -54,7 +54,15 @@ PPO = {
     },
     "environment": {"name": "CartPole-v1", "num_envs": 4, "sync": True},
     "network": NET,
-    "training": {"max_steps": 3072, "evo_steps": 1024, "pop_size": 4, "eval_steps": 100, "seed": 7},
+    # cohorts off, as the DQN document's (below)
+    "training": {
+        "max_steps": 3072,
+        "evo_steps": 1024,
+        "pop_size": 4,
+        "eval_steps": 100,
+        "seed": 7,
+        "cohorts": False,
+    },  # fmt: skip
     **EVOLVING,
 }
 DQN = {
@@ -342,15 +350,16 @@ def test_the_other_rl_families_give_the_history_of_one_process_on_two(tmp_path, 
 
 
 @pytest.mark.slow
-def test_a_cohort_run_on_two_processes_trains_every_slot(tmp_path):
+@pytest.mark.parametrize("base", [DQN, PPO], ids=["DQN", "PPO"])
+def test_a_cohort_run_on_two_processes_trains_every_slot(tmp_path, base):
     """With cohorts on, each rank forms the cohorts of its own agents: the run trains and
     selects across ranks as always, every slot recorded every generation; its numbers
     equal the one-process run's only up to rounding (other cohorts), so not compared."""
     # weights mutate, shapes and batch sizes do not: each rank's two agents stay a cohort
     probabilities = {"no_mut": 0.5, "arch_mut": 0.0, "new_layer": 0.0, "params_mut": 0.5,
                      "act_mut": 0.0, "rl_hp_mut": 0.0}  # fmt: skip
-    mutation = {**DQN["mutation"], "probabilities": probabilities}
-    document = {**DQN, "training": {**DQN["training"], "cohorts": True}, "mutation": mutation}
+    mutation = {**base["mutation"], "probabilities": probabilities}
+    document = {**base, "training": {**base["training"], "cohorts": True}, "mutation": mutation}
     path = manifest(tmp_path, document)
     two = launch(train_command(path, tmp_path / "two"), 2)
     assert_ok(*two)
