@@ -17,12 +17,13 @@ of every agent runs through the stacked networks together, and
 ``clip_coef``, ``ent_coef`` and ``vf_coef``. Each agent's gradient is clipped to its own
 ``max_grad_norm``, and ``target_kl`` stops each agent on its own: the minibatch whose KL
 exceeded it is measured but not stepped on, and the agent is masked out of the steps
-after it (weights and Adam moments untouched), as its own ``learn`` would stop.
+after it (weights and Adam moments untouched), as its own ``learn`` would stop. An agent
+of fewer ``update_epochs`` is masked out the same way once its epochs are done.
 
-Agents of a cohort share what shapes the loop: ``num_envs``, ``learn_step`` (the rollout
-length), ``batch_size`` and ``update_epochs`` (:data:`PolicyCohort.same`, part of the
-cohort key), so their minibatches line up; recurrent agents (LSTM encoders) do not stack
-and train alone.
+Agents of a cohort share what shapes a rollout and its minibatches: ``num_envs``,
+``learn_step`` (the rollout length) and ``batch_size`` (:data:`PolicyCohort.same`, part
+of the cohort key), so their minibatches line up. Recurrent agents (LSTM encoders) do not
+stack (torch's LSTM kernel takes one set of weights) and train alone.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ class PolicyCohort:
     same: ClassVar[tuple[str, ...]] = (
         "num_envs",
         "learn_step",
-        "update_epochs",
         "share_encoders",
         "recurrent",
     )
@@ -125,7 +125,8 @@ class PolicyCohort:
         batch_size = self.template.batch_size
         device = self.adam.params[0].device
         offsets = (torch.arange(count) * size).unsqueeze(1)
-        active = np.ones(count, dtype=bool)
+        epochs = np.array([agent.update_epochs for agent in self.agents])
+        stopped = np.zeros(count, dtype=bool)  # by its target_kl
         totals = torch.zeros(len(METRICS), count, device=device)
         evaluated = np.zeros(count)
         updates = np.zeros(count)
@@ -133,21 +134,33 @@ class PolicyCohort:
         watch_kl = any(limit is not None for limit in self.target_kl)
         limits = np.array([np.inf if limit is None else limit for limit in self.target_kl])
         params = self.adam.params
-        for _ in range(self.template.update_epochs):
-            orders = torch.stack([torch.randperm(size, generator=g) for g in generators])
+        unused = torch.arange(size)  # the rows of an agent that has finished
+        for epoch in range(int(epochs.max())):
+            active = ~stopped & (epoch < epochs)
+            if not active.any():
+                break
+            # Only an agent still learning draws its order, as its own learn would.
+            orders = torch.stack(
+                [
+                    torch.randperm(size, generator=g) if active[p] else unused
+                    for p, g in enumerate(generators)
+                ]
+            )
             for start in range(0, size, batch_size):
                 if not active.any():
                     break
                 index = (orders[:, start : start + batch_size] + offsets).reshape(-1)
                 batch = every.rows(index.to(device))
                 loss, stats = self._loss(batch, count)
-                live = torch.as_tensor(active, device=device)
-                totals += stats * live
+                totals += stats * torch.as_tensor(active, device=device)
                 evaluated += active
                 step = active.copy()
                 if watch_kl:
-                    # One read of every agent's KL decides which of them step.
-                    step &= ~(stats[kl_index].cpu().numpy() > limits)
+                    # One read of every agent's KL decides which of them step: the
+                    # minibatch that exceeded it is measured, not stepped on.
+                    exceeded = active & (stats[kl_index].cpu().numpy() > limits)
+                    stopped |= exceeded
+                    step &= ~exceeded
                 if step.any():
                     stepping = torch.as_tensor(step, device=device)
                     grads = torch.autograd.grad((loss * stepping).sum(), params, allow_unused=True)
@@ -159,14 +172,12 @@ class PolicyCohort:
                     self.adam.step(grads, stepping)
                     updates += step
                 active = step
-            if not active.any():
-                break
         means = (totals / torch.as_tensor(np.maximum(evaluated, 1), device=device)).T.tolist()
         return [
             {
                 **dict(zip(METRICS, means[p], strict=True)),
                 "updates": float(updates[p]),
-                "early_stop": float(not active[p]),
+                "early_stop": float(stopped[p]),
             }
             for p in range(count)
         ]

@@ -23,14 +23,14 @@ NET = {
     "encoder_config": {"hidden_size": [16]},
     "head_config": {"hidden_size": [16]},
 }
-#: Each agent its own hyperparameters (agent 2 unclipped gradients).
+#: Each agent its own hyperparameters (agent 2 unclipped gradients, one more epoch).
 OWN = [
     {"lr": 1e-3, "gamma": 0.99, "gae_lambda": 0.95, "clip_coef": 0.2, "ent_coef": 0.01,
      "vf_coef": 0.5, "max_grad_norm": 0.5},
     {"lr": 3e-3, "gamma": 0.9, "gae_lambda": 0.8, "clip_coef": 0.1, "ent_coef": 0.05,
      "vf_coef": 1.0, "max_grad_norm": 0.1},
     {"lr": 5e-4, "gamma": 0.95, "gae_lambda": 1.0, "clip_coef": 0.3, "ent_coef": 0.0,
-     "vf_coef": 0.25, "max_grad_norm": 0.0},
+     "vf_coef": 0.25, "max_grad_norm": 0.0, "update_epochs": 3},
 ]  # fmt: skip
 
 
@@ -41,7 +41,7 @@ def envs(count, num_envs=2, name="CartPole-v1"):
 
 def agents(share_encoders=True, name="CartPole-v1", **common):
     torch.manual_seed(0)
-    settings = {"batch_size": 16, "learn_step": 32, "num_envs": 2, "update_epochs": 2}
+    settings = {"batch_size": 16, "learn_step": 32, "num_envs": 2}
     return [
         PPO(
             *spaces(name),
@@ -49,7 +49,7 @@ def agents(share_encoders=True, name="CartPole-v1", **common):
             net_config=NET,
             seed=i,
             share_encoders=share_encoders,
-            **{**settings, **own, **common},
+            **{**settings, "update_epochs": 2, **own, **common},
         )  # fmt: skip
         for i, own in enumerate(OWN)
     ]
@@ -108,25 +108,28 @@ def test_a_cohort_update_is_each_agents_own_ppo_update(share_encoders, name):
             assert b.critic.encoder is b.actor.encoder  # still shared after write-back
 
 
-def test_an_agent_its_target_kl_stopped_is_left_bit_equal():
+def test_an_agent_stopped_by_its_target_kl_or_its_epochs_is_left_bit_equal():
     together = with_rollouts(agents())
     together[1].target_kl = 0.0  # a fresh rollout's first KL is 0: one step, then stopped
     cohort = PolicyCohort(together)
-    seen = []  # agent 1's weights and moments after every step of the cohort
+    seen = []  # every agent's weights and moments after every step of the cohort
 
     def snapshot():
         tensors = cohort.adam.params + cohort.adam.exp_avg + cohort.adam.exp_avg_sq
-        seen.append([t[1].detach().clone() for t in tensors])
+        seen.append([[t[p].detach().clone() for t in tensors] for p in range(3)])
 
     real = cohort.adam.step
     cohort.adam.step = lambda grads, mask: (real(grads, mask), snapshot())
     figures = cohort.learn([torch.Generator().manual_seed(p) for p in range(3)])
-    assert figures[1]["updates"] == 1.0 and figures[1]["early_stop"] == 1.0
-    assert figures[0]["updates"] == len(seen) == 4  # 2 epochs of 32 samples, 16 a batch
-    assert float(cohort.adam.steps[1]) == 1.0
-    for later in seen[1:]:
-        assert all(torch.equal(x, y) for x, y in zip(seen[0], later, strict=True))
-    assert not torch.equal(seen[0][0], cohort.adam.params[0][1].new_zeros(()))  # it moved once
+    # 32 samples in minibatches of 16: agent 0 two epochs, agent 2 three
+    assert [f["updates"] for f in figures] == [4.0, 1.0, 6.0] and len(seen) == 6
+    assert [f["early_stop"] for f in figures] == [0.0, 1.0, 0.0]
+    assert cohort.adam.steps.tolist() == [4.0, 1.0, 6.0]
+    for p, last in ((0, 3), (1, 0)):  # from its last step on, nothing of it moves
+        for later in seen[last + 1 :]:
+            assert all(torch.equal(x, y) for x, y in zip(seen[last][p], later[p], strict=True))
+    moved = [not torch.equal(a, b) for a, b in zip(seen[4][2], seen[5][2], strict=True)]
+    assert any(moved)  # while the agent still learning moves
 
 
 def test_each_agents_rollout_is_its_own():
