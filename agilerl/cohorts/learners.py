@@ -8,12 +8,13 @@ agent's gradient is its own loss's: the stacked parameters of one agent meet onl
 rows), and one :class:`~agilerl.cohorts.adam.StackedAdam` step updates every agent due
 to learn.
 
-Agents of a cohort have one batch size (it is part of :func:`cohort_key`). Padding
-smaller batches to the cohort's largest would let agents of several sizes share one,
-but every padded row costs its forward and backward arithmetic, and on a CPU that
-arithmetic is what an update is made of: an agent of batch 32 in a cohort with one of
-512 would compute 16 times its rows. A cohort per batch size costs only the
-per-operation overhead it would have saved.
+Agents of several batch sizes share a value cohort: every agent's block of a batch has
+the cohort's largest size, and an agent's loss reads only its own first ``batch_size``
+rows (the rest are padding, :func:`~agilerl.cohorts.replay.draw_padded`). Padding
+spends the padded rows' forward and backward arithmetic; a cohort per batch size would
+spend the per-operation overhead of every extra cohort instead, and on small networks
+that overhead is the larger (``benchmarks/cohort_batch_sizes.py``: four DQN agents of
+batch 32 to 256, 64 wide, learn a round 1.7x faster padded in one cohort than in four).
 
 :data:`LEARNERS` says which algorithms learn in cohorts (exact classes: a subclass that
 learns differently, RainbowDQN, is not covered by DQN's entry). :func:`cohort_key` says
@@ -75,6 +76,7 @@ class ValueCohort:
         self.gamma = torch.tensor([a.gamma for a in self.agents], device=device)
         self.tau = torch.tensor([a.tau for a in self.agents], device=device, dtype=torch.float64)
         self.max_grad_norm = self.template.max_grad_norm
+        self.sizes = [int(agent.batch_size) for agent in self.agents]
 
     # -- acting -----------------------------------------------------------------------
     def explore(self, obs: Sequence[Any], masks: Sequence[Any]) -> np.ndarray:
@@ -96,7 +98,7 @@ class ValueCohort:
         ``batch`` (agent ``p``'s rows the ``p``-th); the metrics each reported (None for an
         agent that did not learn)."""
         count = len(self.agents)
-        rows = int(batch["reward"].shape[0]) // count
+        rows = int(batch["reward"].shape[0]) // count  # the largest batch size: padded
         gamma = self.gamma.repeat_interleave(rows).unsqueeze(1)
         with bound(self.template, actor=self.online, actor_target=self.target, gamma=gamma):
             q_values, index, q_taken, target = self.template._td(batch)
@@ -104,7 +106,7 @@ class ValueCohort:
         total: torch.Tensor | None = None
         figures: dict[int, dict[str, torch.Tensor]] = {}
         for p in live:
-            own = slice(p * rows, (p + 1) * rows)
+            own = slice(p * rows, p * rows + self.sizes[p])  # its own draws, no padding
             loss, figs = self.agents[p]._loss(q_values[own], index[own], q_taken[own], target[own])
             figures[p] = {**figs, "q_mean": q_taken[own].detach().mean()}
             total = loss if total is None else total + loss
@@ -148,10 +150,10 @@ LEARNERS: dict[type, Any] = {DQN: ValueCohort, CQN: ValueCohort, PPO: PolicyCoho
 
 def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     """What agents must share to form a cohort, or None for an agent that trains alone:
-    the algorithm (one with a learner), every network's architecture, the batch size
-    (module docstring), the attributes its learner needs equal, the device; every
-    network must be
-    :func:`~agilerl.cohorts.stacking.stackable` (MLP modules, no buffers)."""
+    the algorithm (one with a learner), every network's architecture, the attributes its
+    learner needs equal (its ``same``: PPO's batch size, not DQN's), the device; every
+    network must be :func:`~agilerl.cohorts.stacking.stackable` (MLP modules, no
+    buffers)."""
     learner = LEARNERS.get(type(agent))
     if learner is None:
         return None
@@ -161,7 +163,6 @@ def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     return (
         type(agent),
         tuple(net.spec.model_dump_json() for net in networks),
-        int(agent.batch_size),
         tuple(getattr(agent, name) for name in learner.same),
         str(agent.device),
     )

@@ -51,6 +51,7 @@ class PolicyCohort:
     same: ClassVar[tuple[str, ...]] = (
         "num_envs",
         "learn_step",
+        "batch_size",
         "share_encoders",
         "recurrent",
     )

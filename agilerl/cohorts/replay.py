@@ -81,26 +81,21 @@ class CohortReplay:
         self.written += count
 
     def sample(
-        self, batch_size: int, generators: Sequence[torch.Generator], live: np.ndarray
+        self, sizes: Sequence[int], generators: Sequence[torch.Generator], live: np.ndarray
     ) -> dict[str, Any]:
-        """The rows of :meth:`draw`'s slots: each leaf ``(P * batch_size, ...)``, agent
-        ``p``'s rows the ``p``-th block."""
-        return self.rows(self.draw(batch_size, generators, live))
+        """The rows of :meth:`draw`'s slots: each leaf ``(P * max(sizes), ...)``, agent
+        ``p``'s rows the ``p``-th block (its first ``sizes[p]`` its own draws)."""
+        return self.rows(self.draw(sizes, generators, live))
 
     def draw(
-        self, batch_size: int, generators: Sequence[torch.Generator], live: np.ndarray
+        self, sizes: Sequence[int], generators: Sequence[torch.Generator], live: np.ndarray
     ) -> torch.Tensor:
-        """Slots of every agent's view, ``(P, batch_size)``, drawn uniformly with
-        replacement by agent ``p``'s ``generators[p]`` (as ``ReplayBuffer.sample`` draws
-        with torch's generator), only where ``live`` holds, so an agent draws exactly
-        what it would draw alone. An agent not live gets slots 0, its rows unused."""
+        """Slots of every agent's view, ``(P, max(sizes))``: :func:`draw_padded` over the
+        view's rows, so an agent draws exactly what it would draw alone."""
         size = len(self)
         if size == 0 or self._overlay is None:
             raise ValueError("cannot sample from an empty replay buffer")
-        slots = torch.zeros((self.agents, int(batch_size)), dtype=torch.int64)
-        for p in np.flatnonzero(live).tolist():
-            slots[p] = torch.randint(0, size, (int(batch_size),), generator=generators[p])
-        return slots
+        return draw_padded(size, sizes, generators, live)
 
     def rows(self, slots: torch.Tensor) -> dict[str, Any]:
         """The rows at ``slots`` (``(P, rows)``) of each agent's view, flattened."""
@@ -142,3 +137,20 @@ class CohortReplay:
             }
             for p in range(self.agents)
         ]
+
+
+def draw_padded(
+    high: int, sizes: Sequence[int], generators: Sequence[torch.Generator], live: np.ndarray
+) -> torch.Tensor:
+    """Rows of ``range(high)`` for every agent, ``(P, max(sizes))``: agent ``p``'s first
+    ``sizes[p]`` drawn uniformly with replacement by its ``generators[p]`` (as
+    ``ReplayBuffer.sample`` draws with torch's generator), only where ``live`` holds, so
+    an agent draws exactly what it would draw alone. The rest are row 0: padding, which
+    the cohort computes and leaves out of every loss (an agent not live is all padding).
+    """
+    slots = torch.zeros((len(sizes), int(max(sizes))), dtype=torch.int64)
+    for p in np.flatnonzero(live).tolist():
+        slots[p, : int(sizes[p])] = torch.randint(
+            0, int(high), (int(sizes[p]),), generator=generators[p]
+        )
+    return slots

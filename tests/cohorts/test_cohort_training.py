@@ -69,6 +69,31 @@ def test_a_cohort_run_is_the_same_run_for_the_same_seed(monkeypatch, algo):
     assert len(set(losses)) == 3
 
 
+def test_agents_whose_batch_sizes_mutated_apart_stay_one_cohort(monkeypatch):
+    """Only batch sizes mutate: the three agents keep one architecture, and padded
+    batches keep them one cohort however far their batch sizes move apart."""
+    import agilerl.cohorts.learners as learners
+
+    formed = []
+    real = learners.form_cohorts
+    monkeypatch.setattr(
+        learners, "form_cohorts", lambda *a, **k: formed.append(real(*a, **k)) or formed[-1]
+    )
+    document = copy.deepcopy(COHORT)
+    document["mutation"] = {
+        "probabilities": {"no_mut": 0.0, "arch_mut": 0.0, "new_layer": 0.0,
+                          "params_mut": 0.0, "act_mut": 0.0, "rl_hp_mut": 1.0},
+        "rl_hp_selection": {"batch_size": {"min": 8, "max": 64}},
+    }  # fmt: skip
+    document["selection_strategy"] = {"tournament_size": 2, "elitism": True}
+    trainer = run(document)
+    sizes = [
+        {a["hyperparameters"]["batch_size"] for a in r["agents"]} for r in trainer.state.history
+    ]
+    assert any(len(apart) > 1 for apart in sizes)  # a generation trained several sizes
+    assert formed and all(groups == [[0, 1, 2]] for groups in formed)
+
+
 def test_the_shared_buffer_gains_every_agents_rows_each_generation(tmp_path):
     run(
         COHORT,

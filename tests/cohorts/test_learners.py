@@ -27,6 +27,7 @@ NET = {
 
 def agents(cls=DQN, count=3, **kwargs):
     torch.manual_seed(0)  # the networks' initial weights come from torch's generator
+    kwargs.setdefault("batch_size", 8)  # the batches below
     made = []
     for i in range(count):
         agent = cls(OBS, ACTIONS, index=i, net_config=NET, seed=i, lr=1e-3 * (i + 1),
@@ -60,10 +61,17 @@ def state_of(agent):
 
 @pytest.mark.parametrize("cls", [DQN, CQN])
 def test_a_cohort_step_is_each_agents_own_step(cls):
+    """Agent 1 learns from batches of 5: its block of the cohort's batch (8 rows, the
+    largest) is its 5 rows and 3 of padding, which must not touch its update."""
     alone, together = agents(cls), agents(cls)
+    alone[1].batch_size = together[1].batch_size = 5
     batches = [batch(8, seed) for seed in range(3)]
+    own = [
+        {k: v[: agent.batch_size] for k, v in b.items()}
+        for agent, b in zip(alone, batches, strict=True)
+    ]
     for step in range(3):  # the moments and step counts carry over between steps
-        expected = [agent.learn(b) for agent, b in zip(alone, batches, strict=True)]
+        expected = [agent.learn(b) for agent, b in zip(alone, own, strict=True)]
         cohort = ValueCohort(together)
         got = cohort.learn(flattened(batches, 8), np.ones(3, bool))
         cohort.write_back()
@@ -123,5 +131,6 @@ def test_cohorts_group_agents_by_algorithm_and_architecture():
     other_batch = agents(count=1, batch_size=64)[0]
     population = dict(enumerate([dqns[0], dqns[1], dqns[2], rainbow, cqn, double, other_batch]))
     assert cohort_key(rainbow) is None  # learns differently: always alone
-    assert form_cohorts(population) == [[0, 2], [1], [3], [4], [5], [6]]
+    # another batch size joins (padded batches); another architecture or double does not
+    assert form_cohorts(population) == [[0, 2, 6], [1], [3], [4], [5]]
     assert form_cohorts(population, enabled=False) == [[i] for i in range(7)]

@@ -63,7 +63,7 @@ def test_an_agent_samples_the_buffer_and_its_own_rows_only(max_size, before):
         parts = [step(p, t) for p in range(agents)]
         view.add(*(np.concatenate(field) for field in zip(*parts, strict=True)))
     generators = [torch.Generator().manual_seed(p) for p in range(agents)]
-    drawn = view.sample(400, generators, np.ones(agents, bool))["obs"]
+    drawn = view.sample([400] * agents, generators, np.ones(agents, bool))["obs"]
     drawn = drawn.reshape(agents, 400, 2)
     for p in range(agents):
         writers = set(drawn[p, :, 0].tolist())
@@ -79,15 +79,18 @@ def test_an_agent_draws_what_it_would_draw_alone_and_only_when_it_learns():
     for t in range(4):
         view.add(*(np.concatenate(f) for f in zip(step(0, t), step(1, t), strict=True)))
     generators = [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)]
-    first = view.draw(5, generators, np.array([True, False]))
-    second = view.draw(5, generators, np.array([True, True]))
+    first = view.draw([5, 3], generators, np.array([True, False]))
+    second = view.draw([5, 3], generators, np.array([True, True]))
     alone = [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)]
     size = 30 + 4 * N
+    assert first.shape == second.shape == (2, 5)  # the larger batch: agent 1's padded
     assert torch.equal(first[0], torch.randint(0, size, (5,), generator=alone[0]))
     assert torch.equal(first[1], torch.zeros(5, dtype=torch.int64))  # drew nothing
     assert torch.equal(second[0], torch.randint(0, size, (5,), generator=alone[0]))
-    # agent 1 drew nothing in the first round, so its second draw is its stream's first
-    assert torch.equal(second[1], torch.randint(0, size, (5,), generator=alone[1]))
+    # agent 1 drew nothing in the first round, so its second draw is its stream's first,
+    # of its own batch size; padding (row 0) fills its block
+    assert torch.equal(second[1, :3], torch.randint(0, size, (3,), generator=alone[1]))
+    assert torch.equal(second[1, 3:], torch.zeros(2, dtype=torch.int64))
     # and the rows at those slots are its view's: its own where it wrote them
     rows = view.rows(second)["obs"].reshape(2, 5, 2)
     for p in range(2):

@@ -10,6 +10,7 @@ import torch
 from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.replay import draw_padded
 from agilerl.components.replay import Replay
 from agilerl.training.evolution import (
     LoopArguments,
@@ -51,15 +52,15 @@ def offline_turns(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
         learner = LEARNERS[type(agents[0])](agents)
-        size = agents[0].batch_size  # one per cohort (cohort_key)
+        sizes = [agent.batch_size for agent in agents]
         everyone = np.ones(len(agents), dtype=bool)
         # Each agent draws its samples as its own turn would: its own generator, seeded
         # as that turn seeds torch's (what it sees does not depend on its cohort).
         generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
         metrics = [MeanMetrics() for _ in agents]
         for _ in range(budget):
-            drawn = [torch.randint(0, len(memory), (size,), generator=g) for g in generators]
-            batch = memory.sample_from_indices(torch.cat(drawn))
+            drawn = draw_padded(len(memory), sizes, generators, everyone)
+            batch = memory.sample_from_indices(drawn.reshape(-1))
             for own, figures in zip(metrics, learner.learn(batch, everyone), strict=True):
                 assert figures is not None  # every agent learns at every update
                 own.add(figures)

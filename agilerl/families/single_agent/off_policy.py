@@ -172,7 +172,7 @@ def lockstep_turn(
         metrics = [MeanMetrics() for _ in agents]
         pending = np.zeros(count, dtype=np.int64)
         learn_step = np.array([agent.learn_step for agent in agents])
-        batch_size = np.array([agent.batch_size for agent in agents])  # one (cohort_key)
+        batch_size = np.array([agent.batch_size for agent in agents])
         for _ in range(n_steps):
             masks = [action_mask_from_info(info) for info in infos]
             actions = learner.explore(obs, masks)
@@ -206,7 +206,7 @@ def lockstep_turn(
             pending -= due * learn_step
             for round_ in range(int(due.max())):
                 live = due > round_
-                batch = view.sample(int(batch_size[0]), generators, live)
+                batch = view.sample(batch_size.tolist(), generators, live)
                 figures = learner.learn(batch, live)
                 for p, figs in enumerate(figures):
                     if figs is not None:

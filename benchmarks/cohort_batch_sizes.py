@@ -1,0 +1,93 @@
+"""Why ``batch_size`` is part of the cohort key: padding against a cohort per batch size.
+
+Usage: ``python benchmarks/cohort_batch_sizes.py [--sizes 32,64,128,256] [--width 64]
+[--updates 300]``.
+
+Four DQN agents whose batch sizes differ (as after HPO mutates them) can learn either
+
+* **padded**: as one cohort, every agent's batch padded to the largest (the padded rows
+  masked out of the loss: their arithmetic is spent all the same), or
+* **keyed** (what the engine does): one cohort per batch size.
+
+Printed: milliseconds per learning round (one update of every agent) both ways, one
+torch thread, CartPole-sized observations, layers ``--width`` wide. The padded cohort's
+cost is measured by a cohort of equal batches of the largest size, which is what padding
+computes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+from gymnasium import spaces
+
+from agilerl.algorithms.dqn import DQN
+from agilerl.cohorts.learners import ValueCohort
+
+OBS = spaces.Box(-1.0, 1.0, (4,))
+ACTIONS = spaces.Discrete(2)
+
+
+def _agents(count: int, width: int) -> list[DQN]:
+    net = {
+        "latent_dim": width,
+        "encoder_config": {"hidden_size": [width]},
+        "head_config": {"hidden_size": [width]},
+    }
+    return [DQN(OBS, ACTIONS, index=i, net_config=net, seed=i) for i in range(count)]
+
+
+def _batch(rows: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    return {
+        "obs": torch.rand(rows, 4, generator=generator) * 2 - 1,
+        "action": torch.randint(0, 2, (rows,), generator=generator),
+        "reward": torch.randn(rows, generator=generator),
+        "next_obs": torch.rand(rows, 4, generator=generator) * 2 - 1,
+        "done": (torch.rand(rows, generator=generator) < 0.05).float(),
+    }
+
+
+def _time(rounds: list[tuple[ValueCohort, dict[str, torch.Tensor]]], updates: int) -> float:
+    """Milliseconds per round of ``rounds`` (each a cohort and its joined batch)."""
+    for cohort, batch in rounds:  # first calls, not timed
+        cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool))
+    started = time.perf_counter()
+    for _ in range(updates):
+        for cohort, batch in rounds:
+            cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool))
+    return 1000 * (time.perf_counter() - started) / updates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="32,64,128,256")
+    parser.add_argument("--width", type=int, default=64)
+    parser.add_argument("--updates", type=int, default=300)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    generator = torch.Generator().manual_seed(0)
+    agents = _agents(len(sizes), args.width)
+    largest = max(sizes)
+    padded = ValueCohort(agents)
+    joined = {
+        key: torch.cat([_batch(largest, generator)[key] for _ in sizes])
+        for key in _batch(1, generator)
+    }
+    padded_ms = _time([(padded, joined)], args.updates)
+    keyed = [
+        (ValueCohort([agent]), _batch(size, generator))
+        for agent, size in zip(agents, sizes, strict=True)
+    ]
+    keyed_ms = _time(keyed, args.updates)
+    print(f"{len(sizes)} DQN agents of batch sizes {sizes}, layers {args.width} wide, one thread")
+    print(f"  padded to {largest} in one cohort: {padded_ms:6.2f} ms per round")
+    print(f"  one cohort per batch size:        {keyed_ms:6.2f} ms per round")
+    print(f"  padding costs {padded_ms / keyed_ms:.2f}x the keyed cohorts")
+
+
+if __name__ == "__main__":
+    main()
