@@ -128,9 +128,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("algorithms", nargs="*", metavar="ALGO", help="dqn, ppo (default both)")
     parser.add_argument("--seeds", default="42,1,2", help="comma-separated (default 42,1,2)")
-    parser.add_argument(
-        "--no-cohorts", action="store_true", help="train every agent one at a time"
-    )
+    parser.add_argument("--no-cohorts", action="store_true", help="train every agent one at a time")
     args = parser.parse_args()
     unknown = set(args.algorithms) - set(REFERENCE)
     if unknown:

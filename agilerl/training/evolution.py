@@ -75,6 +75,10 @@ class Turns:
     #: ``train_agent`` result per agent and, for ``sharing``, each agent's journal. None:
     #: the family's agents train one at a time.
     train_cohort: Callable[..., tuple[list[Any], list[Any]]] | None = None
+    #: How a cohort's agents are evaluated together after training:
+    #: ``evaluate_cohort(agents, slots, state) -> [evaluate_agent's result per agent]``.
+    #: None: each is evaluated alone (``evaluate_agent``).
+    evaluate_cohort: Callable[..., list[tuple[Any, ...]]] | None = None
     #: Called once when the run ends (what the turns built for it, cohort envs).
     close: Callable[[], None] | None = None
 
@@ -448,8 +452,9 @@ def _cohort_turn(
     agents: list[Any], slots: list[int], budget: int, state: RunState, turns: Turns
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """The turn of a cohort: its agents train together (``turns.train_cohort``), whose
-    journals of the shared buffer are kept as their own turns' would be; then each is
-    evaluated alone. The wall time is shared out evenly for the records' rates."""
+    journals of the shared buffer are kept as their own turns' would be; then they are
+    evaluated together (``turns.evaluate_cohort``; where the family has none, each
+    alone). The wall time is shared out evenly for the records' rates."""
     import torch
 
     started = time.perf_counter()
@@ -459,9 +464,15 @@ def _cohort_turn(
     if turns.sharing is not None:
         for slot, journal in zip(slots, journals, strict=True):
             turns.sharing.record(slot, journal)
-    share = (time.perf_counter() - started) / len(agents)  # each agent's part of the training
-    for agent, slot, result in zip(agents, slots, results, strict=True):
-        yield slot, _record(agent, slot, result, time.perf_counter() - share, state, turns)
+    evaluations: list[tuple[Any, ...] | None] = [None] * len(agents)
+    if turns.evaluate_cohort is not None:
+        evaluations = list(turns.evaluate_cohort(agents, slots, state))
+    share = (time.perf_counter() - started) / len(agents)  # each agent's part of the turn
+    for agent, slot, result, evaluation in zip(agents, slots, results, evaluations, strict=True):
+        yield (
+            slot,
+            _record(agent, slot, result, time.perf_counter() - share, state, turns, evaluation),
+        )
 
 
 def _record(
@@ -471,11 +482,15 @@ def _record(
     started: float,
     state: RunState,
     turns: Turns,
+    evaluation: tuple[Any, ...] | None = None,
 ) -> dict[str, Any]:
-    """Evaluate an agent that has trained (``trained``: steps, returns, metrics) and make
-    its record of the generation (``started``: when its turn began, for its rate)."""
+    """Evaluate an agent that has trained (``trained``: steps, returns, metrics), unless
+    its cohort's ``evaluation`` is given, and make its record of the generation
+    (``started``: when its turn began, for its rate)."""
     taken, scores, metrics = trained
-    fitness, eval_taken, *figures = turns.evaluate_agent(agent, slot, state)
+    if evaluation is None:
+        evaluation = turns.evaluate_agent(agent, slot, state)
+    fitness, eval_taken, *figures = evaluation
     for extra in figures:
         metrics = {**metrics, **extra}
     steps = taken + eval_taken

@@ -14,7 +14,7 @@ from agilerl.algorithms.ppo import PPO
 from agilerl.cohorts.learners import cohort_key, form_cohorts
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.components import on_policy
-from agilerl.families.single_agent.cohort_envs import JoinedEnvs, join_infos
+from agilerl.families.single_agent.cohort_envs import JoinedEnvs
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models import GymEnvSpec
 
@@ -172,23 +172,6 @@ def test_each_agents_rollout_is_its_own():
         torch.testing.assert_close(buffer.advantages[:n], advantages, rtol=1e-5, atol=1e-5)
     for env in own_envs:
         env.close()
-
-
-def test_joined_infos_keep_each_copys_entries_in_order():
-    masks = {"action_mask": np.ones((2, 3), bool), "_action_mask": np.ones(2, bool)}
-    final = {
-        "final_obs": np.array([None, np.zeros(4)], dtype=object),
-        "_final_obs": np.array([False, True]),
-        "final_info": {"x": np.array([0, 7]), "_x": np.array([False, True])},
-    }
-    joined = join_infos([masks, final, {}], [2, 2, 1])
-    assert joined["action_mask"].shape == (5, 3)
-    assert joined["action_mask"][:2].all() and not joined["action_mask"][2:].any()
-    assert joined["_action_mask"].tolist() == [True, True, False, False, False]
-    assert joined["_final_obs"].tolist() == [False, False, False, True, False]
-    assert list(joined["final_obs"][:3]) == [None, None, None] and joined["final_obs"][4] is None
-    assert joined["final_info"]["x"].tolist() == [0, 0, 0, 7, 0]
-    assert joined["final_info"]["_x"].tolist() == [False, False, False, True, False]
 
 
 def test_ppo_agents_form_a_cohort_only_with_the_same_loop_shape():

@@ -34,7 +34,15 @@ TINY = {
         "encoder_config": {"hidden_size": [8]},
         "head_config": {"hidden_size": [8]},
     },
-    "training": {"max_steps": 200, "evo_steps": 100, "pop_size": 2, "eval_steps": 20, "seed": 1},
+    # one agent at a time: each evaluated by its own test(), which `scripted` replaces
+    "training": {
+        "max_steps": 200,
+        "evo_steps": 100,
+        "pop_size": 2,
+        "eval_steps": 20,
+        "seed": 1,
+        "cohorts": False,
+    },
     "mutation": {
         "probabilities": {"no_mut": 0.0, "params_mut": 1.0, "arch_mut": 0.0, "new_layer": 0.0},
         "rand_seed": 3,

@@ -5,7 +5,8 @@ Each agent of a cohort keeps its own vector env (its own ``num_envs`` copies, re
 the seeds its own turn would use), so what it experiences does not depend on the other
 agents. :class:`JoinedEnvs` steps them together as one vector env of ``P x num_envs``
 copies, agent ``p``'s the ``p``-th block, so the collection code of one agent (which acts
-on a vector env) runs unchanged for the cohort.
+on a vector env) runs unchanged for the cohort, and :func:`lockstep_evaluation`
+evaluates the cohort's agents together.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
+from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
+from agilerl.cohorts.stacking import StackedNetwork, installed
 from agilerl.observations import concat_tree
+from agilerl.training.state import RunState, reset_seed
 
 
 def in_process(spec: Any) -> Any:
@@ -107,3 +112,55 @@ def _unreported(like: np.ndarray, size: int) -> np.ndarray:
     if like.dtype == object:
         return np.full(size, None, dtype=object)
     return np.zeros((size, *like.shape[1:]), dtype=like.dtype)
+
+
+def lockstep_evaluation(
+    envs: CohortEnvs, eval_steps: int | None = None, eval_loop: int = 1
+) -> Callable[[list[Any], list[int], RunState], list[tuple[float, int]]]:
+    """A cohort's agents evaluated together, each as
+    :func:`~agilerl.training.evolution.episode_evaluation` evaluates it alone
+    (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.test`): ``eval_loop``
+    rounds of one episode per copy of its own env, reset with the seeds of its own
+    evaluation, cut at ``eval_steps``, acting with ``eval_action``; its fitness is the
+    mean return, appended to its ``fitness``, and its steps are counted until its own
+    episodes end. The agents act with one forward of their stacked policies (the first
+    agent's ``eval_action`` on every row: greedy, so nothing of it is per agent)."""
+
+    def evaluate(agents: list[Any], slots: list[int], state: RunState) -> list[tuple[float, int]]:
+        count = len(agents)
+        env = JoinedEnvs(envs.take(count))
+        n = env.num_envs // count
+        template = agents[0]
+        policy = StackedNetwork([agent.actor for agent in agents], trainable=False)
+        seeds = [reset_seed(state, slot, 1) for slot in slots]
+        returns: list[list[float]] = [[] for _ in agents]
+        taken = np.zeros(count, dtype=np.int64)
+        with torch.no_grad(), installed(policy):
+            for round_ in range(eval_loop):
+                obs, info = env.reset_each([seed + round_ * n for seed in seeds])
+                for agent in agents:
+                    agent.episodes_ended(np.ones(n, dtype=bool))  # per-env state afresh
+                totals = np.zeros((count, n))
+                done = np.zeros((count, n), dtype=bool)
+                steps = 0
+                while not done.all() and (eval_steps is None or steps < eval_steps):
+                    taken += n * ~done.all(axis=1)  # an agent's steps until its episodes end
+                    action = template.eval_action(obs, action_mask_from_info(info))
+                    obs, reward, terminated, truncated, info = env.step(action)
+                    totals += np.where(done, 0.0, reward.reshape(count, n))
+                    ended = (terminated | truncated).reshape(count, n)
+                    for agent, own in zip(agents, ended, strict=True):
+                        agent.episodes_ended(own)
+                    done |= ended
+                    steps += 1
+                for p in range(count):
+                    returns[p].extend(totals[p].tolist())
+        results = []
+        for agent, own, steps_taken in zip(agents, returns, taken.tolist(), strict=True):
+            fitness = float(np.mean(own))
+            agent.fitness.append(fitness)
+            agent.eval_steps_taken = steps_taken
+            results.append((fitness, steps_taken))
+        return results
+
+    return evaluate

@@ -16,7 +16,11 @@ from agilerl.cohorts.learners import LEARNERS
 from agilerl.cohorts.replay import CohortReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
-from agilerl.families.single_agent.cohort_envs import CohortEnvs, in_process
+from agilerl.families.single_agent.cohort_envs import (
+    CohortEnvs,
+    in_process,
+    lockstep_evaluation,
+)
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import concat_tree, replace_rows
 from agilerl.training.evolution import (
@@ -120,16 +124,18 @@ def off_policy_turns(
         # The exploration the generation ended with (e.g. DQN's epsilon).
         return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
 
-    train_cohort, cohort_envs = None, None
-    if make_env is not None and n_step_memory is None and type(replay) is Replay:
-        cohort_envs = CohortEnvs(make_env)
-        train_cohort = lockstep_turn(memory, num_envs, schedule, learning_delay, cohort_envs)
+    sharing = ExperienceSharing(memory, n_step_memory)
+    evaluation = episode_evaluation(env, eval_steps, eval_loop)
+    if make_env is None or n_step_memory is not None or type(replay) is not Replay:
+        return Turns(train_agent, evaluation, sharing=sharing)
+    cohort_envs = CohortEnvs(make_env)
     return Turns(
         train_agent,
-        episode_evaluation(env, eval_steps, eval_loop),
-        sharing=ExperienceSharing(memory, n_step_memory),
-        train_cohort=train_cohort,
-        close=None if cohort_envs is None else cohort_envs.close,
+        evaluation,
+        sharing=sharing,
+        train_cohort=lockstep_turn(memory, num_envs, schedule, learning_delay, cohort_envs),
+        evaluate_cohort=lockstep_evaluation(cohort_envs, eval_steps, eval_loop),
+        close=cohort_envs.close,
     )
 
 

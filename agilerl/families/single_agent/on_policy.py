@@ -11,7 +11,12 @@ import torch
 from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
-from agilerl.families.single_agent.cohort_envs import CohortEnvs, JoinedEnvs, in_process
+from agilerl.families.single_agent.cohort_envs import (
+    CohortEnvs,
+    JoinedEnvs,
+    in_process,
+    lockstep_evaluation,
+)
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.training.evolution import (
     LoopArguments,
@@ -56,12 +61,15 @@ def on_policy_turns(
         agent.scores.extend(completed)
         return taken, completed, metrics.means()
 
-    cohort_envs = None if make_env is None else CohortEnvs(make_env)
+    if make_env is None:
+        return Turns(train_agent, episode_evaluation(env, eval_steps, eval_loop))
+    cohort_envs = CohortEnvs(make_env)
     return Turns(
         train_agent,
         episode_evaluation(env, eval_steps, eval_loop),
-        train_cohort=None if cohort_envs is None else lockstep_turn(cohort_envs),
-        close=None if cohort_envs is None else cohort_envs.close,
+        train_cohort=lockstep_turn(cohort_envs),
+        evaluate_cohort=lockstep_evaluation(cohort_envs, eval_steps, eval_loop),
+        close=cohort_envs.close,
     )
 
 
