@@ -28,6 +28,16 @@ def column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
     return values.reshape(-1, *([1] * (like.dim() - 1)))
 
 
+def clip_per_agent(grads: Sequence[torch.Tensor], max_norm: float) -> None:
+    """Each agent's gradients (row ``p`` of every stacked gradient) scaled to a global
+    2-norm of at most ``max_norm``: the arithmetic of
+    :func:`~agilerl.algorithms.optim.clip_grad_norm`, per agent."""
+    squares = torch.stack([g.reshape(g.shape[0], -1).pow(2).sum(1) for g in grads]).sum(0)
+    scale = torch.clamp(max_norm / (squares.sqrt() + 1e-6), max=1.0)
+    for g in grads:
+        g.mul_(column(scale, g))
+
+
 class StackedAdam:
     """Adam for the stacked ``params`` (each ``(P, ...)``); ``own[p]`` are agent ``p``'s
     parameters in the same order, which its optimiser ``optimizers[p]`` updates alone."""
@@ -116,6 +126,25 @@ class StackedAdam:
         multi_tensor._foreach_addcdiv_(
             self.params, multi_tensor._foreach_mul(self.exp_avg, columns["step"]), denom, value=-1.0
         )
+
+    def minimise(
+        self, loss: torch.Tensor, mask: torch.Tensor, max_grad_norm: float | None = None
+    ) -> None:
+        """One step on ``loss`` (the sum of the agents' own losses: an agent's stacked
+        parameters meet only its rows, so its gradient is its own loss's) for the agents
+        in ``mask``, each agent's gradients clipped to ``max_grad_norm`` on their own (none
+        when None or 0)."""
+        grads = [
+            torch.zeros_like(p) if g is None else g
+            for p, g in zip(
+                self.params,
+                torch.autograd.grad(loss, self.params, allow_unused=True),
+                strict=True,
+            )
+        ]
+        if max_grad_norm:
+            clip_per_agent(grads, max_grad_norm)
+        self.step(grads, mask)
 
     def write_back(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
         """Agent ``p``'s moments and step count into its own optimiser's state."""

@@ -136,11 +136,14 @@ _register()
 def stackable(network: Any) -> bool:
     """Whether P copies of ``network`` (of one architecture) can be stacked: every
     parameter lies in a module of :data:`STACKED_MODULES`, no activation holds
-    parameters, and nothing holds buffers (running statistics are per agent)."""
+    parameters, and no stacked module holds buffers (running statistics are per agent).
+    Buffers of the network's own code around its modules (an actor's action bounds) are
+    read from the template for all P: :func:`~agilerl.cohorts.learners.cohort_key`
+    groups only networks whose buffers are equal."""
     modules = network.submodules() if hasattr(network, "submodules") else {}
     if not modules or any(type(m) not in STACKED_MODULES for m in modules.values()):
         return False
-    if next(network.buffers(), None) is not None:
+    if any(next(m.buffers(), None) is not None for m in modules.values()):
         return False
     covered = sum(p.numel() for m in modules.values() for p in m.parameters())
     if covered != sum(p.numel() for p in network.parameters()):
@@ -194,6 +197,20 @@ class StackedNetwork:
     def parameters(self) -> list[nn.Parameter]:
         return [p for module in self.owned.values() for p in module.stacked]
 
+    def all_parameters(self) -> list[nn.Parameter]:
+        """Every module's stacked parameters, shared ones included, in the network's
+        order: what a target network of it (which shares nothing) holds, position by
+        position."""
+        return [p for module in self.modules.values() for p in module.stacked]
+
+    @contextmanager
+    def bound(self) -> Iterator[None]:
+        """The template network running on the stacked modules for the length of the
+        block, for algorithm code that calls its modules one by one (``encoder``,
+        ``head``, ``from_latent``)."""
+        with bound(self.template, **self.modules):
+            yield
+
     def agent_parameters(self, network: EvolvableNetwork) -> list[nn.Parameter]:
         """``network``'s own parameters, in the order of :meth:`parameters` (the slice
         of each stacked tensor that is this agent's)."""
@@ -214,12 +231,26 @@ class StackedNetwork:
 def bound(target: Any, **attributes: Any) -> Iterator[None]:
     """``target`` with ``attributes`` set for the length of the block, then put back (a
     network's forward or an algorithm's code pointed at a cohort's stacked parts and
-    per-row hyperparameters)."""
+    per-row hyperparameters). An attribute the instance did not hold itself (a method
+    of its class) is removed again, so no bound method of the instance stays in it."""
     saved = {name: getattr(target, name) for name in attributes}
+    inherited = {name for name in attributes if not _held(target, name)}
     try:
         for name, value in attributes.items():
             setattr(target, name, value)
         yield
     finally:
         for name, value in saved.items():
-            setattr(target, name, value)
+            if name in inherited:
+                delattr(target, name)
+            else:
+                setattr(target, name, value)
+
+
+def _held(target: Any, name: str) -> bool:
+    """Whether ``target`` holds ``name`` itself (an instance attribute, or a module's
+    registered submodule, parameter or buffer) rather than through its class."""
+    if name in vars(target):
+        return True
+    registered = ("_modules", "_parameters", "_buffers")
+    return isinstance(target, nn.Module) and any(name in vars(target)[r] for r in registered)
