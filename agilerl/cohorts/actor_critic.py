@@ -130,6 +130,7 @@ class ActorCriticCohort:
         count = len(self.agents)
         rows = int(batch["reward"].shape[0]) // count
         live = np.asarray(mask, dtype=bool)
+        device = self.gamma.device
         blocks = [slice(p * rows, (p + 1) * rows) for p in range(count)]
         gamma = self.gamma.repeat_interleave(rows)
         with self._networks(gamma=gamma, _smoothing=self._smoothing(live, rows)):
@@ -144,7 +145,7 @@ class ActorCriticCohort:
         if not losses:
             return [None] * count
         self.critic_adam.minimise(
-            torch.stack(losses).sum(), torch.as_tensor(live), self.max_grad_norm
+            torch.stack(losses).sum(), torch.as_tensor(live, device=device), self.max_grad_norm
         )
         for p in np.flatnonzero(live).tolist():
             self.agents[p].learn_counter += 1
@@ -158,7 +159,7 @@ class ActorCriticCohort:
                 figures[p]["actor_loss"] = loss.detach()
                 losses.append(loss)
             self.actor_adam.minimise(
-                torch.stack(losses).sum(), torch.as_tensor(due), self.max_grad_norm
+                torch.stack(losses).sum(), torch.as_tensor(due, device=device), self.max_grad_norm
             )
             soft_update(self.polyak_targets, self.polyak_online, self.tau, due)
         return reported(figures, count)
