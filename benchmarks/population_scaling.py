@@ -1,19 +1,21 @@
 """What cohorts buy: a population trained as one against one agent at a time.
 
-Usage: ``python benchmarks/population_scaling.py [--steps 2000] [--pops 1,4,8,16]
-[--width 128] [--reference-steps 10000] [--skip-reference]``.
+Usage: ``python benchmarks/population_scaling.py [--algo dqn|td3] [--steps 2000]
+[--pops 1,4,8,16] [--width 128] [--reference-steps 10000] [--skip-reference]``.
 
 Two tables, one torch thread, synchronous environments, the same seed for both paths:
 
-1. **Scaling** (DQN on CartPole-v1, the reference manifest's hyperparameters and network,
-   its layers ``--width`` wide (the manifest's: 128), evolution off so the population
-   stays one cohort): for each population size, the wall
-   time of one generation of ``--steps`` env steps per agent and the training env steps
-   per second of the whole population, cohorts on and off, and the ratio.
-2. **The reference manifest** (``benchmarks/agilerl_dqn_cartpole.yaml``, population 4,
-   its mutations on, ``--reference-steps`` per agent): training env steps per second with
-   cohorts on and off, and the cohorts each generation formed (the manifest's
-   architecture and activation mutations split a population into cohorts of its shapes).
+1. **Scaling** (``--algo dqn``: DQN on CartPole-v1, the reference manifest
+   ``benchmarks/agilerl_dqn_cartpole.yaml``; ``--algo td3``: TD3 on Pendulum-v1,
+   ``configs/td3.yaml``; each manifest's hyperparameters and network, its layers
+   ``--width`` wide where given, evolution off so the population stays one cohort): for
+   each population size, the wall time of one generation of ``--steps`` env steps per
+   agent and the training env steps per second of the whole population, cohorts on and
+   off, and the ratio.
+2. **The manifest itself** (population 4, its mutations on, ``--reference-steps`` per
+   agent): training env steps per second with cohorts on and off, and the cohorts each
+   generation formed (architecture and activation mutations split a population into
+   cohorts of its shapes).
 
 "Training env steps per second" counts the training steps of every agent over the run's
 wall time (evaluation included in the wall time, as ``benchmarks/reference_cartpole.py``
@@ -34,15 +36,22 @@ from agilerl.documents import load_document
 from agilerl.trainer import LocalTrainer
 
 HERE = Path(__file__).parent
-REFERENCE = HERE / "agilerl_dqn_cartpole.yaml"
+#: ``--algo`` -> the manifest it times (its environment, hyperparameters and network).
+MANIFESTS = {
+    "dqn": HERE / "agilerl_dqn_cartpole.yaml",
+    "td3": HERE.parent / "configs" / "td3.yaml",
+}
 
 
-def _document(steps: int, pop: int, cohorts: bool, evolve: bool, width: int = 128) -> dict:
-    document = copy.deepcopy(load_document(REFERENCE)[0])
-    network = document["network"]
-    network["latent_dim"] = width
-    network["encoder_config"]["hidden_size"] = [width]
-    network["head_config"]["hidden_size"] = [width]
+def _document(
+    algo: str, steps: int, pop: int, cohorts: bool, evolve: bool, width: int | None = None
+) -> dict:
+    document = copy.deepcopy(load_document(MANIFESTS[algo])[0])
+    if width is not None:
+        network = document["network"]
+        network["latent_dim"] = width
+        network["encoder_config"]["hidden_size"] = [width]
+        network["head_config"]["hidden_size"] = [width]
     document["environment"]["sync"] = True
     training = document["training"]
     training.update(max_steps=steps, pop_size=pop, cohorts=cohorts, seed=42, eval_steps=500)
@@ -73,17 +82,28 @@ def _train(document: dict) -> tuple[float, int, list[list[int]]]:
     return wall, sum(int(agent.steps) for agent in population), formed
 
 
-def scaling(steps: int, pops: list[int], width: int) -> None:
+def _described(document: dict) -> str:
+    """The algorithm, environment and layer widths of ``document``."""
+    network = document["network"]
+    layers = [*network["encoder_config"]["hidden_size"], network["latent_dim"]]
+    layers += network["head_config"]["hidden_size"]
+    return (
+        f"{document['algorithm']['name']}, {document['environment']['name']}, layers "
+        f"{'/'.join(map(str, layers))}"
+    )
+
+
+def scaling(algo: str, steps: int, pops: list[int], width: int | None) -> None:
     print(
-        f"DQN, CartPole-v1, layers {width} wide, one generation of {steps:,} env steps per "
-        "agent, evolution off"
+        f"{_described(_document(algo, steps, 1, True, False, width))}, one generation of "
+        f"{steps:,} env steps per agent, evolution off"
     )
     print(f"{'pop':>4} | {'one at a time':>22} | {'cohorts':>22} | speed-up")
     base = None
     for pop in pops:
         cells = []
         for cohorts in (False, True):
-            wall, trained, _ = _train(_document(steps, pop, cohorts, False, width))
+            wall, trained, _ = _train(_document(algo, steps, pop, cohorts, False, width))
             cells.append((wall, trained / wall))
         (off_wall, off_rate), (on_wall, on_rate) = cells
         base = base or on_wall
@@ -94,10 +114,10 @@ def scaling(steps: int, pops: list[int], width: int) -> None:
         )
 
 
-def reference(steps: int) -> None:
-    print(f"\nThe reference DQN manifest, population 4, {steps:,} env steps per agent")
+def reference(algo: str, steps: int) -> None:
+    print(f"\n{MANIFESTS[algo].name} itself, population 4, {steps:,} env steps per agent")
     for cohorts in (False, True):
-        wall, trained, formed = _train(_document(steps, 4, cohorts, evolve=True))
+        wall, trained, formed = _train(_document(algo, steps, 4, cohorts, evolve=True))
         shapes = " ".join("+".join(map(str, sizes)) for sizes in formed)
         print(
             f"cohorts {'on ' if cohorts else 'off'}: {trained / wall:8,.0f} training env "
@@ -107,17 +127,18 @@ def reference(steps: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algo", choices=sorted(MANIFESTS), default="dqn")
     parser.add_argument("--steps", type=int, default=2_000)
     parser.add_argument("--pops", default="1,4,8,16")
-    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--width", type=int, default=None, help="default: the manifest's")
     parser.add_argument("--reference-steps", type=int, default=10_000)
     parser.add_argument("--skip-reference", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    _train(_document(200, 2, True, evolve=False))  # imports and first calls, not timed
-    scaling(args.steps, [int(p) for p in args.pops.split(",")], args.width)
+    _train(_document(args.algo, 200, 2, True, evolve=False))  # imports, first calls: untimed
+    scaling(args.algo, args.steps, [int(p) for p in args.pops.split(",")], args.width)
     if not args.skip_reference:
-        reference(args.reference_steps)
+        reference(args.algo, args.reference_steps)
 
 
 if __name__ == "__main__":

@@ -283,8 +283,7 @@ class DDPG(RLAlgorithm):
         x = self._preprocess(next_obs)
         latent = self.actor_target.encoder(x)
         next_action = self.actor_target.head(latent)
-        smoothing = self.rng.standard_normal(tuple(next_action.shape)) * self.policy_noise
-        smoothing = np.clip(smoothing, -self.noise_clip, self.noise_clip)
+        smoothing = self._smoothing(tuple(next_action.shape))
         next_action = (next_action + torch.as_tensor(smoothing).to(next_action)).clamp(-1.0, 1.0)
         # Targets are separate copies even when the online networks share an encoder;
         # those copies follow one source from one start, so they stay equal and the
@@ -296,6 +295,12 @@ class DDPG(RLAlgorithm):
             values.append(target.from_latent(features, next_action).reshape(-1))
         return self._combine(values)
 
+    def _smoothing(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Target policy smoothing noise of ``shape`` from this agent's generator, clipped
+        (a cohort draws each agent's rows from that agent's own)."""
+        smoothing = self.rng.standard_normal(shape) * self.policy_noise
+        return np.clip(smoothing, -self.noise_clip, self.noise_clip)
+
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
         """The target value from the target critics' values: DDPG's one critic's."""
         return values[0]
@@ -306,16 +311,8 @@ class DDPG(RLAlgorithm):
         a truncated episode still bootstraps). See the module docstring for the losses.
         Returns :attr:`learn_metrics` (``actor_loss`` only on the calls that update the
         actor: every ``policy_freq``-th)."""
-        x = self._preprocess(batch["obs"])
-        action = self._normalise(batch["action"])
-        with torch.no_grad():
-            next_q = self._target_values(batch["next_obs"])
-            reward = torch.as_tensor(batch["reward"], device=self.device).to(next_q).reshape(-1)
-            done = torch.as_tensor(batch["done"], device=self.device).to(next_q).reshape(-1)
-            target = reward + self.gamma * (1.0 - done) * next_q
-        latent = self.actor.encoder(x) if self.share_encoders else None
-        qs = [self._q(getattr(self, name), x, action, latent) for name in self.critics]
-        critic_loss = sum(functional.mse_loss(q, target) for q in qs)
+        x, qs, target = self._critic_values(batch)
+        critic_loss = self._critic_loss(qs, target)
         gradient_step(self.critic_optimizer, critic_loss, self.max_grad_norm)
         self.learn_counter += 1
         figures = [critic_loss.detach(), qs[0].detach().mean()]
@@ -328,14 +325,44 @@ class DDPG(RLAlgorithm):
             metrics["actor_loss"] = values[2]
         return metrics
 
-    def _update_actor(self, x: Any) -> torch.Tensor:
-        """One step of the actor against the first critic; returns the loss (detached)."""
+    def _critic_values(self, batch: dict[str, Any]) -> tuple[Any, list[torch.Tensor], torch.Tensor]:
+        """The networks' part of the critic update: the preprocessed observations, every
+        critic's ``Q(s, a)`` of the batch ``(batch,)`` and the (no-gradient) TD targets
+        ``(batch,)``. A cohort runs it once on its stacked networks, with ``gamma`` per
+        row, and each agent's :meth:`_critic_loss` on its own rows."""
+        x = self._preprocess(batch["obs"])
+        action = self._normalise(batch["action"])
+        with torch.no_grad():
+            next_q = self._target_values(batch["next_obs"])
+            reward = torch.as_tensor(batch["reward"], device=self.device).to(next_q).reshape(-1)
+            done = torch.as_tensor(batch["done"], device=self.device).to(next_q).reshape(-1)
+            target = reward + self.gamma * (1.0 - done) * next_q
+        latent = self.actor.encoder(x) if self.share_encoders else None
+        qs = [self._q(getattr(self, name), x, action, latent) for name in self.critics]
+        return x, qs, target
+
+    def _critic_loss(self, qs: list[torch.Tensor], target: torch.Tensor) -> torch.Tensor:
+        """The critics' loss: the sum of their mean squared TD errors."""
+        return sum(functional.mse_loss(q, target) for q in qs)
+
+    def _policy_values(self, x: Any) -> torch.Tensor:
+        """The networks' part of the actor update: the first critic's ``Q`` of the actor's
+        actions ``(batch,)``, differentiable in the actor's parameters (its encoder's only
+        without ``share_encoders``)."""
         latent = self.actor.encoder(x)
         if self.share_encoders:
             latent = latent.detach()  # the critic loss alone trains the shared encoder
         action = self.actor.head(latent)
         critic = getattr(self, self.critics[0])
-        loss = -self._q(critic, x, action, latent).mean()
+        return self._q(critic, x, action, latent)
+
+    def _actor_loss(self, values: torch.Tensor) -> torch.Tensor:
+        """The actor's loss from :meth:`_policy_values`: minus the mean ``Q``."""
+        return -values.mean()
+
+    def _update_actor(self, x: Any) -> torch.Tensor:
+        """One step of the actor against the first critic; returns the loss (detached)."""
+        loss = self._actor_loss(self._policy_values(x))
         gradient_step(self.actor_optimizer, loss, self.max_grad_norm)
         return loss.detach()
 

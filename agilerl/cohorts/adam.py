@@ -130,6 +130,28 @@ class StackedAdam:
             self.params, multi_tensor._foreach_mul(self.exp_avg, columns["step"]), denom, value=-1.0
         )
 
+    def minimise(
+        self,
+        loss: torch.Tensor,
+        mask: torch.Tensor,
+        max_grad_norm: float | torch.Tensor | None = None,
+    ) -> None:
+        """One step on ``loss`` (the sum of the agents' own losses: an agent's stacked
+        parameters meet only its rows, so its gradient is its own loss's) for the agents
+        in ``mask``, each agent's gradients clipped to ``max_grad_norm`` on their own (one
+        for all or ``(P,)``; none when None or 0)."""
+        grads = [
+            torch.zeros_like(p) if g is None else g
+            for p, g in zip(
+                self.params,
+                torch.autograd.grad(loss, self.params, allow_unused=True),
+                strict=True,
+            )
+        ]
+        if isinstance(max_grad_norm, torch.Tensor) or max_grad_norm:
+            clip_per_agent(grads, max_grad_norm)
+        self.step(grads, mask)
+
     def write_back(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
         """Agent ``p``'s moments and step count into its own optimiser's state."""
         for p, optimizer in enumerate(optimizers):

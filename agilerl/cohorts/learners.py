@@ -17,24 +17,30 @@ that overhead is the larger (``benchmarks/cohort_batch_sizes.py``: four DQN agen
 batch 32 to 256, 64 wide, learn a round 1.7x faster padded in one cohort than in four).
 
 :data:`LEARNERS` says which algorithms learn in cohorts (exact classes: a subclass that
-learns differently, RainbowDQN, is not covered by DQN's entry). :func:`cohort_key` says
+learns differently, RainbowDQN, is not covered by DQN's entry): DQN and CQN through
+:class:`ValueCohort`, DDPG and TD3 through
+:class:`~agilerl.cohorts.actor_critic.ActorCriticCohort`. :func:`cohort_key` says
 which agents may share a cohort.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 import torch
 
 from agilerl.algorithms.cqn import CQN
+from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.ppo import PPO
-from agilerl.cohorts.adam import StackedAdam, clip_per_agent, column, multi_tensor
+from agilerl.algorithms.td3 import TD3
+from agilerl.cohorts.actor_critic import ActorCriticCohort
+from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
+from agilerl.cohorts.updates import reported, soft_update
 from agilerl.observations import concat_tree
 
 
@@ -112,30 +118,10 @@ class ValueCohort:
             total = loss if total is None else total + loss
         if total is None:
             return [None] * count
-        params = self.online.parameters()
-        grads = [
-            torch.zeros_like(p) if g is None else g
-            for p, g in zip(
-                params, torch.autograd.grad(total, params, allow_unused=True), strict=True
-            )
-        ]
-        if self.max_grad_norm:
-            clip_per_agent(grads, self.max_grad_norm)
-        live_mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=params[0].device)
-        self.adam.step(grads, live_mask)
-        with torch.no_grad():
-            weight = self.tau * live_mask.to(self.tau.dtype)
-            targets = self.target.parameters()
-            multi_tensor._foreach_lerp_(
-                targets, params, [column(weight, t).to(t.dtype) for t in targets]
-            )
-        # One device sync for every figure of every agent.
-        names = [(p, name) for p in live for name in figures[p]]
-        values = torch.stack([figures[p][name].detach().float() for p, name in names]).tolist()
-        out: list[dict[str, float] | None] = [None] * count
-        for (p, name), value in zip(names, values, strict=True):
-            out[p] = {**(out[p] or {}), name: value}
-        return out
+        live_mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=self.gamma.device)
+        self.adam.minimise(total, live_mask, self.max_grad_norm)
+        soft_update(self.target.parameters(), self.online.parameters(), self.tau, mask)
+        return reported(figures, count)
 
     def write_back(self) -> None:
         """Every agent's weights, target weights and optimiser state back into it."""
@@ -144,16 +130,47 @@ class ValueCohort:
         self.adam.write_back([agent.optimizer for agent in self.agents])
 
 
-#: Algorithm class -> its cohort learner (exact classes); the family's turn drives it.
-LEARNERS: dict[type, Any] = {DQN: ValueCohort, CQN: ValueCohort, PPO: PolicyCohort}
+class Learner(Protocol):
+    """What every cohort learner is: made of a cohort's agents, it names the attributes
+    they must share and writes everything back into them at the end. The family's
+    cohort turn drives the rest (:class:`ReplayLearner`, or
+    :class:`~agilerl.cohorts.policy.PolicyCohort` for rollouts)."""
+
+    #: Attributes of the agents that must be equal across a cohort (:func:`cohort_key`).
+    same: ClassVar[tuple[str, ...]]
+
+    def __init__(self, agents: Sequence[Any]) -> None: ...
+
+    def write_back(self) -> None: ...
+
+
+class ReplayLearner(Learner, Protocol):
+    """A learner from replayed batches (:func:`~agilerl.families.single_agent.off_policy.
+    lockstep_turn`, the offline turn): it acts for every agent and learns for those a
+    mask names, each on its block of a batch."""
+
+    def explore(self, obs: Sequence[Any], masks: Sequence[Any]) -> np.ndarray: ...
+
+    def learn(self, batch: dict[str, Any], mask: np.ndarray) -> list[dict[str, float] | None]: ...
+
+
+#: Algorithm class -> its cohort learner (exact classes).
+LEARNERS: dict[type, type[Learner]] = {
+    DQN: ValueCohort,
+    CQN: ValueCohort,
+    DDPG: ActorCriticCohort,
+    TD3: ActorCriticCohort,
+    PPO: PolicyCohort,
+}
 
 
 def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     """What agents must share to form a cohort, or None for an agent that trains alone:
-    the algorithm (one with a learner), every network's architecture, the attributes its
-    learner needs equal (its ``same``: PPO's batch size, not DQN's), the device; every
-    network must be :func:`~agilerl.cohorts.stacking.stackable` (MLP modules, no
-    buffers)."""
+    the algorithm (one with a learner), every network's architecture and buffers (the
+    constants of its spaces, such as an actor's action bounds), the attributes its
+    learner needs equal (:attr:`Learner.same`: PPO's batch size, not DQN's, whose
+    batches are padded), the device; every network must be
+    :func:`~agilerl.cohorts.stacking.stackable` (MLP modules holding no buffers)."""
     learner = LEARNERS.get(type(agent))
     if learner is None:
         return None
@@ -163,6 +180,9 @@ def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     return (
         type(agent),
         tuple(net.spec.model_dump_json() for net in networks),
+        # The constants of the code around the stacked modules (an actor's action
+        # bounds), which runs once with the first agent's.
+        tuple(tuple(b.flatten().tolist()) for net in networks for b in net.buffers()),
         tuple(getattr(agent, name) for name in learner.same),
         str(agent.device),
     )

@@ -37,8 +37,8 @@ import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.algorithms.ppo import METRICS, _RolloutCollector, clipped_ppo_loss
-from agilerl.cohorts.adam import StackedAdam, clip_per_agent
-from agilerl.cohorts.stacking import StackedNetwork, installed
+from agilerl.cohorts.adam import StackedAdam
+from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.components import on_policy
 from agilerl.components.rollout_buffer import RolloutBatch
 from agilerl.observations import map_tree, stack_tree
@@ -107,7 +107,7 @@ class PolicyCohort:
             collectors.append(_RolloutCollector(agent, buffer, None, returns))
         joint = _CohortCollector(self, collectors, per_agent)
         steps = self.template.rollout_length
-        with installed(self.actor), installed(self.critic):
+        with self.actor.bound(), self.critic.bound():
             obs, info = on_policy.collect_rollout(env, joint, obs, info, steps)
             last = self.template._value(obs)
         for p, collector in enumerate(collectors):
@@ -134,7 +134,6 @@ class PolicyCohort:
         kl_index = METRICS.index("approx_kl")
         watch_kl = any(limit is not None for limit in self.target_kl)
         limits = np.array([np.inf if limit is None else limit for limit in self.target_kl])
-        params = self.adam.params
         unused = torch.arange(size)  # the rows of an agent that has finished
         for epoch in range(int(epochs.max())):
             active = ~stopped & (epoch < epochs)
@@ -164,13 +163,7 @@ class PolicyCohort:
                     step &= ~exceeded
                 if step.any():
                     stepping = torch.as_tensor(step, device=device)
-                    grads = torch.autograd.grad((loss * stepping).sum(), params, allow_unused=True)
-                    grads = [
-                        torch.zeros_like(p) if g is None else g
-                        for p, g in zip(params, grads, strict=True)
-                    ]
-                    clip_per_agent(grads, self.max_grad_norm)
-                    self.adam.step(grads, stepping)
+                    self.adam.minimise((loss * stepping).sum(), stepping, self.max_grad_norm)
                     updates += step
                 active = step
         means = (totals / torch.as_tensor(np.maximum(evaluated, 1), device=device)).T.tolist()
@@ -185,7 +178,7 @@ class PolicyCohort:
 
     def _loss(self, batch: RolloutBatch, count: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Each agent's PPO loss ``(P,)`` and metrics ``(6, P)`` of a joined minibatch."""
-        with installed(self.actor), installed(self.critic):
+        with self.actor.bound(), self.critic.bound():
             dist, value = self.template._forward(batch.obs, batch.action_masks)
         log_prob, entropy = dist.log_prob(batch.actions), dist.entropy()
 

@@ -23,7 +23,7 @@ a network's forward and an algorithm's code are pointed at stacked parts.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from typing import Any, cast
 
 import torch
@@ -158,9 +158,12 @@ class StackedGaussian(nn.Module):
                 gaussian.log_std.copy_(self.log_std[p])
 
 
+#: A stacked part of P networks.
+Stacked = StackedMLP | StackedGaussian
+
 #: Module class -> its stacked implementation (exact classes: a subclass may compute
 #: differently). A network whose parts are all here can be stacked.
-STACKED_MODULES: dict[type, type[StackedMLP] | type[StackedGaussian]] = {
+STACKED_MODULES: dict[type, type[Stacked]] = {
     DiagGaussianDistribution: StackedGaussian,
 }
 
@@ -177,12 +180,15 @@ _register()
 def stackable(network: Any) -> bool:
     """Whether P copies of ``network`` (of one architecture) can be stacked: every
     parameter lies in a part (:meth:`~agilerl.networks.base.EvolvableNetwork.
-    stacking_parts`) of :data:`STACKED_MODULES`, no activation holds parameters, and
-    nothing holds buffers (running statistics are per agent)."""
+    stacking_parts`) of :data:`STACKED_MODULES`, no activation holds parameters, and no
+    stacked part holds buffers (running statistics are per agent). Buffers of the
+    network's own code around its parts (an actor's action bounds) are read from the
+    template for all P: :func:`~agilerl.cohorts.learners.cohort_key` groups only
+    networks whose buffers are equal."""
     modules = network.stacking_parts() if hasattr(network, "stacking_parts") else {}
     if not modules or any(type(m) not in STACKED_MODULES for m in modules.values()):
         return False
-    if next(network.buffers(), None) is not None:
+    if any(next(m.buffers(), None) is not None for m in modules.values()):
         return False
     covered = sum(p.numel() for m in modules.values() for p in m.parameters())
     if covered != sum(p.numel() for p in network.parameters()):
@@ -206,7 +212,7 @@ class StackedNetwork:
         self,
         networks: Sequence[EvolvableNetwork],
         trainable: bool = True,
-        shared: Mapping[str, nn.Module] | None = None,
+        shared: Mapping[str, Stacked] | None = None,
     ) -> None:
         self.count = len(networks)
         self.template = networks[0]
@@ -225,16 +231,30 @@ class StackedNetwork:
         }
 
     def __call__(self, *args: Any) -> Any:
-        with bound(self.template, **self.modules):
+        with self.bound():
             return self.template(*args)
 
     def call(self, method: str, *args: Any) -> Any:
         """The network's own ``method`` (``from_latent``, ...) run on the stacked modules."""
-        with bound(self.template, **self.modules):
+        with self.bound():
             return getattr(self.template, method)(*args)
 
     def parameters(self) -> list[nn.Parameter]:
         return [p for module in self.owned.values() for p in module.stacked]
+
+    def all_parameters(self) -> list[nn.Parameter]:
+        """Every module's stacked parameters, shared ones included, in the network's
+        order: what a target network of it (which shares nothing) holds, position by
+        position."""
+        return [p for module in self.modules.values() for p in module.stacked]
+
+    @contextmanager
+    def bound(self) -> Iterator[None]:
+        """The template network (the first agent's own) running on the stacked modules
+        for the length of the block, for algorithm code that reaches into its networks'
+        parts (``encoder``, ``head``, ``distribution``, ``from_latent``)."""
+        with bound(self.template, **self.modules):
+            yield
 
     def agent_parameters(self, network: EvolvableNetwork) -> list[nn.Parameter]:
         """``network``'s own parameters, in the order of :meth:`parameters` (the slice
@@ -252,23 +272,30 @@ class StackedNetwork:
             module.write_back([net.stacking_parts()[name] for net in networks])
 
 
-def installed(network: StackedNetwork) -> AbstractContextManager[None]:
-    """The first agent's own network holding the stacked modules for the length of the
-    block: an algorithm's code that reaches into its networks' parts (``encoder``,
-    ``head``) runs for the cohort's rows."""
-    return bound(network.template, **network.modules)
-
-
 @contextmanager
 def bound(target: Any, **attributes: Any) -> Iterator[None]:
     """``target`` with ``attributes`` set for the length of the block, then put back (a
     network's forward or an algorithm's code pointed at a cohort's stacked parts and
-    per-row hyperparameters)."""
+    per-row hyperparameters). An attribute the instance did not hold itself (a method
+    of its class) is removed again, so no bound method of the instance stays in it."""
     saved = {name: getattr(target, name) for name in attributes}
+    inherited = {name for name in attributes if not _held(target, name)}
     try:
         for name, value in attributes.items():
             setattr(target, name, value)
         yield
     finally:
         for name, value in saved.items():
-            setattr(target, name, value)
+            if name in inherited:
+                delattr(target, name)
+            else:
+                setattr(target, name, value)
+
+
+def _held(target: Any, name: str) -> bool:
+    """Whether ``target`` holds ``name`` itself (an instance attribute, or a module's
+    registered submodule, parameter or buffer) rather than through its class."""
+    if name in vars(target):
+        return True
+    registered = ("_modules", "_parameters", "_buffers")
+    return isinstance(target, nn.Module) and any(name in vars(target)[r] for r in registered)

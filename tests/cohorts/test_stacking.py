@@ -143,3 +143,32 @@ def test_bound_puts_attributes_back_even_when_the_block_raises():
         assert thing.value == 2
         raise RuntimeError
     assert thing.value == 1
+
+
+def test_buffers_of_a_networks_own_code_stack_but_not_buffers_in_its_modules():
+    from agilerl.algorithms.ddpg import DDPG
+
+    agent = DDPG(
+        spaces.Box(-1.0, 1.0, (3,)), spaces.Box(-2.0, 2.0, (2,)), net_config=LAYOUTS["layer-norm"]
+    )
+    assert dict(agent.actor.named_buffers()).keys() == {"action_low", "action_high"}
+    assert stackable(agent.actor)  # the action bounds: read from the template for all P
+    net = networks("layer-norm", 1)[0]
+    net.encoder.register_buffer("running_mean", torch.zeros(5))  # per-agent statistics
+    assert not stackable(net)
+
+
+def test_bound_removes_what_the_instance_did_not_hold_itself():
+    class Thing:
+        def method(self):
+            return "own"
+
+    thing = Thing()
+    with bound(thing, method=lambda: "bound"):
+        assert thing.method() == "bound"
+    assert thing.method() == "own" and "method" not in vars(thing)
+    module = networks("layer-norm", 1)[0]
+    encoder = module.encoder
+    with bound(module, encoder=torch.nn.Identity()):
+        assert isinstance(module.encoder, torch.nn.Identity)
+    assert module.encoder is encoder and "encoder" in module._modules

@@ -3,13 +3,13 @@ with evolution (CQN)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from typing_extensions import Unpack
 
-from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.learners import LEARNERS, ReplayLearner
 from agilerl.cohorts.replay import draw_padded
 from agilerl.components.replay import Replay
 from agilerl.training.evolution import (
@@ -51,7 +51,7 @@ def offline_turns(
     def train_cohort(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        learner = LEARNERS[type(agents[0])](agents)
+        learner = cast(ReplayLearner, LEARNERS[type(agents[0])](agents))  # this turn's kind
         sizes = [agent.batch_size for agent in agents]
         everyone = np.ones(len(agents), dtype=bool)
         # Each agent draws its samples as its own turn would: its own generator, seeded

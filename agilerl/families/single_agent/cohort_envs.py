@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.cohorts.stacking import StackedNetwork, installed
+from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.observations import concat_tree
 from agilerl.training.state import RunState, reset_seed
 
@@ -135,7 +135,7 @@ def lockstep_evaluation(
         seeds = [reset_seed(state, slot, 1) for slot in slots]
         returns: list[list[float]] = [[] for _ in agents]
         taken = np.zeros(count, dtype=np.int64)
-        with torch.no_grad(), installed(policy):
+        with torch.no_grad(), policy.bound():
             for round_ in range(eval_loop):
                 obs, info = env.reset_each([seed + round_ * n for seed in seeds])
                 for agent in agents:

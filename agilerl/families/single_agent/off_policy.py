@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 from typing_extensions import Unpack
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.learners import LEARNERS, ReplayLearner
 from agilerl.cohorts.replay import CohortReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
@@ -167,7 +167,7 @@ def lockstep_turn(
         ]
         obs, infos = [r[0] for r in resets], [r[1] for r in resets]
         generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
-        learner = LEARNERS[type(agents[0])](agents)
+        learner = cast(ReplayLearner, LEARNERS[type(agents[0])](agents))  # this turn's kind
         for agent in agents:
             agent.configure_exploration(schedule)
             agent.episodes_ended(np.ones(num_envs, dtype=bool))

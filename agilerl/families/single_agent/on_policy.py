@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import torch
 from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.policy import PolicyCohort
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
     JoinedEnvs,
@@ -88,7 +89,7 @@ def lockstep_turn(envs: CohortEnvs) -> Any:
         env = JoinedEnvs(envs.take(count))
         obs, info = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
         generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
-        learner = LEARNERS[type(agents[0])](agents)
+        learner = cast(PolicyCohort, LEARNERS[type(agents[0])](agents))  # this turn's kind
         for agent in agents:
             agent.reset_rollouts()
         taken = 0
