@@ -1,12 +1,13 @@
 """What cohorts buy: a population trained as one against one agent at a time.
 
-Usage: ``python benchmarks/population_scaling.py [--algo dqn|td3] [--steps 2000]
-[--pops 1,4,8,16] [--width 128] [--reference-steps 10000] [--skip-reference]``.
+Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|td3] [--steps 2000]
+[--pops 1,4,8,16,32] [--width 128] [--reference-steps 10000] [--skip-reference]``.
 
 Two tables, one torch thread, synchronous environments, the same seed for both paths:
 
 1. **Scaling** (``--algo dqn``: DQN on CartPole-v1, the reference manifest
-   ``benchmarks/agilerl_dqn_cartpole.yaml``; ``--algo td3``: TD3 on Pendulum-v1,
+   ``benchmarks/agilerl_dqn_cartpole.yaml``; ``--algo ppo``: PPO on CartPole-v1,
+   ``benchmarks/agilerl_ppo_cartpole.yaml``; ``--algo td3``: TD3 on Pendulum-v1,
    ``configs/td3.yaml``; each manifest's hyperparameters and network, its layers
    ``--width`` wide where given, evolution off so the population stays one cohort): for
    each population size, the wall time of one generation of ``--steps`` env steps per
@@ -39,6 +40,7 @@ HERE = Path(__file__).parent
 #: ``--algo`` -> the manifest it times (its environment, hyperparameters and network).
 MANIFESTS = {
     "dqn": HERE / "agilerl_dqn_cartpole.yaml",
+    "ppo": HERE / "agilerl_ppo_cartpole.yaml",
     "td3": HERE.parent / "configs" / "td3.yaml",
 }
 
@@ -129,7 +131,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--algo", choices=sorted(MANIFESTS), default="dqn")
     parser.add_argument("--steps", type=int, default=2_000)
-    parser.add_argument("--pops", default="1,4,8,16")
+    parser.add_argument("--pops", default="1,4,8,16,32")
     parser.add_argument("--width", type=int, default=None, help="default: the manifest's")
     parser.add_argument("--reference-steps", type=int, default=10_000)
     parser.add_argument("--skip-reference", action="store_true")
