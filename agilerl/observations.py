@@ -58,6 +58,15 @@ def concat_tree(batches: list[Any]) -> Any:
     return map_tree(lambda *leaves: np.concatenate(leaves), batches[0], *batches[1:])
 
 
+def split_tree(batch: Any, parts: int) -> list[Any]:
+    """A batch cut into ``parts`` blocks of equal size along its leading dimension (the
+    inverse of :func:`concat_tree` of equal batches): a cohort's rows, agent by agent."""
+    size = leading_size(batch) // parts
+    return [
+        map_tree(lambda leaf, p=p: leaf[p * size : (p + 1) * size], batch) for p in range(parts)
+    ]
+
+
 def replace_rows(batch: Any, rows: np.ndarray, items: list[Any]) -> Any:
     """A copy of ``batch`` whose rows ``rows`` are the observations ``items`` (one per
     row, trees of the batch's structure)."""

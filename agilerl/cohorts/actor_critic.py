@@ -40,7 +40,7 @@ from torch import nn
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import Stacked, StackedNetwork, bound
 from agilerl.cohorts.updates import reported, soft_update
-from agilerl.observations import concat_tree
+from agilerl.observations import split_tree
 
 
 class ActorCriticCohort:
@@ -109,17 +109,20 @@ class ActorCriticCohort:
             yield
 
     # -- acting -----------------------------------------------------------------------
-    def explore(self, obs: Sequence[Any], masks: Sequence[Any]) -> np.ndarray:
-        """Every agent's exploring actions for its observations ``obs[p]``: one forward of
-        the stacked actor, then each agent's own ``explore`` (its noise state, its
-        generator) on its block of the actor's actions; agent ``p``'s the ``p``-th block."""
+    def explore(self, obs: Any, mask: Any) -> np.ndarray:
+        """Every agent's exploring actions for the cohort's observations ``obs`` (agent
+        ``p``'s the ``p``-th block): one forward of the stacked actor, then each agent's
+        own ``explore`` (its noise state, its generator) on its block of the actor's
+        actions (``mask`` is for discrete actions; a Box has none)."""
+        count = len(self.agents)
         with self.actor.bound():
-            policy = self.template._policy(concat_tree(list(obs)))
-        blocks = policy.reshape(len(self.agents), -1, *policy.shape[1:])
+            policy = self.template._policy(obs)
         actions = []
-        for agent, own, block, mask in zip(self.agents, obs, blocks, masks, strict=True):
+        for agent, own, block in zip(
+            self.agents, split_tree(obs, count), split_tree(policy, count), strict=True
+        ):
             with bound(agent, _policy=lambda _obs, block=block: block):
-                actions.append(agent.explore(own, mask))
+                actions.append(agent.explore(own))
         return np.concatenate(actions)
 
     # -- learning ---------------------------------------------------------------------

@@ -41,7 +41,7 @@ from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
 from agilerl.cohorts.updates import reported, soft_update
-from agilerl.observations import concat_tree
+from agilerl.observations import split_tree
 
 
 class Precomputed:
@@ -85,17 +85,21 @@ class ValueCohort:
         self.sizes = [int(agent.batch_size) for agent in self.agents]
 
     # -- acting -----------------------------------------------------------------------
-    def explore(self, obs: Sequence[Any], masks: Sequence[Any]) -> np.ndarray:
-        """Every agent's exploring actions for its observations ``obs[p]``: one forward
-        for the cohort, then each agent's own ``explore`` (its epsilon, its generator,
-        its action masks) on its outputs; agent ``p``'s actions the ``p``-th block."""
+    def explore(self, obs: Any, mask: Any) -> np.ndarray:
+        """Every agent's exploring actions for the cohort's observations ``obs`` (agent
+        ``p``'s the ``p``-th block, ``mask`` its action masks' rows alike): one forward
+        for the cohort, then each agent's own ``explore`` (its epsilon, its generator, its
+        action masks) on its block of the outputs."""
+        count = len(self.agents)
         with torch.no_grad():
-            q_values = self.online(concat_tree(list(obs)))
-        blocks = q_values.reshape(len(self.agents), -1, *q_values.shape[1:])
+            q_values = self.online(obs)
+        masks = [None] * count if mask is None else split_tree(mask, count)
         actions = []
-        for agent, own, output, mask in zip(self.agents, obs, blocks, masks, strict=True):
+        for agent, own, output, own_mask in zip(
+            self.agents, split_tree(obs, count), split_tree(q_values, count), masks, strict=True
+        ):
             with bound(agent, actor=Precomputed(output)):
-                actions.append(agent.explore(own, mask))
+                actions.append(agent.explore(own, own_mask))
         return np.concatenate(actions)
 
     # -- learning ---------------------------------------------------------------------
@@ -149,7 +153,7 @@ class ReplayLearner(Learner, Protocol):
     lockstep_turn`, the offline turn): it acts for every agent and learns for those a
     mask names, each on its block of a batch."""
 
-    def explore(self, obs: Sequence[Any], masks: Sequence[Any]) -> np.ndarray: ...
+    def explore(self, obs: Any, mask: Any) -> np.ndarray: ...
 
     def learn(self, batch: dict[str, Any], mask: np.ndarray) -> list[dict[str, float] | None]: ...
 

@@ -216,7 +216,7 @@ def test_exploring_in_a_cohort_is_each_agents_own_exploration():
     for _ in range(3):
         obs = [(torch.rand(2, 3, generator=g) * 2 - 1).numpy() for _ in range(3)]
         expected = np.concatenate([a.explore(o) for a, o in zip(alone, obs, strict=True)])
-        got = cohort.explore(obs, [None] * 3)
+        got = cohort.explore(np.concatenate(obs), None)
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     for a, b in zip(alone, together, strict=True):
         np.testing.assert_array_equal(a.noise.state, b.noise.state)  # its own noise process

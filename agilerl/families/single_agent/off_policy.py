@@ -18,11 +18,12 @@ from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, Epsilo
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
+    JoinedEnvs,
     in_process,
     lockstep_evaluation,
 )
 from agilerl.families.single_agent.envs import make_vector_env
-from agilerl.observations import concat_tree, replace_rows
+from agilerl.observations import replace_rows
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -160,12 +161,8 @@ def lockstep_turn(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
         count = len(agents)
-        own_envs = envs.take(count)
-        resets = [
-            env.reset(seed=reset_seed(run, slot, 0))
-            for env, slot in zip(own_envs, slots, strict=True)
-        ]
-        obs, infos = [r[0] for r in resets], [r[1] for r in resets]
+        env = JoinedEnvs(envs.take(count))
+        obs, info = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
         generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
         learner = cast(ReplayLearner, LEARNERS[type(agents[0])](agents))  # this turn's kind
         for agent in agents:
@@ -180,32 +177,18 @@ def lockstep_turn(
         learn_step = np.array([agent.learn_step for agent in agents])
         batch_size = np.array([agent.batch_size for agent in agents])
         for _ in range(n_steps):
-            masks = [action_mask_from_info(info) for info in infos]
-            actions = learner.explore(obs, masks)
-            steps = [
-                env.step(actions[p * num_envs : (p + 1) * num_envs])
-                for p, env in enumerate(own_envs)
-            ]
-            infos = [step[4] for step in steps]
-            reward = np.stack([np.asarray(step[1], dtype=np.float64) for step in steps])
-            terminated = np.stack([np.asarray(step[2]) for step in steps])
-            ended = terminated | np.stack([np.asarray(step[3]) for step in steps])
-            finals = [with_final_obs(step[0], step[4]) for step in steps]
-            view.add(
-                concat_tree(obs),
-                actions,
-                reward.reshape(-1),
-                concat_tree(finals),
-                terminated.reshape(-1),
-            )
-            returns += reward
+            actions = learner.explore(obs, action_mask_from_info(info))
+            next_obs, reward, terminated, truncated, info = env.step(actions)
+            view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated)
+            returns += reward.reshape(count, num_envs)
+            ended = (terminated | truncated).reshape(count, num_envs)
             for p, agent in enumerate(agents):
                 agent.steps += num_envs
                 if ended[p].any():
                     completed[p].extend(returns[p][ended[p]].tolist())
                     returns[p][ended[p]] = 0.0
                     agent.episodes_ended(ended[p])
-            obs = [step[0] for step in steps]
+            obs = next_obs
             ready = (len(view) >= batch_size) & (len(view) > learning_delay)
             pending = np.where(ready, pending + num_envs, 0)  # no backlog before learning
             due = np.where(ready, pending // learn_step, 0)
