@@ -41,7 +41,7 @@ from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.components import on_policy
 from agilerl.components.rollout_buffer import RolloutBatch
-from agilerl.observations import map_tree, stack_tree
+from agilerl.observations import split_tree, stack_tree
 
 
 class PolicyCohort:
@@ -110,8 +110,8 @@ class PolicyCohort:
         with self.actor.bound(), self.critic.bound():
             obs, info = on_policy.collect_rollout(env, joint, obs, info, steps)
             last = self.template._value(obs)
-        for p, collector in enumerate(collectors):
-            collector.buffer.compute_returns_and_advantages(last[_block(p, per_agent)])
+        for collector, own in zip(collectors, split_tree(last, count), strict=True):
+            collector.buffer.compute_returns_and_advantages(own)
         return obs, info, [collector.completed for collector in collectors]
 
     # -- learning ---------------------------------------------------------------------------
@@ -204,30 +204,16 @@ class PolicyCohort:
         self.adam.write_back([agent.optimizer for agent in self.agents])
 
 
-def _block(p: int, size: int) -> slice:
-    return slice(p * size, (p + 1) * size)
-
-
 def _joined(batches: Sequence[RolloutBatch]) -> RolloutBatch:
     """Flat batches of several agents as one, agent by agent (an agent's rollout that
     saw no action mask counts every action allowed)."""
-
-    def cat(*leaves: torch.Tensor) -> torch.Tensor:
-        return torch.cat(leaves)
-
-    masks = [b.action_masks for b in batches]
-    known = next((m for m in masks if m is not None), None)
-    return RolloutBatch(
-        obs=map_tree(cat, *[b.obs for b in batches]),
-        actions=cat(*[b.actions for b in batches]),
-        log_probs=cat(*[b.log_probs for b in batches]),
-        values=cat(*[b.values for b in batches]),
-        advantages=cat(*[b.advantages for b in batches]),
-        returns=cat(*[b.returns for b in batches]),
-        action_masks=None
-        if known is None
-        else cat(*[torch.ones_like(known) if m is None else m for m in masks]),
-    )
+    known = next((b.action_masks for b in batches if b.action_masks is not None), None)
+    if known is not None:
+        batches = [
+            b if b.action_masks is not None else replace(b, action_masks=torch.ones_like(known))
+            for b in batches
+        ]
+    return batches[0].map(lambda *leaves: torch.cat(leaves), *batches[1:])
 
 
 class _CohortCollector(on_policy.RolloutCollector):
@@ -239,7 +225,6 @@ class _CohortCollector(on_policy.RolloutCollector):
     ) -> None:
         self.cohort = cohort
         self.collectors = collectors
-        self.per_agent = per_agent
         #: Each row's agent's discount, for the time-limit bootstrap.
         self.gamma = np.repeat(
             np.array([agent.gamma for agent in cohort.agents], dtype=np.float32), per_agent
@@ -252,10 +237,17 @@ class _CohortCollector(on_policy.RolloutCollector):
             dist, value, _ = template._forward_x(template._preprocess(obs), mask, None)
             sample = dist.sample()
             log_prob = dist.log_prob(sample)
-        for p, collector in enumerate(self.collectors):
-            rows = _block(p, self.per_agent)
-            own_mask = None if mask is None else mask[rows]
-            collector._acted = (sample[rows], log_prob[rows], value[rows], own_mask, None)  # type: ignore[index]
+        count = len(self.collectors)
+        masks = [None] * count if mask is None else split_tree(mask, count)
+        for collector, *acted in zip(
+            self.collectors,
+            split_tree(sample, count),
+            split_tree(log_prob, count),
+            split_tree(value, count),
+            masks,
+            strict=True,
+        ):
+            collector._acted = (*acted, None)
         return template.actor.distribution.env_actions(sample)
 
     def outcome(
@@ -277,18 +269,31 @@ class _CohortCollector(on_policy.RolloutCollector):
         return self.cohort.template._value(rows).cpu().numpy()
 
     def store(self, step: on_policy.VectorStep) -> None:
-        for p, collector in enumerate(self.collectors):
-            rows = _block(p, self.per_agent)
+        count = len(self.collectors)
+        parts = [
+            split_tree(field, count)
+            for field in (
+                step.obs,
+                step.env_reward,
+                step.reward,
+                step.terminated,
+                step.truncated,
+                step.done,
+            )
+        ]
+        for collector, (obs, env_reward, reward, terminated, truncated, done) in zip(
+            self.collectors, zip(*parts, strict=True), strict=True
+        ):
             collector.store(
                 on_policy.VectorStep(
-                    obs=map_tree(lambda x, r=rows: x[r], step.obs),
+                    obs=obs,
                     info=None,
                     action=None,
-                    env_reward=step.env_reward[rows],
-                    reward=step.reward[rows],
-                    terminated=step.terminated[rows],
-                    truncated=step.truncated[rows],
-                    done=step.done[rows],
+                    env_reward=env_reward,
+                    reward=reward,
+                    terminated=terminated,
+                    truncated=truncated,
+                    done=done,
                     next_obs=None,
                     next_info=None,
                 )

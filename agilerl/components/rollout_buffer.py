@@ -28,8 +28,8 @@ the real steps). :meth:`RolloutBuffer.sequence_minibatches` yields whole sequenc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -123,21 +123,32 @@ class RolloutBatch:
     resets: torch.Tensor | None = None
     valid: torch.Tensor | None = None
 
-    def rows(self, index: torch.Tensor) -> RolloutBatch:
-        """The samples at ``index`` of a flat batch (not a sequence minibatch)."""
+    def map(
+        self,
+        fn: Callable[..., torch.Tensor],
+        *others: RolloutBatch,
+        obs: Callable[..., Any] | None = None,
+    ) -> RolloutBatch:
+        """A batch whose every sample field is ``fn`` of this batch's field and the same
+        field of ``others`` (observations leaf by leaf, with ``obs`` where they are laid
+        out otherwise; action masks where this batch has them)."""
 
-        def pick(leaf: torch.Tensor) -> torch.Tensor:
-            return leaf.index_select(0, index)
+        def each(name: str) -> Any:
+            return fn(getattr(self, name), *(getattr(o, name) for o in others))
 
         return RolloutBatch(
-            obs=map_tree(pick, self.obs),
-            actions=pick(self.actions),
-            log_probs=pick(self.log_probs),
-            values=pick(self.values),
-            advantages=pick(self.advantages),
-            returns=pick(self.returns),
-            action_masks=None if self.action_masks is None else pick(self.action_masks),
+            obs=map_tree(obs or fn, self.obs, *(o.obs for o in others)),
+            actions=each("actions"),
+            log_probs=each("log_probs"),
+            values=each("values"),
+            advantages=each("advantages"),
+            returns=each("returns"),
+            action_masks=None if self.action_masks is None else each("action_masks"),
         )
+
+    def rows(self, index: torch.Tensor) -> RolloutBatch:
+        """The samples at ``index`` of a flat batch (not a sequence minibatch)."""
+        return self.map(lambda leaf: leaf.index_select(0, index))
 
 
 class RolloutBuffer:
@@ -317,14 +328,18 @@ class RolloutBuffer:
         def flat(store: torch.Tensor) -> torch.Tensor:
             return store[:n].reshape(size, *store.shape[2:])
 
+        return self._stores().map(flat)
+
+    def _stores(self) -> RolloutBatch:
+        """The storage itself, ``(capacity, num_envs, ...)`` per field, as a batch."""
         return RolloutBatch(
-            obs=map_tree(flat, self.obs),
-            actions=flat(self.actions),
-            log_probs=flat(self.log_probs),
-            values=flat(self.values),
-            advantages=flat(self.advantages),
-            returns=flat(self.returns),
-            action_masks=None if self.action_masks is None else flat(self.action_masks),
+            obs=self.obs,
+            actions=self.actions,
+            log_probs=self.log_probs,
+            values=self.values,
+            advantages=self.advantages,
+            returns=self.returns,
+            action_masks=self.action_masks,
         )
 
     def minibatches(self, batch_size: int) -> Iterator[RolloutBatch]:
@@ -380,14 +395,8 @@ class RolloutBuffer:
             resets = torch.zeros_like(ok)
             if length > 1:
                 resets[:, 1:] = seq(self.dones)[:, :-1].bool()
-            yield RolloutBatch(
-                obs=map_tree(seq, self.obs),
-                actions=flat(self.actions),
-                log_probs=flat(self.log_probs),
-                values=flat(self.values),
-                advantages=flat(self.advantages),
-                returns=flat(self.returns),
-                action_masks=None if self.action_masks is None else flat(self.action_masks),
+            yield replace(
+                self._stores().map(flat, obs=seq),
                 hidden=map_tree(lambda store, w=which, v=env: store[rows[w], v], self.hidden),
                 resets=resets,
                 valid=ok,

@@ -9,7 +9,7 @@ imports the other for it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -98,6 +98,15 @@ def still_finished(state: RunState, training: Any) -> bool:
     """Whether a run that stopped (``state.finished``) stays stopped under ``training``."""
     holds = STOP_REASONS.get(state.finished or "")
     return state.finished is not None and (holds is None or holds(state, training))
+
+
+def turn_generators(state: RunState, slots: Sequence[int]) -> list[Any]:
+    """One torch generator per agent of a cohort turn, seeded as that agent's own turn
+    seeds torch's global one (purpose 2): what an agent draws does not depend on its
+    cohort."""
+    import torch  # the run state itself holds no tensors
+
+    return [torch.Generator().manual_seed(reset_seed(state, slot, 2)) for slot in slots]
 
 
 def reset_seed(state: RunState, slot: int, purpose: int) -> int:

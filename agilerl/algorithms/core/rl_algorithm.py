@@ -15,7 +15,7 @@ algorithm has them).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -79,6 +79,47 @@ def action_mask_from_info(info: dict[str, Any]) -> np.ndarray | None:
         mask = mask.copy()
         mask[~np.asarray(present, dtype=bool)] = True
     return mask
+
+
+def play_episodes(
+    env: Any,
+    reset: Callable[[int], tuple[Any, dict[str, Any]]],
+    act: Callable[[Any, Any], np.ndarray],
+    episodes_ended: Sequence[Callable[[np.ndarray], None]],
+    max_steps: int | None = None,
+    loop: int = 1,
+) -> tuple[list[list[float]], list[int]]:
+    """``loop`` rounds of one episode per copy of a vectorised ``env`` (same-step
+    autoreset) whose copies form ``len(episodes_ended)`` equal groups, one per agent
+    (:meth:`RLAlgorithm.test`: one; a cohort's evaluation: its agents). Each round starts
+    from ``reset(round)``; ``act(obs, action_mask)`` acts for every copy; each group's
+    ``episodes_ended`` hears of its copies' ends (all of them at a round's start);
+    ``max_steps`` cuts the episodes short. Returns each group's episode returns and env
+    steps, counted until its own episodes have all ended."""
+    groups = len(episodes_ended)
+    n = env.num_envs // groups
+    returns: list[list[float]] = [[] for _ in range(groups)]
+    taken = np.zeros(groups, dtype=np.int64)
+    for round_ in range(loop):
+        obs, info = reset(round_)
+        for ended_in in episodes_ended:
+            ended_in(np.ones(n, dtype=bool))  # per-env state afresh
+        totals = np.zeros((groups, n))
+        done = np.zeros((groups, n), dtype=bool)
+        steps = 0
+        while not done.all() and (max_steps is None or steps < max_steps):
+            taken += n * ~done.all(axis=1)
+            action = act(obs, action_mask_from_info(info))
+            obs, reward, terminated, truncated, info = env.step(action)
+            totals += np.where(done, 0.0, np.asarray(reward).reshape(groups, n))
+            ended = np.logical_or(terminated, truncated).reshape(groups, n)
+            for ended_in, own in zip(episodes_ended, ended, strict=True):
+                ended_in(own)
+            done |= ended
+            steps += 1
+        for own, total in zip(returns, totals, strict=True):
+            own.extend(total.tolist())
+    return returns, taken.tolist()
 
 
 class RLAlgorithm(EvolvableAlgorithm):
@@ -219,25 +260,14 @@ class RLAlgorithm(EvolvableAlgorithm):
         ``max_steps`` cuts each episode short. Appends the result to ``fitness``.
         Returns the mean and counts the environment steps taken in ``eval_steps_taken``."""
         num_envs = env.num_envs
-        returns: list[float] = []
-        taken = 0
+
+        def reset(round_: int) -> tuple[Any, dict[str, Any]]:
+            return env.reset(seed=None if seed is None else seed + round_ * num_envs)
+
         with torch.no_grad():
-            for round_ in range(loop):
-                obs, info = env.reset(seed=None if seed is None else seed + round_ * num_envs)
-                self.episodes_ended(np.ones(num_envs, dtype=bool))  # per-env state afresh
-                totals = np.zeros(num_envs)
-                done = np.zeros(num_envs, dtype=bool)
-                steps = 0
-                while not done.all() and (max_steps is None or steps < max_steps):
-                    action = self.eval_action(obs, action_mask_from_info(info))
-                    obs, reward, terminated, truncated, info = env.step(action)
-                    totals += np.where(done, 0.0, reward)
-                    ended = np.logical_or(terminated, truncated)
-                    self.episodes_ended(ended)
-                    done |= ended
-                    steps += 1
-                taken += steps * num_envs
-                returns.extend(totals.tolist())
+            (returns,), (taken,) = play_episodes(
+                env, reset, self.eval_action, [self.episodes_ended], max_steps, loop
+            )
         self.eval_steps_taken = taken
         fitness = float(np.mean(returns))
         self.fitness.append(fitness)

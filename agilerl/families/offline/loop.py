@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any, cast
 
 import numpy as np
-import torch
 from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS, ReplayLearner
@@ -18,9 +17,9 @@ from agilerl.training.evolution import (
     Turns,
     episode_evaluation,
     evolve,
-    reset_seed,
     run_config,
 )
+from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
 
@@ -56,7 +55,7 @@ def offline_turns(
         everyone = np.ones(len(agents), dtype=bool)
         # Each agent draws its samples as its own turn would: its own generator, seeded
         # as that turn seeds torch's (what it sees does not depend on its cohort).
-        generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
+        generators = turn_generators(run, slots)
         metrics = [MeanMetrics() for _ in agents]
         for _ in range(budget):
             drawn = draw_padded(len(memory), sizes, generators, everyone)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
+from agilerl.algorithms.core.rl_algorithm import play_episodes
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.observations import concat_tree
 from agilerl.training.state import RunState, reset_seed
@@ -84,6 +84,15 @@ class JoinedEnvs:
         )
 
 
+def start_turn(
+    envs: CohortEnvs, slots: Sequence[int], run: RunState
+) -> tuple[JoinedEnvs, Any, dict[str, Any]]:
+    """A cohort turn's environments joined, each agent's reset with the seed its own
+    turn would use; the first observations and infos."""
+    env = JoinedEnvs(envs.take(len(slots)))
+    return (env, *env.reset_each([reset_seed(run, slot, 0) for slot in slots]))
+
+
 def join_infos(infos: Sequence[dict[str, Any]], sizes: Sequence[int]) -> dict[str, Any]:
     """Vector-env infos of envs of ``sizes`` copies as the info of one env of all their
     copies, in order. Gymnasium's layout: a key holds one entry per copy and ``_key``
@@ -133,30 +142,21 @@ def lockstep_evaluation(
         template = agents[0]
         policy = StackedNetwork([agent.actor for agent in agents], trainable=False)
         seeds = [reset_seed(state, slot, 1) for slot in slots]
-        returns: list[list[float]] = [[] for _ in agents]
-        taken = np.zeros(count, dtype=np.int64)
+
+        def reset(round_: int) -> tuple[Any, dict[str, Any]]:
+            return env.reset_each([seed + round_ * n for seed in seeds])
+
         with torch.no_grad(), policy.bound():
-            for round_ in range(eval_loop):
-                obs, info = env.reset_each([seed + round_ * n for seed in seeds])
-                for agent in agents:
-                    agent.episodes_ended(np.ones(n, dtype=bool))  # per-env state afresh
-                totals = np.zeros((count, n))
-                done = np.zeros((count, n), dtype=bool)
-                steps = 0
-                while not done.all() and (eval_steps is None or steps < eval_steps):
-                    taken += n * ~done.all(axis=1)  # an agent's steps until its episodes end
-                    action = template.eval_action(obs, action_mask_from_info(info))
-                    obs, reward, terminated, truncated, info = env.step(action)
-                    totals += np.where(done, 0.0, reward.reshape(count, n))
-                    ended = (terminated | truncated).reshape(count, n)
-                    for agent, own in zip(agents, ended, strict=True):
-                        agent.episodes_ended(own)
-                    done |= ended
-                    steps += 1
-                for p in range(count):
-                    returns[p].extend(totals[p].tolist())
+            returns, taken = play_episodes(
+                env,
+                reset,
+                template.eval_action,
+                [agent.episodes_ended for agent in agents],
+                eval_steps,
+                eval_loop,
+            )
         results = []
-        for agent, own, steps_taken in zip(agents, returns, taken.tolist(), strict=True):
+        for agent, own, steps_taken in zip(agents, returns, taken, strict=True):
             fitness = float(np.mean(own))
             agent.fitness.append(fitness)
             agent.eval_steps_taken = steps_taken

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
-import torch
 from typing_extensions import Unpack
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
@@ -18,9 +17,9 @@ from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, Epsilo
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
-    JoinedEnvs,
     in_process,
     lockstep_evaluation,
+    start_turn,
 )
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import replace_rows
@@ -35,6 +34,7 @@ from agilerl.training.evolution import (
     vector_steps,
 )
 from agilerl.training.sharing import ExperienceSharing
+from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
 
@@ -161,9 +161,8 @@ def lockstep_turn(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
         count = len(agents)
-        env = JoinedEnvs(envs.take(count))
-        obs, info = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
-        generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
+        env, obs, info = start_turn(envs, slots, run)
+        generators = turn_generators(run, slots)
         learner = cast(ReplayLearner, LEARNERS[type(agents[0])](agents))  # this turn's kind
         for agent in agents:
             agent.configure_exploration(schedule)

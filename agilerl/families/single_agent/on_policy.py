@@ -7,16 +7,15 @@ import functools
 from collections.abc import Callable
 from typing import Any, cast
 
-import torch
 from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
-    JoinedEnvs,
     in_process,
     lockstep_evaluation,
+    start_turn,
 )
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.training.evolution import (
@@ -28,6 +27,7 @@ from agilerl.training.evolution import (
     reset_seed,
     run_config,
 )
+from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
 
@@ -86,9 +86,8 @@ def lockstep_turn(envs: CohortEnvs) -> Any:
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
         count = len(agents)
-        env = JoinedEnvs(envs.take(count))
-        obs, info = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
-        generators = [torch.Generator().manual_seed(reset_seed(run, slot, 2)) for slot in slots]
+        env, obs, info = start_turn(envs, slots, run)
+        generators = turn_generators(run, slots)
         learner = cast(PolicyCohort, LEARNERS[type(agents[0])](agents))  # this turn's kind
         for agent in agents:
             agent.reset_rollouts()
