@@ -25,7 +25,8 @@ import torch
 from gymnasium import spaces
 
 from agilerl.algorithms.dqn import DQN
-from agilerl.cohorts.learners import ValueCohort
+from agilerl.cohorts.value import ValueCohort
+from agilerl.testing.transitions import random_transitions
 
 OBS = spaces.Box(-1.0, 1.0, (4,))
 ACTIONS = spaces.Discrete(2)
@@ -41,23 +42,17 @@ def _agents(count: int, width: int) -> list[DQN]:
 
 
 def _batch(rows: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
-    return {
-        "obs": torch.rand(rows, 4, generator=generator) * 2 - 1,
-        "action": torch.randint(0, 2, (rows,), generator=generator),
-        "reward": torch.randn(rows, generator=generator),
-        "next_obs": torch.rand(rows, 4, generator=generator) * 2 - 1,
-        "done": (torch.rand(rows, generator=generator) < 0.05).float(),
-    }
+    return random_transitions(rows, generator, actions=2, done_rate=0.05)
 
 
 def _time(rounds: list[tuple[ValueCohort, dict[str, torch.Tensor]]], updates: int) -> float:
     """Milliseconds per round of ``rounds`` (each a cohort and its joined batch)."""
     for cohort, batch in rounds:  # first calls, not timed
-        cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool))
+        cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool), [])
     started = time.perf_counter()
     for _ in range(updates):
         for cohort, batch in rounds:
-            cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool))
+            cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool), [])
     return 1000 * (time.perf_counter() - started) / updates
 
 

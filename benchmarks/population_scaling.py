@@ -1,14 +1,15 @@
 """What cohorts buy: a population trained as one against one agent at a time.
 
-Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|td3] [--steps 2000]
+Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|rainbow|td3] [--steps 2000]
 [--pops 1,4,8,16,32] [--width 128] [--reference-steps 10000] [--skip-reference]``.
 
 Two tables, one torch thread, synchronous environments, the same seed for both paths:
 
 1. **Scaling** (``--algo dqn``: DQN on CartPole-v1, the reference manifest
    ``benchmarks/agilerl_dqn_cartpole.yaml``; ``--algo ppo``: PPO on CartPole-v1,
-   ``benchmarks/agilerl_ppo_cartpole.yaml``; ``--algo td3``: TD3 on Pendulum-v1,
-   ``configs/td3.yaml``; each manifest's hyperparameters and network, its layers
+   ``benchmarks/agilerl_ppo_cartpole.yaml``; ``--algo rainbow``: RainbowDQN on
+   CartPole-v1 with prioritised and n-step replay, ``configs/rainbow_dqn.yaml``;
+   ``--algo td3``: TD3 on Pendulum-v1, ``configs/td3.yaml``; each manifest's hyperparameters and network, its layers
    ``--width`` wide where given, evolution off so the population stays one cohort): for
    each population size, the wall time of one generation of ``--steps`` env steps per
    agent and the training env steps per second of the whole population, cohorts on and
@@ -41,6 +42,7 @@ HERE = Path(__file__).parent
 MANIFESTS = {
     "dqn": HERE / "agilerl_dqn_cartpole.yaml",
     "ppo": HERE / "agilerl_ppo_cartpole.yaml",
+    "rainbow": HERE.parent / "configs" / "rainbow_dqn.yaml",
     "td3": HERE.parent / "configs" / "td3.yaml",
 }
 
@@ -56,7 +58,10 @@ def _document(
         network["head_config"]["hidden_size"] = [width]
     document["environment"]["sync"] = True
     training = document["training"]
-    training.update(max_steps=steps, pop_size=pop, cohorts=cohorts, seed=42, eval_steps=500)
+    # No early stop at a target score: every run trains its whole budget.
+    training.update(
+        max_steps=steps, pop_size=pop, cohorts=cohorts, seed=42, eval_steps=500, target_score=None
+    )
     training["evo_steps"] = min(training["evo_steps"], steps)
     if not evolve:
         training["hpo"] = False

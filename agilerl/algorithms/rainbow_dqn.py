@@ -273,27 +273,35 @@ class RainbowDQN(DQN):
         q_taken = self.actor.q_from_dist(log_probs.detach().exp())
         return -(target * log_probs).sum(dim=-1), q_taken
 
-    def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
-        """One gradient step (see the module docstring); returns the metrics and the loss
-        of every transition (the new priorities of the slots sampled)."""
+    def _per_transition(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The networks' part of a step: the loss of every transition ``(batch,)`` (1-step,
+        n-step or both, as the module docstring says) and the Q-values of the actions
+        taken. ``gamma`` may be a tensor of one value per row (a cohort's)."""
         n_step = batch.get("n_step")
         parts = []
         if n_step is None or self.combined_reward:
             parts.append(self._transition_loss(batch, self.gamma))
         if n_step is not None:
             parts.append(self._transition_loss(n_step, n_step["discount"]))
-        per_transition = torch.stack([part for part, _ in parts]).sum(dim=0)
-        q_taken = parts[0][1]
-        weights = batch.get("weights")
+        # The parts share obs and action: any one's Q-values are those of the batch.
+        return torch.stack([part for part, _ in parts]).sum(dim=0), parts[0][1]
+
+    @staticmethod
+    def _weighted_loss(per_transition: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+        """The agent's part: the batch mean, importance-weighted with prioritised replay."""
         if weights is None:
-            loss = per_transition.mean()
-        else:
-            loss = (per_transition * weights.to(per_transition)).mean()
+            return per_transition.mean()
+        return (per_transition * weights.to(per_transition)).mean()
+
+    def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
+        """One gradient step (see the module docstring); returns the metrics and the loss
+        of every transition (the new priorities of the slots sampled)."""
+        per_transition, q_taken = self._per_transition(batch)
+        loss = self._weighted_loss(per_transition, batch.get("weights"))
         gradient_step(self.optimizer, loss, self.max_grad_norm)
         self.soft_update()
         self.actor.reset_noise()
         self.actor_target.reset_noise()
-        # The parts share obs and action: any one's Q-values are those of the batch.
         value, q_mean = torch.stack([loss.detach(), q_taken.mean()]).tolist()
         return {"loss": value, "q_mean": q_mean}, per_transition.detach()
 

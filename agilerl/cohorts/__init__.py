@@ -7,10 +7,11 @@ trains alone). For the length of a generation's training a cohort holds its agen
 parameters, target networks and optimiser states stacked along a leading population
 dimension (:mod:`~agilerl.cohorts.stacking`, :mod:`~agilerl.cohorts.adam`): acting is one
 forward for all agents, learning one loss and one step per optimiser, while each agent
-keeps its own hyperparameters (learning rates, gamma, tau, its exploration, DDPG's and
-TD3's ``policy_freq``, learn step; one batch size per cohort). The agents step their own
-environments together, each reset with the seeds its own turn would use, and learn from their own views of the shared replay buffer
-(:mod:`~agilerl.cohorts.replay`). When the generation's training ends every agent's
+keeps its own hyperparameters (learning rates, gamma, tau, its exploration or noisy
+layers' noise, DDPG's and TD3's ``policy_freq``, learn step, batch size). The agents step
+their own environments together, each reset with the seeds its own turn would use, and
+learn from their own views of the shared replay buffers, with their own priorities and
+n-step sums (:mod:`~agilerl.cohorts.replay`). When the generation's training ends every agent's
 weights and optimiser state are written back into it: evaluation, selection, mutation,
 cloning and every saved file see agents exactly as when they train one at a time.
 

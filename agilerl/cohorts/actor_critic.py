@@ -126,11 +126,14 @@ class ActorCriticCohort:
         return np.concatenate(actions)
 
     # -- learning ---------------------------------------------------------------------
-    def learn(self, batch: dict[str, Any], mask: np.ndarray) -> list[dict[str, float] | None]:
+    def learn(
+        self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]
+    ) -> list[dict[str, float] | None]:
         """One learning call of the agents where ``mask`` holds, each on its block of
         ``batch`` (agent ``p``'s rows the ``p``-th): every such agent's critics step, and
         its actor and targets where its ``policy_freq`` says so. Returns the metrics each
-        agent reported (None for an agent that did not learn)."""
+        agent reported (None for an agent that did not learn). TD3's smoothing noise
+        comes from each agent's own noise generator, not ``generators``."""
         count = len(self.agents)
         rows = int(batch["reward"].shape[0]) // count
         live = np.asarray(mask, dtype=bool)

@@ -8,19 +8,13 @@ agent's gradient is its own loss's: the stacked parameters of one agent meet onl
 rows), and one :class:`~agilerl.cohorts.adam.StackedAdam` step updates every agent due
 to learn.
 
-Agents of several batch sizes share a value cohort: every agent's block of a batch has
-the cohort's largest size, and an agent's loss reads only its own first ``batch_size``
-rows (the rest are padding, :func:`~agilerl.cohorts.replay.draw_padded`). Padding
-spends the padded rows' forward and backward arithmetic; a cohort per batch size would
-spend the per-operation overhead of every extra cohort instead, and on small networks
-that overhead is the larger (``benchmarks/cohort_batch_sizes.py``: four DQN agents of
-batch 32 to 256, 64 wide, learn a round 1.7x faster padded in one cohort than in four).
-
-:data:`LEARNERS` says which algorithms learn in cohorts (exact classes: a subclass that
-learns differently, RainbowDQN, is not covered by DQN's entry): DQN and CQN through
-:class:`ValueCohort`, DDPG and TD3 through
-:class:`~agilerl.cohorts.actor_critic.ActorCriticCohort`. :func:`cohort_key` says
-which agents may share a cohort.
+:data:`LEARNERS` says which algorithms learn in cohorts, and how (exact classes: a
+subclass that learns differently, RainbowDQN, has its own entry): DQN and CQN through
+:class:`~agilerl.cohorts.value.ValueCohort`, RainbowDQN through
+:class:`~agilerl.cohorts.rainbow.RainbowCohort`, DDPG and TD3 through
+:class:`~agilerl.cohorts.actor_critic.ActorCriticCohort`, PPO through
+:class:`~agilerl.cohorts.policy.PolicyCohort`. :func:`cohort_key` says which agents may
+share a cohort.
 """
 
 from __future__ import annotations
@@ -35,103 +29,13 @@ from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.ppo import PPO
+from agilerl.algorithms.rainbow_dqn import RainbowDQN
 from agilerl.algorithms.td3 import TD3
 from agilerl.cohorts.actor_critic import ActorCriticCohort
-from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.policy import PolicyCohort
-from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
-from agilerl.cohorts.updates import reported, soft_update
-from agilerl.observations import split_tree
-
-
-class Precomputed:
-    """Stands in for an agent's network while it acts: returns outputs the cohort
-    computed for it in one batched forward. Never in training mode, so the agent does
-    not switch modes around the call."""
-
-    training = False
-
-    def __init__(self, output: torch.Tensor) -> None:
-        self.output = output
-
-    def __call__(self, obs: Any) -> torch.Tensor:
-        return self.output
-
-
-class ValueCohort:
-    """DQN-style agents (DQN, CQN) as one: ``_td`` (the networks' part) once on the
-    first agent bound to the stacked online and target networks and a per-row ``gamma``;
-    each agent's ``_loss`` on its rows; per-agent gradient clipping where the algorithm
-    clips; one Adam step; each agent's target moved by its own ``tau``."""
-
-    #: Attributes ``_td`` reads that must be equal across the cohort (the code path).
-    same: ClassVar[tuple[str, ...]] = ("double",)
-
-    def __init__(self, agents: Sequence[Any]) -> None:
-        self.agents = list(agents)
-        self.template = self.agents[0]
-        self.online = StackedNetwork([agent.actor for agent in self.agents])
-        self.target = StackedNetwork([agent.actor_target for agent in self.agents], False)
-        self.adam = StackedAdam(
-            self.online.parameters(),
-            [self.online.agent_parameters(agent.actor) for agent in self.agents],
-            [agent.optimizer for agent in self.agents],
-            [agent.lr for agent in self.agents],
-        )
-        device = self.online.parameters()[0].device
-        self.gamma = torch.tensor([a.gamma for a in self.agents], device=device)
-        self.tau = torch.tensor([a.tau for a in self.agents], device=device, dtype=torch.float64)
-        self.max_grad_norm = self.template.max_grad_norm
-        self.sizes = [int(agent.batch_size) for agent in self.agents]
-
-    # -- acting -----------------------------------------------------------------------
-    def explore(self, obs: Any, mask: Any) -> np.ndarray:
-        """Every agent's exploring actions for the cohort's observations ``obs`` (agent
-        ``p``'s the ``p``-th block, ``mask`` its action masks' rows alike): one forward
-        for the cohort, then each agent's own ``explore`` (its epsilon, its generator, its
-        action masks) on its block of the outputs."""
-        count = len(self.agents)
-        with torch.no_grad():
-            q_values = self.online(obs)
-        masks = [None] * count if mask is None else split_tree(mask, count)
-        actions = []
-        for agent, own, output, own_mask in zip(
-            self.agents, split_tree(obs, count), split_tree(q_values, count), masks, strict=True
-        ):
-            with bound(agent, actor=Precomputed(output)):
-                actions.append(agent.explore(own, own_mask))
-        return np.concatenate(actions)
-
-    # -- learning ---------------------------------------------------------------------
-    def learn(self, batch: dict[str, Any], mask: np.ndarray) -> list[dict[str, float] | None]:
-        """One learning step of the agents where ``mask`` holds, each on its block of
-        ``batch`` (agent ``p``'s rows the ``p``-th); the metrics each reported (None for an
-        agent that did not learn)."""
-        count = len(self.agents)
-        rows = int(batch["reward"].shape[0]) // count  # the largest batch size: padded
-        gamma = self.gamma.repeat_interleave(rows).unsqueeze(1)
-        with bound(self.template, actor=self.online, actor_target=self.target, gamma=gamma):
-            q_values, index, q_taken, target = self.template._td(batch)
-        live = [p for p in range(count) if mask[p]]
-        total: torch.Tensor | None = None
-        figures: dict[int, dict[str, torch.Tensor]] = {}
-        for p in live:
-            own = slice(p * rows, p * rows + self.sizes[p])  # its own draws, no padding
-            loss, figs = self.agents[p]._loss(q_values[own], index[own], q_taken[own], target[own])
-            figures[p] = {**figs, "q_mean": q_taken[own].detach().mean()}
-            total = loss if total is None else total + loss
-        if total is None:
-            return [None] * count
-        live_mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=self.gamma.device)
-        self.adam.minimise(total, live_mask, self.max_grad_norm)
-        soft_update(self.target.parameters(), self.online.parameters(), self.tau, mask)
-        return reported(figures, count)
-
-    def write_back(self) -> None:
-        """Every agent's weights, target weights and optimiser state back into it."""
-        self.online.write_back([agent.actor for agent in self.agents])
-        self.target.write_back([agent.actor_target for agent in self.agents])
-        self.adam.write_back([agent.optimizer for agent in self.agents])
+from agilerl.cohorts.rainbow import RainbowCohort
+from agilerl.cohorts.stacking import outside_buffers, stackable
+from agilerl.cohorts.value import ValueCohort
 
 
 class Learner(Protocol):
@@ -155,13 +59,25 @@ class ReplayLearner(Learner, Protocol):
 
     def explore(self, obs: Any, mask: Any) -> np.ndarray: ...
 
-    def learn(self, batch: dict[str, Any], mask: np.ndarray) -> list[dict[str, float] | None]: ...
+    def learn(
+        self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]
+    ) -> list[dict[str, float] | None]: ...
+
+
+class PrioritizedLearner(ReplayLearner, Protocol):
+    """A replay learner whose per-row losses become the priorities of the rows it drew
+    (RainbowDQN's), as an agent's ``learn_prioritized`` returns them."""
+
+    def learn_prioritized(
+        self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]
+    ) -> tuple[list[dict[str, float] | None], torch.Tensor]: ...
 
 
 #: Algorithm class -> its cohort learner (exact classes).
 LEARNERS: dict[type, type[Learner]] = {
     DQN: ValueCohort,
     CQN: ValueCohort,
+    RainbowDQN: RainbowCohort,
     DDPG: ActorCriticCohort,
     TD3: ActorCriticCohort,
     PPO: PolicyCohort,
@@ -186,7 +102,7 @@ def cohort_key(agent: Any) -> tuple[Any, ...] | None:
         tuple(net.spec.model_dump_json() for net in networks),
         # The constants of the code around the stacked modules (an actor's action
         # bounds), which runs once with the first agent's.
-        tuple(tuple(b.flatten().tolist()) for net in networks for b in net.buffers()),
+        tuple(tuple(b.flatten().tolist()) for net in networks for b in outside_buffers(net)),
         tuple(getattr(agent, name) for name in learner.same),
         str(agent.device),
     )

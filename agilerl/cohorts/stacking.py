@@ -23,8 +23,8 @@ a network's forward and an algorithm's code are pointed at stacked parts.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any, cast
+from contextlib import ExitStack, contextmanager
+from typing import Any, ClassVar, cast
 
 import torch
 from torch import nn
@@ -33,6 +33,7 @@ from torch.nn import functional
 from agilerl.modules.mlp import EvolvableMLP
 from agilerl.networks.base import EvolvableNetwork
 from agilerl.networks.distributions import DiagGaussian, DiagGaussianDistribution
+from agilerl.networks.rainbow import NoisyLinear, NoisyMLP, scaled_noise
 
 
 def _stacked(tensors: Sequence[torch.Tensor], trainable: bool) -> nn.Parameter:
@@ -46,12 +47,17 @@ class StackedMLP(nn.Module):
     weights, ``LayerNorm`` with each agent's scale and shift, activations as they are
     (they hold no parameters: :func:`stackable` checks)."""
 
+    #: Whether it stacks the buffers of its modules (else :func:`stackable` refuses
+    #: modules holding any: running statistics are per agent).
+    stacks_buffers: ClassVar[bool] = False
+
     def __init__(self, modules: Sequence[nn.Module], trainable: bool) -> None:
         super().__init__()
         # :data:`STACKED_MODULES` maps only MLP classes here.
         mlps = cast("Sequence[EvolvableMLP]", modules)
         self.count = len(mlps)
         first = mlps[0]
+        self.train(first.training)  # a mode-dependent layer (noise) acts as the agents' do
 
         def linear(get: Any) -> tuple[nn.Parameter, nn.Parameter]:
             layers = [get(m) for m in mlps]
@@ -88,9 +94,16 @@ class StackedMLP(nn.Module):
         # The agents' parameters in the same order (and the same layout).
         self.names = [name for i in range(count + 1) for name in _layer_names(first, i, count)]
 
+    def output_linear(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The output layer's stacked weight and bias as this forward uses them."""
+        return self.layers[-1][0]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.reshape(self.count, -1, x.shape[-1])
-        for (weight, bias), norm, act in self.layers:
+        last = len(self.layers) - 1
+        for i, ((weight, bias), norm, act) in enumerate(self.layers):
+            if i == last:
+                weight, bias = self.output_linear()
             x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
             if norm is not None:
                 scale, shift, eps = norm
@@ -102,12 +115,70 @@ class StackedMLP(nn.Module):
             x = act(x)
         return x.reshape(-1, x.shape[-1])
 
+    def reset_noise(self, agent: int, generator: torch.Generator) -> None:
+        """A plain MLP holds no noise: nothing to draw."""
+
     def write_back(self, modules: Sequence[nn.Module]) -> None:
         with torch.no_grad():
             for p, mlp in enumerate(modules):
                 own = dict(mlp.named_parameters())
                 for name, stacked in zip(self.names, self.stacked, strict=True):
                     own[name].copy_(stacked[p])
+
+
+class StackedNoisyMLP(StackedMLP):
+    """P :class:`~agilerl.networks.rainbow.NoisyMLP` modules as one: a
+    :class:`StackedMLP` whose output layer also holds each agent's noise scales
+    (``weight_sigma``, ``bias_sigma``) and current noise sample, and in training mode
+    adds ``sigma * epsilon`` to its weights as :class:`~agilerl.networks.rainbow.
+    NoisyLinear` does. :meth:`reset_noise` draws one agent's new sample from that agent's
+    generator, in the order its own layer draws it."""
+
+    stacks_buffers: ClassVar[bool] = True
+    weight_epsilon: torch.Tensor  # (P, out, in): each agent's current noise sample
+    bias_epsilon: torch.Tensor  # (P, out)
+
+    def __init__(self, modules: Sequence[nn.Module], trainable: bool) -> None:
+        super().__init__(modules, trainable)
+        outs = _noisy_outputs(modules)
+        self.weight_sigma = _stacked([o.weight_sigma for o in outs], trainable)
+        self.bias_sigma = _stacked([o.bias_sigma for o in outs], trainable)
+        self.stacked.extend([self.weight_sigma, self.bias_sigma])
+        self.names += ["out.weight_sigma", "out.bias_sigma"]
+        with torch.no_grad():
+            self.register_buffer("weight_epsilon", torch.stack([o.weight_epsilon for o in outs]))
+            self.register_buffer("bias_epsilon", torch.stack([o.bias_epsilon for o in outs]))
+
+    def output_linear(self) -> tuple[torch.Tensor, torch.Tensor]:
+        weight, bias = super().output_linear()
+        if not self.training:  # the mean layer, as NoisyLinear in eval mode
+            return weight, bias
+        return (
+            weight + self.weight_sigma * self.weight_epsilon,
+            bias + self.bias_sigma * self.bias_epsilon,
+        )
+
+    @torch.no_grad()
+    def reset_noise(self, agent: int, generator: torch.Generator) -> None:
+        """Agent ``agent``'s new noise sample, drawn from ``generator`` as its own
+        :meth:`~agilerl.networks.rainbow.NoisyLinear.reset_noise` draws from torch's."""
+        out_features, in_features = (int(n) for n in self.weight_epsilon.shape[1:])
+        eps_in = scaled_noise(in_features, self.weight_epsilon, generator)
+        eps_out = scaled_noise(out_features, self.weight_epsilon, generator)
+        self.weight_epsilon[agent] = torch.outer(eps_out, eps_in)
+        self.bias_epsilon[agent] = eps_out
+
+    def write_back(self, modules: Sequence[nn.Module]) -> None:
+        super().write_back(modules)
+        with torch.no_grad():
+            for p, out in enumerate(_noisy_outputs(modules)):
+                out.weight_epsilon.copy_(self.weight_epsilon[p])
+                out.bias_epsilon.copy_(self.bias_epsilon[p])
+
+
+def _noisy_outputs(modules: Sequence[nn.Module]) -> list[NoisyLinear]:
+    """The noisy output layers of P :class:`~agilerl.networks.rainbow.NoisyMLP`."""
+    return [cast("NoisyLinear", cast("NoisyMLP", m).out) for m in modules]
 
 
 def _layer_names(mlp: EvolvableMLP, i: int, hidden: int) -> list[str]:
@@ -136,6 +207,11 @@ class StackedGaussian(nn.Module):
         self.stacked = nn.ParameterList([self.log_std])
         self.names = ["log_std"]
 
+    stacks_buffers: ClassVar[bool] = False
+
+    def reset_noise(self, agent: int, generator: torch.Generator) -> None:
+        """A Gaussian's spread is learnt, not drawn: nothing to draw."""
+
     def forward(self, params: torch.Tensor, mask: Any = None) -> DiagGaussian:
         if mask is not None:
             return self.template(params, mask)  # refused there, with the distribution's words
@@ -159,12 +235,13 @@ class StackedGaussian(nn.Module):
 
 
 #: A stacked part of P networks.
-Stacked = StackedMLP | StackedGaussian
+Stacked = StackedMLP | StackedNoisyMLP | StackedGaussian
 
 #: Module class -> its stacked implementation (exact classes: a subclass may compute
 #: differently). A network whose parts are all here can be stacked.
 STACKED_MODULES: dict[type, type[Stacked]] = {
     DiagGaussianDistribution: StackedGaussian,
+    NoisyMLP: StackedNoisyMLP,
 }
 
 
@@ -184,11 +261,14 @@ def stackable(network: Any) -> bool:
     stacked part holds buffers (running statistics are per agent). Buffers of the
     network's own code around its parts (an actor's action bounds) are read from the
     template for all P: :func:`~agilerl.cohorts.learners.cohort_key` groups only
-    networks whose buffers are equal."""
+    networks whose buffers are equal (:func:`outside_buffers`)."""
     modules = network.stacking_parts() if hasattr(network, "stacking_parts") else {}
     if not modules or any(type(m) not in STACKED_MODULES for m in modules.values()):
         return False
-    if any(next(m.buffers(), None) is not None for m in modules.values()):
+    if any(
+        not STACKED_MODULES[type(m)].stacks_buffers and next(m.buffers(), None) is not None
+        for m in modules.values()
+    ):
         return False
     covered = sum(p.numel() for m in modules.values() for p in m.parameters())
     if covered != sum(p.numel() for p in network.parameters()):
@@ -198,6 +278,14 @@ def stackable(network: Any) -> bool:
         for m in modules.values()
         for act in [*getattr(m, "acts", ()), *filter(None, [getattr(m, "out_act", None)])]
     )
+
+
+def outside_buffers(network: EvolvableNetwork) -> list[torch.Tensor]:
+    """The buffers of ``network`` outside its stacked parts: constants of the code around
+    them (an actor's action bounds, a distributional network's atoms), which runs once for
+    a cohort with the first agent's."""
+    stacked = {id(b) for part in network.stacking_parts().values() for b in part.buffers()}
+    return [b for b in network.buffers() if id(b) not in stacked]
 
 
 class StackedNetwork:
@@ -242,6 +330,12 @@ class StackedNetwork:
     def parameters(self) -> list[nn.Parameter]:
         return [p for module in self.owned.values() for p in module.stacked]
 
+    def reset_noise(self, agent: int, generator: torch.Generator) -> None:
+        """Agent ``agent``'s new noise sample in every part that holds noise, in the
+        network's order, drawn from ``generator`` (the agent's own)."""
+        for module in self.owned.values():
+            module.reset_noise(agent, generator)
+
     def all_parameters(self) -> list[nn.Parameter]:
         """Every module's stacked parameters, shared ones included, in the network's
         order: what a target network of it (which shares nothing) holds, position by
@@ -252,8 +346,13 @@ class StackedNetwork:
     def bound(self) -> Iterator[None]:
         """The template network (the first agent's own) running on the stacked modules
         for the length of the block, for algorithm code that reaches into its networks'
-        parts (``encoder``, ``head``, ``distribution``, ``from_latent``)."""
-        with bound(self.template, **self.modules):
+        parts (``encoder``, ``head``, ``distribution``, ``from_latent``). A dotted
+        part (``head.value``) is bound on the submodule that holds it."""
+        with ExitStack() as stack:
+            for name, module in self.modules.items():
+                *path, attribute = name.split(".")
+                holder = self.template.get_submodule(".".join(path)) if path else self.template
+                stack.enter_context(bound(holder, **{attribute: module}))
             yield
 
     def agent_parameters(self, network: EvolvableNetwork) -> list[nn.Parameter]:

@@ -76,6 +76,90 @@ def _concat(trees: list[Any]) -> Any:
     return map_tree(lambda *leaves: torch.cat(leaves), *trees)
 
 
+class NStepWindow:
+    """The last ``n_step`` vector steps of a vectorised environment, turned into n-step
+    transitions as they mature (see the module docstring): what an
+    :class:`NStepReplayBuffer` holds back, and what a cohort's lockstep replay runs over
+    the joined rows of its agents' environments (every row is its own sub-environment)."""
+
+    def __init__(self, n_step: int, gamma: float) -> None:
+        self.n_step = int(n_step)
+        self.gamma = float(gamma)
+        # The vector steps not yet stored, oldest first (each a dict of STEP_FIELDS).
+        self.pending: deque[dict[str, Any]] = deque()
+
+    def add(self, values: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """Take one vector step (a mapping of :data:`STEP_FIELDS`). Once ``n_step`` steps
+        are held, returns the n-step transitions of the oldest and its 1-step ones (keyed
+        by :data:`FIELDS`) and forgets it; else ``None``."""
+        envs = self.pending[0]["done"].shape[0] if self.pending else None
+        self.pending.append(self.step(values, envs))
+        if len(self.pending) < self.n_step:
+            return None
+        matured = self.n_step_rows(list(self.pending))
+        return matured, self.one_step(self.pending.popleft())
+
+    def flush(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Every pending step as if all episodes were truncated after the newest, oldest
+        first: its n-step and 1-step transitions, as :meth:`add` returns them."""
+        steps = list(self.pending)
+        self.pending.clear()
+        return [(self.n_step_rows(steps[i:]), self.one_step(steps[i])) for i in range(len(steps))]
+
+    @staticmethod
+    def step(values: Mapping[str, Any], envs: int | None) -> dict[str, Any]:
+        """One vector step as tensors of its own (flags as bool, rewards as floats: the
+        caller may reuse its arrays while the step is pending), checked: every field has
+        one row per environment (``envs`` of them, unless None)."""
+
+        def own(leaf: Any) -> torch.Tensor:
+            return _as_tensor(leaf).clone()
+
+        step = {name: map_tree(own, values[name]) for name in STEP_FIELDS}
+        sizes = {leaf.shape[0] for name in STEP_FIELDS for leaf in tree_leaves(step[name])}
+        if len(sizes) != 1:
+            raise ValueError(f"every field of a batch needs the same length, got {sorted(sizes)}")
+        for name in ("done", "truncated"):
+            if step[name].dim() != 1:
+                raise ValueError(f"{name} must hold one flag per environment (a 1-D array)")
+            step[name] = step[name].bool()
+        if step["reward"].dim() != 1:
+            raise ValueError("reward must hold one number per environment (a 1-D array)")
+        if not step["reward"].is_floating_point():
+            step["reward"] = step["reward"].double()
+        now = sizes.pop()
+        if envs is not None and now != envs:
+            raise ValueError(f"a batch of {now} environments after batches of {envs}")
+        return step
+
+    def n_step_rows(self, steps: list[dict[str, Any]]) -> dict[str, Any]:
+        """The n-step transitions of ``steps[0]`` over ``steps`` (the window ends at the
+        last of them in any case), computed backwards for every sub-environment at once."""
+        last = steps[-1]
+        reward = last["reward"].clone()
+        next_obs, done = last["next_obs"], last["done"]
+        k = torch.ones_like(reward, dtype=torch.int64)
+        for step in reversed(steps[:-1]):
+            ended = step["done"] | step["truncated"]  # the sum stops at this step
+            reward = torch.where(ended, step["reward"], step["reward"] + self.gamma * reward)
+            next_obs = _where(ended, step["next_obs"], next_obs)
+            done = torch.where(ended, step["done"], done)
+            k = torch.where(ended, torch.ones_like(k), k + 1)
+        first = steps[0]
+        return {
+            "obs": first["obs"],
+            "action": first["action"],
+            "reward": reward,
+            "next_obs": next_obs,
+            "done": done,
+            "discount": (self.gamma ** k.double()).float(),
+        }
+
+    @staticmethod
+    def one_step(step: dict[str, Any]) -> dict[str, Any]:
+        return {name: step[name] for name in FIELDS}
+
+
 class NStepReplayBuffer(ReplayBuffer):
     """Stores n-step transitions computed per sub-environment (see module docstring)."""
 
@@ -95,8 +179,8 @@ class NStepReplayBuffer(ReplayBuffer):
             raise ValueError(f"gamma must be a number in [0, 1], got {gamma!r}")
         self.n_step = int(n_step)
         self.gamma = float(gamma)
-        # The last vector steps not yet stored, oldest first (each a dict of STEP_FIELDS).
-        self._pending: deque[dict[str, Any]] = deque()
+        self._window = NStepWindow(self.n_step, self.gamma)
+        self._pending = self._window.pending  # the steps not yet stored
 
     @classmethod
     def from_spec(
@@ -130,24 +214,21 @@ class NStepReplayBuffer(ReplayBuffer):
         if truncated is None:
             truncated = torch.zeros(_as_tensor(done).shape, dtype=torch.bool)
         values = (obs, action, reward, next_obs, done, truncated)
-        values = dict(zip(STEP_FIELDS, values, strict=True))
-        envs = self._pending[0]["done"].shape[0] if self._pending else None
-        self._pending.append(self._step(values, envs))
-        if len(self._pending) < self.n_step:
+        matured = self._window.add(dict(zip(STEP_FIELDS, values, strict=True)))
+        if matured is None:
             return None
-        self.store(self._n_step(list(self._pending)))
-        return self._one_step(self._pending.popleft())
+        self.store(matured[0])
+        return matured[1]
 
     def flush(self) -> dict[str, Any] | None:
         """Store every pending step as if all episodes were truncated after the newest
         (call it before resetting the environment mid-episode); returns their 1-step
         transitions, oldest first, as :meth:`add` does; ``None`` if nothing was pending."""
-        steps = list(self._pending)
-        if not steps:
+        matured = self._window.flush()
+        if not matured:
             return None
-        self.store(_concat([self._n_step(steps[i:]) for i in range(len(steps))]))
-        self._pending.clear()
-        return _concat([self._one_step(step) for step in steps])
+        self.store(_concat([n_step for n_step, _ in matured]))
+        return _concat([one_step for _, one_step in matured])
 
     def begin_turn(self) -> None:
         self._refuse_pending("begin_turn")
@@ -163,59 +244,6 @@ class NStepReplayBuffer(ReplayBuffer):
                 f"NStepReplayBuffer.{what}: {len(self._pending)} steps are pending; a turn "
                 "starts and ends with none (flush() first, as Replay.end_turn does)"
             )
-
-    @staticmethod
-    def _step(values: Mapping[str, Any], envs: int | None) -> dict[str, Any]:
-        """One vector step as tensors of its own (flags as bool, rewards as floats: the
-        caller may reuse its arrays while the step is pending), checked: every field has
-        one row per environment (``envs`` of them, unless None)."""
-
-        def own(leaf: Any) -> torch.Tensor:
-            return _as_tensor(leaf).clone()
-
-        step = {name: map_tree(own, values[name]) for name in STEP_FIELDS}
-        sizes = {leaf.shape[0] for name in STEP_FIELDS for leaf in tree_leaves(step[name])}
-        if len(sizes) != 1:
-            raise ValueError(f"every field of a batch needs the same length, got {sorted(sizes)}")
-        for name in ("done", "truncated"):
-            if step[name].dim() != 1:
-                raise ValueError(f"{name} must hold one flag per environment (a 1-D array)")
-            step[name] = step[name].bool()
-        if step["reward"].dim() != 1:
-            raise ValueError("reward must hold one number per environment (a 1-D array)")
-        if not step["reward"].is_floating_point():
-            step["reward"] = step["reward"].double()
-        now = sizes.pop()
-        if envs is not None and now != envs:
-            raise ValueError(f"a batch of {now} environments after batches of {envs}")
-        return step
-
-    def _n_step(self, steps: list[dict[str, Any]]) -> dict[str, Any]:
-        """The n-step transitions of ``steps[0]`` over ``steps`` (the window ends at the
-        last of them in any case), computed backwards for every sub-environment at once."""
-        last = steps[-1]
-        reward = last["reward"].clone()
-        next_obs, done = last["next_obs"], last["done"]
-        k = torch.ones_like(reward, dtype=torch.int64)
-        for step in reversed(steps[:-1]):
-            ended = step["done"] | step["truncated"]  # the sum stops at this step
-            reward = torch.where(ended, step["reward"], step["reward"] + self.gamma * reward)
-            next_obs = _where(ended, step["next_obs"], next_obs)
-            done = torch.where(ended, step["done"], done)
-            k = torch.where(ended, torch.ones_like(k), k + 1)
-        first = steps[0]
-        return {
-            "obs": first["obs"],
-            "action": first["action"],
-            "reward": reward,
-            "next_obs": next_obs,
-            "done": done,
-            "discount": (self.gamma ** k.double()).float(),
-        }
-
-    @staticmethod
-    def _one_step(step: dict[str, Any]) -> dict[str, Any]:
-        return {name: step[name] for name in FIELDS}
 
     # -- checkpoints ----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -257,7 +285,7 @@ class NStepReplayBuffer(ReplayBuffer):
             for name in STEP_FIELDS:
                 _check_leaves(saved[name], checkpoints.join(step_at, name), envs)
             try:
-                steps.append(self._step(saved, envs))
+                steps.append(NStepWindow.step(saved, envs))
             except ValueError as err:
                 raise checkpoints.fail(step_at, str(err)) from None
         super().load_state_dict(state["buffer"], checkpoints.join(where, "buffer"))

@@ -36,6 +36,7 @@ generator, as in :class:`~agilerl.components.replay_buffer.ReplayBuffer`.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -68,6 +69,29 @@ def _check_unit(name: str, value: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
     return float(value)
+
+
+def stratified_draw(
+    tree: SumTree, count: int, beta: float, generator: torch.Generator | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` slots of ``tree`` (of ``priority**alpha``) drawn stratified, one uniform
+    prefix sum in each of ``count`` equal slices of the total (from ``generator``, else
+    torch's global CPU one), and their importance-sampling weights at ``beta``."""
+    offsets = torch.rand(count, dtype=torch.float64, generator=generator).numpy()
+    slots = tree.find((np.arange(count) + offsets) * (tree.total / count))
+    # (N P(i))**-beta / max_j (N P(j))**-beta == (p_i / p_min)**-beta, p = priority**alpha.
+    return slots, (tree[slots] / tree.min) ** -beta
+
+
+def priorities_of(losses: np.ndarray, prior_eps: float) -> np.ndarray:
+    """The priorities per-transition ``losses`` give: ``|loss| + prior_eps``, checked
+    finite and drawable."""
+    if not np.all(np.isfinite(losses)):
+        raise ValueError("priorities must be finite (a diverged loss?)")
+    values = np.abs(losses) + prior_eps
+    if np.any(values <= 0):
+        raise ValueError("a priority of 0 would never be drawn again: pass prior_eps > 0")
+    return values
 
 
 @dataclass
@@ -111,6 +135,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._set(slots.numpy(), np.full(slots.numel(), self.max_priority))
         return slots
 
+    def forked_tree(self) -> SumTree:
+        """A copy of the sum tree of ``priority**alpha`` (a cohort agent's own view of the
+        priorities for a generation, :mod:`agilerl.cohorts.replay`)."""
+        return copy.deepcopy(self._tree)
+
     def _set(self, slots: np.ndarray, priorities: np.ndarray) -> None:
         turn = self._turn
         if isinstance(turn, PriorityTurn):
@@ -135,12 +164,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         count = int(batch_size)
         if count < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        # Stratified: one uniform draw in each of `count` equal slices of the total.
-        offsets = torch.rand(count, dtype=torch.float64).numpy()
-        total = self._tree.total
-        slots = self._tree.find((np.arange(count) + offsets) * (total / count))
-        # (N P(i))**-beta / max_j (N P(j))**-beta == (p_i / p_min)**-beta, p = priority**alpha.
-        weights = (self._tree[slots] / self._tree.min) ** -beta
+        slots, weights = stratified_draw(self._tree, count, beta, None)
         index = torch.from_numpy(slots)
         batch = self._gather(index)
         batch["weights"] = torch.as_tensor(weights, dtype=torch.float32, device=self.device)
@@ -163,12 +187,8 @@ class PrioritizedReplayBuffer(ReplayBuffer):
             raise ValueError(f"indices must lie in [0, {len(self)}), the filled slots")
         if not math.isfinite(prior_eps) or prior_eps < 0:
             raise ValueError(f"prior_eps must be a finite number >= 0, got {prior_eps!r}")
-        if not np.all(np.isfinite(values)):
-            raise ValueError("priorities must be finite (a diverged loss?)")
-        values = np.abs(values) + prior_eps
-        if np.any(values <= 0):
-            raise ValueError("a priority of 0 would never be drawn again: pass prior_eps > 0")
         slots = slots.astype(np.int64)
+        values = priorities_of(values, prior_eps)
         turn = self._turn
         if isinstance(turn, PriorityTurn):
             old = ~turn.is_new(slots, self.max_size)

@@ -38,6 +38,16 @@ from agilerl.modules.mlp import EvolvableMLP
 from agilerl.networks.base import EvolvableNetwork, build_encoder
 
 
+def scaled_noise(
+    size: int, like: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """``f(x) = sign(x) sqrt(|x|)`` of ``size`` standard normal draws (from ``generator``,
+    else torch's global one), on ``like``'s device and dtype: one factor of factorised
+    Gaussian noise."""
+    x = torch.randn(size, generator=generator, dtype=like.dtype)
+    return (x.sign() * x.abs().sqrt()).to(like.device)
+
+
 class NoisyLinear(nn.Module):
     """Linear layer with factorised Gaussian noise on its weights and bias.
 
@@ -47,6 +57,9 @@ class NoisyLinear(nn.Module):
     ``weight_epsilon`` / ``bias_epsilon`` and is redrawn by :meth:`reset_noise`. Noise is
     used in training mode only; in eval mode the layer is the deterministic mean layer.
     """
+
+    weight_epsilon: torch.Tensor
+    bias_epsilon: torch.Tensor
 
     def __init__(self, in_features: int, out_features: int, sigma_init: float = 0.5) -> None:
         super().__init__()
@@ -70,15 +83,10 @@ class NoisyLinear(nn.Module):
             self.weight_sigma.fill_(self.sigma_init * bound)
             self.bias_sigma.fill_(self.sigma_init * bound)
 
-    @staticmethod
-    def _scaled_noise(size: int, like: torch.Tensor) -> torch.Tensor:
-        x = torch.randn(size, device=like.device, dtype=like.dtype)
-        return x.sign() * x.abs().sqrt()
-
     @torch.no_grad()
     def reset_noise(self) -> None:
-        eps_in = self._scaled_noise(self.in_features, self.weight_epsilon)
-        eps_out = self._scaled_noise(self.out_features, self.weight_epsilon)
+        eps_in = scaled_noise(self.in_features, self.weight_epsilon)
+        eps_out = scaled_noise(self.out_features, self.weight_epsilon)
         self.weight_epsilon.copy_(torch.outer(eps_out, eps_in))
         self.bias_epsilon.copy_(eps_out)
 
@@ -298,6 +306,15 @@ class RainbowQNetwork(EvolvableNetwork):
     def reset_noise(self) -> None:
         """Draw a new noise sample for every noisy layer."""
         self.head.reset_noise()
+
+    def stacking_parts(self) -> dict[str, nn.Module]:
+        """The encoder and the head's two noisy streams (the head's own code, which joins
+        them, runs around them), in the order :meth:`reset_noise` draws their noise."""
+        return {
+            "encoder": self.encoder,
+            "head.value": self.head.value,
+            "head.advantage": self.head.advantage,
+        }
 
     def logits(self, obs: Any) -> torch.Tensor:
         """Atom logits ``(batch, n_actions, num_atoms)``."""

@@ -462,8 +462,8 @@ def _cohort_turn(
     assert turns.train_cohort is not None
     results, journals = turns.train_cohort(agents, slots, budget, state)
     if turns.sharing is not None:
-        for slot, journal in zip(slots, journals, strict=True):
-            turns.sharing.record(slot, journal)
+        for slot, own in zip(slots, journals, strict=True):
+            turns.sharing.record(slot, own)  # one journal per shared buffer
     evaluations: list[tuple[Any, ...] | None] = [None] * len(agents)
     if turns.evaluate_cohort is not None:
         evaluations = list(turns.evaluate_cohort(agents, slots, state))

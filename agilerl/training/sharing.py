@@ -79,17 +79,19 @@ class ExperienceSharing:
         self._journals[slot] = [buffer.end_turn() for buffer in self.buffers]
         self._slot = None
 
-    def record(self, slot: int, journal: dict[str, Any]) -> None:
-        """The journal of a turn taken outside the buffers (a cohort's view,
-        :class:`~agilerl.cohorts.replay.CohortReplay`, which gives each agent the journal
-        its own turn would have had); one buffer only."""
+    def record(self, slot: int, journals: list[dict[str, Any]]) -> None:
+        """The journals of a turn taken outside the buffers, one per buffer in order (a
+        cohort's views, :class:`~agilerl.cohorts.replay.LockstepReplay`, which give each
+        agent the journals its own turn would have had)."""
         if self._slot is not None:
             raise RuntimeError(f"record({slot}): the turn of slot {self._slot} is still open")
         if slot in self._journals:
             raise RuntimeError(f"record({slot}): slot {slot} already had its turn (take())")
-        if len(self.buffers) != 1:
-            raise ValueError("a turn's journal is recorded for one buffer only")
-        self._journals[slot] = [journal]
+        if len(journals) != len(self.buffers):
+            raise ValueError(
+                f"record({slot}): {len(journals)} journals for {len(self.buffers)} buffers"
+            )
+        self._journals[slot] = list(journals)
 
     def take(self) -> dict[int, Any]:
         """This process's journals of the generation, by slot (then forgotten):

@@ -25,6 +25,9 @@ NET = {
 }
 ROWS = 8
 
+#: The agents' generators, which these learners draw nothing from as they learn.
+UNUSED: list[torch.Generator] = []
+
 
 def agents(cls=DDPG, count=3, share_encoders=False, **kwargs):
     torch.manual_seed(0)  # the networks' initial weights come from torch's generator
@@ -135,7 +138,7 @@ def test_a_cohort_step_is_each_agents_own_step(cls, share_encoders):
         ]
         expected = [agent.learn(b) for agent, b in zip(alone, own, strict=True)]
         cohort = ActorCriticCohort(together)  # formed anew: state carries over write_back
-        got = cohort.learn(flattened(batches), np.ones(3, bool))
+        got = cohort.learn(flattened(batches), np.ones(3, bool), UNUSED)
         cohort.write_back()
         for p, (e, g) in enumerate(zip(expected, got, strict=True)):
             assert g is not None and g.keys() == e.keys(), (step, p)
@@ -153,7 +156,7 @@ def test_a_cohort_kept_across_calls_learns_as_one_formed_each_call():
         batches = [batch(10 * step + p) for p in range(3)]
         for agent, b in zip(alone, batches, strict=True):
             agent.learn(b)
-        cohort.learn(flattened(batches), np.ones(3, bool))
+        cohort.learn(flattened(batches), np.ones(3, bool), UNUSED)
     cohort.write_back()
     assert_close_states(alone, together)
 
@@ -163,11 +166,13 @@ def test_a_cohort_kept_across_calls_learns_as_one_formed_each_call():
 def test_an_agent_not_due_to_learn_is_left_bit_equal(cls, share_encoders):
     together = agents(cls, share_encoders=share_encoders)
     cohort = ActorCriticCohort(together)
-    cohort.learn(flattened([batch(p) for p in range(3)]), np.ones(3, bool))
+    cohort.learn(flattened([batch(p) for p in range(3)]), np.ones(3, bool), UNUSED)
     cohort.write_back()
     before = snapshot(together[1])
     cohort = ActorCriticCohort(together)
-    figures = cohort.learn(flattened([batch(p) for p in range(3, 6)]), np.array([1, 0, 1], bool))
+    figures = cohort.learn(
+        flattened([batch(p) for p in range(3, 6)]), np.array([1, 0, 1], bool), UNUSED
+    )
     cohort.write_back()
     assert figures[1] is None and figures[0] is not None and figures[2] is not None
     # weights, targets, both optimisers, the learn counter and the generator (no noise drawn)
@@ -180,7 +185,7 @@ def test_an_agent_whose_actor_is_not_due_steps_only_its_critics(cls, share_encod
     together = agents(cls, share_encoders=share_encoders)  # policy_freq 1, 2, 3
     before = [snapshot(agent) for agent in together]
     cohort = ActorCriticCohort(together)
-    figures = cohort.learn(flattened([batch(p) for p in range(3)]), np.ones(3, bool))
+    figures = cohort.learn(flattened([batch(p) for p in range(3)]), np.ones(3, bool), UNUSED)
     cohort.write_back()
     after = [snapshot(agent) for agent in together]
     assert [("actor_loss" in f) for f in figures if f is not None] == [True, False, False]

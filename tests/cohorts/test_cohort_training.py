@@ -61,9 +61,20 @@ def formed(monkeypatch):
     return groups
 
 
+RAINBOW_COHORT = {  # prioritised and n-step replay: each agent its own priorities and sums
+    "algorithm": {"name": "RainbowDQN", "batch_size": 32, "lr": 1e-3, "learn_step": 2,
+                  "num_atoms": 11, "v_min": 0.0, "v_max": 50.0, "n_step": 3},
+    "environment": {"name": "CartPole-v1", "num_envs": 2, "sync": True},
+    "network": NET,
+    "training": {"max_steps": 600, "evo_steps": 200, "pop_size": 3, "eval_steps": 40, "seed": 5},
+    "replay_buffer": {"max_size": 1_000, "per_buffer": True, "n_step_buffer": True,
+                      "n_step_buffer_args": {"n_step": 3}},
+}  # fmt: skip
+
 #: Each manifest of one cohort and a learn metric every agent reports.
 COHORTS = {
     "DQN": (COHORT, "td_loss"),
+    "RainbowDQN": (RAINBOW_COHORT, "loss"),
     "PPO": (PPO_COHORT, "loss"),
     "TD3": (ACTOR_CRITIC, "critic_loss"),
 }
@@ -76,7 +87,7 @@ def figures(trainer):
     ]
 
 
-@pytest.mark.parametrize("algo", ["DQN", "PPO"])
+@pytest.mark.parametrize("algo", ["DQN", "RainbowDQN", "PPO"])
 def test_a_cohort_run_is_the_same_run_for_the_same_seed(formed, algo):
     document, metric = COHORTS[algo]
     first, second = run(document), run(document)

@@ -14,7 +14,9 @@ from gymnasium import spaces
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
-from agilerl.cohorts.learners import ValueCohort, cohort_key, form_cohorts
+from agilerl.cohorts.learners import cohort_key, form_cohorts
+from agilerl.cohorts.value import ValueCohort
+from agilerl.testing.transitions import random_transitions
 
 OBS = spaces.Box(-1.0, 1.0, (4,))
 ACTIONS = spaces.Discrete(3)
@@ -23,6 +25,9 @@ NET = {
     "encoder_config": {"hidden_size": [16, 12]},
     "head_config": {"hidden_size": [16]},
 }
+
+#: The agents' generators, which these learners draw nothing from as they learn.
+UNUSED: list[torch.Generator] = []
 
 
 def agents(cls=DQN, count=3, **kwargs):
@@ -37,14 +42,7 @@ def agents(cls=DQN, count=3, **kwargs):
 
 
 def batch(rows, seed):
-    g = torch.Generator().manual_seed(seed)
-    return {
-        "obs": torch.rand(rows, 4, generator=g) * 2 - 1,
-        "action": torch.randint(0, 3, (rows,), generator=g),
-        "reward": torch.randn(rows, generator=g),
-        "next_obs": torch.rand(rows, 4, generator=g) * 2 - 1,
-        "done": (torch.rand(rows, generator=g) < 0.2).float(),
-    }
+    return random_transitions(rows, torch.Generator().manual_seed(seed))
 
 
 def flattened(batches, rows):
@@ -73,7 +71,7 @@ def test_a_cohort_step_is_each_agents_own_step(cls):
     for step in range(3):  # the moments and step counts carry over between steps
         expected = [agent.learn(b) for agent, b in zip(alone, own, strict=True)]
         cohort = ValueCohort(together)
-        got = cohort.learn(flattened(batches, 8), np.ones(3, bool))
+        got = cohort.learn(flattened(batches, 8), np.ones(3, bool), UNUSED)
         cohort.write_back()
         for e, g in zip(expected, got, strict=True):
             assert g.keys() == e.keys()
@@ -93,12 +91,12 @@ def test_a_cohort_step_is_each_agents_own_step(cls):
 def test_an_agent_not_due_to_learn_is_left_bit_equal():
     together = agents()
     cohort = ValueCohort(together)
-    cohort.learn(flattened([batch(8, s) for s in range(3)], 8), np.ones(3, bool))
+    cohort.learn(flattened([batch(8, s) for s in range(3)], 8), np.ones(3, bool), UNUSED)
     cohort.write_back()
     before = state_of(together[1])
     cohort = ValueCohort(together)
     figures = cohort.learn(
-        flattened([batch(8, s) for s in range(3, 6)], 8), np.array([True, False, True])
+        flattened([batch(8, s) for s in range(3, 6)], 8), np.array([True, False, True]), UNUSED
     )
     cohort.write_back()
     assert figures[1] is None and figures[0] is not None
@@ -113,7 +111,7 @@ def test_an_agent_not_due_to_learn_is_left_bit_equal():
 def test_an_agent_that_never_learned_keeps_an_empty_optimiser_state():
     together = agents(count=2)
     cohort = ValueCohort(together)
-    cohort.learn(flattened([batch(8, 1), batch(8, 2)], 8), np.array([True, False]))
+    cohort.learn(flattened([batch(8, 1), batch(8, 2)], 8), np.array([True, False]), UNUSED)
     cohort.write_back()
     assert together[1].optimizer.state_dict()["state"] == {}
     assert float(together[0].optimizer.state_dict()["state"][0]["step"]) == 1.0
@@ -130,7 +128,8 @@ def test_cohorts_group_agents_by_algorithm_and_architecture():
     double = agents(count=1, double=True)[0]
     other_batch = agents(count=1, batch_size=64)[0]
     population = dict(enumerate([dqns[0], dqns[1], dqns[2], rainbow, cqn, double, other_batch]))
-    assert cohort_key(rainbow) is None  # learns differently: always alone
+    # its own learner: never in a DQN cohort (exact classes), but stackable (noisy streams)
+    assert cohort_key(rainbow) is not None and cohort_key(rainbow) != cohort_key(dqns[0])
     # another batch size joins (padded batches); another architecture or double does not
     assert form_cohorts(population) == [[0, 2, 6], [1], [3], [4], [5]]
     assert form_cohorts(population, enabled=False) == [[i] for i in range(7)]

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from agilerl.cohorts.replay import CohortReplay
-from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
-from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
 
 N = 3  # environments per agent
 
@@ -18,6 +17,14 @@ def step(tag, t, n=N):
     """One vector step whose rows say who wrote them (obs[:, 0]) and when (obs[:, 1])."""
     obs = np.stack([np.full(n, tag, np.float32), np.full(n, t, np.float32)], 1)
     return obs, np.full(n, t, np.int64), np.full(n, float(tag)), obs + 1, np.zeros(n, bool)
+
+
+def joined(parts):
+    """The agents' steps as one cohort step (agent ``p``'s rows the ``p``-th block)."""
+    return {
+        name: np.concatenate(field)
+        for name, field in zip(FIELDS, zip(*parts, strict=True), strict=True)
+    }
 
 
 def filled(max_size, rows):
@@ -45,7 +52,7 @@ def test_each_agents_journal_is_what_its_own_turn_leaves(max_size, before, steps
     view = CohortReplay(memory, agents, steps * N)
     for t in range(steps):
         parts = [step(p, t) for p in range(agents)]
-        view.add(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+        view.store(joined(parts))
     assert len(view) == min(before + steps * N, max_size)
     for own, theirs in zip(view.journals(), alone, strict=True):
         assert own["written"] == theirs["written"]
@@ -61,9 +68,9 @@ def test_an_agent_samples_the_buffer_and_its_own_rows_only(max_size, before):
     view = CohortReplay(memory, agents, steps * N)
     for t in range(steps):
         parts = [step(p, t) for p in range(agents)]
-        view.add(*(np.concatenate(field) for field in zip(*parts, strict=True)))
+        view.store(joined(parts))
     generators = [torch.Generator().manual_seed(p) for p in range(agents)]
-    drawn = view.sample([400] * agents, generators, np.ones(agents, bool))["obs"]
+    drawn = view.rows(view.draw([400] * agents, generators, np.ones(agents, bool)))["obs"]
     drawn = drawn.reshape(agents, 400, 2)
     for p in range(agents):
         writers = set(drawn[p, :, 0].tolist())
@@ -77,7 +84,7 @@ def test_an_agent_draws_what_it_would_draw_alone_and_only_when_it_learns():
     memory = filled(60, 30)
     view = CohortReplay(memory, 2, 30)
     for t in range(4):
-        view.add(*(np.concatenate(f) for f in zip(step(0, t), step(1, t), strict=True)))
+        view.store(joined([step(0, t), step(1, t)]))
     generators = [torch.Generator().manual_seed(7), torch.Generator().manual_seed(8)]
     first = view.draw([5, 3], generators, np.array([True, False]))
     second = view.draw([5, 3], generators, np.array([True, True]))
@@ -96,8 +103,3 @@ def test_an_agent_draws_what_it_would_draw_alone_and_only_when_it_learns():
     for p in range(2):
         for row, slot in zip(rows[p].tolist(), second[p].tolist(), strict=True):
             assert row[0] == (p if slot >= 30 else -1.0)
-
-
-def test_a_prioritised_buffer_is_refused():
-    with pytest.raises(TypeError, match="uniform ReplayBuffer"):
-        CohortReplay(PrioritizedReplayBuffer(10), 2, 4)

@@ -60,7 +60,9 @@ def offline_turns(
         for _ in range(budget):
             drawn = draw_padded(len(memory), sizes, generators, everyone)
             batch = memory.sample_from_indices(drawn.reshape(-1))
-            for own, figures in zip(metrics, learner.learn(batch, everyone), strict=True):
+            for own, figures in zip(
+                metrics, learner.learn(batch, everyone, generators), strict=True
+            ):
                 assert figures is not None  # every agent learns at every update
                 own.add(figures)
         learner.write_back()

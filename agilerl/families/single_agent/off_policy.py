@@ -12,7 +12,7 @@ from typing_extensions import Unpack
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.learners import LEARNERS, ReplayLearner
-from agilerl.cohorts.replay import CohortReplay
+from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.cohort_envs import (
@@ -79,9 +79,10 @@ def off_policy_turns(
     filled beside it; :class:`~agilerl.components.replay.Replay` stores the steps and draws
     the batches (an agent that cannot learn from them is refused before it trains).
 
-    With ``make_env`` (another vector env of the same spec: one per agent of a cohort) and a
-    uniform replay buffer, agents of one cohort (:mod:`agilerl.cohorts`) train together
-    (:func:`lockstep_turn`); otherwise, and for every agent alone, as above.
+    With ``make_env`` (another vector env of the same spec: one per agent of a cohort),
+    agents of one cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`,
+    with the replay :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` has for ``memory``);
+    otherwise, and for every agent alone, as above.
     """
     replay = Replay.of(memory, n_step_memory, max_steps)
     for agent in pop:
@@ -127,21 +128,24 @@ def off_policy_turns(
 
     sharing = ExperienceSharing(memory, n_step_memory)
     evaluation = episode_evaluation(env, eval_steps, eval_loop)
-    if make_env is None or n_step_memory is not None or type(replay) is not Replay:
+    if make_env is None or type(memory) not in LOCKSTEP_REPLAYS:
         return Turns(train_agent, evaluation, sharing=sharing)
     cohort_envs = CohortEnvs(make_env)
+    lockstep = functools.partial(
+        LOCKSTEP_REPLAYS[type(memory)], memory, n_step_memory, max_steps=max_steps
+    )
     return Turns(
         train_agent,
         evaluation,
         sharing=sharing,
-        train_cohort=lockstep_turn(memory, num_envs, schedule, learning_delay, cohort_envs),
+        train_cohort=lockstep_turn(lockstep, num_envs, schedule, learning_delay, cohort_envs),
         evaluate_cohort=lockstep_evaluation(cohort_envs, eval_steps, eval_loop),
         close=cohort_envs.close,
     )
 
 
 def lockstep_turn(
-    memory: Any,
+    replay: Callable[..., LockstepReplay],
     num_envs: int,
     schedule: EpsilonSchedule,
     learning_delay: int,
@@ -149,9 +153,9 @@ def lockstep_turn(
 ) -> Any:
     """The off-policy turn of a cohort. Its P agents step their own environments together,
     each reset with the seeds its own turn would use, act with one forward, and learn
-    with one step per round from their views of the shared buffer
-    (:class:`~agilerl.cohorts.replay.CohortReplay`: the generation's buffer plus their
-    own rows). Each agent learns every ``learn_step`` of its own env steps, from batches
+    with one step per round from their views of the shared buffers (``replay(agents,
+    rows=...)``, a :class:`~agilerl.cohorts.replay.LockstepReplay`: the generation's
+    buffer plus their own rows, their own priorities and n-step sums). Each agent learns every ``learn_step`` of its own env steps, from batches
     drawn by its own generator, seeded as its own turn seeds torch's: what an agent
     draws and sees does not depend on the other agents of its cohort, so a run split
     over processes (other cohorts) gives the same history. Returns each agent's (steps,
@@ -168,7 +172,7 @@ def lockstep_turn(
             agent.configure_exploration(schedule)
             agent.episodes_ended(np.ones(num_envs, dtype=bool))
         n_steps = vector_steps(budget, num_envs)
-        view = CohortReplay(memory, count, n_steps * num_envs)
+        view = replay(agents, rows=n_steps * num_envs)
         returns = np.zeros((count, num_envs))
         completed: list[list[float]] = [[] for _ in agents]
         metrics = [MeanMetrics() for _ in agents]
@@ -178,7 +182,7 @@ def lockstep_turn(
         for _ in range(n_steps):
             actions = learner.explore(obs, action_mask_from_info(info))
             next_obs, reward, terminated, truncated, info = env.step(actions)
-            view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated)
+            view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
             returns += reward.reshape(count, num_envs)
             ended = (terminated | truncated).reshape(count, num_envs)
             for p, agent in enumerate(agents):
@@ -194,11 +198,11 @@ def lockstep_turn(
             pending -= due * learn_step
             for round_ in range(int(due.max())):
                 live = due > round_
-                batch = view.sample(batch_size.tolist(), generators, live)
-                figures = learner.learn(batch, live)
+                figures = view.learn(learner, batch_size.tolist(), generators, live)
                 for p, figs in enumerate(figures):
                     if figs is not None:
                         metrics[p].add(figs)
+        view.end_turn()  # the next turn (or the evaluation) resets the environments
         learner.write_back()
         taken = n_steps * num_envs
         results = []
