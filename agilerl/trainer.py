@@ -350,7 +350,7 @@ class LocalTrainer:
                 accelerator=self.accelerator if device is None else None,
             )
         except (TypeError, ValueError) as err:
-            field = str(err).partition(":")[0]
+            field = str(err).partition(":")[0].split(".")[0]  # "normalize.observation: ..."
             if str(err).startswith("hp_config."):
                 where = "mutation.rl_hp_selection"
             elif field in type(self.algorithm).model_fields:  # "torch_compiler: ..."

@@ -47,6 +47,35 @@ MaxSeqLen = TypeAliasType(
 )
 
 
+class NormalizationConfig(SpecBase):
+    """
+    What an agent normalises, by running statistics of what it has trained on.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    observation: Annotated[
+        bool,
+        Field(
+            description='Observations: (obs - mean) / sqrt(var + epsilon), clipped to +-clip_observation (a vector Box observation space).'
+        ),
+    ] = True
+    reward: Annotated[
+        bool,
+        Field(
+            description="Rewards learnt from: divided by the running standard deviation of the discounted return (the agent's gamma), clipped to +-clip_reward. Episode returns, fitness and training scores stay in the environment's units."
+        ),
+    ] = True
+    clip_observation: Annotated[
+        float, Field(description='Bound of a normalised observation.', gt=0.0)
+    ] = 10.0
+    clip_reward: Annotated[float, Field(description='Bound of a scaled reward.', gt=0.0)] = 10.0
+    epsilon: Annotated[
+        float, Field(description='Added to every variance before its square root.', gt=0.0)
+    ] = 1e-08
+
+
 class PPOFields(RLAlgorithmFields):
     """
     Fields of the PPO specification (shared with the manifest).
@@ -120,6 +149,12 @@ class PPOFields(RLAlgorithmFields):
         Field(description='How rollouts are cut into sequences for backpropagation through time.'),
     ] = 'chunked'
     lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
+    normalize: Annotated[
+        NormalizationConfig | None,
+        Field(
+            description="Running-statistics normalisation of observations and rewards, as users of PPO on MuJoCo expect (Stable-Baselines3's VecNormalize): the statistics are the agent's, saved with it and kept by its clones; frozen while it acts and learns from a rollout and updated after; applied by predict and evaluation, which never update them. null: none."
+        ),
+    ] = None
 
 
 class PPOSpec(PPOFields):

@@ -45,14 +45,17 @@ import torch
 from gymnasium import spaces
 from pydantic import BaseModel, ValidationError
 
-from agilerl._generated.ppo_schema import RolloutBufferConfig
+from agilerl import checkpoints
+from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
 from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.algorithms.optim import gradient_step
 from agilerl.components import on_policy
+from agilerl.components.normalization import Normalization
 from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
+from agilerl.modules.multi_input import flat_dim, is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 from agilerl.observations import map_tree, stack_tree, tree_leaves
@@ -122,6 +125,7 @@ class PPO(RLAlgorithm):
         "max_seq_len",
         "share_encoders",
         "bptt_sequence_type",
+        "normalize",
         "net_config",
     )
     default_mutable = ("lr", "batch_size", "learn_step")
@@ -154,6 +158,7 @@ class PPO(RLAlgorithm):
         max_seq_len: int | None = 32,
         share_encoders: bool = True,
         bptt_sequence_type: str = "chunked",
+        normalize: Any = None,
         hp_config: Any = None,
         net_config: Any = None,
         device: str | torch.device = "cpu",
@@ -208,6 +213,16 @@ class PPO(RLAlgorithm):
         self.max_seq_len = None if max_seq_len is None else int(max_seq_len)
         self.share_encoders = bool(share_encoders)
         self.bptt_sequence_type = bptt_sequence_type
+        if isinstance(normalize, NormalizationConfig):
+            normalize = normalize.model_dump()
+        # Kept as the spec model (as rollout_buffer_config); the statistics are
+        # :attr:`normalization`'s, saved in the agent's extra state.
+        self.normalize = (
+            None if normalize is None else NormalizationConfig.model_validate(normalize)
+        )
+        self.normalization = (
+            None if self.normalize is None else Normalization(self.normalize, self._features())
+        )
 
         actor_spec, critic_spec = self._network_specs()
         self.actor = StochasticActor(observation_space, action_space, actor_spec).to(self.device)
@@ -232,6 +247,21 @@ class PPO(RLAlgorithm):
         #: act on, one row per environment (recurrent only; None until they first act).
         self.hidden_state: HiddenState | None = None
         self.finish_init(hp_config)
+
+    def _features(self) -> int | None:
+        """The size of a preprocessed observation that ``normalize.observation`` normalises
+        (None when it is off); refused for spaces other than a vector Box."""
+        assert self.normalize is not None
+        if not self.normalize.observation:
+            return None
+        space = self.observation_space
+        if not isinstance(space, spaces.Box) or is_image_space(space):
+            raise ValueError(
+                f"normalize.observation: running observation statistics need a vector Box "
+                f"observation space, got {space!r}; set observation: false (images are "
+                "scaled by the encoder)"
+            )
+        return flat_dim(space)
 
     def _network_specs(self) -> tuple[BaseModel, BaseModel]:
         """The actor's and the critic's specs; a recurrent agent's encoder, where the
@@ -318,10 +348,18 @@ class PPO(RLAlgorithm):
         self.hidden_state = _reset_rows(state, ended)
 
     # -- acting ---------------------------------------------------------------------------
-    def _preprocess(self, obs: Any) -> Any:
+    def _preprocess(self, obs: Any, observe: bool = False) -> Any:
+        """Observations as the networks take them: preprocessed and, with ``normalize``,
+        normalised by the frozen running statistics; ``observe`` (a training rollout's
+        observations) also keeps them for the statistics' next update."""
         # The module-level function with the agent's device: a network's own preprocess
         # looks its device up by walking its parameters, once per call (per env step here).
-        return preprocess(obs, self.observation_space, self.device)
+        x = preprocess(obs, self.observation_space, self.device)
+        if self.normalization is None:
+            return x
+        if observe:
+            self.normalization.observe(x)
+        return self.normalization.normalize(x)
 
     def _forward_x(
         self, x: Any, mask: Any, state: HiddenState | None, with_value: bool = True
@@ -414,6 +452,8 @@ class PPO(RLAlgorithm):
         self._episode_returns = None
         self._rollout_obs = None
         self._rollout_state = None
+        if self.normalization is not None:
+            self.normalization.restart_episodes()
 
     def _sequence_layout(self) -> tuple[int | None, int | None]:
         """``(seq_len, seq_stride)`` of the rollout buffer: None for a feed-forward agent;
@@ -577,7 +617,23 @@ class PPO(RLAlgorithm):
         metrics = dict(zip(METRICS, (totals / max(evaluated, 1)).tolist(), strict=True))
         metrics["updates"] = float(updates)
         metrics["early_stop"] = float(stopped)
+        if self.normalization is not None:
+            self.normalization.absorb()  # the next rollout is normalised with this one in
         return metrics
+
+    def extra_state(self) -> dict[str, Any]:
+        if self.normalization is None:
+            return {}
+        return {"normalization": self.normalization.state_dict()}
+
+    def load_extra_state(self, state: dict[str, Any], where: str = "extra") -> None:
+        if self.normalization is None:
+            super().load_extra_state(state, where)
+            return
+        checkpoints.require_keys(state, ("normalization",), where, "extra state of PPO")
+        self.normalization.load_state_dict(
+            state["normalization"], checkpoints.join(where, "normalization")
+        )
 
 
 class _RolloutCollector(on_policy.RolloutCollector):
@@ -607,7 +663,8 @@ class _RolloutCollector(on_policy.RolloutCollector):
         agent = self.agent
         mask = action_mask_from_info(info)
         with torch.inference_mode():
-            dist, value, next_state = agent._forward_x(agent._preprocess(obs), mask, self.state)
+            x = agent._preprocess(obs, observe=True)
+            dist, value, next_state = agent._forward_x(x, mask, self.state)
             sample = dist.sample()
             log_prob = dist.log_prob(sample)
         self._acted = (sample, log_prob, value, mask, next_state)
@@ -622,6 +679,12 @@ class _RolloutCollector(on_policy.RolloutCollector):
             np.asarray(terminated, dtype=bool).reshape(n),
             np.asarray(truncated, dtype=bool).reshape(n),
         )
+
+    def learning_rewards(self, reward: Any, done: Any) -> Any:
+        normalization = self.agent.normalization
+        if normalization is None:
+            return reward
+        return normalization.scale_rewards(reward, done, self.agent.gamma)
 
     def final_values(self, next_info: Any, cut: np.ndarray) -> np.ndarray:
         envs = np.flatnonzero(cut)

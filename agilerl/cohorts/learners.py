@@ -85,14 +85,17 @@ LEARNERS: dict[type, type[Learner]] = {
 
 
 def cohort_key(agent: Any) -> tuple[Any, ...] | None:
-    """What agents must share to form a cohort, or None for an agent that trains alone:
-    the algorithm (one with a learner), every network's architecture and buffers (the
+    """What agents must share to form a cohort, or None for an agent that trains alone
+    (one that normalises by running statistics, PPO's ``normalize``): the algorithm (one
+    with a learner), every network's architecture and buffers (the
     constants of its spaces, such as an actor's action bounds), the attributes its
     learner needs equal (:attr:`Learner.same`: PPO's batch size, not DQN's, whose
     batches are padded), the device; every network must be
     :func:`~agilerl.cohorts.stacking.stackable` (MLP modules holding no buffers)."""
     learner = LEARNERS.get(type(agent))
-    if learner is None:
+    # Running normalisation statistics are each agent's own, and the stacked code runs
+    # the first agent's preprocessing for every row: such agents train alone.
+    if learner is None or getattr(agent, "normalization", None) is not None:
         return None
     networks = [getattr(agent, attr) for attr in agent._network_attrs()]
     if not all(stackable(net) for net in networks):

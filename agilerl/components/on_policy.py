@@ -231,6 +231,12 @@ class RolloutCollector(ABC):
         given)."""
         return reward, terminated, truncated
 
+    def learning_rewards(self, reward: Any, done: Any) -> Any:
+        """The rewards to learn from, before any time-limit bootstrap (default: the
+        environment's; PPO with ``normalize.reward`` scales them). Episode returns are
+        counted on the environment's."""
+        return reward
+
     @abstractmethod
     def final_values(self, next_info: Any, cut: Any) -> Any:
         """``V`` of the observations the step ended on where ``cut`` (the rows of
@@ -257,7 +263,7 @@ def collect_rollout(
             truncated,
         )
         learnt = bootstrap_time_limits(
-            reward,
+            collector.learning_rewards(reward, done),
             terminated,
             truncated,
             collector.gamma,
