@@ -7,6 +7,7 @@ import copy
 
 import numpy as np
 import pytest
+import torch
 
 from agilerl.trainer import LocalTrainer
 from agilerl.training.run_checkpoint import load_run
@@ -96,6 +97,27 @@ def test_a_cohort_run_is_the_same_run_for_the_same_seed(formed, algo):
     # every agent is recorded as itself: its own losses, its own episodes
     losses = [a["metrics"][metric] for a in first.state.history[-1]["agents"]]
     assert len(set(losses)) == 3
+
+
+@pytest.mark.parametrize("algo", ["DQN", "RainbowDQN"])
+def test_a_short_run_gives_the_same_agents_both_ways(algo):
+    """Four generations of two agents, sharing and merging experience: cohorts and one
+    at a time end with the same weights up to the rounding of batched matrix products,
+    and Rainbow's noise samples (drawn from each agent's own stream) bit for bit."""
+    document = copy.deepcopy(COHORTS[algo][0])
+    document["training"].update(pop_size=2, max_steps=400, evo_steps=100)
+    populations = {}
+    for cohorts in (True, False):
+        document["training"]["cohorts"] = cohorts
+        populations[cohorts] = run(document).population
+    for mine, theirs in zip(populations[True], populations[False], strict=True):
+        for (name, x), y in zip(
+            mine.actor.state_dict().items(), theirs.actor.state_dict().values(), strict=True
+        ):
+            if "epsilon" in name:
+                assert torch.equal(x, y), name
+            else:
+                torch.testing.assert_close(x, y, rtol=1e-5, atol=1e-6)
 
 
 def test_agents_whose_batch_sizes_mutated_apart_stay_one_cohort(formed):
