@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from agilerl.components.frame_replay import FrameReplayBuffer
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import ReplayBuffer
@@ -163,12 +164,26 @@ class PrioritizedReplay(Replay):
         return {**metrics, "beta": self._beta(agent)}
 
 
+class FrameReplay(Replay):
+    """Uniform replay from a :class:`~agilerl.components.frame_replay.FrameReplayBuffer`:
+    what :class:`Replay` does. A class of its own because a cohort (which writes a
+    plain buffer's rows itself) serves only :class:`Replay`; the agents of a run with a
+    frame buffer train one at a time."""
+
+
 #: Main buffer class -> the replay that serves it (None: not a main buffer). The most
 #: derived class of a buffer found here decides.
 REPLAYS: dict[type, type[Replay] | None] = {
     ReplayBuffer: Replay,
+    FrameReplayBuffer: FrameReplay,
     PrioritizedReplayBuffer: PrioritizedReplay,
     NStepReplayBuffer: None,
+}
+
+#: ``replay_buffer.storage`` -> the uniform buffer class that stores it.
+STORAGES: dict[str, type[ReplayBuffer]] = {
+    "transitions": ReplayBuffer,
+    "frames": FrameReplayBuffer,
 }
 
 
@@ -184,6 +199,11 @@ def build_replay_buffers(
         raise ValueError(
             f"replay_buffer.per_buffer: prioritised replay serves RainbowDQN, whose losses "
             f"become the priorities; {name} learns from uniform batches"
+        )
+    if spec.per_buffer and spec.storage != "transitions":
+        raise ValueError(
+            f"replay_buffer.storage: {spec.storage!r} stores a uniform buffer; prioritised "
+            "replay (per_buffer) stores transitions: leave storage out"
         )
     n_step_memory = None
     if spec.n_step_buffer:
@@ -202,5 +222,5 @@ def build_replay_buffers(
     if spec.per_buffer:
         memory: ReplayBuffer = PrioritizedReplayBuffer.from_spec(spec, device=device)
     else:
-        memory = ReplayBuffer(spec.max_size, device=device)
+        memory = STORAGES[spec.storage](spec.max_size, device=device)
     return memory, n_step_memory

@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, register_namespace
 from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.manifest_code import split_target
 from agilerl.user_code import UserCodeError, call_user
@@ -96,6 +97,7 @@ EXTRAS = {
 def missing_extra(name: str, installed_too: bool = True) -> str | None:
     """The extra environment ``name`` needs (:data:`EXTRAS`), or None; with
     ``installed_too=False``, only when that extra is not installed."""
+    register_namespace(name)
     spec = gym.registry.get(name)
     origin = spec.entry_point if spec is not None and isinstance(spec.entry_point, str) else name
     for prefix, (extra, module) in EXTRAS.items():
@@ -174,6 +176,12 @@ def make_env(spec: Any) -> gym.Env:
         label = f"{where} {spec.entrypoint}"
     else:
         label = f"environment.name {spec.name}"
+        register_namespace(spec.name)
+        if spec.atari is not None:
+            try:
+                kwargs = make_kwargs(kwargs)
+            except ValueError as err:
+                raise EnvironmentSpecError(str(err)) from None
         try:
             # gymnasium imports an entry point's module here (`pkg:Env-v0`): user code
             env = call_user(gym.make, spec.name, what=label, **kwargs)
@@ -188,6 +196,13 @@ def make_env(spec: Any) -> gym.Env:
             raise EnvironmentSpecError(f"environment.name: {spec.name!r}: {err}") from None
         except TypeError as err:
             raise EnvironmentSpecError(f"environment.config: {spec.name}: {err}") from err
+    if spec.atari is not None:
+        try:
+            env = preprocess_atari(env, spec.atari)
+        except (AttributeError, ValueError) as err:  # not an ALE game, or one that skips frames
+            raise EnvironmentSpecError(
+                f"environment.atari: cannot preprocess {label}: {type(err).__name__}: {err}"
+            ) from None
     for i, wrapper in enumerate(spec.wrappers or []):
         where = f"environment.wrappers.{i}"
         target = wrapper if isinstance(wrapper, str) else wrapper.wrapper
