@@ -201,16 +201,23 @@ class FrameReplayBuffer(ReplayBuffer):
 
     def _oldest_kept(self, count: int, incoming: torch.Tensor) -> int:
         """The oldest serial referred to once ``count`` rows are written from the write
-        position (the rows they leave held, and the incoming rows' ``incoming`` refs)."""
+        position: by the rows they leave held, and by the incoming rows (``incoming``,
+        their refs)."""
         oldest = int(incoming.min()) if incoming.numel() else self._serial
-        if self._storage is None or self._size == 0 or count >= self.max_size:
+        if self._storage is None:
             return oldest
-        held = torch.zeros(self.max_size, dtype=torch.bool, device=self.device)
-        held[: self._size] = True
-        held[(self._pos + torch.arange(count, device=self.device)) % self.max_size] = False
-        refs = [self._storage[name][held] for name in ("obs_ref", "next_ref")]
-        if refs[0].numel():
-            oldest = min(oldest, *(int(r.min()) for r in refs))
+        # The rows held are the ring's run [position - size, position); the write
+        # overwrites the oldest `overwritten` of them. Slices, not a mask: no copy.
+        overwritten = max(0, self._size + count - self.max_size)
+        kept = self._size - overwritten
+        start = (self._pos - kept) % self.max_size
+        runs = [(start, min(start + kept, self.max_size))]
+        if start + kept > self.max_size:
+            runs.append((0, start + kept - self.max_size))
+        for name in ("obs_ref", "next_ref"):
+            for a, b in runs:
+                if b > a:
+                    oldest = min(oldest, int(self._storage[name][a:b].amin()))
         return oldest
 
     def _write_frames(self, frames: torch.Tensor, needed: int) -> None:

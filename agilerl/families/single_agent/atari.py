@@ -97,11 +97,15 @@ def has_fire(env: gym.Env) -> bool:
     return len(meanings) >= 3 and meanings[1] == "FIRE"
 
 
-def make_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of ``gymnasium.make`` for a registered id with an
-    ``environment.atari`` block: ``frameskip=1`` (the block skips frames itself, and
-    ``AtariPreprocessing`` refuses a game that skips too). A ``config.frameskip`` other
-    than 1 would skip twice: a ValueError naming the field."""
+def make_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``gymnasium.make(name)`` under an ``environment.atari``
+    block: ``frameskip=1`` for a game registered with frame skipping (ALE's v5 ids skip 4
+    frames; the block skips them itself, and ``AtariPreprocessing`` refuses a game that
+    skips too). A ``config.frameskip`` other than 1 would skip twice: a ValueError
+    naming the field."""
+    registered = gym.registry.get(name)
+    if registered is None or "frameskip" not in registered.kwargs:
+        return kwargs  # not an ALE game: AtariPreprocessing says what is wrong
     if kwargs.get("frameskip", 1) != 1:
         raise ValueError(
             f"environment.config.frameskip: {kwargs['frameskip']!r} would skip frames twice: "

@@ -85,11 +85,13 @@ def _import_target(target: str, where: str, path: str | None) -> Any:
 
 
 #: Environments that need a Gymnasium extra, by where they come from: an entry point's
-#: module (box2d, mujoco), or a namespace (ALE's are registered by ale_py, which the
-#: atari extra installs). Each is an extra of this package too (pyproject.toml).
+#: module (box2d, mujoco; ale_py's once its ids are registered), or a namespace (ALE's,
+#: before ale_py, which the atari extra installs, registers them). Each is an extra of
+#: this package too (pyproject.toml).
 EXTRAS = {
     "gymnasium.envs.box2d": ("box2d", "Box2D"),
     "gymnasium.envs.mujoco": ("mujoco", "mujoco"),
+    "ale_py": ("atari", "ale_py"),
     "ALE": ("atari", "ale_py"),
 }  # origin: (extra, the module it installs)
 
@@ -105,6 +107,23 @@ def missing_extra(name: str, installed_too: bool = True) -> str | None:
             if installed_too or importlib.util.find_spec(module) is None:
                 return extra
     return None
+
+
+def image_observations(name: str) -> bool | None:
+    """Whether registered id ``name`` observes images (a Box of three dimensions, what
+    the CNN encoder takes), or None when it cannot be built here (an unknown id, a
+    missing extra): what ``agilerl init --env`` chooses its network by."""
+    from agilerl.models.env import GymEnvSpec
+    from agilerl.modules.multi_input import is_image_space
+
+    try:
+        env = make_env(GymEnvSpec(name=name))
+    except Exception:  # any failure means: unknown here (init writes its default)
+        return None
+    try:
+        return is_image_space(env.observation_space)
+    finally:
+        env.close()
 
 
 def _needs_extra(name: str, extra: str) -> str:
@@ -179,7 +198,7 @@ def make_env(spec: Any) -> gym.Env:
         register_namespace(spec.name)
         if spec.atari is not None:
             try:
-                kwargs = make_kwargs(kwargs)
+                kwargs = make_kwargs(spec.name, kwargs)
             except ValueError as err:
                 raise EnvironmentSpecError(str(err)) from None
         try:
