@@ -71,6 +71,7 @@ class FrameTurn:
 
     serial: int  # next serial at begin_turn
     low: int  # oldest serial held at begin_turn
+    lower: int  # the bound of the held rows' refs at begin_turn
     columns: torch.Tensor | None
     frames: torch.Tensor | None  # the pool itself, when it did not exist yet (None)
     # (serials, frames) of the pre-turn frames the turn overwrote, each saved once
@@ -98,6 +99,7 @@ class FrameReplayBuffer(ReplayBuffer):
         self._frames: torch.Tensor | None = None  # the pool: (capacity, *frame shape)
         self._serial = 0  # the serial of the next frame written
         self._low = 0  # the oldest serial the pool still holds
+        self._lower = 0  # at most the oldest serial a held row refers to
         # next_ref of the last batch stored, row by row (None: nothing to share with)
         self._columns: torch.Tensor | None = None
         self._frame_turn: FrameTurn | None = None
@@ -135,7 +137,6 @@ class FrameReplayBuffer(ReplayBuffer):
         self._check_frames(obs)
         obs_ref, next_ref, new = self._references(obs, next_obs)
         count = obs.shape[0]
-        needed = self._oldest_kept(count, torch.cat([obs_ref, next_ref]))
         slots = super().store(
             {
                 "obs_ref": obs_ref,
@@ -145,7 +146,9 @@ class FrameReplayBuffer(ReplayBuffer):
                 "done": rows["done"],
             }
         )
-        self._write_frames(new, needed)
+        if count:  # the new rows' refs (the oldest is among obs's: next_obs's are later)
+            self._lower = min(self._lower, int(obs_ref.min()), int(next_ref.min()))
+        self._write_frames(new)
         # the last row of each copy, for the next batch to share with (when it is held)
         self._columns = next_ref if count <= self.max_size else None
         return slots
@@ -199,40 +202,31 @@ class FrameReplayBuffer(ReplayBuffer):
         )
         return obs_ref, next_ref, new
 
-    def _oldest_kept(self, count: int, incoming: torch.Tensor) -> int:
-        """The oldest serial referred to once ``count`` rows are written from the write
-        position: by the rows they leave held, and by the incoming rows (``incoming``,
-        their refs)."""
-        oldest = int(incoming.min()) if incoming.numel() else self._serial
-        if self._storage is None:
-            return oldest
-        # The rows held are the ring's run [position - size, position); the write
-        # overwrites the oldest `overwritten` of them. Slices, not a mask: no copy.
-        overwritten = max(0, self._size + count - self.max_size)
-        kept = self._size - overwritten
-        start = (self._pos - kept) % self.max_size
-        runs = [(start, min(start + kept, self.max_size))]
-        if start + kept > self.max_size:
-            runs.append((0, start + kept - self.max_size))
-        for name in ("obs_ref", "next_ref"):
-            for a, b in runs:
-                if b > a:
-                    oldest = min(oldest, int(self._storage[name][a:b].amin()))
-        return oldest
+    def _oldest_held(self) -> int:
+        """The oldest serial a held row refers to (the next serial when none does)."""
+        if self._storage is None or self._size == 0:
+            return self._serial
+        return min(
+            int(self._storage[name][: self._size].amin()) for name in ("obs_ref", "next_ref")
+        )
 
-    def _write_frames(self, frames: torch.Tensor, needed: int) -> None:
-        """Append ``frames`` to the pool, growing it first if they would overwrite a frame
-        at or after serial ``needed``; during a turn, the pre-turn frames they overwrite
-        are saved for :meth:`end_turn`."""
+    def _write_frames(self, frames: torch.Tensor) -> None:
+        """Append ``frames`` to the pool (the rows that refer to them are written
+        already), growing it first if they would overwrite a frame a held row refers to;
+        during a turn, the pre-turn frames they overwrite are saved for :meth:`end_turn`."""
         count = frames.shape[0]
         if self._frames is None:
             capacity = self.max_size + self.max_size // 16 + 2 * count
             self._frames = torch.empty(
                 (capacity, *frames.shape[1:]), dtype=frames.dtype, device=self.device
             )
-        want = self._serial + count - needed  # frames from `needed` to the last new one
-        if want > self.capacity:
-            self._grow(want + self.capacity // 8)
+        survivor = self._serial + count - self.capacity  # the oldest frame left after
+        # `_lower` bounds the held rows' refs from below; the exact value (a read of every
+        # row) is needed only when the bound says a frame in use might be overwritten.
+        if self._lower < survivor:
+            self._lower = self._oldest_held()
+            if self._lower < survivor:
+                self._grow(self._serial + count - self._lower + self.capacity // 8)
         capacity = self.capacity
         serials = self._serial + torch.arange(count, device=self.device)
         positions = serials % capacity
@@ -283,7 +277,9 @@ class FrameReplayBuffer(ReplayBuffer):
 
     # -- turns ------------------------------------------------------------------------------
     def _open_turn(self) -> Turn:
-        self._frame_turn = FrameTurn(self._serial, self._low, self._columns, self._frames)
+        self._frame_turn = FrameTurn(
+            self._serial, self._low, self._lower, self._columns, self._frames
+        )
         return super()._open_turn()
 
     def _compact(self, rows: dict[str, Any]) -> tuple[dict[str, Any], torch.Tensor]:
@@ -313,6 +309,7 @@ class FrameReplayBuffer(ReplayBuffer):
         for serials, frames in frame_turn.undo:
             self._frames[serials % self._frames.shape[0]] = frames
         self._serial, self._low = frame_turn.serial, frame_turn.low
+        self._lower = frame_turn.lower  # the pre-turn rows are back
         self._columns = frame_turn.columns
         self._frame_turn = None
 
@@ -331,15 +328,15 @@ class FrameReplayBuffer(ReplayBuffer):
             if refs.numel() and (int(refs.min()) < 0 or int(refs.max()) >= frames.shape[0]):
                 raise ValueError("a journal's frame references must lie within its frames")
             self._check_frames(frames.unsqueeze(1))
-            base = self._serial
-            written = int(journal["written"])
-            self._write_frames(frames.to(self.device), self._oldest_kept(written, refs + base))
+            base = self._serial  # the serials the journal's frames are written under
             stored = {
                 **rows,
                 "obs_ref": rows["obs_ref"] + base,
                 "next_ref": rows["next_ref"] + base,
             }
-            super().merge([{"written": written, "rows": stored}])
+            super().merge([{"written": journal["written"], "rows": stored}])
+            self._lower = min(self._lower, base)
+            self._write_frames(frames.to(self.device))
         self._columns = None  # the next batch continues none of these rows
 
     # -- checkpoints ------------------------------------------------------------------------
@@ -376,7 +373,7 @@ class FrameReplayBuffer(ReplayBuffer):
         super().load_state_dict(state["buffer"], checkpoints.join(where, "buffer"))
         self._clear_frames()
         if frames is not None:
-            self._write_frames(frames.to(self.device), 0)
+            self._write_frames(frames.to(self.device))
 
 
 #: A frame buffer's checkpoint state (:meth:`FrameReplayBuffer.state_dict`).

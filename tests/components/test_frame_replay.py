@@ -10,7 +10,9 @@ import torch
 
 from agilerl import checkpoints
 from agilerl.components.frame_replay import FrameReplayBuffer
+from agilerl.components.replay import FrameReplay, Replay, build_replay_buffers
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
+from agilerl.models import DQNSpec, RainbowDQNSpec, ReplayBufferSpec
 
 FRAME = (5, 6)
 
@@ -101,9 +103,7 @@ def test_observations_that_share_no_frames_are_stored_whole_and_read_back_exactl
     plain, frames = _both(20)
     rng = np.random.default_rng(1)
     for _ in range(15):
-        obs = rng.integers(0, 3, (2, 3, *FRAME), dtype=np.uint8)
-        next_obs = rng.integers(0, 3, (2, 3, *FRAME), dtype=np.uint8)
-        batch = (obs, rng.integers(0, 4, 2), rng.random(2), next_obs, rng.random(2) < 0.5)
+        batch = _unrelated(rng)
         for buffer in (plain, frames):
             buffer.add(*batch)
         _assert_same(plain, frames)
@@ -142,6 +142,34 @@ def test_turns_journals_and_merge_match_a_plain_buffer():
     frames.merge(journals["frames"])
     _assert_same(plain, frames)
     _feed((plain, frames), stream, 9)
+    _assert_same(plain, frames)
+
+
+def _unrelated(rng, rows: int = 2):
+    """A batch whose observations share no frames (each row stores 2k)."""
+    obs = rng.integers(0, 3, (rows, 3, *FRAME), dtype=np.uint8)
+    next_obs = rng.integers(0, 3, (rows, 3, *FRAME), dtype=np.uint8)
+    return obs, rng.integers(0, 4, rows), rng.random(rows), next_obs, rng.random(rows) < 0.5
+
+
+def test_a_pool_that_grows_during_a_turn_is_put_back_by_serial():
+    plain, frames = _both(12)
+    rng = np.random.default_rng(2)
+    # wrapped around, about a frame a row: the pool at its first capacity
+    _feed((plain, frames), StackedStream(num_envs=2, k=3, mean_length=100), 8)
+    capacity = frames.capacity
+    for buffer in (plain, frames):
+        buffer.begin_turn()
+    for _ in range(10):
+        batch = _unrelated(rng, rows=3)
+        for buffer in (plain, frames):
+            buffer.add(*batch)
+    assert frames.capacity > capacity  # it grew, inside the turn
+    _assert_same(plain, frames)
+    journal, plain_journal = frames.end_turn(), plain.end_turn()
+    _assert_same(plain, frames)
+    plain.merge([plain_journal])
+    frames.merge([journal])
     _assert_same(plain, frames)
 
 
@@ -192,3 +220,14 @@ def test_bad_batches_and_states_are_refused_with_the_reason():
         FrameReplayBuffer(8).load_state_dict(state)
     with pytest.raises(checkpoints.CheckpointError, match="memory"):
         FrameReplayBuffer(8).load_state_dict(ReplayBuffer(8).state_dict())
+
+
+def test_the_manifest_field_selects_the_buffer_and_prioritised_replay_refuses_it():
+    memory, n_step = build_replay_buffers(ReplayBufferSpec(storage="frames"), DQNSpec())
+    assert type(memory) is FrameReplayBuffer and n_step is None
+    # its own replay class: the loop keeps cohorts (which write a plain buffer) off it
+    assert type(Replay.of(memory)) is FrameReplay
+    plain, _ = build_replay_buffers(ReplayBufferSpec(), DQNSpec())
+    assert type(plain) is ReplayBuffer
+    with pytest.raises(ValueError, match=r"replay_buffer\.storage: 'frames'"):
+        build_replay_buffers(ReplayBufferSpec(storage="frames", per_buffer=True), RainbowDQNSpec())

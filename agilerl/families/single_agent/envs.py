@@ -126,9 +126,9 @@ def image_observations(name: str) -> bool | None:
         env.close()
 
 
-def _needs_extra(name: str, extra: str) -> str:
+def _needs_extra(name: str, extra: str, where: str = "environment.name") -> str:
     return (
-        f"environment.name: {name!r} needs the {extra} extra, which is not installed: "
+        f"{where}: {name!r} needs the {extra} extra, which is not installed: "
         f"pip install 'agilerl[{extra}]'"
     )
 
@@ -218,6 +218,9 @@ def make_env(spec: Any) -> gym.Env:
     if spec.atari is not None:
         try:
             env = preprocess_atari(env, spec.atari)
+        except gym.error.DependencyNotInstalled:  # OpenCV, which resizes the frames
+            message = _needs_extra(spec.name, "atari", "environment.atari")
+            raise EnvironmentSpecError(f"{message} (OpenCV resizes the frames)") from None
         except (AttributeError, ValueError) as err:  # not an ALE game, or one that skips frames
             raise EnvironmentSpecError(
                 f"environment.atari: cannot preprocess {label}: {type(err).__name__}: {err}"

@@ -9,6 +9,7 @@ import pytest
 import torch
 from gymnasium import spaces
 from gymnasium.wrappers import AtariPreprocessing, ClipReward, FrameStackObservation
+from support import ROOT
 
 from agilerl.cli import main
 from agilerl.families.single_agent.atari import EpisodicLife, FireReset
@@ -147,3 +148,38 @@ def test_init_writes_a_cnn_with_preprocessing_and_frame_storage_which_trains(tmp
         args += ["--set", override]
     assert main(args) == 0, capsys.readouterr().err
     assert (out / "best_agent.pt").is_file()
+
+
+@pytest.mark.parametrize("name", ["dqn_pong.yaml", "ppo_breakout.yaml"])
+def test_the_benchmark_manifests_are_valid_and_give_stacked_frames(name, capsys):
+    path = ROOT / "configs" / "benchmarks" / name
+    assert main(["validate", str(path)]) == 0, capsys.readouterr().err
+    env = make_env(load_manifest(path).environment)
+    try:
+        assert env.observation_space == STACKED
+    finally:
+        env.close()
+
+
+def test_ppo_trains_a_shared_cnn_on_stacked_frames(tmp_path, capsys):
+    path = ROOT / "configs" / "benchmarks" / "ppo_breakout.yaml"
+    overrides = [
+        "training.max_steps=64", "training.evo_steps=64", "training.eval_steps=20",
+        "training.pop_size=2", "environment.num_envs=2", "algorithm.learn_step=32",
+        "algorithm.batch_size=16",
+    ]  # fmt: skip
+    args = ["train", str(path), "--out", str(tmp_path / "run"), "--quiet"]
+    for override in overrides:
+        args += ["--set", override]
+    assert main(args) == 0, capsys.readouterr().err
+    assert (tmp_path / "run" / "best_agent.pt").is_file()
+
+
+def test_preprocessing_without_opencv_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "cv2", None)  # as if OpenCV were not installed
+    with pytest.raises(
+        EnvironmentSpecError, match=r"environment\.atari: .*pip install 'agilerl\[atari\]'"
+    ):
+        make_env(GymEnvSpec(name="ALE/Pong-v5", atari={}))
