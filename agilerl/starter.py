@@ -173,7 +173,8 @@ def starter_manifest(
         "selection_strategy": {"tournament_size": 2, "elitism": True},
     }
     if uses_replay_memory(spec_cls.agent_type, spec_cls.off_policy):
-        manifest["replay_buffer"] = {"max_size": 100_000}
+        replay: dict[str, Any] = {"max_size": 100_000}
         if "atari" in environment:  # stacked frames
-            manifest["replay_buffer"]["storage"] = "frames"
+            replay["storage"] = "frames"
+        manifest["replay_buffer"] = replay
     return manifest
