@@ -164,18 +164,10 @@ class PrioritizedReplay(Replay):
         return {**metrics, "beta": self._beta(agent)}
 
 
-class FrameReplay(Replay):
-    """Uniform replay from a :class:`~agilerl.components.frame_replay.FrameReplayBuffer`:
-    what :class:`Replay` does. A class of its own because a cohort (which writes a
-    plain buffer's rows itself) serves only :class:`Replay`; the agents of a run with a
-    frame buffer train one at a time."""
-
-
 #: Main buffer class -> the replay that serves it (None: not a main buffer). The most
 #: derived class of a buffer found here decides.
 REPLAYS: dict[type, type[Replay] | None] = {
     ReplayBuffer: Replay,
-    FrameReplayBuffer: FrameReplay,
     PrioritizedReplayBuffer: PrioritizedReplay,
     NStepReplayBuffer: None,
 }

@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from agilerl import checkpoints
+from agilerl.cohorts.replay import LOCKSTEP_REPLAYS
 from agilerl.components.frame_replay import FrameReplayBuffer
-from agilerl.components.replay import FrameReplay, Replay, build_replay_buffers
+from agilerl.components.replay import Replay, build_replay_buffers
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
 from agilerl.models import DQNSpec, RainbowDQNSpec, ReplayBufferSpec
 
@@ -225,8 +226,9 @@ def test_bad_batches_and_states_are_refused_with_the_reason():
 def test_the_manifest_field_selects_the_buffer_and_prioritised_replay_refuses_it():
     memory, n_step = build_replay_buffers(ReplayBufferSpec(storage="frames"), DQNSpec())
     assert type(memory) is FrameReplayBuffer and n_step is None
-    # its own replay class: the loop keeps cohorts (which write a plain buffer) off it
-    assert type(Replay.of(memory)) is FrameReplay
+    assert type(Replay.of(memory)) is Replay  # uniform replay, as a plain buffer's
+    # a cohort writes a plain buffer's rows itself: its agents train one at a time
+    assert FrameReplayBuffer not in LOCKSTEP_REPLAYS
     plain, _ = build_replay_buffers(ReplayBufferSpec(), DQNSpec())
     assert type(plain) is ReplayBuffer
     with pytest.raises(ValueError, match=r"replay_buffer\.storage: 'frames'"):
