@@ -183,3 +183,22 @@ def test_preprocessing_without_opencv_names_the_extra(monkeypatch):
         EnvironmentSpecError, match=r"environment\.atari: .*pip install 'agilerl\[atari\]'"
     ):
         make_env(GymEnvSpec(name="ALE/Pong-v5", atari={}))
+
+
+def test_the_preflight_counts_about_one_frame_a_transition():
+    from agilerl.families.single_agent.preflight import estimate
+    from agilerl.trainer import LocalTrainer
+
+    frames = load_manifest(ROOT / "configs" / "benchmarks" / "dqn_pong.yaml")
+    assert frames.replay_buffer.storage == "frames"
+    plain = frames.model_copy(
+        update={"replay_buffer": frames.replay_buffer.model_copy(update={"storage": "transitions"})}
+    )
+
+    def replay_bytes(manifest) -> int:
+        needs = estimate(LocalTrainer.from_manifest(manifest).context).needs
+        return next(need.bytes for need in needs if need.field == "replay_buffer.max_size")
+
+    # 100k rows: 8 frames of 84x84 each as transitions, about one as frames
+    assert replay_bytes(plain) > 5.6e9
+    assert replay_bytes(frames) < 0.8e9
