@@ -11,6 +11,7 @@ import torch
 from agilerl import checkpoints
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS
 from agilerl.components.frame_replay import FrameReplayBuffer
+from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.replay import Replay, build_replay_buffers
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
 from agilerl.models import DQNSpec, RainbowDQNSpec, ReplayBufferSpec
@@ -233,3 +234,16 @@ def test_the_manifest_field_selects_the_buffer_and_prioritised_replay_refuses_it
     assert type(plain) is ReplayBuffer
     with pytest.raises(ValueError, match=r"replay_buffer\.storage: 'frames'"):
         build_replay_buffers(ReplayBufferSpec(storage="frames", per_buffer=True), RainbowDQNSpec())
+
+
+def test_beside_an_n_step_buffer_the_main_buffer_reads_as_a_plain_one():
+    """RainbowDQN's n-step buffer hands the main buffer the 1-step rows it releases."""
+    plain = Replay.of(ReplayBuffer(30), NStepReplayBuffer(30, n_step=3, gamma=0.9))
+    frames = Replay.of(FrameReplayBuffer(30), NStepReplayBuffer(30, n_step=3, gamma=0.9))
+    stream = StackedStream(num_envs=2, seed=9)
+    for step in range(25):
+        obs, action, reward, next_obs, done = stream.step()
+        truncated = np.full(2, step % 11 == 10)
+        for replay in (plain, frames):
+            replay.add(obs, action, reward, next_obs, done, truncated)
+    _assert_same(plain.memory, frames.memory)
