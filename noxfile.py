@@ -27,7 +27,7 @@ def install_project(session: nox.Session, *, engine: bool) -> None:
     stacks its tests cover) only when ``engine``."""
     if engine:
         session.install(TORCH)
-        session.install("-e", ".[dev,box2d,llm,multiagent,offline]")
+        session.install("-e", ".[dev,atari,box2d,llm,multiagent,offline]")
         return
     # Spec-only sessions skip the heavy engine dependencies (read from pyproject.toml,
     # so the list is never written twice).

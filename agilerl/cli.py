@@ -166,7 +166,13 @@ def _init(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    manifest = starter_manifest(ALGO_REGISTRY.get(args.algorithm).spec_cls, args.env)
+    spec_cls = ALGO_REGISTRY.get(args.algorithm).spec_cls
+    image = None
+    if args.env and spec_cls.agent_type is AgentType.SingleAgent:
+        from agilerl.families.single_agent.envs import image_observations
+
+        image = image_observations(args.env)  # a CNN for image observations
+    manifest = starter_manifest(spec_cls, args.env, image)
     output = Path(args.output or default_file_name(manifest))
     if output.exists() and not args.force:
         print(f"agilerl: {output} exists (use --force to overwrite)", file=sys.stderr)

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic_core import PydanticUndefined
 
 from agilerl.models.base import AlgorithmBase
+from agilerl.models.env import AtariPreprocessing
 from agilerl.models.kinds import uses_replay_memory
 from agilerl.models.manifest import repeated_algorithm_fields
 from agilerl.models.manifest_base import environment_spec_for, network_section_for
@@ -48,6 +49,27 @@ _NETWORKS: dict[str, dict[str, Any]] = {
         "max_context_length": 1024,
         "lora_config": {"lora_r": 16, "lora_alpha": 32},
     },
+}
+
+#: Environment id namespaces whose games train only preprocessed, by what the
+#: environment section then says: ALE's Atari games as 84x84 grey frames, 4 stacked.
+_PREPROCESSING: dict[str, dict[str, Any]] = {
+    "ALE": {"atari": AtariPreprocessing().model_dump()},
+}
+
+#: The network for image observations (the preprocessed Atari games): the convolutions
+#: of DQN's Nature network (32, 64, 64 channels; kernels 8, 4, 3; strides 4, 2, 1) and
+#: its 512 features.
+_IMAGE_NETWORK: dict[str, Any] = {
+    "arch": "cnn",
+    "latent_dim": 512,
+    "max_latent_dim": 512,
+    "encoder_config": {
+        "channel_size": [32, 64, 64],
+        "kernel_size": [8, 4, 3],
+        "stride_size": [4, 2, 1],
+    },
+    "head_config": {"hidden_size": [256]},
 }
 
 #: Mutation probabilities per network section: a pretrained LLM's architecture does not
@@ -107,8 +129,15 @@ def default_file_name(manifest: dict[str, Any]) -> str:
     return f"{name}.yaml"
 
 
-def starter_manifest(spec_cls: type[AlgorithmBase], env_name: str | None = None) -> dict[str, Any]:
-    """A valid manifest for ``spec_cls`` to start from."""
+def starter_manifest(
+    spec_cls: type[AlgorithmBase],
+    env_name: str | None = None,
+    image_observations: bool | None = None,
+) -> dict[str, Any]:
+    """A valid manifest for ``spec_cls`` to start from. A Gymnasium environment with
+    image observations (``image_observations``; None: only the games :data:`_PREPROCESSING`
+    knows) gets a CNN network; an Atari game its preprocessing, and an off-policy
+    algorithm a buffer that stores its frames once."""
     algorithm = _algorithm_section(spec_cls)
     env_title = environment_spec_for(spec_cls).__name__
     environment = dict(_ENVIRONMENTS[env_title])
@@ -117,11 +146,18 @@ def starter_manifest(spec_cls: type[AlgorithmBase], env_name: str | None = None)
     if env_name:
         environment["dataset" if "dataset" in environment else "name"] = env_name
     network_title = network_section_for(spec_cls).__name__
+    network = copy.deepcopy(_NETWORKS[network_title])
+    if env_name and env_title == "GymEnvSpec":
+        environment.update(copy.deepcopy(_PREPROCESSING.get(env_name.partition("/")[0], {})))
+        if image_observations is None:
+            image_observations = "atari" in environment
+        if image_observations:
+            network = copy.deepcopy(_IMAGE_NETWORK)
     manifest: dict[str, Any] = {
         "version": 1,
         "algorithm": algorithm,
         "environment": environment,
-        "network": copy.deepcopy(_NETWORKS[network_title]),
+        "network": network,
         "training": {
             "max_steps": 100_000,
             "pop_size": 4,
@@ -137,5 +173,8 @@ def starter_manifest(spec_cls: type[AlgorithmBase], env_name: str | None = None)
         "selection_strategy": {"tournament_size": 2, "elitism": True},
     }
     if uses_replay_memory(spec_cls.agent_type, spec_cls.off_policy):
-        manifest["replay_buffer"] = {"max_size": 100_000}
+        replay: dict[str, Any] = {"max_size": 100_000}
+        if "atari" in environment:  # stacked frames
+            replay["storage"] = "frames"
+        manifest["replay_buffer"] = replay
     return manifest

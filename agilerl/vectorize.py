@@ -110,6 +110,11 @@ def _native_refusal(spec: Any) -> str | None:
             "environment.wrappers wrap one environment each, and a native environment is "
             "every copy at once"
         )
+    if spec.atari is not None:
+        return (
+            "environment.atari wraps one environment each, and a native environment is "
+            "every copy at once"
+        )
     if native_entry_point(spec.name) is None:
         known = ", ".join(native_ids())
         return f"{spec.name!r} has no native vector environment here (those that do: {known})"

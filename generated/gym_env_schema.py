@@ -59,6 +59,64 @@ class WrapperConfig(SpecBase):
     ] = {}
 
 
+class AtariPreprocessing(SpecBase):
+    """
+    The usual preprocessing of an Arcade Learning Environment game (DQN's Nature setup, as Stable-Baselines3's AtariWrapper and CleanRL apply it): Gymnasium's AtariPreprocessing (no-op starts, frame skipping with a max over the last two frames, resizing, grey scale), then a lost life ending the learning episode, FIRE after each reset, rewards clipped to [-1, 1], and the last frames stacked. The game must be made without its own frame skipping: for a registered id the engine passes `frameskip=1` to `gymnasium.make`.
+    """
+
+    model_config = ConfigDict(
+        extra='forbid',
+    )
+    frame_skip: Annotated[
+        int,
+        Field(
+            description='Frames each action is repeated for (the observation is the max of the last two).',
+            ge=1,
+        ),
+    ] = 4
+    screen_size: Annotated[
+        int, Field(description='Side of the square the frames are resized to.', ge=1)
+    ] = 84
+    grayscale: Annotated[
+        bool,
+        Field(
+            description='Grey-scale frames (one channel); false keeps RGB, which the CNN encoder cannot take stacked.'
+        ),
+    ] = True
+    noop_max: Annotated[
+        int,
+        Field(
+            description='At most this many no-op actions after a reset (a random number of them), so episodes start in different states; 0 for none.',
+            ge=0,
+        ),
+    ] = 30
+    episodic_life: Annotated[
+        bool,
+        Field(
+            description='A lost life ends the episode for learning (terminated), and the next reset continues the game instead of restarting it; the episode returns the loop reports are then per life.'
+        ),
+    ] = True
+    fire_reset: Annotated[
+        bool,
+        Field(
+            description='Press FIRE after every reset (games that wait for it, such as Breakout); ignored by games without a FIRE action.'
+        ),
+    ] = True
+    clip_reward: Annotated[
+        bool,
+        Field(
+            description='Clip each reward to [-1, 1] (its sign, for the integer rewards of Atari games); the episode returns the loop reports are then of clipped rewards.'
+        ),
+    ] = True
+    frame_stack: Annotated[
+        int,
+        Field(
+            description='The last frames stacked on a new leading axis, so an observation is (frame_stack, screen_size, screen_size) uint8; 1 for a single frame (still with that axis).',
+            ge=1,
+        ),
+    ] = 4
+
+
 Path = TypeAliasType(
     "Path",
     Annotated[
@@ -110,9 +168,18 @@ class GymEnvFields(SpecBase):
             description='Keyword arguments for `gymnasium.make` or the entry point; null for none.'
         ),
     ] = None
+    atari: Annotated[
+        AtariPreprocessing | None,
+        Field(
+            description='Atari preprocessing and frame stacking (ALE games, the atari extra), applied before `wrappers`; null for none.',
+            examples=[{'frame_stack': 4}],
+        ),
+    ] = None
     wrappers: Annotated[
         list[WrapperTarget | WrapperConfig] | None,
-        Field(description='Wrappers applied to each environment, innermost first; null for none.'),
+        Field(
+            description='Wrappers applied to each environment (after `atari`, when given), innermost first; null for none.'
+        ),
     ] = None
     sync: Annotated[
         bool,

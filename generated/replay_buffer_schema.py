@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from agilerl.models.base import SpecBase
 from pydantic import ConfigDict, Field
@@ -53,6 +53,12 @@ class ReplayBufferSpec(SpecBase):
             le=1000000000,
         ),
     ] = 100000
+    storage: Annotated[
+        Literal['transitions', 'frames'],
+        Field(
+            description='How the uniform buffer holds observations: `transitions` (every field of every transition as given) or `frames` (stacked-frame observations, as `environment.atari` gives: each frame is stored once and the stacks of `obs` and `next_obs` are rebuilt when sampled; samples are the same as with `transitions`). Not with `per_buffer`.'
+        ),
+    ] = 'transitions'
     n_step_buffer: Annotated[bool, Field(description='Use an n-step return buffer.')] = False
     n_step_buffer_args: Annotated[NStepBufferArgs, Field(description='Settings of the n-step buffer.', validate_default=True)] = {
         'n_step': 3

@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from agilerl.components.frame_replay import FrameReplayBuffer
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import ReplayBuffer
@@ -171,6 +172,12 @@ REPLAYS: dict[type, type[Replay] | None] = {
     NStepReplayBuffer: None,
 }
 
+#: ``replay_buffer.storage`` -> the uniform buffer class that stores it.
+STORAGES: dict[str, type[ReplayBuffer]] = {
+    "transitions": ReplayBuffer,
+    "frames": FrameReplayBuffer,
+}
+
 
 def build_replay_buffers(
     spec: Any, algorithm: Any, device: str | torch.device = "cpu"
@@ -184,6 +191,11 @@ def build_replay_buffers(
         raise ValueError(
             f"replay_buffer.per_buffer: prioritised replay serves RainbowDQN, whose losses "
             f"become the priorities; {name} learns from uniform batches"
+        )
+    if spec.per_buffer and spec.storage != "transitions":
+        raise ValueError(
+            f"replay_buffer.storage: {spec.storage!r} stores a uniform buffer; prioritised "
+            "replay (per_buffer) stores transitions: leave storage out"
         )
     n_step_memory = None
     if spec.n_step_buffer:
@@ -202,5 +214,5 @@ def build_replay_buffers(
     if spec.per_buffer:
         memory: ReplayBuffer = PrioritizedReplayBuffer.from_spec(spec, device=device)
     else:
-        memory = ReplayBuffer(spec.max_size, device=device)
+        memory = STORAGES[spec.storage](spec.max_size, device=device)
     return memory, n_step_memory

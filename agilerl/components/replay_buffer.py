@@ -99,6 +99,12 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return self._size
 
+    @staticmethod
+    def observation_bytes(obs_bytes: int, shape: tuple[int, ...]) -> int:
+        """What ``obs`` and ``next_obs`` cost a row, for observations of ``shape`` that
+        take ``obs_bytes`` (the pre-flight's estimate): both, as given."""
+        return 2 * obs_bytes
+
     @property
     def position(self) -> int:
         """Slot the next transition goes to."""

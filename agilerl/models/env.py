@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     # ``generated/`` (pyproject ``package-dir``); they read the same files from the tree.
     from generated.bandit_env_schema import BanditEnvSpec
     from generated.gym_env_schema import (
+        AtariPreprocessing,
         Entrypoint,
         GymEnvFields,
         GymEnvSpec,
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 else:
     from agilerl._generated.bandit_env_schema import BanditEnvSpec
     from agilerl._generated.gym_env_schema import (
+        AtariPreprocessing,
         Entrypoint,
         GymEnvFields,
         GymEnvSpec,
@@ -47,6 +49,7 @@ LLM_ENV_SPECS = {
 
 __all__ = [
     "LLM_ENV_SPECS",
+    "AtariPreprocessing",
     "BanditEnvSpec",
     "Entrypoint",
     "GymEnvFields",

@@ -44,7 +44,8 @@ def preprocess(
 ) -> Any:
     """Observation(s) with a leading batch dimension -> tensor(s) of ``dtype`` for an encoder.
 
-    Box: as is (images stay ``(C, H, W)``; other Boxes are flattened). Discrete: one-hot.
+    Box: as is (images stay ``(C, H, W)``, uint8 ones scaled to [0, 1]; other Boxes are
+    flattened). Discrete: one-hot.
     MultiDiscrete: concatenated one-hots. MultiBinary: 0/1, flattened (an ``(n, m)``
     space gives ``n * m`` features). Dict -> dict, Tuple -> tuple.
     """
@@ -62,7 +63,9 @@ def preprocess(
         return torch.cat([_one_hot(x[:, i], n) for i, n in enumerate(nvec)], dim=1).to(dtype)
     x = x.to(dtype)
     if isinstance(space, spaces.Box) and is_image_space(space):
-        return x
+        # Byte pixels (Atari frames) reach the encoder in [0, 1], as the published Atari
+        # agents feed them; the buffers keep the bytes (a quarter of float32's memory).
+        return x / 255.0 if space.dtype == np.uint8 else x
     return x.reshape(x.shape[0], -1)  # vector Box and MultiBinary bits, flattened
 
 

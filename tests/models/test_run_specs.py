@@ -454,6 +454,7 @@ def test_replay_buffer_defaults_are_instances():
     assert ReplayBufferSpec().n_step_buffer_args is not buffer.n_step_buffer_args
     assert buffer.model_dump() == {
         "max_size": 100000,
+        "storage": "transitions",
         "n_step_buffer": False,
         "n_step_buffer_args": {"n_step": 3},
         "per_buffer": False,

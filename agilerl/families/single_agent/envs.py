@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, register_namespace
 from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.manifest_code import split_target
 from agilerl.user_code import UserCodeError, call_user
@@ -84,11 +85,13 @@ def _import_target(target: str, where: str, path: str | None) -> Any:
 
 
 #: Environments that need a Gymnasium extra, by where they come from: an entry point's
-#: module (box2d, mujoco), or a namespace (ALE's are registered by ale_py, which the
-#: atari extra installs). Each is an extra of this package too (pyproject.toml).
+#: module (box2d, mujoco; ale_py's once its ids are registered), or a namespace (ALE's,
+#: before ale_py, which the atari extra installs, registers them). Each is an extra of
+#: this package too (pyproject.toml).
 EXTRAS = {
     "gymnasium.envs.box2d": ("box2d", "Box2D"),
     "gymnasium.envs.mujoco": ("mujoco", "mujoco"),
+    "ale_py": ("atari", "ale_py"),
     "ALE": ("atari", "ale_py"),
 }  # origin: (extra, the module it installs)
 
@@ -96,6 +99,7 @@ EXTRAS = {
 def missing_extra(name: str, installed_too: bool = True) -> str | None:
     """The extra environment ``name`` needs (:data:`EXTRAS`), or None; with
     ``installed_too=False``, only when that extra is not installed."""
+    register_namespace(name)
     spec = gym.registry.get(name)
     origin = spec.entry_point if spec is not None and isinstance(spec.entry_point, str) else name
     for prefix, (extra, module) in EXTRAS.items():
@@ -105,9 +109,26 @@ def missing_extra(name: str, installed_too: bool = True) -> str | None:
     return None
 
 
-def _needs_extra(name: str, extra: str) -> str:
+def image_observations(name: str) -> bool | None:
+    """Whether registered id ``name`` observes images (a Box of three dimensions, what
+    the CNN encoder takes), or None when it cannot be built here (an unknown id, a
+    missing extra): what ``agilerl init --env`` chooses its network by."""
+    from agilerl.models.env import GymEnvSpec
+    from agilerl.modules.multi_input import is_image_space
+
+    try:
+        env = make_env(GymEnvSpec(name=name))
+    except Exception:  # any failure means: unknown here (init writes its default)
+        return None
+    try:
+        return is_image_space(env.observation_space)
+    finally:
+        env.close()
+
+
+def _needs_extra(name: str, extra: str, where: str = "environment.name") -> str:
     return (
-        f"environment.name: {name!r} needs the {extra} extra, which is not installed: "
+        f"{where}: {name!r} needs the {extra} extra, which is not installed: "
         f"pip install 'agilerl[{extra}]'"
     )
 
@@ -174,6 +195,12 @@ def make_env(spec: Any) -> gym.Env:
         label = f"{where} {spec.entrypoint}"
     else:
         label = f"environment.name {spec.name}"
+        register_namespace(spec.name)
+        if spec.atari is not None:
+            try:
+                kwargs = make_kwargs(spec.name, kwargs)
+            except ValueError as err:
+                raise EnvironmentSpecError(str(err)) from None
         try:
             # gymnasium imports an entry point's module here (`pkg:Env-v0`): user code
             env = call_user(gym.make, spec.name, what=label, **kwargs)
@@ -188,6 +215,16 @@ def make_env(spec: Any) -> gym.Env:
             raise EnvironmentSpecError(f"environment.name: {spec.name!r}: {err}") from None
         except TypeError as err:
             raise EnvironmentSpecError(f"environment.config: {spec.name}: {err}") from err
+    if spec.atari is not None:
+        try:
+            env = preprocess_atari(env, spec.atari)
+        except gym.error.DependencyNotInstalled:  # OpenCV, which resizes the frames
+            message = _needs_extra(spec.name, "atari", "environment.atari")
+            raise EnvironmentSpecError(f"{message} (OpenCV resizes the frames)") from None
+        except (AttributeError, ValueError) as err:  # not an ALE game, or one that skips frames
+            raise EnvironmentSpecError(
+                f"environment.atari: cannot preprocess {label}: {type(err).__name__}: {err}"
+            ) from None
     for i, wrapper in enumerate(spec.wrappers or []):
         where = f"environment.wrappers.{i}"
         target = wrapper if isinstance(wrapper, str) else wrapper.wrapper

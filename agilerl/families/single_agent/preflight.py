@@ -7,6 +7,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from agilerl.cohorts.learners import LEARNERS
+from agilerl.components.replay import STORAGES
 from agilerl.families.context import RunContext
 from agilerl.families.single_agent.envs import make_env
 from agilerl.models.base import AlgorithmNotAvailableError
@@ -94,12 +95,15 @@ def estimate(ctx: RunContext) -> Estimate:
         )
     if algorithm.off_policy or algorithm.offline:
         transition = 2 * obs + action + TRANSITION_EXTRA_BYTES
+        storage = STORAGES[ctx.replay_buffer.storage if ctx.replay_buffer else "transitions"]
+        shape = tuple(getattr(obs_space, "shape", None) or ())
+        stored = storage.observation_bytes(obs, shape) + action + TRANSITION_EXTRA_BYTES
         size = ctx.replay_buffer.max_size if ctx.replay_buffer else default_buffer()
         needs.append(
             Need(
                 "replay_buffer.max_size",
-                f"{size:,} transitions of {size_text(transition)}",
-                size * transition,
+                f"{size:,} transitions of {size_text(stored)}",
+                size * stored,
             )
         )
         buffers = ctx.replay_buffer
