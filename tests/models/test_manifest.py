@@ -67,6 +67,40 @@ def test_one_example_config_per_algorithm():
     assert {load_manifest(path).algorithm.name for path in CONFIGS} == set(ALGO_REGISTRY.names())
 
 
+# --- benchmark manifests (configs/benchmarks) ----------------------------------------------
+
+BENCHMARKS = sorted((ROOT / "configs" / "benchmarks").glob("*.yaml"))
+
+
+def test_the_benchmark_manifests_cover_the_standard_tasks():
+    """The tasks of issue 26 that the side-by-side harness runs, each once."""
+    tasks = {
+        (manifest.algorithm.name, manifest.environment.name)
+        for manifest in map(load_manifest, BENCHMARKS)
+    }
+    assert tasks == {
+        ("PPO", "LunarLander-v3"),
+        ("PPO", "HalfCheetah-v5"), ("PPO", "Hopper-v5"),
+        ("TD3", "HalfCheetah-v5"), ("TD3", "Hopper-v5"),
+        ("DDPG", "HalfCheetah-v5"), ("DDPG", "Hopper-v5"),
+        ("DQN", "ALE/Pong-v5"), ("PPO", "ALE/Breakout-v5"),
+    }  # fmt: skip
+    assert len(tasks) == len(BENCHMARKS)
+
+
+@pytest.mark.parametrize("path", BENCHMARKS, ids=lambda p: p.name)
+def test_a_benchmark_manifest_validates_evolves_a_population_and_names_its_source(path, capsys):
+    text = path.read_text()
+    assert text.startswith("# yaml-language-server: $schema=../../schemas/manifest.schema.json\n")
+    assert main(["validate", str(path)]) == 0, capsys.readouterr().err
+    manifest = load_manifest(path)
+    assert manifest.training.pop_size >= 2 and manifest.training.hpo
+    assert manifest.mutation is not None and manifest.mutation.rl_hp_selection
+    assert manifest.selection_strategy is not None
+    header = text.split("\nversion:")[0]  # the comment above the first key
+    assert "CleanRL" in header or "RL Zoo" in header, header
+
+
 # --- round trip --------------------------------------------------------------------------------
 
 
