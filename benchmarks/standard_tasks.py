@@ -94,13 +94,29 @@ TASKS = {
 # -- Stable-Baselines3's hyperparameters, translated from a manifest ----------------------
 def _layers(network: dict[str, Any]) -> tuple[list[int], str]:
     """This project's MLP network (encoder, latent, head) as SB3's ``net_arch`` list and
-    activation: the same hidden layers in the same order."""
+    activation: the same hidden layers in the same order. A linear latent (the
+    encoder's ``output_activation: Identity``) composes with the head's first layer, so
+    it is no layer of its own."""
     encoder = network.get("encoder_config", {})
     head = network.get("head_config", {})
-    hidden = [*encoder.get("hidden_size", [64]), network.get("latent_dim", 32)]
-    hidden += head.get("hidden_size", [64])
+    latent = (
+        []
+        if str(encoder.get("output_activation")).lower() == "identity"
+        else [network.get("latent_dim", 32)]
+    )
+    hidden = [*encoder.get("hidden_size", [64]), *latent, *head.get("hidden_size", [64])]
     activation = str(encoder.get("activation", "ReLU")).lower()
     return hidden, activation
+
+
+#: Evaluation episodes at least (this project evaluates ``eval_loop`` rounds of one
+#: episode per environment copy; SB3 the same number of episodes).
+EVAL_EPISODES = 5
+
+
+def _eval_loop(doc: dict[str, Any]) -> int:
+    copies = int(doc["environment"].get("num_envs", 1))
+    return max(int(doc.get("training", {}).get("eval_loop", 1)), -(-EVAL_EPISODES // copies))
 
 
 def _ppo(doc: dict[str, Any]) -> dict[str, Any]:
@@ -212,7 +228,7 @@ def ours(task: Task, seed: int, steps: int, population: bool) -> dict[str, Any]:
     torch.set_num_threads(1)
     doc = _manifest(task)
     training = doc.setdefault("training", {})
-    training.update(max_steps=steps, seed=seed, target_score=None)
+    training.update(max_steps=steps, seed=seed, target_score=None, eval_loop=_eval_loop(doc))
     if not population:
         training.update(pop_size=1, hpo=False)
     trainer = LocalTrainer.from_manifest(doc)
@@ -235,7 +251,7 @@ def sb3(task: Task, seed: int, steps: int, python: str) -> subprocess.Popen[str]
     doc = _manifest(task)
     args = SB3_TRANSLATIONS[doc["algorithm"]["name"]](doc)
     training = doc.get("training", {})
-    eval_episodes = max(5, int(training.get("eval_loop", 1)) * args["n_envs"])
+    eval_episodes = _eval_loop(doc) * int(doc["environment"].get("num_envs", 1))
     args.update(
         env=doc["environment"]["name"],
         steps=steps,
