@@ -323,7 +323,10 @@ def plot(name: str, results: dict[str, Any], path: Path) -> None:
 
 
 def table(name: str, results: dict[str, Any]) -> str:
-    rows = [f"{name}: final evaluation return over seeds (mean +- std), training seconds"]
+    rows = [
+        f"{name}: final evaluation return over seeds (mean +- std), seconds per run (this "
+        "project: the whole run, evaluations included; SB3: training only)"
+    ]
     for run, curves in results["runs"].items():
         if not curves:
             continue
