@@ -68,6 +68,12 @@ def _tensor(value: Any, where: str) -> torch.Tensor:
     return tensor
 
 
+def _outside(refs: torch.Tensor, frames: int) -> bool:
+    """Whether any of the frame references ``refs`` lies outside ``[0, frames)`` (the
+    frames a journal or a checkpoint carries)."""
+    return bool(refs.numel()) and (int(refs.min()) < 0 or int(refs.max()) >= frames)
+
+
 @dataclass
 class FrameTurn:
     """What the pool remembers during a turn, to be put back at its end."""
@@ -327,8 +333,7 @@ class FrameReplayBuffer(ReplayBuffer):
                 continue
             if not torch.is_tensor(frames) or frames.dim() < 1:
                 raise ValueError("a frame buffer's journal carries its frames (from end_turn)")
-            refs = torch.cat([rows["obs_ref"], rows["next_ref"]])
-            if refs.numel() and (int(refs.min()) < 0 or int(refs.max()) >= frames.shape[0]):
+            if any(_outside(rows[name], frames.shape[0]) for name in ("obs_ref", "next_ref")):
                 raise ValueError("a journal's frame references must lie within its frames")
             self._check_frames(frames.unsqueeze(1))
             base = self._serial  # the serials the journal's frames are written under
@@ -364,11 +369,7 @@ class FrameReplayBuffer(ReplayBuffer):
                 raise checkpoints.fail(at, "expected a tensor of frames")
             for name in ("obs_ref", "next_ref"):
                 refs = data.get(name)
-                if (
-                    torch.is_tensor(refs)
-                    and refs.numel()
-                    and (int(refs.min()) < 0 or int(refs.max()) >= frames.shape[0])
-                ):
+                if torch.is_tensor(refs) and _outside(refs, frames.shape[0]):
                     raise checkpoints.fail(
                         f"{checkpoints.join(where, 'buffer')}.data.{name}",
                         f"references must lie in [0, {frames.shape[0]}), the saved frames",
