@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nox
@@ -16,24 +19,69 @@ NODE_DIR = "codegen/node"
 # dependency resolution it could pull a multi-GB CUDA build instead.
 TORCH = "torch==2.13.0"
 HEAVY = ("torch", "gymnasium")
+#: The extras the engine sessions install: every stack the tests cover.
+ENGINE_EXTRAS = ".[dev,atari,box2d,llm,multiagent,offline]"
 
 
 def _project() -> dict:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 
 
-def install_project(session: nox.Session, *, engine: bool) -> None:
-    """Install agilerl with its dev tools; the torch engine (with the LLM and multi-agent
-    stacks its tests cover) only when ``engine``."""
-    if engine:
-        session.install(TORCH)
-        session.install("-e", ".[dev,atari,box2d,llm,multiagent,offline]")
-        return
+@dataclass(frozen=True)
+class SharedEnv:
+    """A virtualenv under .nox/ that several sessions share. nox gives each session its
+    own; the engine's (torch, transformers, ~2.2 GB) twice over, and the schema tooling's
+    three times, ran CI out of disk. The sessions that use one are ``venv_backend="none"``
+    and run its programs by path; each run brings its packages up to date (pip is quick
+    when they already are), and ``rm -rf .nox/NAME`` starts it afresh."""
+
+    name: str
+
+    @property
+    def path(self) -> Path:
+        return ROOT / ".nox" / self.name
+
+    def program(self, name: str) -> str:
+        return str(self.path / "bin" / name)
+
+    def install(self, session: nox.Session, *requirement_groups: tuple[str, ...]) -> None:
+        """Create the virtualenv if absent, then install each group in turn (torch first,
+        on its own, so that no later resolution chooses it)."""
+        if not (self.path / "bin" / "python").exists():
+            session.run(sys.executable, "-m", "venv", str(self.path), external=True)
+        for group in requirement_groups:
+            session.run(self.program("python"), "-m", "pip", "install", "-q", *group, external=True)
+
+    def run(self, session: nox.Session, program: str, *args: str, **env: str) -> None:
+        """Run one of this virtualenv's programs, with it first on PATH (for the
+        subprocesses the tests start: agilerl, torchrun)."""
+        path = f"{self.path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+        session.run(
+            self.program(program),
+            *args,
+            env={"VIRTUAL_ENV": str(self.path), "PATH": path, **env},
+            external=True,
+        )
+
+
+#: torch, the package with the extras the tests cover, and pyright: typecheck, tests,
+#: example and benchmark.
+ENGINE = SharedEnv("engine")
+#: The package without its engine dependencies, and the schema tooling: schemas, codegen,
+#: codegen_check.
+SPEC = SharedEnv("spec")
+
+
+def install_engine(session: nox.Session) -> None:
+    ENGINE.install(session, (TORCH,), ("-e", ENGINE_EXTRAS))
+
+
+def install_spec(session: nox.Session) -> None:
     # Spec-only sessions skip the heavy engine dependencies (read from pyproject.toml,
     # so the list is never written twice).
     light = [dep for dep in _project()["dependencies"] if not dep.startswith(HEAVY)]
-    session.install(*light, *_project()["optional-dependencies"]["dev"])
-    session.install("--no-deps", "-e", ".")
+    tools = _project()["optional-dependencies"]["schema-tools"]
+    SPEC.install(session, (*light, *tools), ("--no-deps", "-e", "."))
 
 
 def install_node(session: nox.Session) -> None:
@@ -49,49 +97,50 @@ PARALLEL = ("-n", "auto", "--dist", "loadgroup")
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def tests(session: nox.Session) -> None:
     """The test suite, in parallel, including the Node (ajv) cross-language checks."""
-    install_project(session, engine=True)
+    install_engine(session)
     install_node(session)
-    session.run(
-        "pytest", *PARALLEL, *session.posargs, env={"AGILERL_REQUIRE_NODE": "1", **ONE_THREAD}
+    ENGINE.run(
+        session, "pytest", *PARALLEL, *session.posargs, AGILERL_REQUIRE_NODE="1", **ONE_THREAD
     )
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
     """pyright over the training loops and the algorithm base classes ([tool.pyright] in
-    pyproject.toml; it resolves imports in this session's virtualenv, .nox/typecheck)."""
-    install_project(session, engine=True)
+    pyproject.toml; it resolves imports in the engine's virtualenv, .nox/engine)."""
+    install_engine(session)
     # Pinned: each pyright release may add checks, which would fail the session with no
     # change here.
-    session.install("pyright==1.1.414")
-    session.run("pyright", *session.posargs)
+    ENGINE.install(session, ("pyright==1.1.414",))
+    ENGINE.run(session, "pyright", *session.posargs)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def codegen(session: nox.Session) -> None:
     """Regenerate generated/ from schemas/ (options live in pyproject.toml)."""
-    install_project(session, engine=False)
-    session.run("python", "-m", "codegen.lint")
-    session.run("datamodel-codegen")
+    install_spec(session)
+    SPEC.run(session, "python", "-m", "codegen.lint")
+    SPEC.run(session, "datamodel-codegen")
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def codegen_check(session: nox.Session) -> None:
     """Fail when generated/ differs from what schemas/ generate (hand edits, stale files)."""
-    install_project(session, engine=False)
-    session.run("datamodel-codegen", "--check")
+    install_spec(session)
+    SPEC.run(session, "datamodel-codegen", "--check")
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def schemas(session: nox.Session) -> None:
     """Lint the schemas: our checks, the meta-schema, and ajv strict-mode compilation."""
-    install_project(session, engine=False)
+    install_spec(session)
     install_node(session)
-    session.run("python", "-m", "codegen.lint")
-    session.run(
+    SPEC.run(session, "python", "-m", "codegen.lint")
+    SPEC.run(
+        session,
         "check-jsonschema",
         "--check-metaschema",
         *map(str, sorted(ROOT.glob("schemas/*.schema.json"))),
@@ -109,17 +158,17 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "format", "--check", ".")
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def example(session: nox.Session) -> None:
     """The main job on the default example: train the CartPole PPO manifest (runs/ppo/)."""
-    install_project(session, engine=True)
-    session.run("agilerl", "train", "configs/ppo.yaml", *session.posargs)
+    install_engine(session)
+    ENGINE.run(session, "agilerl", "train", "configs/ppo.yaml", *session.posargs)
 
 
-@nox.session
+@nox.session(venv_backend="none")
 def benchmark(session: nox.Session) -> None:
     """Manifests validated per second, network forward time, CartPole training figures."""
-    install_project(session, engine=True)
-    session.run("python", "benchmarks/validate_manifests.py")
-    session.run("python", "benchmarks/network_forward.py")
-    session.run("python", "benchmarks/train_cartpole.py", *session.posargs)
+    install_engine(session)
+    ENGINE.run(session, "python", "benchmarks/validate_manifests.py")
+    ENGINE.run(session, "python", "benchmarks/network_forward.py")
+    ENGINE.run(session, "python", "benchmarks/train_cartpole.py", *session.posargs)
