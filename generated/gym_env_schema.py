@@ -93,19 +93,19 @@ class AtariPreprocessing(SpecBase):
     episodic_life: Annotated[
         bool,
         Field(
-            description='A lost life ends the episode for learning (terminated), and the next reset continues the game instead of restarting it; the episode returns the loop reports are then per life.'
+            description='A lost life ends the episode for learning (terminated), and the next reset continues the game instead of restarting it; the training episode returns the loop reports are then per life. Evaluation (fitness, agilerl evaluate) plays whole games.'
         ),
     ] = True
     fire_reset: Annotated[
         bool,
         Field(
-            description='Press FIRE after every reset (games that wait for it, such as Breakout); ignored by games without a FIRE action.'
+            description='Press FIRE after every reset, and after a lost life that does not end the episode (games that wait for it, such as Breakout); ignored by games without a FIRE action.'
         ),
     ] = True
     clip_reward: Annotated[
         bool,
         Field(
-            description='Clip each reward to [-1, 1] (its sign, for the integer rewards of Atari games); the episode returns the loop reports are then of clipped rewards.'
+            description="Clip each reward to [-1, 1] (its sign, for the integer rewards of Atari games) for learning; the training episode returns the loop reports are then of clipped rewards. Evaluation (fitness, agilerl evaluate) scores the game's own rewards."
         ),
     ] = True
     frame_stack: Annotated[

@@ -83,6 +83,16 @@ class Turns:
     close: Callable[[], None] | None = None
 
 
+def closing(*closers: Callable[[], None]) -> Callable[[], None]:
+    """One ``Turns.close`` that calls each of ``closers`` in turn."""
+
+    def close() -> None:
+        for close_one in closers:
+            close_one()
+
+    return close
+
+
 @dataclass
 class RunConfig:
     """How a run's generations go, whatever the family: the budget and stop rules, the

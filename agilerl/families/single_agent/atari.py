@@ -42,6 +42,11 @@ def register_namespace(name: str) -> None:
     _registered.add(namespace)
 
 
+def ale_lives(env: gym.Env) -> int:
+    """The lives left in the ALE game under ``env``."""
+    return int(env.unwrapped.ale.lives())  # type: ignore[attr-defined]
+
+
 class EpisodicLife(gym.Wrapper):
     """A lost life ends the episode (``terminated``) for the learner; the reset that
     follows continues the game with a no-op step, and only a game that is over is reset.
@@ -52,13 +57,10 @@ class EpisodicLife(gym.Wrapper):
         self.lives = 0
         self.game_over = True
 
-    def _ale_lives(self) -> int:
-        return int(self.env.unwrapped.ale.lives())  # type: ignore[attr-defined]
-
     def step(self, action: Any) -> Any:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.game_over = bool(terminated or truncated)
-        lives = self._ale_lives()
+        lives = ale_lives(self.env)
         if 0 < lives < self.lives:
             terminated = True
         self.lives = lives
@@ -73,21 +75,44 @@ class EpisodicLife(gym.Wrapper):
             if terminated or truncated:  # the no-op ended the game after all
                 obs, info = self.env.reset(**kwargs)
         self.game_over = False
-        self.lives = self._ale_lives()
+        self.lives = ale_lives(self.env)
         return obs, info
 
 
 class FireReset(gym.Wrapper):
     """FIRE (then action 2, as the published wrappers do) after each reset, for games
-    that wait for it before they start (Breakout serves the ball on FIRE)."""
+    that wait for it before they start (Breakout serves the ball on FIRE), and after a
+    lost life that does not end the episode: whole games (no :class:`EpisodicLife`, as
+    evaluation plays them) are served again as the learner's lives were. Under
+    :class:`EpisodicLife` a lost life ends the episode and the reset presses FIRE."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.lives = 0
 
     def reset(self, **kwargs: Any) -> Any:
         self.env.reset(**kwargs)
         for action in (1, 2):
             obs, _, terminated, truncated, info = self.env.step(action)
             if terminated or truncated:
-                self.env.reset(**kwargs)
+                obs, info = self.env.reset(**kwargs)
+        self.lives = ale_lives(self.env)
         return obs, info
+
+    def step(self, action: Any) -> Any:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        lives = ale_lives(self.env)
+        lost = 0 < lives < self.lives
+        self.lives = lives
+        if lost and not (terminated or truncated):
+            # the presses belong to this step: their rewards too, and the game's end
+            reward = float(reward)
+            for press in (1, 2):
+                obs, more, terminated, truncated, info = self.env.step(press)
+                reward += float(more)
+                if terminated or truncated:
+                    break
+        return obs, reward, terminated, truncated, info
 
 
 def has_fire(env: gym.Env) -> bool:
@@ -112,6 +137,19 @@ def make_kwargs(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
             "environment.atari.frame_skip skips them; leave frameskip out (or 1)"
         )
     return {**kwargs, "frameskip": 1}
+
+
+def scoring_spec(spec: Any) -> Any:
+    """The environment ``spec`` as a player scores it, where agents are evaluated
+    (fitness, ``agilerl evaluate``): whole games of the game's own rewards. Its
+    ``atari`` block without ``episodic_life`` and ``clip_reward``, which shape what the
+    learner sees; the observations are the same. ``spec`` itself where nothing is
+    shaped."""
+    atari = getattr(spec, "atari", None)
+    if atari is None or not (atari.episodic_life or atari.clip_reward):
+        return spec
+    whole_games = atari.model_copy(update={"episodic_life": False, "clip_reward": False})
+    return spec.model_copy(update={"atari": whole_games})
 
 
 def preprocess_atari(env: gym.Env, atari: Any) -> gym.Env:

@@ -25,6 +25,7 @@ import torch
 
 from agilerl.atomic import write_bytes
 from agilerl.families.evaluation import EvaluationError, EvaluationResult, check_counts
+from agilerl.families.single_agent.atari import scoring_spec
 from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
 from agilerl.models.env import GymEnvSpec
 
@@ -180,7 +181,8 @@ def run_episodes(
     :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` for the environment).
     """
     check_counts(episodes, max_episode_steps)
-    spec = environment_spec(environment)
+    # the game as a player scores it: whole games, its own rewards (atari.scoring_spec)
+    spec = scoring_spec(environment_spec(environment))
     video = None if video is None else Path(video)
     if video is not None:
         config = {**(spec.config or {}), "render_mode": "rgb_array"}

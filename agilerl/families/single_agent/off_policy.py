@@ -18,16 +18,16 @@ from agilerl.components.replay import Replay
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
     in_process,
-    lockstep_evaluation,
     start_turn,
 )
 from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.families.single_agent.scoring import Scoring
 from agilerl.observations import replace_rows
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
     Turns,
-    episode_evaluation,
+    closing,
     evolve,
     reset_seed,
     run_config,
@@ -62,6 +62,7 @@ def off_policy_turns(
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
     make_env: Callable[[], Any] | None = None,
+    scoring: Scoring | None = None,
 ) -> Turns:
     """Each agent in turn explores (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`:
     the agent's own exploration; epsilon-greedy agents follow the run's schedule
@@ -82,8 +83,10 @@ def off_policy_turns(
     With ``make_env`` (another vector env of the same spec: one per agent of a cohort),
     agents of one cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`,
     with the replay :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` has for ``memory``);
-    otherwise, and for every agent alone, as above.
+    otherwise, and for every agent alone, as above. Agents are evaluated where
+    ``scoring`` says (:mod:`.scoring`; default: on ``env``).
     """
+    scoring = scoring or Scoring(env)
     replay = Replay.of(memory, n_step_memory, max_steps)
     for agent in pop:
         replay.check(agent)
@@ -127,9 +130,9 @@ def off_policy_turns(
         return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
 
     sharing = ExperienceSharing(memory, n_step_memory)
-    evaluation = episode_evaluation(env, eval_steps, eval_loop)
+    evaluation = scoring.evaluation(eval_steps, eval_loop)
     if make_env is None or type(memory) not in LOCKSTEP_REPLAYS:
-        return Turns(train_agent, evaluation, sharing=sharing)
+        return Turns(train_agent, evaluation, sharing=sharing, close=scoring.close)
     cohort_envs = CohortEnvs(make_env)
     lockstep = functools.partial(
         LOCKSTEP_REPLAYS[type(memory)], memory, n_step_memory, max_steps=max_steps
@@ -139,8 +142,8 @@ def off_policy_turns(
         evaluation,
         sharing=sharing,
         train_cohort=lockstep_turn(lockstep, num_envs, schedule, learning_delay, cohort_envs),
-        evaluate_cohort=lockstep_evaluation(cohort_envs, eval_steps, eval_loop),
-        close=cohort_envs.close,
+        evaluate_cohort=scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop),
+        close=closing(cohort_envs.close, scoring.close),
     )
 
 
@@ -259,5 +262,6 @@ def train_off_policy(
         eps_end=eps_end,
         eps_decay=eps_decay,
         make_env=make_env,
+        scoring=Scoring(env, env_spec),
     )
     return evolve(pop, turns, config)

@@ -14,15 +14,15 @@ from agilerl.cohorts.policy import PolicyCohort
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
     in_process,
-    lockstep_evaluation,
     start_turn,
 )
 from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.families.single_agent.scoring import Scoring
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
     Turns,
-    episode_evaluation,
+    closing,
     evolve,
     reset_seed,
     run_config,
@@ -36,6 +36,7 @@ def on_policy_turns(
     eval_steps: int | None = None,
     eval_loop: int = 1,
     make_env: Callable[[], Any] | None = None,
+    scoring: Scoring | None = None,
 ) -> Turns:
     """Each agent in turn collects rollouts of ``learn_step`` env steps (rounded up to
     whole vector steps) on the vectorised ``env`` and learns from each, until its
@@ -43,7 +44,9 @@ def on_policy_turns(
 
     With ``make_env`` (another vector env of the same spec: one per agent of a cohort),
     agents of one cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`).
+    Agents are evaluated where ``scoring`` says (:mod:`.scoring`; default: on ``env``).
     """
+    scoring = scoring or Scoring(env)
 
     def train_agent(
         agent: Any, slot: int, budget: int, run: RunState
@@ -62,15 +65,16 @@ def on_policy_turns(
         agent.scores.extend(completed)
         return taken, completed, metrics.means()
 
+    evaluation = scoring.evaluation(eval_steps, eval_loop)
     if make_env is None:
-        return Turns(train_agent, episode_evaluation(env, eval_steps, eval_loop))
+        return Turns(train_agent, evaluation, close=scoring.close)
     cohort_envs = CohortEnvs(make_env)
     return Turns(
         train_agent,
-        episode_evaluation(env, eval_steps, eval_loop),
+        evaluation,
         train_cohort=lockstep_turn(cohort_envs),
-        evaluate_cohort=lockstep_evaluation(cohort_envs, eval_steps, eval_loop),
-        close=cohort_envs.close,
+        evaluate_cohort=scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop),
+        close=closing(cohort_envs.close, scoring.close),
     )
 
 
@@ -133,5 +137,7 @@ def train_on_policy(
     make_env = (
         None if env_spec is None else functools.partial(make_vector_env, in_process(env_spec))
     )
-    turns = on_policy_turns(env, loop.get("eval_steps"), loop.get("eval_loop", 1), make_env)
+    turns = on_policy_turns(
+        env, loop.get("eval_steps"), loop.get("eval_loop", 1), make_env, Scoring(env, env_spec)
+    )
     return evolve(pop, turns, run_config(algo, env_name, loop))

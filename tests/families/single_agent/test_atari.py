@@ -12,13 +12,16 @@ from gymnasium.wrappers import AtariPreprocessing, ClipReward, FrameStackObserva
 from support import ROOT
 
 from agilerl.cli import main
-from agilerl.families.single_agent.atari import EpisodicLife, FireReset
+from agilerl.families.single_agent.atari import EpisodicLife, FireReset, scoring_spec
+from agilerl.families.single_agent.cohort_envs import CohortEnvs
 from agilerl.families.single_agent.envs import (
     EnvironmentSpecError,
     image_observations,
     make_env,
     make_vector_env,
 )
+from agilerl.families.single_agent.evaluation import run_episodes
+from agilerl.families.single_agent.scoring import Scoring
 from agilerl.models import QNetworkSpec
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest
@@ -202,3 +205,85 @@ def test_the_preflight_counts_about_one_frame_a_transition():
     # 100k rows: 8 frames of 84x84 each as transitions, about one as frames
     assert replay_bytes(plain) > 5.6e9
     assert replay_bytes(frames) < 0.8e9
+
+
+# -- scoring: evaluation plays whole games of the game's own rewards -------------------
+def test_the_scoring_spec_plays_whole_games_of_the_games_rewards():
+    spec = GymEnvSpec(name="ALE/Breakout-v5", atari={"noop_max": 7}, num_envs=2)
+    scored = scoring_spec(spec)
+    assert not scored.atari.episodic_life and not scored.atari.clip_reward
+    assert scored.atari.noop_max == 7 and scored.num_envs == 2  # the rest as trained
+    unshaped = GymEnvSpec(name="ALE/Breakout-v5", atari={"episodic_life": False,
+                                                         "clip_reward": False})  # fmt: skip
+    assert scoring_spec(unshaped) is unshaped
+    cartpole = GymEnvSpec(name="CartPole-v1")
+    assert scoring_spec(cartpole) is cartpole
+
+
+class _Left:
+    """Always LEFT: never presses FIRE, so a game that waits for a serve waits for ever."""
+
+    def __init__(self, env) -> None:
+        self.observation_space, self.action_space = env.observation_space, env.action_space
+
+    def predict(self, obs, deterministic=True, action_mask=None, episode_start=None):
+        return 3
+
+
+def _play(env, policy, seed: int) -> tuple[int, float]:
+    env.reset(seed=seed)
+    steps, total = 0, 0.0
+    while True:
+        _, reward, terminated, truncated, _ = env.step(policy.predict(None))
+        steps, total = steps + 1, total + float(reward)
+        if terminated or truncated:
+            return steps, total
+
+
+def test_a_whole_game_is_served_again_after_each_lost_life_and_evaluate_plays_one():
+    spec = GymEnvSpec(name="ALE/Breakout-v5", atari={})
+    env = make_env(scoring_spec(spec))
+    try:
+        policy = _Left(env)
+        steps, _ = _play(env, policy, seed=3)
+        # every life was served (FIRE after each loss): the game is over, not truncated
+        assert env.unwrapped.ale.lives() == 0 and env.unwrapped.ale.game_over()
+    finally:
+        env.close()
+    trained = make_env(spec)  # what the learner sees: the first lost life ends it
+    try:
+        first_life, _ = _play(trained, policy, seed=3)
+        assert trained.unwrapped.ale.lives() == 4
+    finally:
+        trained.close()
+    assert steps > 3 * first_life
+    result = run_episodes(policy, spec, episodes=1, seed=3)  # agilerl evaluate's episodes
+    assert result.lengths == [steps]
+
+
+def test_the_loops_evaluate_on_environments_of_the_scoring_spec():
+    spec = GymEnvSpec(name="ALE/Breakout-v5", atari={}, num_envs=2, vectorize="sync")
+    env = make_vector_env(spec)
+    scoring = Scoring(env, spec)
+    try:
+        assert scoring.env is not env and scoring.env.num_envs == 2
+        copy = scoring.env.envs[0]
+        assert EpisodicLife not in _chain(copy) and ClipReward not in _chain(copy)
+        training_cohorts = CohortEnvs(lambda: make_vector_env(spec))
+        scoring.cohort_evaluation(training_cohorts, None, 1)
+        (cohort_env,) = scoring._cohorts.take(1)  # a cohort's agent: one of its own
+        assert EpisodicLife not in _chain(cohort_env.envs[0])
+        assert training_cohorts.envs == []
+    finally:
+        scoring.close()
+        env.close()
+    assert scoring._cohorts.envs == []  # what it built, it closed
+    cartpole = make_vector_env(GymEnvSpec(name="CartPole-v1", num_envs=2))
+    try:
+        unshaped = Scoring(cartpole, GymEnvSpec(name="CartPole-v1", num_envs=2))
+        assert unshaped.env is cartpole and unshaped.make_env is None
+        shared = CohortEnvs(lambda: None)
+        unshaped.cohort_evaluation(shared, None, 1)
+        assert unshaped._cohorts is shared  # the cohort's own training envs
+    finally:
+        cartpole.close()
