@@ -14,7 +14,11 @@ steps between evaluations), ``eval_episodes``, ``kwargs`` (the algorithm's keywo
 arguments), ``policy_kwargs`` (``net_arch`` and ``activation``: ``relu`` or ``tanh``),
 ``normalize`` (``VecNormalize``'s ``norm_obs`` and ``norm_reward``, or null) and
 ``action_noise`` (the standard deviation of Gaussian exploration noise, in units where
-the action bounds span [-1, 1], or null). Each line: ``{"steps", "mean", "std", "seconds"}``
+the action bounds span [-1, 1], or null), ``env_kwargs`` (``gymnasium.make``'s keyword
+arguments) and ``atari`` (null, or ``{"frame_stack": k}``: SB3's ``make_atari_env``, whose
+``AtariWrapper`` is the Nature preprocessing, k frames stacked, ``CnnPolicy``; the
+evaluation environment is wrapped alike and scored by its ``Monitor``: whole games of
+the game's own rewards). Each line: ``{"steps", "mean", "std", "seconds"}``
 (mean and standard deviation of the deterministic evaluation returns, in the
 environment's units; seconds of training so far, evaluation excluded).
 """
@@ -29,10 +33,10 @@ import numpy as np
 import torch
 from stable_baselines3 import DDPG, DQN, PPO, TD3
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.env_util import make_atari_env, make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.noise import NormalActionNoise
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.vec_env import VecFrameStack, VecNormalize
 
 ALGOS = {"PPO": PPO, "TD3": TD3, "DDPG": DDPG, "DQN": DQN}
 ACTIVATIONS = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh}
@@ -75,11 +79,34 @@ class Curve(BaseCallback):
         self.mark = time.perf_counter()
 
 
+def make_envs(args: dict) -> tuple:
+    """The training vector env of ``n_envs`` copies and the evaluation env of one."""
+    kwargs = args.get("env_kwargs") or {}
+    atari = args.get("atari")
+    if not atari:
+        return tuple(
+            make_vec_env(args["env"], n_envs=n, seed=args["seed"] + offset, env_kwargs=kwargs)
+            for n, offset in ((args["n_envs"], 0), (1, 10_000))
+        )
+    import ale_py
+    import gymnasium
+
+    gymnasium.register_envs(ale_py)
+    # the game itself must not skip frames: SB3's AtariWrapper does (MaxAndSkipEnv)
+    kwargs = {**kwargs, "frameskip": 1}
+    return tuple(
+        VecFrameStack(
+            make_atari_env(args["env"], n_envs=n, seed=args["seed"] + offset, env_kwargs=kwargs),
+            n_stack=atari["frame_stack"],
+        )
+        for n, offset in ((args["n_envs"], 0), (1, 10_000))
+    )
+
+
 def main() -> None:
     args = json.loads(sys.argv[1])
     torch.set_num_threads(1)
-    env = make_vec_env(args["env"], n_envs=args["n_envs"], seed=args["seed"])
-    eval_env = make_vec_env(args["env"], n_envs=1, seed=args["seed"] + 10_000)
+    env, eval_env = make_envs(args)
     if args.get("normalize"):
         env = VecNormalize(env, gamma=args["kwargs"].get("gamma", 0.99), **args["normalize"])
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
@@ -95,7 +122,12 @@ def main() -> None:
             np.zeros(dims), args["action_noise"] * np.ones(dims)
         )
     model = ALGOS[args["algo"]](
-        "MlpPolicy", env, seed=args["seed"], policy_kwargs=policy, verbose=0, **kwargs
+        "CnnPolicy" if args.get("atari") else "MlpPolicy",
+        env,
+        seed=args["seed"],
+        policy_kwargs=policy,
+        verbose=0,
+        **kwargs,
     )
     curve = Curve(eval_env, args["eval_every"], args["eval_episodes"])
     model.learn(total_timesteps=args["steps"], callback=curve)

@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/standard_tasks.py TASK [TASK ...] [--steps 200000] [--seeds 0,1,2]
         [--sb3-python /path/to/sb3/venv/bin/python] [--runs single,population,sb3]
+        [--evo-steps N]
         [--out benchmarks/results] [--plot-only]
 
 Tasks (:data:`TASKS`): ``ppo-lunarlander``, ``ppo-halfcheetah``, ``ppo-hopper``,
@@ -44,6 +45,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -99,6 +101,10 @@ def _layers(network: dict[str, Any]) -> tuple[list[int], str]:
     it is no layer of its own."""
     encoder = network.get("encoder_config", {})
     head = network.get("head_config", {})
+    if network.get("arch") == "cnn":
+        # SB3's CnnPolicy: the Nature CNN to 512 features (this project's latent), then
+        # net_arch: the head's hidden layers
+        return list(head.get("hidden_size", [64])), "relu"
     latent = (
         []
         if str(encoder.get("output_activation")).lower() == "identity"
@@ -149,6 +155,15 @@ def _ppo(doc: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _update_rate(learn_step: int, n_envs: int) -> dict[str, int]:
+    """One update every ``learn_step`` env steps as SB3's ``train_freq`` (vector steps of
+    ``n_envs`` copies between updates) and ``gradient_steps`` (updates each time)."""
+    return {
+        "train_freq": max(1, learn_step // n_envs),
+        "gradient_steps": max(1, n_envs // learn_step),
+    }
+
+
 def _actor_critic(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def translate(doc: dict[str, Any]) -> dict[str, Any]:
         algo, env, training = doc["algorithm"], doc["environment"], doc.get("training", {})
@@ -163,9 +178,7 @@ def _actor_critic(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
             "tau": float(algo.get("tau", 0.005)),
             "buffer_size": int(doc.get("replay_buffer", {}).get("max_size", 1_000_000)),
             "learning_starts": int(training.get("learning_delay", 0)),
-            # learn_step env steps between updates, as vector steps of n_envs copies
-            "train_freq": max(1, int(algo.get("learn_step", 1)) // n_envs),
-            "gradient_steps": 1,
+            **_update_rate(int(algo.get("learn_step", 1)), n_envs),
         }
         if name == "TD3":  # SB3's DDPG has no delayed actor (TD3 with policy_delay 1)
             kwargs["policy_delay"] = int(algo.get("policy_freq", 2))
@@ -182,19 +195,33 @@ def _actor_critic(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 
 def _dqn(doc: dict[str, Any]) -> dict[str, Any]:
     algo, env, training = doc["algorithm"], doc["environment"], doc.get("training", {})
+    n_envs = int(env.get("num_envs", 1))
+    hidden, activation = _layers(doc.get("network", {}))
+    eps_start = float(training.get("eps_start", 1.0))
+    eps_end = float(training.get("eps_end", 0.1))
+    # This project's epsilon decays by eps_decay per vector step; SB3's falls linearly
+    # over exploration_fraction of the run: the fraction where this one reaches eps_end.
+    decay_steps = n_envs * math.log(eps_end / eps_start) / math.log(training["eps_decay"])
+    learn_step = int(algo.get("learn_step", 4))
     return {
         "algo": "DQN",
-        "n_envs": int(env.get("num_envs", 1)),
+        "n_envs": n_envs,
         "kwargs": {
             "learning_rate": float(algo.get("lr", 1e-4)),
             "batch_size": int(algo.get("batch_size", 64)),
             "gamma": float(algo.get("gamma", 0.99)),
             "buffer_size": int(doc.get("replay_buffer", {}).get("max_size", 100_000)),
             "learning_starts": int(training.get("learning_delay", 0)),
-            "train_freq": int(algo.get("learn_step", 4)),
-            "exploration_final_eps": float(training.get("eps_end", 0.05)),
+            **_update_rate(int(algo.get("learn_step", 4)), n_envs),
+            # this project's soft update of tau at every learning step: SB3 updates the
+            # target once per vector step, as many of ours at once
+            "tau": 1 - (1 - float(algo.get("tau", 0.001))) ** max(1, n_envs // learn_step),
+            "target_update_interval": learn_step,
+            "exploration_initial_eps": eps_start,
+            "exploration_final_eps": eps_end,
+            "exploration_fraction": min(1.0, decay_steps / int(training["max_steps"])),
         },
-        "policy_kwargs": {},
+        "policy_kwargs": {"net_arch": hidden, "activation": activation},
     }
 
 
@@ -212,13 +239,21 @@ SB3_TRANSLATIONS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 
 
 # -- runs ---------------------------------------------------------------------------------
-def _manifest(task: Task) -> dict[str, Any]:
+def _manifest(task: Task, steps: int, evo_steps: int | None) -> dict[str, Any]:
+    """The task's manifest with the run's budget (and evaluation interval, if given)."""
     from agilerl.documents import load_document
 
-    return copy.deepcopy(load_document(CONFIGS / task.manifest)[0])
+    doc = copy.deepcopy(load_document(CONFIGS / task.manifest)[0])
+    training = doc.setdefault("training", {})
+    training["max_steps"] = steps
+    if evo_steps is not None:
+        training["evo_steps"] = evo_steps
+    return doc
 
 
-def ours(task: Task, seed: int, steps: int, population: bool) -> dict[str, Any]:
+def ours(
+    task: Task, seed: int, steps: int, population: bool, evo_steps: int | None = None
+) -> dict[str, Any]:
     """This project's run: the curve of its best agent (steps per agent, fitness) and of
     its population's mean, and the training seconds."""
     import torch
@@ -226,9 +261,9 @@ def ours(task: Task, seed: int, steps: int, population: bool) -> dict[str, Any]:
     from agilerl.trainer import LocalTrainer
 
     torch.set_num_threads(1)
-    doc = _manifest(task)
-    training = doc.setdefault("training", {})
-    training.update(max_steps=steps, seed=seed, target_score=None, eval_loop=_eval_loop(doc))
+    doc = _manifest(task, steps, evo_steps)
+    training = doc["training"]
+    training.update(seed=seed, target_score=None, eval_loop=_eval_loop(doc))
     if not population:
         training.update(pop_size=1, hpo=False)
     trainer = LocalTrainer.from_manifest(doc)
@@ -246,19 +281,30 @@ def ours(task: Task, seed: int, steps: int, population: bool) -> dict[str, Any]:
     }
 
 
-def sb3(task: Task, seed: int, steps: int, python: str) -> subprocess.Popen[str]:
-    """SB3's run, started: ``sb3_side.py`` in SB3's venv (read with :func:`sb3_curve`)."""
-    doc = _manifest(task)
+def sb3_args(task: Task, seed: int, steps: int, evo_steps: int | None = None) -> dict[str, Any]:
+    """The JSON argument of ``sb3_side.py`` for this task and run (its docstring)."""
+    doc = _manifest(task, steps, evo_steps)
     args = SB3_TRANSLATIONS[doc["algorithm"]["name"]](doc)
-    training = doc.get("training", {})
-    eval_episodes = _eval_loop(doc) * int(doc["environment"].get("num_envs", 1))
+    training, environment = doc["training"], doc["environment"]
+    eval_episodes = _eval_loop(doc) * int(environment.get("num_envs", 1))
+    atari = environment.get("atari")
     args.update(
-        env=doc["environment"]["name"],
+        env=environment["name"],
+        env_kwargs=environment.get("config") or {},
+        atari=None if atari is None else {"frame_stack": int(atari.get("frame_stack", 4))},
         steps=steps,
         seed=seed,
         eval_every=int(training.get("evo_steps", 10_000)),
         eval_episodes=eval_episodes,
     )
+    return args
+
+
+def sb3(
+    task: Task, seed: int, steps: int, python: str, evo_steps: int | None = None
+) -> subprocess.Popen[str]:
+    """SB3's run, started: ``sb3_side.py`` in SB3's venv (read with :func:`sb3_curve`)."""
+    args = sb3_args(task, seed, steps, evo_steps)
     return subprocess.Popen(
         [python, str(HERE / "sb3_side.py"), json.dumps(args)],
         stdout=subprocess.PIPE,
@@ -347,15 +393,21 @@ def run_task(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "task": name,
         "manifest": f"configs/benchmarks/{task.manifest}",
         "steps": args.steps,
+        "evo_steps": args.evo_steps,
         "seeds": args.seeds,
         "published": task.published,
         "runs": {run: [] for run in ("single", "population", "sb3") if run in args.runs},
     }
     for seed in args.seeds:
-        started = sb3(task, seed, args.steps, args.sb3_python) if "sb3" in args.runs else None
+        started = (
+            sb3(task, seed, args.steps, args.sb3_python, args.evo_steps)
+            if "sb3" in args.runs
+            else None
+        )
         for run in ("single", "population"):
             if run in args.runs:
-                curve = ours(task, seed, args.steps, population=run == "population")
+                population = run == "population"
+                curve = ours(task, seed, args.steps, population, args.evo_steps)
                 results["runs"][run].append(curve)
                 print(f"{name} seed {seed} {run}: {curve['best'][-1]:.1f}", flush=True)
         if started is not None:
@@ -370,6 +422,13 @@ def main() -> None:
     parser.add_argument("tasks", nargs="+", choices=sorted(TASKS))
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument(
+        "--evo-steps",
+        type=int,
+        default=None,
+        help="steps per agent between evaluations (both sides; this project's generation, "
+        "so the population's HPO too); default: the manifest's evo_steps",
+    )
     parser.add_argument("--runs", default="single,population,sb3")
     parser.add_argument("--sb3-python", default="/tmp/sb3venv/bin/python")
     parser.add_argument("--out", type=Path, default=HERE / "results")

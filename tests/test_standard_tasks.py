@@ -27,13 +27,13 @@ def harness():
 
 def test_every_task_names_a_benchmark_manifest_and_a_translation(harness):
     for name, task in harness.TASKS.items():
-        doc = harness._manifest(task)
+        doc = harness._manifest(task, 200_000, None)
         assert doc["algorithm"]["name"] in harness.SB3_TRANSLATIONS, name
         assert name.split("-")[0] == doc["algorithm"]["name"].lower(), name
 
 
 def test_ppo_keeps_the_rollout_minibatches_network_and_normalisation(harness):
-    doc = harness._manifest(harness.TASKS["ppo-halfcheetah"])
+    doc = harness._manifest(harness.TASKS["ppo-halfcheetah"], 200_000, None)
     args = harness.SB3_TRANSLATIONS["PPO"](doc)
     algo = doc["algorithm"]
     assert args["n_envs"] == doc["environment"]["num_envs"]
@@ -50,7 +50,7 @@ def test_ppo_keeps_the_rollout_minibatches_network_and_normalisation(harness):
 
 
 def test_td3_keeps_the_delay_noise_and_update_rate(harness):
-    doc = harness._manifest(harness.TASKS["td3-hopper"])
+    doc = harness._manifest(harness.TASKS["td3-hopper"], 200_000, None)
     args = harness.SB3_TRANSLATIONS["TD3"](doc)
     assert args["kwargs"]["learning_starts"] == doc["training"]["learning_delay"]
     assert args["kwargs"]["policy_delay"] == doc["algorithm"]["policy_freq"]
@@ -62,6 +62,39 @@ def test_td3_keeps_the_delay_noise_and_update_rate(harness):
 
 def test_this_projects_evaluation_and_sb3s_count_the_same_episodes(harness):
     for task in ("ppo-lunarlander", "td3-hopper"):
-        doc = harness._manifest(harness.TASKS[task])
+        doc = harness._manifest(harness.TASKS[task], 200_000, None)
         copies = doc["environment"]["num_envs"]
         assert harness._eval_loop(doc) * copies >= harness.EVAL_EPISODES
+
+
+def test_the_run_sets_the_budget_and_evaluation_interval_of_both_sides(harness):
+    task = harness.TASKS["ppo-lunarlander"]
+    doc = harness._manifest(task, 50_000, 8_192)
+    assert doc["training"]["max_steps"] == 50_000 and doc["training"]["evo_steps"] == 8_192
+    args = harness.sb3_args(task, seed=2, steps=50_000, evo_steps=8_192)
+    assert (args["steps"], args["seed"], args["eval_every"]) == (50_000, 2, 8_192)
+    assert args["atari"] is None
+
+
+def test_atari_runs_sb3s_cnn_policy_on_the_same_game_and_preprocessing(harness):
+    args = harness.sb3_args(harness.TASKS["ppo-breakout"], seed=0, steps=125_000)
+    assert args["env"] == "ALE/Breakout-v5"
+    # no sticky actions on either side; the Nature preprocessing with 4 frames stacked
+    assert args["env_kwargs"] == {"repeat_action_probability": 0.0}
+    assert args["atari"] == {"frame_stack": 4}
+    # the Nature CNN's 512 features on both sides, then this project's head of 256
+    assert args["policy_kwargs"]["net_arch"] == {"pi": [256], "vf": [256]}
+    assert args["kwargs"]["n_steps"] == 128 and args["n_envs"] == 8
+
+
+def test_dqns_epsilon_schedule_becomes_sb3s_exploration_fraction(harness):
+    # The manifest's multiplicative decay reaches eps_end after 1M env steps: a tenth of
+    # the published 10M, RL Zoo's and CleanRL's exploration_fraction.
+    doc = harness._manifest(harness.TASKS["dqn-pong"], 10_000_000, None)
+    kwargs = harness.SB3_TRANSLATIONS["DQN"](doc)["kwargs"]
+    assert kwargs["exploration_fraction"] == pytest.approx(0.1, rel=0.01)
+    assert kwargs["exploration_final_eps"] == 0.01
+    # an update every 4 env steps of 8 copies: two per vector step, and two taus at once
+    assert (kwargs["train_freq"], kwargs["gradient_steps"]) == (1, 2)
+    tau = doc["algorithm"]["tau"]
+    assert kwargs["tau"] == pytest.approx(1 - (1 - tau) ** 2)
