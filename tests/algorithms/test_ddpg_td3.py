@@ -245,7 +245,8 @@ def test_evaluation_is_deterministic_and_predict_returns_one_action():
     agent = agent_of("TD3")
     obs = batch()["obs"].numpy()
     np.testing.assert_array_equal(agent.eval_action(obs), agent.eval_action(obs))
-    single = agent.predict(obs[0])
+    single, state = agent.predict(obs[0], deterministic=True)
+    assert state is None
     assert single.shape == (2,) and ACT.contains(single)
     with torch.no_grad():
         np.testing.assert_allclose(single, agent.actor(obs[:1]).numpy()[0], rtol=1e-6)
@@ -256,7 +257,7 @@ def test_sampling_adds_noise_without_touching_the_exploration_state():
     obs = batch()["obs"].numpy()
     agent.explore(obs)
     state = agent.noise.state.copy()
-    sampled = agent.predict(obs, deterministic=False)
+    sampled, _ = agent.predict(obs, deterministic=False)
     assert not np.allclose(sampled, agent.eval_action(obs))
     assert np.all(sampled >= ACT.low) and np.all(sampled <= ACT.high)
     np.testing.assert_array_equal(agent.noise.state, state)

@@ -58,6 +58,13 @@ def _batch(space, n, seed=0):
     return np.stack(items)
 
 
+def _act(agent, obs, deterministic=True, **kwargs):
+    """The action of ``predict``'s ``(action, state)``; a feed-forward agent has no state."""
+    action, state = agent.predict(obs, deterministic=deterministic, **kwargs)
+    assert state is None
+    return action
+
+
 def _assert_one_action(action, space):
     if isinstance(space, spaces.Discrete):
         assert type(action) is int
@@ -74,7 +81,7 @@ def test_an_unbatched_cartpole_observation_gives_an_action_env_step_takes(cls):
     agent = cls(env.observation_space, env.action_space)
     obs, _ = env.reset(seed=0)
     for _ in range(5):
-        action = agent.predict(obs)
+        action = _act(agent, obs)
         _assert_one_action(action, env.action_space)
         obs, *_ = env.step(action)
     env.close()
@@ -86,7 +93,7 @@ def test_single_and_batched_observations_of_every_observation_space(cls, obs_nam
     obs_space, action_space = OBS_SPACES[obs_name], spaces.Discrete(3)
     agent = _agent(cls, obs_space, action_space)
     batch = _batch(obs_space, 4)
-    actions = agent.predict(batch)
+    actions = _act(agent, batch)
     assert isinstance(actions, np.ndarray) and actions.shape == (4,)
     for i in range(4):
         one = (
@@ -96,7 +103,7 @@ def test_single_and_batched_observations_of_every_observation_space(cls, obs_nam
             if isinstance(batch, tuple)
             else batch[i]
         )
-        action = agent.predict(one)
+        action = _act(agent, one)
         _assert_one_action(action, action_space)
         assert action == actions[i]  # unbatched in, the same action as in a batch
 
@@ -109,8 +116,8 @@ def test_actions_are_in_the_environments_action_space(name, deterministic):
     agent = _agent(cls, obs_space, action_space, **kwargs)
     batch = _batch(obs_space, 6)
     for row in batch:
-        _assert_one_action(agent.predict(row, deterministic=deterministic), action_space)
-    actions = agent.predict(batch, deterministic=deterministic)
+        _assert_one_action(_act(agent, row, deterministic=deterministic), action_space)
+    actions = _act(agent, batch, deterministic=deterministic)
     assert isinstance(actions, np.ndarray) and actions.shape == (6, *action_space.shape)
     assert all(action_space.contains(a.item() if a.ndim == 0 else a) for a in actions)
 
@@ -119,7 +126,7 @@ def test_box_actions_are_clipped_into_the_bounds():
     agent = _agent(PPO, OBS_SPACES["box"], BOX)
     with torch.no_grad():  # a policy mean far outside [-1, 1] x [0, 2]
         agent.actor.head.out.bias.copy_(torch.tensor([50.0, -50.0]))
-    action = agent.predict(np.zeros(4, np.float32))
+    action = _act(agent, np.zeros(4, np.float32))
     np.testing.assert_array_equal(action, np.array([1.0, 0.0], np.float32))
 
 
@@ -129,18 +136,18 @@ def test_action_masks_for_one_observation_or_a_batch(cls, deterministic):
     agent = _agent(cls, OBS_SPACES["box"], spaces.Discrete(4))
     batch = _batch(OBS_SPACES["box"], 8)
     for row in batch:
-        assert agent.predict(row, deterministic, action_mask=[0, 0, 1, 0]) == 2
+        assert _act(agent, row, deterministic=deterministic, action_mask=[0, 0, 1, 0]) == 2
     masks = np.zeros((8, 4), dtype=np.int8)
     masks[np.arange(8), np.arange(8) % 4] = 1
-    chosen = agent.predict(batch, deterministic, action_mask=masks)
+    chosen = _act(agent, batch, deterministic=deterministic, action_mask=masks)
     np.testing.assert_array_equal(chosen, np.arange(8) % 4)
 
 
 def test_sampled_actions_vary_and_greedy_ones_do_not():
     agent = _agent(PPO, OBS_SPACES["box"], spaces.Discrete(3))
     obs = np.zeros(4, np.float32)
-    assert len({agent.predict(obs, deterministic=True) for _ in range(30)}) == 1
-    assert len({agent.predict(obs, deterministic=False) for _ in range(60)}) > 1
+    assert len({_act(agent, obs, deterministic=True) for _ in range(30)}) == 1
+    assert len({_act(agent, obs, deterministic=False) for _ in range(60)}) > 1
 
 
 def test_dqn_samples_with_the_final_exploration_rate_of_training():
@@ -148,16 +155,16 @@ def test_dqn_samples_with_the_final_exploration_rate_of_training():
     agent = _agent(DQN, OBS_SPACES["box"], spaces.Discrete(3))
     agent.sample_epsilon = 1.0  # all random: every action shows up
     obs = np.zeros(4, np.float32)
-    assert {agent.predict(obs, deterministic=False) for _ in range(60)} == {0, 1, 2}
+    assert {_act(agent, obs, deterministic=False) for _ in range(60)} == {0, 1, 2}
 
 
 def test_torch_tensors_and_lists_are_observations_too():
     agent = _agent(PPO, OBS_SPACES["box"], spaces.Discrete(3))
     obs = np.array([0.1, -0.2, 0.3, 0.0], np.float32)
-    expected = agent.predict(obs)
-    assert agent.predict(torch.as_tensor(obs)) == expected
-    assert agent.predict(obs.tolist()) == expected
-    assert agent.predict(torch.as_tensor(obs[None])).tolist() == [expected]
+    expected = _act(agent, obs)
+    assert _act(agent, torch.as_tensor(obs)) == expected
+    assert _act(agent, obs.tolist()) == expected
+    assert _act(agent, torch.as_tensor(obs[None])).tolist() == [expected]
 
 
 @pytest.mark.parametrize(
@@ -178,3 +185,20 @@ def test_observations_of_the_wrong_shape_are_a_clear_error(obs_name, obs, messag
     agent = _agent(PPO, OBS_SPACES[obs_name], spaces.Discrete(3))
     with pytest.raises(ValueError, match=message):
         agent.predict(obs)
+
+
+def test_predict_returns_action_and_state_as_stable_baselines3s_does():
+    # SB3's loop, unchanged: obs in, (action, state) out, state and episode_start fed back
+    env = gym.make("CartPole-v1")
+    agent = PPO(env.observation_space, env.action_space)
+    obs, _ = env.reset(seed=0)
+    state, episode_start = None, True
+    for _ in range(5):
+        action, state = agent.predict(obs, state=state, episode_start=episode_start)
+        assert state is None and env.action_space.contains(action)
+        obs, _, terminated, truncated, _ = env.step(action)
+        episode_start = terminated or truncated
+    env.close()
+    # deterministic is False by default, as in SB3: sampled actions vary
+    obs = np.zeros(4, np.float32)
+    assert len({agent.predict(obs)[0] for _ in range(60)}) > 1

@@ -263,13 +263,31 @@ def test_acting_carries_the_state_per_env_and_episodes_ended_resets_only_those()
 def test_predict_keeps_the_state_until_an_episode_starts():
     agent = make_agent(spaces.Box(-1.0, 1.0, (1,)))
     obs = np.array([0.5, 0.0], np.float32)
-    first = agent.predict(obs, episode_start=True)
-    again = agent.predict(obs)  # same observation, later in the episode: another state
-    restarted = agent.predict(obs, episode_start=True)
+    first, state = agent.predict(obs, episode_start=True, deterministic=True)
+    # same observation, later in the episode: another state
+    again, _ = agent.predict(obs, deterministic=True)
+    restarted, _ = agent.predict(obs, episode_start=True, deterministic=True)
     np.testing.assert_array_equal(first, restarted)
     assert not np.array_equal(first, again)
     expected = lstm_step(agent, obs[None], None)  # one step since the restart
     torch.testing.assert_close(agent.hidden_state["actor"][0], expected[0])
+    # the state comes back as numpy (h, c) per network, as SB3's recurrent predict
+    h, c = state["actor"]
+    assert isinstance(h, np.ndarray) and h.shape == c.shape and h.shape[1] == 1
+    np.testing.assert_allclose(h, expected[0].numpy(), rtol=1e-6)
+
+
+def test_predict_acts_from_the_state_it_is_given():
+    agent = make_agent(spaces.Box(-1.0, 1.0, (1,)))
+    obs = np.array([0.5, 0.0], np.float32)
+    _, after_one = agent.predict(obs, episode_start=True, deterministic=True)
+    second, after_two = agent.predict(obs, deterministic=True)
+    agent.predict(obs, episode_start=True, deterministic=True)  # the agent moves on ...
+    # ... and a state handed back makes it act as it did from that state
+    replayed, replayed_state = agent.predict(obs, state=after_one, deterministic=True)
+    np.testing.assert_array_equal(replayed, second)
+    for mine, theirs in zip(replayed_state["actor"], after_two["actor"], strict=True):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6)
 
 
 class _Spy(gym.vector.VectorWrapper):

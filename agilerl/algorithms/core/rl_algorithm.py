@@ -204,48 +204,68 @@ class RLAlgorithm(EvolvableAlgorithm):
         return network_spec(spec_cls, self.observation_space, self.net_config, recurrent)
 
     # -- inference ------------------------------------------------------------------------
+    #: The state a recurrent agent acts on and advances between calls (PPO with an LSTM
+    #: encoder: network name -> the LSTM's ``(h, c)`` tensors); None for the others.
+    hidden_state: Any = None
+
     def predict(
         self,
-        obs: Any,
-        deterministic: bool = True,
-        action_mask: Any = None,
+        observation: Any,
+        state: Any = None,
         episode_start: Any = None,
-    ) -> Any:
-        """The action(s) to take, as the environment's action space takes them.
+        deterministic: bool = False,
+        *,
+        action_mask: Any = None,
+    ) -> tuple[Any, Any]:
+        """``(action, state)``: the action(s) to take, as the environment's action space
+        takes them, and the recurrent state after them (None for a feed-forward agent).
+        Stable-Baselines3's signature and return, so the tools written for its
+        ``predict`` work with these agents.
 
-        ``obs`` is one observation, as ``env.reset()`` / ``env.step()`` return it, or a
-        batch (a leading dimension on every leaf of a Dict/Tuple observation); which one
-        is read from the observation space's shapes. ``action_mask`` (Discrete and
-        MultiDiscrete actions: 1/True marks an allowed action) is shaped like the
+        ``observation`` is one observation, as ``env.reset()`` / ``env.step()`` return
+        it, or a batch (a leading dimension on every leaf of a Dict/Tuple observation);
+        which one is read from the observation space's shapes. ``action_mask`` (Discrete
+        and MultiDiscrete actions: 1/True marks an allowed action) is shaped like the
         observation: one row, or one per observation of the batch.
 
-        Returns, for one observation, one action: a Python ``int`` for Discrete, a numpy
-        array of the space's shape and dtype otherwise (MultiDiscrete, MultiBinary, Box
-        clipped or squashed into its bounds); for a batch, a numpy array with a leading
-        batch dimension. ``deterministic`` gives the greedy / most likely action; False
-        samples the policy (:meth:`sample_action`).
+        The action, for one observation: a Python ``int`` for Discrete, a numpy array of
+        the space's shape and dtype otherwise (MultiDiscrete, MultiBinary, Box clipped or
+        squashed into its bounds); for a batch, a numpy array with a leading batch
+        dimension. ``deterministic`` gives the greedy / most likely action; False (the
+        default, as in SB3) samples the policy (:meth:`sample_action`).
 
-        A recurrent agent keeps its hidden state between calls (one row per observation
-        of the batch) instead of returning it as Stable-Baselines3's ``predict`` does:
-        ``episode_start`` (a bool, or one per observation) says which observations begin
-        a new episode, whose state starts from zero (:meth:`episodes_ended`).
+        A recurrent agent (PPO with an LSTM encoder) returns its state as numpy arrays
+        (network name -> ``(h, c)``, each ``(layers, batch, hidden_state_size)``) and
+        acts from ``state`` when given one (what an earlier call returned); without one
+        it goes on from the state its last call left. ``episode_start`` (a bool, or one
+        per observation) says which observations begin a new episode, whose state
+        starts from zero (:meth:`episodes_ended`).
         """
-        from agilerl.observations import add_batch_dim, batch_size
+        from agilerl.observations import add_batch_dim, batch_size, map_tree
 
-        single = batch_size(obs, self.observation_space) is None
+        single = batch_size(observation, self.observation_space) is None
         if single:
-            obs = add_batch_dim(obs, self.observation_space)
+            observation = add_batch_dim(observation, self.observation_space)
             if action_mask is not None:
                 action_mask = np.asarray(action_mask)[None]
+        if state is not None:
+            self.hidden_state = map_tree(
+                lambda x: torch.as_tensor(x, dtype=torch.float32, device=self.device), state
+            )
         if episode_start is not None:
             self.episodes_ended(np.asarray(episode_start, dtype=bool).reshape(-1))
         act = self.eval_action if deterministic else self.sample_action
         with torch.no_grad():
-            actions = act(obs, action_mask)
+            actions = act(observation, action_mask)
+        after = (
+            None
+            if self.hidden_state is None
+            else map_tree(lambda x: x.detach().cpu().numpy(), self.hidden_state)
+        )
         if not single:
-            return actions
+            return actions, after
         action = actions[0]
-        return int(action) if isinstance(self.action_space, spaces.Discrete) else action
+        return (int(action) if isinstance(self.action_space, spaces.Discrete) else action), after
 
     # -- evaluation -----------------------------------------------------------------------
     def test(

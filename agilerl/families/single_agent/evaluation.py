@@ -214,7 +214,9 @@ def run_episodes(
                 while not done and (max_episode_steps is None or steps < max_episode_steps):
                     mask = info.get("action_mask")
                     # a recurrent agent's memory starts afresh with each episode
-                    action = agent.predict(obs, deterministic, mask, episode_start=steps == 0)
+                    action, _ = agent.predict(
+                        obs, episode_start=steps == 0, deterministic=deterministic, action_mask=mask
+                    )
                     obs, reward, terminated, truncated, info = env.step(action)
                     total += float(reward)
                     steps += 1

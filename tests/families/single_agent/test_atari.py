@@ -226,15 +226,15 @@ class _Left:
     def __init__(self, env) -> None:
         self.observation_space, self.action_space = env.observation_space, env.action_space
 
-    def predict(self, obs, deterministic=True, action_mask=None, episode_start=None):
-        return 3
+    def predict(self, obs, state=None, episode_start=None, deterministic=False, action_mask=None):
+        return 3, None
 
 
 def _play(env, policy, seed: int) -> tuple[int, float]:
     env.reset(seed=seed)
     steps, total = 0, 0.0
     while True:
-        _, reward, terminated, truncated, _ = env.step(policy.predict(None))
+        _, reward, terminated, truncated, _ = env.step(policy.predict(None)[0])
         steps, total = steps + 1, total + float(reward)
         if terminated or truncated:
             return steps, total
