@@ -17,6 +17,8 @@ import json
 import random
 import secrets
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,7 @@ from agilerl.models.manifest import (
 from agilerl.models.manifest_base import environment_spec_for
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
+from agilerl.training.callbacks import Callback
 from agilerl.training.errors import DivergedError, TrainerError
 from agilerl.training.evolution import next_generation
 from agilerl.training.preflight import Estimate, PreflightError, check_outputs
@@ -126,6 +129,18 @@ def _refuse_broken_rules(sections: dict[str, Any]) -> None:
     issues = manifest_rule_issues(sections)
     if issues:
         raise TrainerError("; ".join(issue.format() for issue in issues))
+
+
+@dataclass
+class _Carried:
+    """A finished run as a next ``train()`` continues it: what a run checkpoint holds."""
+
+    population: list[Any]
+    state: RunState
+    memory: Any
+    n_step_memory: Any
+    selection: Any
+    mutation: Any
 
 
 class LocalTrainer:
@@ -223,10 +238,12 @@ class LocalTrainer:
         self.threads: int | None = None
         self.population: list[Any] | None = None
         self.state: RunState | None = None
-        #: Called with the run state after every generation (e.g. to record figures).
-        self.on_generation: Any = None
         #: What the family loads once per run (RunContext.cache): kept across contexts.
         self._family_cache: dict[str, Any] = {}
+        #: The steps per agent each train() call trains (training.max_steps as given).
+        self._budget = self.training.max_steps
+        #: The run a next train() continues (set when one ends).
+        self._carried: _Carried | None = None
 
     @classmethod
     def from_manifest(cls, manifest: Any, **kwargs: Any) -> LocalTrainer:
@@ -386,8 +403,16 @@ class LocalTrainer:
         *,
         resume: bool = False,
         force: bool = False,
+        callbacks: Sequence[Callback] = (),
     ) -> tuple[list[Any], list[float]]:
         """Run (or resume) the training; returns ``(population, fitnesses)``.
+
+        Called again on the same trainer, it continues the run it left (the population,
+        run state, replay buffers and HPO operators as they are in memory, as a resumed
+        run does) for another ``training.max_steps`` steps per agent: each call trains
+        that budget, as Stable-Baselines3's ``learn`` does. ``callbacks``
+        (:class:`~agilerl.training.callbacks.Callback`) are called at every evaluation
+        and generation end; one may stop the run.
 
         Arguments given here override the training spec. With ``output_dir`` the run
         checkpoints there by default and, at the end, writes ``best_agent.pt`` (the best
@@ -444,7 +469,7 @@ class LocalTrainer:
             self._start_together(
                 group, lambda: holds.extend(self._start(group, output_dir, force, verbose))
             )
-            population, fitnesses = self._run(verbose, output_dir, group)
+            population, fitnesses = self._run(verbose, output_dir, group, callbacks)
         finally:
             torch.set_num_threads(threads)  # the run's choice ends with the run
             for lock in holds:
@@ -497,8 +522,8 @@ class LocalTrainer:
     def _claim_outputs(self, output_dir: str | Path | None, force: bool, verbose: bool) -> None:
         """Refuse to start a new run over an earlier one's outputs, or (``force``) delete
         them; a resumed run continues its own outputs."""
-        if self.resume_from_checkpoint is not None:
-            return
+        if self.resume_from_checkpoint is not None or self._carried is not None:
+            return  # this run's own outputs, continued
         out = None if output_dir is None else Path(output_dir)
         checkpoint = self.training.checkpoint_path
         checkpoint = None if checkpoint is None else Path(checkpoint)
@@ -540,24 +565,33 @@ class LocalTrainer:
         return holds
 
     def _run(
-        self, verbose: bool, output_dir: str | Path | None, group: Group
+        self,
+        verbose: bool,
+        output_dir: str | Path | None,
+        group: Group,
+        callbacks: Sequence[Callback] = (),
     ) -> tuple[list[Any], list[float]]:
+        carried = self._carried
+        if carried is not None:  # train() again: another budget on top of the steps done
+            steps = carried.state.steps + self._budget
+            self.training = self.training.model_copy(update={"max_steps": steps})
         training = self.training
         seed = self._seed(group)
         env = self.family.make_env(self.context)
         try:
-            memory, n_step_memory = self.family.make_memory(self.context)
-            selection, mutation = self._operators(seed)
-            if self.resume_from_checkpoint is not None:
-                population, state = self._resume(env, memory, selection, mutation, n_step_memory)
+            if carried is not None:
+                memory, n_step_memory = carried.memory, carried.n_step_memory
+                selection, mutation = carried.selection, carried.mutation
+                population, state = carried.population, carried.state
             else:
-                torch.manual_seed(seed)
-                np.random.seed(seed % 2**32)
-                random.seed(seed)
-                seeds = np.random.SeedSequence(seed).generate_state(training.pop_size)
-                with single_thread():  # the same initial weights on any machine
-                    population = [self._build_agent(env, i, int(s)) for i, s in enumerate(seeds)]
-                state = RunState(seed=seed)
+                memory, n_step_memory = self.family.make_memory(self.context)
+                selection, mutation = self._operators(seed)
+                if self.resume_from_checkpoint is not None:
+                    population, state = self._resume(
+                        env, memory, selection, mutation, n_step_memory
+                    )
+                else:
+                    population, state = self._new_population(env, seed), RunState(seed=seed)
             self._set_threads(population[0], env)
             if state.finished is not None and not still_finished(state, training):
                 state.finished = None  # the budget was raised or the target removed: go on
@@ -621,7 +655,7 @@ class LocalTrainer:
                     state=state,
                     max_wall_seconds=training.max_wall_seconds,
                     verbose=verbose,
-                    on_generation=reporter.chain(self.on_generation),
+                    callbacks=(reporter, *callbacks),
                     **kwargs,
                 )
             except _CheckpointFailed as failed:
@@ -640,10 +674,21 @@ class LocalTrainer:
         finally:
             self.family.close_env(env)
         self.state = state
+        assert self.population is not None  # the training function returned it
+        # what a next train() continues from (a checkpoint's worth, in memory)
+        self._carried = _Carried(self.population, state, memory, n_step_memory, selection, mutation)
         if output_dir is not None and group.is_main:
             self._write_outputs(output_dir, verbose=verbose)
-        assert self.population is not None  # the training function returned it
         return self.population, fitnesses
+
+    def _new_population(self, env: Any, seed: int) -> list[Any]:
+        """The run's first population, every agent from its own seed of ``seed``."""
+        torch.manual_seed(seed)
+        np.random.seed(seed % 2**32)
+        random.seed(seed)
+        seeds = np.random.SeedSequence(seed).generate_state(self.training.pop_size)
+        with single_thread():  # the same initial weights on any machine
+            return [self._build_agent(env, i, int(s)) for i, s in enumerate(seeds)]
 
     def _set_threads(self, agent: Any, env: Any) -> None:
         """torch's thread count for this run (:mod:`agilerl.training.threads`)."""

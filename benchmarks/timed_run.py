@@ -13,6 +13,7 @@ from pathlib import Path
 from agilerl.documents import load_document
 from agilerl.models.manifest import parse_manifest
 from agilerl.trainer import LocalTrainer
+from agilerl.training.callbacks import Callback
 
 
 def run_manifest(
@@ -34,17 +35,17 @@ def run_manifest(
     reached: dict[str, float] = {}
     started, cpu = time.perf_counter(), time.process_time()
 
-    def on_generation(state) -> None:
-        record = state.history[-1]
-        if not reached and max(a["fitness"] for a in record["agents"]) >= score:
-            reached.update(
-                steps=record["steps"],
-                env_steps=record["env_steps"],
-                seconds=time.perf_counter() - started,
-            )
+    class FirstToScore(Callback):
+        def on_generation(self, state) -> None:
+            record = state.history[-1]
+            if not reached and max(a["fitness"] for a in record["agents"]) >= score:
+                reached.update(
+                    steps=record["steps"],
+                    env_steps=record["env_steps"],
+                    seconds=time.perf_counter() - started,
+                )
 
-    trainer.on_generation = on_generation
-    trainer.train(verbose=False)
+    trainer.train(verbose=False, callbacks=[FirstToScore()])
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
     state = trainer.state
     return {

@@ -10,6 +10,7 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.models.manifest import dump_manifest
 from agilerl.schema import validator_for
 from agilerl.trainer import LocalTrainer
+from agilerl.training.callbacks import Callback
 from agilerl.training.run_checkpoint import load_run
 
 NET = {
@@ -224,3 +225,49 @@ def test_unsupported_algorithm_and_buffer_settings_are_clear_errors(monkeypatch)
     document["replay_buffer"]["n_step_buffer"] = True
     with pytest.raises(TrainerError, match="replay_buffer.n_step_buffer"):
         LocalTrainer.from_manifest(document).train(verbose=False)
+
+
+def _fitnesses(trainer):
+    return [[a["fitness"] for a in record["agents"]] for record in trainer.state.history]
+
+
+@pytest.mark.slow
+def test_train_called_again_continues_the_run_as_one_longer_run():
+    document = copy.deepcopy(SMALL_HPO)
+    whole, _, _ = train(document)  # 1,200 steps per agent
+    document["training"]["max_steps"] = 600
+    halves = LocalTrainer.from_manifest(copy.deepcopy(document))
+    halves.train(verbose=False)
+    assert halves.state.steps == 600
+    halves.train(verbose=False)  # another 600, from where the first call stopped
+    assert halves.state.steps == 1_200 and halves.training.max_steps == 1_200
+    assert _fitnesses(halves) == _fitnesses(whole)
+
+
+class _StopAfter(Callback):
+    """Records every evaluation and generation; stops the run after ``generations``."""
+
+    def __init__(self, generations):
+        self.generations, self.evaluated, self.seen = generations, [], []
+
+    def on_evaluation(self, agent, record, state):
+        assert record["index"] == agent.index and "_trained" not in record
+        self.evaluated.append((state.generation, agent.index, record["fitness"]))
+
+    def on_generation(self, state):
+        self.seen.append(state.history[-1]["generation"])
+        return len(self.seen) < self.generations
+
+
+def test_callbacks_see_every_evaluation_and_generation_and_may_stop_the_run():
+    callback = _StopAfter(generations=2)
+    trainer, _, _ = train(SMALL_HPO, callbacks=[callback])
+    assert trainer.state.finished == "callback" and callback.seen == [0, 1]
+    assert len(trainer.state.history) == 2  # of the 4 the budget allows
+    # one evaluation per agent per generation (cohorts first, so not in slot order), with
+    # the fitness the history records
+    assert sorted(callback.evaluated) == sorted(
+        (r["generation"], a["index"], a["fitness"])
+        for r in trainer.state.history
+        for a in r["agents"]
+    )

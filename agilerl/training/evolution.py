@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -34,6 +34,7 @@ import numpy as np
 from agilerl.algorithms.core.protocols import AgentT, EvolvingAgent
 from agilerl.distributed.group import Group, current_group
 from agilerl.finite import first_non_finite
+from agilerl.training.callbacks import Callback, stop_requested
 from agilerl.training.errors import DivergedError
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
@@ -117,8 +118,9 @@ class RunConfig:
     #: What the run is called in its progress bar, table and checkpoint names.
     algo: str = "agent"
     env_name: str = "env"
-    #: Called on rank 0 with the run state after every generation (tracking).
-    on_generation: Callable[[RunState], None] | None = None
+    #: The user's hooks at evaluation and generation ends (:mod:`agilerl.training.callbacks`;
+    #: tracking is one too).
+    callbacks: Sequence[Callback] = ()
     #: The processes the population is split over (default: the run's,
     #: :func:`~agilerl.distributed.group.current_group`).
     group: Group | None = None
@@ -150,7 +152,7 @@ class LoopArguments(TypedDict, total=False):
     state: RunState | None
     max_wall_seconds: float | None
     verbose: bool
-    on_generation: Callable[[RunState], None] | None
+    callbacks: Sequence[Callback]
     cohorts: bool
 
 
@@ -194,7 +196,7 @@ def run_config(
         verbose=loop.get("verbose", True),
         algo=algo,
         env_name=env_name,
-        on_generation=loop.get("on_generation"),
+        callbacks=tuple(loop.get("callbacks", ())),
         cohorts=loop.get("cohorts", True),
     )
 
@@ -330,6 +332,9 @@ def evolve(
                     gen_best if best is None else max(gen_best, best),
                     state.generation,
                 )
+                shown = {key: value for key, value in record.items() if key[0] != "_"}
+                for callback in config.callbacks:
+                    callback.on_evaluation(local[slot], shown, state)
             # Times every rank agrees on (each measures its own clock): the slowest rank's.
             now = time.perf_counter()
             elapsed, seconds = group.slowest(now - gen_start, now - started)
@@ -366,12 +371,17 @@ def evolve(
             progress.write(generation_summary(record, max_steps, state.best, turns.table_metrics))
             best = state.best_fitness
             assert best is not None  # record_best above keeps a best once a generation ran
+            # the callbacks run on rank 0; every rank stops where they asked it to
+            asked = group.is_main and stop_requested(config.callbacks, state)
+            stop = any(group.all_gather(asked))
             if target is not None and best >= target:
                 state.finished = "target_score"
             elif state.steps >= max_steps:
                 state.finished = "max_steps"
             elif config.max_wall_seconds is not None and seconds >= config.max_wall_seconds:
                 state.finished = "max_wall_seconds"
+            elif stop:
+                state.finished = "callback"
             else:
                 held = (reason for reason, holds in turns.stops.items() if holds(state))
                 state.finished = next(held, None)
@@ -383,8 +393,6 @@ def evolve(
                 whole = _gather_to_main(local, pop_size, group)
                 if whole is not None:
                     checkpointer.write(whole, state)
-            if config.on_generation is not None and group.is_main:
-                config.on_generation(state)
     finally:
         progress.close(done=state.finished == "max_steps")
         if turns.close is not None:
@@ -581,6 +589,7 @@ def _closing_line(state: RunState) -> str:
         "max_steps": "step budget used",
         "target_score": "target score reached",
         "max_wall_seconds": "wall-clock limit reached",
+        "callback": "stopped by a callback",
     }.get(state.finished or "", state.finished)
     return (
         f"finished ({reason}) after {state.generation} generation"

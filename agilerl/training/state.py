@@ -91,6 +91,8 @@ STOP_REASONS: dict[str, Callable[[RunState, Any], bool]] = {
     "max_wall_seconds": lambda state, training: (
         training.max_wall_seconds is not None and state.seconds >= training.max_wall_seconds
     ),
+    # a callback's stop was that run's decision: a resumed run goes on
+    "callback": lambda state, training: False,
 }
 
 

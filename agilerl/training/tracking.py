@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agilerl.training.callbacks import Callback
+
 
 class TrackingError(ValueError):
     """A tracking backend that could not start (W&B without a login, say); the message
@@ -178,9 +180,9 @@ def unavailable(training: Any) -> list[str]:
     ]
 
 
-class Reporter:
-    """Writes each new generation of a run to every configured backend: call it with the
-    run state after every generation (``on_generation``), then :meth:`close` it."""
+class Reporter(Callback):
+    """Writes each new generation of a run to every configured backend: a
+    :class:`~agilerl.training.callbacks.Callback` of the run; :meth:`close` it after."""
 
     def __init__(self, trackers: list[Tracker]) -> None:
         self.trackers = trackers
@@ -202,19 +204,7 @@ class Reporter:
                 ) from err
         return cls(trackers)
 
-    def chain(self, then: Callable[[Any], None] | None) -> Callable[[Any], None] | None:
-        """An ``on_generation`` callback: this reporter, then ``then`` (if any)."""
-        if not self.trackers:
-            return then
-
-        def each_generation(state: Any) -> None:
-            self(state)
-            if then is not None:
-                then(state)
-
-        return each_generation
-
-    def __call__(self, state: Any) -> None:
+    def on_generation(self, state: Any) -> None:
         record = state.history[-1]
         found, words = scalars(record), texts(record)
         for tracker in self.trackers:

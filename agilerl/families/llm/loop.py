@@ -15,13 +15,14 @@ The schemas name three training functions (``finetune_llm_reasoning``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agilerl.distributed.group import current_group
 from agilerl.llm.batches import Experience
 from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.rewards import RewardError
+from agilerl.training.callbacks import Callback
 from agilerl.training.errors import TrainerError
 from agilerl.training.evolution import RunConfig, RunState, Turns, evolve
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
@@ -77,7 +78,7 @@ def finetune_llm(
     verbose: bool = True,
     algo: str | None = None,
     env_name: str | None = None,
-    on_generation: Callable[[RunState], None] | None = None,
+    callbacks: Sequence[Callback] = (),
 ) -> tuple[list[Any], list[float]]:
     """Fine-tune a population of LLM agents on ``env`` (a reasoning, preference or SFT
     environment of :mod:`agilerl.families.llm.environments`); returns ``(population, fitnesses)``.
@@ -162,7 +163,7 @@ def finetune_llm(
         verbose=verbose,
         algo=algo or type(pop[0]).__name__,
         env_name=env_name or type(env).__name__,
-        on_generation=on_generation,
+        callbacks=tuple(callbacks),
         # Data-parallel: every process holds the whole population and takes its share of
         # every batch (agilerl.llm.data_parallel), so evolution runs alike everywhere.
         group=current_group().replicated(),

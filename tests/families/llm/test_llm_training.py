@@ -27,6 +27,7 @@ from agilerl.families.llm.loop import STEPS, finetune_llm
 from agilerl.llm.batches import Completions, PromptBatch, TokenSequences
 from agilerl.models.manifest import load_manifest
 from agilerl.trainer import LocalTrainer, TrainerError
+from agilerl.training.callbacks import Callback
 from agilerl.training.run_checkpoint import RunCheckpointer, load_run
 
 MANIFESTS = ("grpo", "dpo", "sft")
@@ -190,11 +191,21 @@ def test_agents_are_tested_every_evaluation_interval_and_at_the_end():
     assert pop[0].fitness == [2.0, 4.0, 8.0, 12.0]
 
 
+class Keep(Callback):
+    """Keeps the run state after every generation."""
+
+    def __init__(self, box):
+        self.box = box
+
+    def on_generation(self, state):
+        self.box.append(state)
+
+
 def test_num_epochs_stops_the_run_after_that_many_passes_over_the_data():
     env = FakeEnv(n=4)
     state_box = []
     pop, _ = run([FakeAgent()], env, max_steps=100, evo_steps=2, num_epochs=2,
-                 on_generation=state_box.append)  # fmt: skip
+                 callbacks=[Keep(state_box)])  # fmt: skip
     assert env.num_epochs == 2
     assert pop[0].steps == 8
     assert state_box[-1].finished == "num_epochs"
