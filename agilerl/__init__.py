@@ -14,6 +14,7 @@ LAZY = {
     "LocalTrainer": "agilerl.trainer",
     "RLAlgorithm": "agilerl.algorithms",
     "evaluate_agent": "agilerl.evaluation",
+    "train_agent": "agilerl.one_agent",
 }
 
 __all__ = ["__version__", *LAZY]

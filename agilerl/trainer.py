@@ -31,6 +31,7 @@ from agilerl.checkpoints import CheckpointError
 from agilerl.distributed import Group, join, leave
 from agilerl.families import family_for
 from agilerl.families.context import RunContext
+from agilerl.families.python_env import PythonEnv
 from agilerl.finite import json_safe
 from agilerl.hpo.limits import operator_problems
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
@@ -131,6 +132,36 @@ def _refuse_broken_rules(sections: dict[str, Any]) -> None:
         raise TrainerError("; ".join(issue.format() for issue in issues))
 
 
+def _python_env_section(source: PythonEnv, environment: Any, family: Any) -> dict[str, Any]:
+    """The environment section of a run on an environment given in Python: the section
+    given (a mapping or spec: ``num_envs``, ``vectorize``, ``wrappers``, ...) named after
+    it, its copies in this process unless told otherwise; an object is one copy."""
+    if not family.python_envs:
+        raise TrainerError(
+            f"env: a {family.title} run takes its environment from the environment section, "
+            "not a Python object"
+        )
+    if isinstance(environment, str):
+        raise TrainerError(
+            f"environment: {environment!r} names an environment and env= gives one: give one"
+        )
+    section = dict(
+        environment.model_dump(exclude_unset=True)
+        if hasattr(environment, "model_dump")
+        else environment or {}
+    )
+    if source.copies == 1:
+        if section.get("num_envs", 1) != 1:
+            raise TrainerError(
+                f"environment.num_envs: {section['num_envs']} copies of one environment object "
+                f"({source.label}): give env= a factory (a class or a function that makes "
+                "one) for more than one"
+            )
+        section["num_envs"] = 1
+    section.setdefault("sync", True)
+    return {**section, "name": source.label}
+
+
 @dataclass
 class _Carried:
     """A finished run as a next ``train()`` continues it: what a run checkpoint holds."""
@@ -169,7 +200,7 @@ class LocalTrainer:
     def __init__(
         self,
         algorithm: Any,
-        environment: Any,
+        environment: Any = None,
         training: Any = None,
         mutation: Any = None,
         selection_strategy: Any = None,
@@ -183,6 +214,7 @@ class LocalTrainer:
         version: int | None = None,
         num_threads: int | None = None,
         base_dir: str | Path | None = None,
+        env: Any = None,
     ) -> None:
         if isinstance(algorithm, str):
             if algorithm not in ALGO_REGISTRY:
@@ -195,6 +227,12 @@ class LocalTrainer:
         self.family = family_for(algorithm)
         self.algorithm = algorithm
         env_spec = environment_spec_for(type(algorithm))
+        #: The environment given in Python (``env=``), None for a named one.
+        self.env_source = None if env is None else PythonEnv.of(env)
+        if self.env_source is not None:
+            environment = _python_env_section(self.env_source, environment, self.family)
+        elif environment is None:
+            raise TrainerError("environment: give a Gymnasium id, a spec or a mapping, or env=")
         if isinstance(environment, str):
             environment = env_spec(name=environment)
         self.environment = _spec(environment, env_spec, "environment")
@@ -294,6 +332,7 @@ class LocalTrainer:
             evolving=self.evolving,
             build_agent=self._build_agent,
             cache=self._family_cache,
+            env_source=self.env_source,
         )
 
     @property
@@ -375,8 +414,13 @@ class LocalTrainer:
             else:
                 where = "network"
             raise TrainerError(f"{where}: {err}") from err
-        # Recorded in the agent's files: `agilerl evaluate AGENT.pt` rebuilds it from there.
-        agent.environment = self.family.recorded_environment(self.environment, self.base_dir)
+        # Recorded in the agent's files: `agilerl evaluate AGENT.pt` rebuilds it from there
+        # (nothing can rebuild an environment given in Python).
+        agent.environment = (
+            self.family.recorded_environment(self.environment, self.base_dir)
+            if self.env_source is None
+            else None
+        )
         return agent
 
     def _operators(self, seed: int) -> tuple[Any, Any]:
@@ -626,6 +670,9 @@ class LocalTrainer:
                 memory=memory,
                 n_step_memory=n_step_memory,
             )
+            if self.env_source is not None:
+                # cohorts copy the environment from its spec: not one given in Python
+                kwargs.pop("env_spec", None)
             for key in (
                 "checkpoint",
                 "checkpoint_steps",

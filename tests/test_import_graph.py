@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "agilerl.__main__": 90,
     "agilerl.trainer": 80,
     "agilerl.evaluation": 80,
+    "agilerl.one_agent": 85,
     "agilerl.starter": 80,
     "agilerl.families": 70,
     "agilerl.training": 60,

@@ -78,6 +78,9 @@ class Family(ABC):
     #: trains its own agents); False: every rank trains every agent on its share of each
     #: batch (the LLM family's data-parallel fine-tuning).
     shards_population: ClassVar[bool] = True
+    #: Whether a run may take its environment as a Python object or factory
+    #: (``LocalTrainer(env=...)``, :mod:`agilerl.families.python_env`).
+    python_envs: ClassVar[bool] = False
     #: Outputs beside the common ones: kind -> the file and its writer.
     outputs: ClassVar[Mapping[str, Output]] = {}
     #: The spec class of the manifest's ``network`` section.

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 
 import torch
 
+from agilerl.families.python_env import PythonEnv
+
 
 class BuildAgent(Protocol):
     """Builds one agent of the run through its spec's ``build_algorithm``:
@@ -47,6 +49,9 @@ class RunContext:
     #: What a family loads once per run and reuses (an LLM run's tokenizer and base
     #: model, loaded by the pre-flight and used by the run): kept by the trainer.
     cache: dict[str, Any] = field(default_factory=dict)
+    #: The environment given in Python (``LocalTrainer(env=...)``), which the family
+    #: builds its environments from instead of the section's name.
+    env_source: PythonEnv | None = None
 
     def agent(self, env: Any, index: int, seed: int, *, device: Any = None) -> Any:
         """One agent of the run (:attr:`build_agent`)."""

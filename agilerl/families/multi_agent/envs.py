@@ -23,6 +23,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import aec_to_parallel
 
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import (
     EnvironmentCallError,
     EnvironmentSpecError,
@@ -233,10 +234,14 @@ def string_ids(env: ParallelEnv, where: str) -> ParallelEnv:
     return StringIds(env)
 
 
-def make_parallel_env(spec: Any) -> ParallelEnv:
-    """One (unvectorised) parallel environment of ``spec`` with string agent ids."""
+def make_parallel_env(spec: Any, source: PythonEnv | None = None) -> ParallelEnv:
+    """One (unvectorised) parallel environment of ``spec`` with string agent ids; from
+    ``source`` where the run's environment was given in Python."""
     kwargs = dict(spec.config or {})
-    if spec.entrypoint is not None:
+    if source is not None:
+        where, label = "env", source.label
+        factory = source.factory
+    elif spec.entrypoint is not None:
         where, label = "environment.entrypoint", spec.entrypoint
         factory = _import_target(spec.entrypoint, where, spec.path)
     else:

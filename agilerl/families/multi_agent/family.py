@@ -29,11 +29,12 @@ class MultiAgentFamily(Family):
     agent_type = AgentType.MultiAgent
     title = "multi-agent"
     evaluation_spec = PettingZooEnvSpec
+    python_envs = True
 
     def make_env(self, ctx: RunContext) -> Any:
         from agilerl.families.multi_agent.vector import make_vector_env
 
-        return make_vector_env(ctx.environment)
+        return make_vector_env(ctx.environment, source=ctx.env_source)
 
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
         return {

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from agilerl.families.context import RunContext
 from agilerl.families.multi_agent.envs import make_parallel_env
+from agilerl.families.python_env import close_made
 from agilerl.training.preflight import (
     GENERATIONS_ALIVE,
     ROLLOUT_EXTRA_BYTES,
@@ -55,13 +56,13 @@ def estimate_multi_agent(ctx: RunContext) -> Estimate:
     """What a multi-agent run allocates: teams, environments, replay rows or rollouts
     (every agent's observation and action per row)."""
     algorithm, training, spec = ctx.algorithm, ctx.training, ctx.environment
-    env, env_bytes = traced_bytes(lambda: make_parallel_env(spec))
+    env, env_bytes = traced_bytes(lambda: make_parallel_env(spec, ctx.env_source))
     try:
         ids = list(env.possible_agents)
         obs_spaces = {a: env.observation_space(a) for a in ids}
         act_spaces = {a: env.action_space(a) for a in ids}
     finally:
-        env.close()
+        close_made(env, ctx.env_source)
     num_envs = spec.num_envs
     shim = SimpleNamespace(
         observation_spaces=obs_spaces, action_spaces=act_spaces, num_envs=num_envs

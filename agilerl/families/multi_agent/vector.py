@@ -43,6 +43,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import create_empty_array
 
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import EnvironmentSpecError
 from agilerl.observations import map_tree
 from agilerl.user_code import UserCodeError
@@ -412,13 +413,16 @@ def _write_row(batch: Any, i: int, value: Any) -> None:
     map_tree(write, batch, value)
 
 
-def make_vector_env(spec: Any, num_envs: int | None = None) -> ParallelVecEnv:
+def make_vector_env(
+    spec: Any, num_envs: int | None = None, source: PythonEnv | None = None
+) -> ParallelVecEnv:
     """The vectorised environment a :class:`~agilerl.models.env.PettingZooEnvSpec`
     describes (``num_envs`` overrides the spec's): in this process when ``spec.sync``,
     else one worker process per copy. The first copy is built here, so a bad name,
-    entry point or wrapper fails with a clear error before any worker starts."""
+    entry point or wrapper fails with a clear error before any worker starts. ``source``:
+    the environment given in Python, which the copies are made from."""
     from agilerl.families.multi_agent.envs import make_parallel_env  # pettingzoo loads here
 
     n = int(num_envs or spec.num_envs)
-    factory = functools.partial(make_parallel_env, spec)
+    factory = functools.partial(make_parallel_env, spec, source)
     return ParallelVecEnv([factory] * n, subprocess=not spec.sync)

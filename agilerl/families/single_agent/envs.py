@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, register_namespace
 from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.manifest_code import split_target
@@ -184,11 +185,15 @@ class UserEnv(gym.Wrapper):
         return call_environment(self.on_step, self.env.step, action)
 
 
-def make_env(spec: Any) -> gym.Env:
+def make_env(spec: Any, source: PythonEnv | None = None) -> gym.Env:
     """One (unvectorised) environment of ``spec``, wrappers applied innermost first,
-    then :class:`UserEnv`."""
+    then :class:`UserEnv`; from ``source`` where the run's environment was given in
+    Python."""
     kwargs = dict(spec.config or {})
-    if spec.entrypoint is not None:
+    if source is not None:
+        label = f"env {source.label}"
+        env = _call(source.factory, (), kwargs, "env", source.label, "environment.config")
+    elif spec.entrypoint is not None:
         where = "environment.entrypoint"
         factory = _import_target(spec.entrypoint, where, spec.path)
         env = _call(factory, (), kwargs, where, spec.entrypoint, "environment.config")
@@ -250,40 +255,55 @@ def _native(spec: Any, n: int) -> VectorEnv:
     return SameStepAutoreset(env, ROW_RESETS[entry])
 
 
-def _sync(spec: Any, n: int) -> VectorEnv:
+def _sync(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEnv:
     """Every copy in this process; the first is built before the others, so a bad name,
     entry point or wrapper fails with its :class:`EnvironmentSpecError` at once."""
-    first = make_env(spec)
-    fns = [lambda env=first: env, *([functools.partial(make_env, spec)] * (n - 1))]
+    first = make_env(spec, source)
+    fns = [lambda env=first: env, *([functools.partial(make_env, spec, source)] * (n - 1))]
     return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
 
 
-def _async(spec: Any, n: int) -> VectorEnv:
+def _async(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEnv:
     """One worker process per copy; one copy is built here first, so a bad name, entry
     point or wrapper fails with a clear :class:`EnvironmentSpecError` before any worker
-    process starts."""
-    make_env(spec).close()
-    factory = functools.partial(make_env, spec)
+    process starts (a factory given in Python goes to the workers by cloudpickle)."""
+    make_env(spec, source).close()
+    factory = functools.partial(make_env, spec, source)
     return _AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
 
 
+def _native_only(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEnv:
+    """A registered id's own vector implementation (an environment given in Python has
+    none: its section resolves to sync unless it names ``native``)."""
+    if source is not None:
+        raise EnvironmentSpecError(
+            f"environment.vectorize: 'native' needs a registered id; {source.label} was "
+            "given in Python: use sync or async"
+        )
+    return _native(spec, n)
+
+
 #: ``environment.vectorize`` (as :func:`~agilerl.vectorize.resolve_vectorize` resolves it)
-#: -> the builder of its ``n`` copies. Each gives same-step autoreset.
-VECTOR_BUILDERS: dict[str, Callable[[Any, int], VectorEnv]] = {
-    "native": _native,
+#: -> the builder of its ``n`` copies (from the environment given in Python, if any).
+#: Each gives same-step autoreset.
+VECTOR_BUILDERS: dict[str, Callable[[Any, int, PythonEnv | None], VectorEnv]] = {
+    "native": _native_only,
     "sync": _sync,
     "async": _async,
 }
 
 
-def make_vector_env(spec: Any, num_envs: int | None = None) -> VectorEnv:
+def make_vector_env(
+    spec: Any, num_envs: int | None = None, source: PythonEnv | None = None
+) -> VectorEnv:
     """The vectorised environment ``spec`` describes (``num_envs`` overrides the spec),
-    vectorised as ``environment.vectorize`` resolves (:mod:`agilerl.vectorize`)."""
+    vectorised as ``environment.vectorize`` resolves (:mod:`agilerl.vectorize`); its
+    copies made from ``source`` where the run's environment was given in Python."""
     try:
         chosen = resolve_vectorize(spec)
     except VectorizeError as err:
         raise EnvironmentSpecError(str(err)) from None
-    return VECTOR_BUILDERS[chosen.kind](spec, int(num_envs or spec.num_envs))
+    return VECTOR_BUILDERS[chosen.kind](spec, int(num_envs or spec.num_envs), source)
 
 
 class _AsyncVectorEnv(AsyncVectorEnv):

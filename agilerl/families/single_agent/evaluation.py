@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -174,28 +175,24 @@ def run_episodes(
     """Run ``episodes`` whole episodes of ``environment`` with ``agent.predict``.
 
     ``environment`` is a Gymnasium id, a :class:`GymEnvSpec` (entry point, config and
-    wrappers included) or a mapping of one. Episode ``i`` is reset with seed
+    wrappers included) or a mapping of one, or a ``gymnasium.Env`` object (used as it
+    is, and left open: an agent trained on an environment given in Python). Episode ``i`` is reset with seed
     ``seed + i``. ``video`` (a ``.gif`` or ``.mp4`` path) records the first episode.
     ``max_episode_steps`` cuts episodes that run longer (for environments without a
     time limit). Problems are :class:`EvaluationError` (and
     :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` for the environment).
     """
     check_counts(episodes, max_episode_steps)
-    # the game as a player scores it: whole games, its own rewards (atari.scoring_spec)
-    spec = scoring_spec(environment_spec(environment))
     video = None if video is None else Path(video)
-    if video is not None:
-        config = {**(spec.config or {}), "render_mode": "rgb_array"}
-        spec = spec.model_copy(update={"config": config})
-    try:
-        env = make_env(spec)
-    except EnvironmentSpecError as err:
-        if video is None:
-            raise
-        raise EnvironmentSpecError(
-            f"{err} (for the video: made with render_mode='rgb_array')"
-        ) from None
-    name = spec.entrypoint or spec.name
+    if isinstance(environment, gym.Env):  # the user's object: used as it is, left open
+        env, name, close = environment, type(environment).__name__, False
+        if video is not None and env.render_mode != "rgb_array":
+            raise EvaluationError(
+                f"video: {name} renders as {env.render_mode!r}; make it with "
+                "render_mode='rgb_array' to record it"
+            )
+    else:
+        (env, name), close = _episodes_env(environment, video), True
     try:
         check_spaces(agent, env, name)
         writer = None
@@ -230,8 +227,29 @@ def run_episodes(
             assert video is not None  # a writer is made only for a video
             write_bytes(video, writer.finish())
     finally:
-        env.close()
+        if close:
+            env.close()
     return EvaluationResult(returns, lengths, seed, deterministic, name, video, frames)
+
+
+def _episodes_env(environment: Any, video: Path | None) -> tuple[gym.Env, str]:
+    """The environment :func:`run_episodes` plays, made from an id, spec or mapping, and
+    its name: the game as a player scores it (whole games, its own rewards:
+    :func:`~agilerl.families.single_agent.atari.scoring_spec`), rendering frames when
+    ``video`` is recorded."""
+    spec = scoring_spec(environment_spec(environment))
+    if video is not None:
+        config = {**(spec.config or {}), "render_mode": "rgb_array"}
+        spec = spec.model_copy(update={"config": config})
+    try:
+        env = make_env(spec)
+    except EnvironmentSpecError as err:
+        if video is None:
+            raise
+        raise EnvironmentSpecError(
+            f"{err} (for the video: made with render_mode='rgb_array')"
+        ) from None
+    return env, spec.entrypoint or spec.name
 
 
 def without_dataset(document: Any) -> Any:

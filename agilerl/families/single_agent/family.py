@@ -40,8 +40,10 @@ class SingleAgentFamily(GymEvaluation, Family):
     agent_type = AgentType.SingleAgent
     title = "single-agent"
 
+    python_envs = True
+
     def make_env(self, ctx: RunContext) -> Any:
-        return make_vector_env(ctx.environment)
+        return make_vector_env(ctx.environment, source=ctx.env_source)
 
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
         return gym_build_args(ctx, env, seed)

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from agilerl.cohorts.learners import LEARNERS
 from agilerl.components.replay import STORAGES
 from agilerl.families.context import RunContext
+from agilerl.families.python_env import close_made
 from agilerl.families.single_agent.envs import make_env
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.training.preflight import (
@@ -47,11 +48,11 @@ def estimate(ctx: RunContext) -> Estimate:
         vectorised = resolve_vectorize(spec)
     except VectorizeError as err:
         raise PreflightError(str(err)) from None
-    env, env_bytes = traced_bytes(lambda: make_env(spec))
+    env, env_bytes = traced_bytes(lambda: make_env(spec, ctx.env_source))
     try:
         obs_space, action_space = env.observation_space, env.action_space
     finally:
-        env.close()
+        close_made(env, ctx.env_source)
     num_envs = spec.num_envs
     shim = SimpleNamespace(
         single_observation_space=obs_space, single_action_space=action_space, num_envs=num_envs

@@ -1,0 +1,102 @@
+"""Environments given in Python (``LocalTrainer(env=...)``): an environment object or a
+factory, for single-agent and multi-agent runs, learnt from as a named one is."""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from agilerl.families.python_env import PythonEnv
+from agilerl.testing.probe_envs import ActionRewardEnv
+from agilerl.trainer import LocalTrainer
+from agilerl.training.errors import TrainerError
+
+SMALL = {"max_steps": 1_024, "evo_steps": 512, "pop_size": 1, "seed": 0, "eval_steps": 20}
+
+
+def test_objects_and_factories_are_told_apart():
+    env = ActionRewardEnv()
+    given = PythonEnv.of(env)
+    assert given.instance is env and given.copies == 1 and given.label == "ActionRewardEnv"
+    assert given.factory() is env
+    for factory in (ActionRewardEnv, functools.partial(ActionRewardEnv, 3), lambda: env):
+        made = PythonEnv.of(factory)
+        assert made.instance is None and made.copies is None
+    assert PythonEnv.of(ActionRewardEnv).label == "ActionRewardEnv"
+
+
+def test_an_environment_object_trains_as_one_copy_and_is_left_open():
+    env = ActionRewardEnv(n=3, rewarded_action=2)
+    trainer = LocalTrainer("DQN", training={**SMALL, "max_steps": 3_000}, env=env)
+    assert trainer.environment.num_envs == 1 and trainer.environment.name == "ActionRewardEnv"
+    trainer.train(verbose=False)
+    agent = trainer.best_agent
+    # learnt from the object: the rewarded action is the greedy one
+    assert agent.predict(np.zeros(1, np.float32), deterministic=True)[0] == 2
+    assert agent.environment is None  # nothing could rebuild it: not recorded
+    env.reset(seed=0)  # the user's object still works after the run
+
+
+def test_a_factory_gives_as_many_copies_as_the_section_asks_and_learns():
+    made = []
+
+    def make() -> gym.Env:
+        made.append(ActionRewardEnv(n=2, rewarded_action=1))
+        return made[-1]
+
+    trainer = LocalTrainer("PPO", {"num_envs": 4}, training=SMALL, env=make)
+    trainer.train(verbose=False)
+    assert len({id(env) for env in made}) >= 4  # one per copy (and the pre-flight's)
+    assert trainer.best_agent.fitness[-1] == pytest.approx(1.0)  # always the rewarded arm
+
+
+def test_a_factory_takes_the_sections_config_as_keywords():
+    trainer = LocalTrainer(
+        "DQN", {"num_envs": 1, "config": {"n": 4, "rewarded_action": 3}}, SMALL, env=ActionRewardEnv
+    )
+    trainer.train(verbose=False)
+    assert trainer.best_agent.action_space == gym.spaces.Discrete(4)
+
+
+def test_what_an_object_cannot_do_is_refused_naming_the_field():
+    env = ActionRewardEnv()
+    with pytest.raises(TrainerError, match=r"environment\.num_envs: 4 copies of one .*factory"):
+        LocalTrainer("DQN", {"num_envs": 4}, SMALL, env=env)
+    with pytest.raises(TrainerError, match=r"environment: 'CartPole-v1' names .* env= gives one"):
+        LocalTrainer("DQN", "CartPole-v1", SMALL, env=env)
+    with pytest.raises(TrainerError, match=r"environment: give a Gymnasium id"):
+        LocalTrainer("DQN", training=SMALL)
+    with pytest.raises(TrainerError, match=r"env: a contextual bandit run takes its environment"):
+        LocalTrainer("NeuralUCB", training=SMALL, env=env)
+
+
+def test_a_pettingzoo_factory_trains_a_multi_agent_team():
+    pytest.importorskip("pettingzoo", reason="the multiagent extra")
+    from agilerl.testing.cooperative import cue_game
+
+    trainer = LocalTrainer(
+        "IPPO",
+        {"num_envs": 2},
+        {"max_steps": 256, "evo_steps": 128, "pop_size": 1, "seed": 0},
+        env=cue_game,
+    )
+    _, fitnesses = trainer.train(verbose=False)
+    assert trainer.environment.name == "cue_game" and np.isfinite(fitnesses[0])
+
+
+def test_train_agent_returns_one_trained_agent_from_an_id_or_an_environment():
+    from agilerl import evaluate_agent, train_agent
+
+    agent = train_agent("DQN", ActionRewardEnv, steps=2_000, lr=1e-3, verbose=False)
+    assert agent.predict(np.zeros(1, np.float32), deterministic=True)[0] == 1
+    env = ActionRewardEnv()
+    result = evaluate_agent(agent, env, episodes=3)  # the object itself, left open
+    assert result.returns == [1.0, 1.0, 1.0]
+    env.reset(seed=0)
+    named = train_agent("PPO", "CartPole-v1", steps=512, learn_step=128, verbose=False)
+    assert named.observation_space.shape == (4,) and len(named.fitness) >= 1
+    with pytest.raises(TrainerError, match=r"PPO hyperparameters: lr: "):
+        train_agent("PPO", "CartPole-v1", lr=-1.0, verbose=False)
