@@ -32,7 +32,12 @@ def test_the_readme_has_python_snippets():
 @pytest.mark.parametrize(
     ("line", "code"),
     # A snippet that trains takes seconds to tens of seconds: slow.
-    [pytest.param(*s, marks=pytest.mark.slow if ".train(" in s[1] else ()) for s in snippets()],
+    [
+        pytest.param(
+            *s, marks=pytest.mark.slow if re.search(r"\.train\(|train_agent\(", s[1]) else ()
+        )
+        for s in snippets()
+    ],
     ids=[f"line{n}" for n, _ in snippets()],
 )
 def test_readme_snippet_runs_as_written(line, code, tmp_path):
