@@ -1,0 +1,51 @@
+"""Hugging Face caches written by hand, so a test resolves hub ids with nothing downloaded.
+
+A model: huggingface_hub's layout, ``models--<org>--<name>/snapshots/<commit>/<files>``
+with ``refs/main`` naming the commit. A real cache links each snapshot file to a blob
+under ``blobs/``; plain copies load the same (the loaders read the snapshot folder).
+
+A dataset: what ``datasets`` keeps of a hub dataset it has prepared, and reads offline,
+``<org>___<name>/<config>/<version>/<hash>/`` with ``dataset_info.json`` and
+``<name>-train.arrow``. datasets' own JSON builder writes the folder (under the name it
+gives a local file) and it is moved to the hub id's name.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+#: The commit a hand-written model snapshot claims to be.
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+def write_hub_model(cache: Path, repo: str, model: Path) -> Path:
+    """The files of the model folder ``model`` as the hub model ``repo`` in the hub cache
+    ``cache``; returns the snapshot folder."""
+    root = cache / ("models--" + repo.replace("/", "--"))
+    snapshot = root / "snapshots" / COMMIT
+    shutil.copytree(model, snapshot)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(COMMIT)
+    return snapshot
+
+
+def write_hub_dataset(cache: Path, repo: str, rows_file: Path) -> Path:
+    """The JSON lines file ``rows_file`` as the ``train`` split of the hub dataset ``repo``
+    (lower-case name, ``org/name``), prepared in the datasets cache ``cache``; returns the
+    prepared folder."""
+    from datasets.packaged_modules.json.json import Json
+
+    org, name = repo.split("/")
+    builder = Json(
+        cache_dir=str(cache),
+        dataset_name=name,
+        hash="0123456789abcdef",
+        data_files={"train": [str(rows_file)]},
+    )
+    builder.download_and_prepare()
+    (config,) = (cache / name).iterdir()  # default-<hash of the data files>
+    config.rename(config.parent / "default")  # a hub dataset's default configuration
+    (cache / name).rename(cache / f"{org}___{name}")
+    (prepared,) = (cache / f"{org}___{name}" / "default").glob("*/*/")
+    return prepared
