@@ -39,7 +39,7 @@ def model_directory(
     relative) or, for a hub id, its folder in the hub cache."""
     repo = hub_id(name, base_dir)
     if repo is None:
-        return _directory(local_path(name, base_dir), field)
+        return _directory(local_path(name, base_dir).resolve(), field)
     try:
         return model_snapshot(repo)
     except HubError as err:

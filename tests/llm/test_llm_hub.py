@@ -11,6 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from huggingface_hub.errors import (
+    GatedRepoError,
+    HfHubHTTPError,
+    LocalEntryNotFoundError,
+    RepositoryNotFoundError,
+)
 from support import ROOT
 from support.hub_caches import write_hub_dataset, write_hub_model
 
@@ -133,6 +139,49 @@ def test_a_model_folder_beside_the_manifest_wins_over_the_hub(tiny_llm, hf_cache
     assert load_causal_lm("org/tiny", base_dir=tmp_path).config.num_hidden_layers == 2
 
 
+def _http(error: type[Exception], status: int) -> Exception:
+    import httpx
+
+    request = httpx.Request("GET", "https://huggingface.co/api/models/org/tiny")
+    return error("refused", response=httpx.Response(status, request=request))
+
+
+@pytest.mark.parametrize(
+    ("raised", "reason"),
+    [
+        (lambda: LocalEntryNotFoundError("no cache"), "and the hub cannot be reached"),
+        (lambda: _http(RepositoryNotFoundError, 404), "no such repository on the hub"),
+        (lambda: _http(GatedRepoError, 401), "a gated repository: accept its terms"),
+        (lambda: _http(HfHubHTTPError, 500), "HfHubHTTPError: refused"),
+    ],
+    ids=["unreachable", "no-such-repository", "gated", "server-error"],
+)
+def test_what_the_hub_answers_with_downloads_on_is_said_in_one_line(
+    raised, reason, hf_caches, monkeypatch
+):
+    """With downloads on, what the hub answers (here a stand-in for snapshot_download:
+    no test reaches the network) becomes the reason of the one-line refusal."""
+    import huggingface_hub
+
+    def snapshot_download(repo, *, cache_dir, local_files_only, allow_patterns):
+        assert (cache_dir, local_files_only) == (hf_caches.hub, False)
+        assert "*.safetensors" in allow_patterns and not any(
+            pattern.endswith((".bin", ".py", ".pt", ".pth", ".ckpt")) for pattern in allow_patterns
+        )  # weights as safetensors only, never code
+        raise raised()
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", False)
+    with pytest.raises(LLMSetupError) as err:
+        load_causal_lm("org/tiny")
+    message = str(err.value)
+    assert message.startswith("network.pretrained_model_name_or_path: org/tiny: no local path")
+    assert reason in message.partition("looked up as a Hugging Face hub model: ")[2]
+    assert "\n" not in message
+
+
 @pytest.mark.parametrize("loader", [load_tokenizer, load_causal_lm])
 def test_a_missing_local_path_still_names_the_missing_folder(loader, hf_caches, tmp_path):
     with pytest.raises(LLMSetupError) as err:
@@ -153,7 +202,16 @@ def test_a_hub_model_holding_only_pickled_weights_is_refused_unread(tiny_llm, hf
 # ---------------------------------------------------------------------------- datasets
 
 
-def test_a_hub_dataset_loads_from_the_datasets_cache_with_downloads_off(tiny_llm, hf_caches):
+@pytest.mark.parametrize("set_after_import", [False, True])
+def test_a_hub_dataset_loads_from_the_datasets_cache_with_downloads_off(
+    set_after_import, tiny_llm, hf_caches, monkeypatch
+):
+    """Also where the variable was set after datasets was imported (a notebook): datasets
+    read its offline flag at import, and asking the hub first would fail here."""
+    import datasets
+
+    if set_after_import:
+        monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
     write_hub_dataset(hf_caches.datasets, "org/colours", tiny_llm / "data" / "reasoning.jsonl")
     table = load_table("org/colours", columns={"question": "prompt"})
     local = load_table(tiny_llm / "data" / "reasoning.jsonl", columns={"question": "prompt"})
@@ -170,6 +228,41 @@ def test_a_hub_dataset_not_in_the_cache_is_refused_in_one_line(hf_caches, tmp_pa
         f"{hf_caches.datasets}, and downloads are off (HF_HUB_OFFLINE=1) (write "
         "./openai/gsm8k to mean a local path)"
     )
+
+
+@pytest.mark.parametrize(
+    ("raised", "reason"),
+    [
+        (ConnectionError("Couldn't reach 'org/colours'"), "and the hub cannot be reached"),
+        (
+            ValueError('Unknown split "train".\nShould be one of'),
+            'ValueError: Unknown split "train".',
+        ),
+    ],
+    ids=["unreachable", "no-train-split"],
+)
+def test_what_datasets_answers_with_downloads_on_is_said_in_one_line(
+    raised, reason, hf_caches, monkeypatch
+):
+    """With downloads on, datasets' failure (a stand-in for load_dataset: no test reaches
+    the network) becomes the reason of the one-line refusal."""
+    import datasets
+
+    def load_dataset(repo, *, split, cache_dir, keep_in_memory):
+        assert (repo, split, cache_dir) == ("org/colours", "train", str(hf_caches.datasets))
+        assert datasets.config.HF_HUB_OFFLINE is False  # downloads on, as the variables say
+        raise raised
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.setenv(name, "0")
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)
+    with pytest.raises(LLMSetupError) as err:
+        load_table("org/colours")
+    message = str(err.value)
+    assert message.startswith("environment.dataset: org/colours: no local path")
+    assert reason in message.partition("looked up as a Hugging Face hub dataset: ")[2]
+    assert "\n" not in message
 
 
 @pytest.mark.parametrize("name", ["./missing", "data/missing.jsonl"])
