@@ -3,6 +3,7 @@
 One rule for ``network.pretrained_model_name_or_path`` and ``environment.dataset``
 (:func:`hub_id`). A name is a LOCAL PATH when any of these holds:
 
+- it is a :class:`pathlib.Path` (in Python: only a string can be a hub id);
 - it is written as a path: it starts with ``/``, ``./``, ``../`` or ``~`` (or is ``.`` or
   ``..``), or holds a backslash;
 - something exists at it, relative to the manifest's folder (``base_dir``; the current
@@ -78,7 +79,9 @@ def hub_id(
     name: str | Path, base_dir: Path | None = None, data_suffixes: tuple[str, ...] = ()
 ) -> str | None:
     """``name`` as a hub id, or None where it names a local path (the module's rule)."""
-    text = str(name)
+    if isinstance(name, Path):  # Path("./x") is Path("x"): how it was written is lost
+        return None
+    text = name
     if text in (".", "..") or text.startswith(PATH_PREFIXES) or "\\" in text:
         return None
     if ((base_dir or Path()) / text).exists():

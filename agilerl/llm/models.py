@@ -51,15 +51,14 @@ def model_directory(
 
 
 def _directory(path: Path, field: str) -> Path:
-    where = path
-    if not where.exists():
+    if not path.exists():
         raise LLMSetupError(
             f"{field}: {path} does not exist; it must be a local model directory "
             "(a name written as a path, starting with /, ./, ../ or ~, is never a hub id)"
         )
-    if not where.is_dir():
+    if not path.is_dir():
         raise LLMSetupError(f"{field}: {path} is not a directory (a local model directory)")
-    return where
+    return path
 
 
 def _require(where: Path, field: str, what: str, patterns: tuple[str, ...]) -> None:
@@ -70,8 +69,9 @@ def _require(where: Path, field: str, what: str, patterns: tuple[str, ...]) -> N
 def load_tokenizer(
     path: str | Path, *, field: str = MODEL_FIELD, base_dir: Path | None = None
 ) -> PreTrainedTokenizerBase:
-    """The tokenizer saved in ``path`` (a local folder or a hub id: :func:`model_directory`), padding on the left (generation continues every
-    row at the same column) with a pad token (the end-of-sequence token if it has none)."""
+    """The tokenizer saved in ``path`` (a local folder or a hub id:
+    :func:`model_directory`), padding on the left (generation continues every row at the
+    same column) with a pad token (the end-of-sequence token if it has none)."""
     from transformers import AutoTokenizer
 
     where = model_directory(path, field, base_dir)

@@ -56,6 +56,12 @@ def test_a_name_is_a_hub_id_only_when_nothing_marks_it_local(name, suffixes, exp
     assert hub_id(name, tmp_path, suffixes) == expected
 
 
+def test_a_pathlib_path_is_always_local(tmp_path, hf_caches):
+    assert hub_id(Path("Qwen/Qwen2.5-0.5B-Instruct"), tmp_path) is None
+    with pytest.raises(LLMSetupError, match=r"Qwen2.5-0.5B-Instruct does not exist; "):
+        load_causal_lm(Path("Qwen/Qwen2.5-0.5B-Instruct"), base_dir=tmp_path)
+
+
 def test_a_name_that_exists_beside_the_manifest_is_local(tmp_path):
     (tmp_path / "Qwen" / "Qwen2.5-0.5B-Instruct").mkdir(parents=True)
     assert hub_id("Qwen/Qwen2.5-0.5B-Instruct", tmp_path) is None
