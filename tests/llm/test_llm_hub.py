@@ -200,7 +200,7 @@ def test_a_missing_local_path_still_names_the_missing_folder(loader, hf_caches, 
 
 def test_a_hub_model_holding_only_pickled_weights_is_refused_unread(tiny_llm, hf_caches):
     snapshot = write_hub_model(hf_caches.hub, "org/pickled", tiny_llm / "model")
-    (snapshot / "model.safetensors").rename(snapshot / "pytorch_model.bin")
+    (snapshot / "model.safetensors").rename(snapshot / "pytorch_model.bin")  # the link moves
     with pytest.raises(LLMSetupError, match=r"holds only pickled weights \(pytorch_model.bin\)"):
         load_causal_lm("org/pickled")
 

@@ -1,8 +1,8 @@
 """Hugging Face caches written by hand, so a test resolves hub ids with nothing downloaded.
 
-A model: huggingface_hub's layout, ``models--<org>--<name>/snapshots/<commit>/<files>``
-with ``refs/main`` naming the commit. A real cache links each snapshot file to a blob
-under ``blobs/``; plain copies load the same (the loaders read the snapshot folder).
+A model: huggingface_hub's layout, ``models--<org>--<name>/snapshots/<commit>/<file>``,
+each a relative link to ``blobs/<sha256 of the file>``, with ``refs/main`` naming the
+commit.
 
 A dataset: what ``datasets`` keeps of a hub dataset it has prepared, and reads offline,
 ``<org>___<name>/<config>/<version>/<hash>/`` with ``dataset_info.json`` and
@@ -12,6 +12,7 @@ gives a local file) and it is moved to the hub id's name.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -24,7 +25,12 @@ def write_hub_model(cache: Path, repo: str, model: Path) -> Path:
     ``cache``; returns the snapshot folder."""
     root = cache / ("models--" + repo.replace("/", "--"))
     snapshot = root / "snapshots" / COMMIT
-    shutil.copytree(model, snapshot)
+    snapshot.mkdir(parents=True)
+    (root / "blobs").mkdir()
+    for file in sorted(model.iterdir()):
+        blob = root / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
+        shutil.copyfile(file, blob)
+        (snapshot / file.name).symlink_to(Path("../..") / "blobs" / blob.name)
     (root / "refs").mkdir()
     (root / "refs" / "main").write_text(COMMIT)
     return snapshot
