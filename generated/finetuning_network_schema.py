@@ -21,7 +21,7 @@ class FinetuningNetworkSpec(SpecBase):
     pretrained_model_name_or_path: Annotated[
         str,
         Field(
-            description='Local path (or hub id, resolved offline) of the pretrained model.',
+            description='The pretrained model: a local directory (relative to the manifest) or a Hugging Face hub id (org/name) resolved through the hub cache, with downloads off under HF_HUB_OFFLINE. A name starting with /, ./, ../ or ~, or naming something that exists beside the manifest, is a path.',
             min_length=1,
         ),
     ]

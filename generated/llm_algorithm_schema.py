@@ -98,7 +98,7 @@ PretrainedModelNameOrPath = TypeAliasType(
     Annotated[
         str,
         Field(
-            description='Pretrained model to fine-tune; normally filled from the network section.',
+            description='Pretrained model to fine-tune (a local directory or a Hugging Face hub id); normally filled from the network section.',
             min_length=1,
         ),
     ],
@@ -193,7 +193,7 @@ class LLMAlgorithmFields(LLMAlgorithmBase):
     pretrained_model_name_or_path: Annotated[
         PretrainedModelNameOrPath | None,
         Field(
-            description='Pretrained model to fine-tune; normally filled from the network section.'
+            description='Pretrained model to fine-tune (a local directory or a Hugging Face hub id); normally filled from the network section.'
         ),
     ] = None
     max_model_len: Annotated[

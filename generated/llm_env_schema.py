@@ -16,7 +16,7 @@ class LLMEnvFields(SpecBase):
     dataset: Annotated[
         str,
         Field(
-            description='Local dataset: a .parquet, .pq, .jsonl or .json file, or a directory of them. Nothing is downloaded.',
+            description='The dataset: a local .jsonl, .json, .csv, .parquet or .pq file or a directory of them (relative to the manifest), or a Hugging Face hub dataset id (org/name) whose train split is loaded through the datasets cache, with downloads off under HF_DATASETS_OFFLINE or HF_HUB_OFFLINE.',
             examples=['data/countdown.parquet'],
             min_length=1,
         ),

@@ -11,6 +11,12 @@ from pathlib import Path
 import pytest
 from support import ROOT
 
+# Nothing a test runs may download. The Hugging Face libraries read these when imported
+# (after this module: pytest imports conftest first), agilerl.llm.hub when it resolves a
+# name; subprocesses inherit them.
+for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ[_variable] = "1"
+
 
 @pytest.fixture(autouse=True)
 def _one_torch_thread():
@@ -76,6 +82,25 @@ def node_toolchain() -> NodeToolchain:
 
 
 # --- LLM tiny assets -----------------------------------------------------------------
+@dataclass(frozen=True)
+class HubCaches:
+    """Empty Hugging Face caches of one test: models (``HF_HUB_CACHE``) and prepared
+    datasets (``HF_DATASETS_CACHE``)."""
+
+    hub: Path
+    datasets: Path
+
+
+@pytest.fixture
+def hf_caches(tmp_path, monkeypatch) -> HubCaches:
+    """Empty caches in ``tmp_path``, named by the variables, so no test reads the
+    machine's own caches (write into them with ``support.hub_caches``)."""
+    caches = HubCaches(hub=tmp_path / "hf-hub", datasets=tmp_path / "hf-datasets")
+    for path in (caches.hub, caches.datasets):
+        path.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(caches.hub))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(caches.datasets))
+    return caches
 
 
 @pytest.fixture(scope="session")

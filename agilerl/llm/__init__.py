@@ -1,6 +1,7 @@
-"""LLM fine-tuning support: local model and tokenizer loading, datasets as environments,
+"""LLM fine-tuning support: model and tokenizer loading, datasets as environments,
 the tiny model builder for examples and tests, and the batch types the LLM algorithms and
 the LLM training loop exchange (:mod:`agilerl.llm.batches`).
 
-Everything here works offline: models, tokenizers and datasets come from local paths only.
+Models, tokenizers and datasets come from local paths or Hugging Face hub ids
+(:mod:`agilerl.llm.hub`: which is which, the offline settings and the caches honoured).
 """

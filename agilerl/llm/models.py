@@ -1,14 +1,19 @@
-"""Loading a pretrained causal LM and its tokenizer from a local directory, offline.
+"""Loading a pretrained causal LM and its tokenizer from a local directory.
 
-Nothing is ever downloaded: every load passes ``local_files_only=True``, and a path that
-is not a directory holding a model is refused before transformers sees it, with an error
-that names the manifest field, the path and what is missing.
+A model is named by a local path or a Hugging Face hub id (the rule:
+:mod:`agilerl.llm.hub`); a hub id becomes its folder in the hub cache, fetched first
+unless downloads are off. transformers then loads that local folder only
+(``local_files_only=True``, ``trust_remote_code=False``: no code of the model's runs),
+and a folder that does not hold a model is refused before transformers sees it, with an
+error that names the manifest field, the path and what is missing.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from agilerl.llm.hub import HubError, hub_id, local_path, model_snapshot
 
 if TYPE_CHECKING:
     import torch
@@ -27,16 +32,33 @@ class LLMSetupError(ValueError):
     """A model, tokenizer, dataset or reward function a manifest names cannot be used."""
 
 
-def _directory(path: str | Path, field: str) -> Path:
-    where = Path(path).expanduser()
-    if not where.exists():
+def model_directory(
+    name: str | Path, field: str = MODEL_FIELD, base_dir: Path | None = None
+) -> Path:
+    """The local folder of the model ``name``: the path (relative to ``base_dir`` when
+    relative) or, for a hub id, its folder in the hub cache."""
+    repo = hub_id(name, base_dir)
+    if repo is None:
+        return _directory(local_path(name, base_dir).resolve(), field)
+    try:
+        return model_snapshot(repo)
+    except HubError as err:
+        tried = local_path(name, base_dir).absolute()
+        raise LLMSetupError(
+            f"{field}: {name}: no local path (nothing at {tried}), so it was looked up as a "
+            f"Hugging Face hub model: {err} (write ./{name} to mean a local path)"
+        ) from None
+
+
+def _directory(path: Path, field: str) -> Path:
+    if not path.exists():
         raise LLMSetupError(
             f"{field}: {path} does not exist; it must be a local model directory "
-            "(nothing is downloaded)"
+            "(a name written as a path, starting with /, ./, ../ or ~, is never a hub id)"
         )
-    if not where.is_dir():
+    if not path.is_dir():
         raise LLMSetupError(f"{field}: {path} is not a directory (a local model directory)")
-    return where
+    return path
 
 
 def _require(where: Path, field: str, what: str, patterns: tuple[str, ...]) -> None:
@@ -44,15 +66,20 @@ def _require(where: Path, field: str, what: str, patterns: tuple[str, ...]) -> N
         raise LLMSetupError(f"{field}: {where} holds no {what} (looked for {', '.join(patterns)})")
 
 
-def load_tokenizer(path: str | Path, *, field: str = MODEL_FIELD) -> PreTrainedTokenizerBase:
-    """The tokenizer saved in ``path``, padding on the left (generation continues every
-    row at the same column) with a pad token (the end-of-sequence token if it has none)."""
+def load_tokenizer(
+    path: str | Path, *, field: str = MODEL_FIELD, base_dir: Path | None = None
+) -> PreTrainedTokenizerBase:
+    """The tokenizer saved in ``path`` (a local folder or a hub id:
+    :func:`model_directory`), padding on the left (generation continues every row at the
+    same column) with a pad token (the end-of-sequence token if it has none)."""
     from transformers import AutoTokenizer
 
-    where = _directory(path, field)
+    where = model_directory(path, field, base_dir)
     _require(where, field, "tokenizer", TOKENIZER_FILES)
     try:
-        tokenizer = AutoTokenizer.from_pretrained(where, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(
+            where, local_files_only=True, trust_remote_code=False
+        )
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise LLMSetupError(f"{field}: {where}: the tokenizer does not load: {err}") from None
     if tokenizer.pad_token is None:
@@ -72,14 +99,16 @@ def load_causal_lm(
     field: str = MODEL_FIELD,
     attn_implementation: str | None = None,
     dtype: torch.dtype | None = None,
+    base_dir: Path | None = None,
 ) -> PreTrainedModel:
-    """The causal LM saved in ``path`` (a ``config.json`` and its weights), in ``dtype``
+    """The causal LM saved in ``path`` (a local folder or a hub id:
+    :func:`model_directory`; a ``config.json`` and its weights), in ``dtype``
     (float32 by default), with ``attn_implementation`` when given."""
     import torch
     from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
-    where = _directory(path, field)
+    where = model_directory(path, field, base_dir)
     _require(where, field, "model config", ("config.json",))
     pickled = sorted(p.name for pattern in PICKLED_WEIGHTS for p in where.glob(pattern))
     if pickled and not any(any(where.glob(pattern)) for pattern in WEIGHT_PATTERNS):
@@ -97,6 +126,7 @@ def load_causal_lm(
         return AutoModelForCausalLM.from_pretrained(
             where,
             local_files_only=True,
+            trust_remote_code=False,  # a config's auto_map naming code is refused
             use_safetensors=True,  # never a pickle beside them
             dtype=dtype or torch.float32,
             **options,

@@ -360,8 +360,8 @@ class LLMAlgorithm(EvolvableAlgorithm):
 
         if self.pretrained_model_name_or_path is None:
             raise ValueError(
-                f"pretrained_model_name_or_path: {self.name} needs a local model directory "
-                "(or a pre-built actor_network)"
+                f"pretrained_model_name_or_path: {self.name} needs a model (a local "
+                "directory or a Hugging Face hub id) or a pre-built actor_network"
             )
         return load_causal_lm(
             self.pretrained_model_name_or_path, attn_implementation=self.attn_implementation
@@ -371,7 +371,9 @@ class LLMAlgorithm(EvolvableAlgorithm):
         from agilerl.llm.models import load_tokenizer
 
         if self.pretrained_model_name_or_path is None:
-            raise ValueError(f"tokenizer: {self.name} needs a tokenizer (or a model directory)")
+            raise ValueError(
+                f"tokenizer: {self.name} needs a tokenizer (or a model to take it from)"
+            )
         return load_tokenizer(self.pretrained_model_name_or_path)
 
     def runtime_args(self) -> dict[str, Any]:

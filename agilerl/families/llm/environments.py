@@ -1,10 +1,11 @@
-"""LLM environments over local datasets: prompts for GRPO (scored by the manifest's reward
+"""LLM environments over datasets: prompts for GRPO (scored by the manifest's reward
 function), preference pairs for DPO, prompt/response pairs for SFT.
 
-Tables load through Hugging Face ``datasets`` (JSON lines, JSON, CSV, Parquet, or a
-directory of such files) from local paths only, held in memory, with the loader's cache in
-a temporary directory that is removed at once: nothing is downloaded and nothing is left
-behind. The table is split once, seeded, into a train and a test split; training batches
+Tables load through Hugging Face ``datasets``, held in memory: a local path (JSON lines,
+JSON, CSV, Parquet, or a directory of such files) with the loader's cache in a temporary
+directory that is removed at once, so nothing is left behind; or a hub dataset id (the
+rule: :mod:`agilerl.llm.hub`), whose ``train`` split is read from the datasets cache,
+fetched first unless downloads are off. The table is split once, seeded, into a train and a test split; training batches
 only ever come from the train split, so no answer of the test split can reach a training
 reward.
 
@@ -30,6 +31,7 @@ import torch
 
 from agilerl.llm.batches import PreferenceBatch, PromptBatch, SFTBatch, TokenSequences
 from agilerl.llm.data_parallel import DataParallel
+from agilerl.llm.hub import DATA_FILE_BUILDERS, HubError, hub_dataset, hub_id, local_path
 from agilerl.llm.models import LLMSetupError
 from agilerl.llm.rewards import RewardError, load_reward_fn
 
@@ -40,14 +42,6 @@ if TYPE_CHECKING:
 
 DATASET_FIELD = "environment.dataset"
 TEMPLATE_FIELD = "environment.prompt_template"
-#: Dataset formats by file suffix: the ``datasets`` builder that reads each.
-BUILDERS = {
-    ".jsonl": "json",
-    ".json": "json",
-    ".csv": "csv",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
 #: Builders of text files, whose bytes must be UTF-8.
 TEXT_BUILDERS = frozenset({"json", "csv"})
 #: Bytes read at a time when a text file's encoding is checked.
@@ -68,17 +62,21 @@ NOT_PLAIN = re.compile(r"^$|^\d+$|[.\[\]]")
 def _data_files(path: Path, field: str) -> tuple[str, list[str]]:
     """The builder and the files of a dataset file or directory."""
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in BUILDERS)
+        files = sorted(
+            p for p in path.iterdir() if p.is_file() and p.suffix.lower() in DATA_FILE_BUILDERS
+        )
         if not files:
-            raise LLMSetupError(f"{field}: {path} holds no dataset file ({', '.join(BUILDERS)})")
+            raise LLMSetupError(
+                f"{field}: {path} holds no dataset file ({', '.join(DATA_FILE_BUILDERS)})"
+            )
     else:
         files = [path]
-    if any(p.suffix.lower() not in BUILDERS for p in files):
+    if any(p.suffix.lower() not in DATA_FILE_BUILDERS for p in files):
         raise LLMSetupError(
             f"{field}: {path}: unknown dataset format {path.suffix!r} "
-            f"(known: {', '.join(BUILDERS)})"
+            f"(known: {', '.join(DATA_FILE_BUILDERS)})"
         )
-    builders = {BUILDERS[p.suffix.lower()] for p in files}
+    builders = {DATA_FILE_BUILDERS[p.suffix.lower()] for p in files}
     if len(builders) > 1:
         raise LLMSetupError(
             f"{field}: {path} mixes dataset formats ({', '.join(sorted(builders))}); "
@@ -124,18 +122,43 @@ def load_table(
     base_dir: Path | None = None,
     columns: dict[str, str] | None = None,
 ) -> Dataset:
-    """The local dataset at ``path`` (relative to ``base_dir`` when relative), its columns
-    renamed by ``columns`` (dataset name -> name the environment expects)."""
+    """The dataset ``path`` names: a local path (relative to ``base_dir`` when relative)
+    or a hub dataset id; its columns renamed by ``columns`` (dataset name -> name the
+    environment expects)."""
+    repo = hub_id(path, base_dir, tuple(DATA_FILE_BUILDERS))
+    if repo is None:
+        where, table = _local_table(path, field, base_dir)
+    else:
+        try:
+            where, table = repo, hub_dataset(repo)
+        except HubError as err:
+            tried = local_path(path, base_dir).absolute()
+            raise LLMSetupError(
+                f"{field}: {path}: no local path (nothing at {tried}), so it was looked up "
+                f"as a Hugging Face hub dataset: {err} (write ./{path} to mean a local path)"
+            ) from None
+    if columns:
+        missing = sorted(set(columns) - set(table.column_names))
+        if missing:
+            raise LLMSetupError(
+                f"{_columns_field(field)}: {where} has no column {', '.join(map(repr, missing))} "
+                f"to rename (its columns: {', '.join(table.column_names)})"
+            )
+        table = table.rename_columns(dict(columns))
+    return table
+
+
+def _local_table(path: str | Path, field: str, base_dir: Path | None) -> tuple[Path, Dataset]:
+    """The local dataset file or directory ``path`` and the table it holds."""
     import datasets
 
-    where = Path(path).expanduser()
-    if not where.is_absolute() and base_dir is not None:
-        where = Path(base_dir) / where
+    where = local_path(path, base_dir)
     if not where.exists():
         relative = f" (relative to {base_dir})" if base_dir is not None else ""
         raise LLMSetupError(
-            f"{field}: {path}{relative} does not exist; datasets are local files "
-            "(nothing is downloaded)"
+            f"{field}: {path}{relative} does not exist; a name written as a path (starting "
+            "with /, ./, ../ or ~) or ending in a data file suffix is a local file, never a "
+            "hub id"
         )
     builder, files = _data_files(where, field)
     if builder in TEXT_BUILDERS:
@@ -156,15 +179,7 @@ def load_table(
     finally:
         if progress:
             datasets.utils.logging.enable_progress_bar()
-    if columns:
-        missing = sorted(set(columns) - set(table.column_names))
-        if missing:
-            raise LLMSetupError(
-                f"{_columns_field(field)}: {where} has no column {', '.join(map(repr, missing))} "
-                f"to rename (its columns: {', '.join(table.column_names)})"
-            )
-        table = table.rename_columns(dict(columns))
-    return table
+    return where, table
 
 
 def require_columns(table: Dataset, names: list[str], where: str) -> None:

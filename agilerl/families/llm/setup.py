@@ -3,8 +3,9 @@
 The run loads the tokenizer and the base model ONCE (:func:`shared_base`) and gives that
 one model to every agent (``actor_network``): the population shares the frozen base and
 each agent adds its own LoRA adapter. Relative paths of the manifest (the model, the
-dataset, the reward file) resolve against the manifest's directory (``ctx.base_dir``).
-Nothing is downloaded: every file is local (:mod:`agilerl.llm.models`).
+dataset, the reward file) resolve against the manifest's directory (``ctx.base_dir``);
+the model and the dataset may instead be Hugging Face hub ids (:mod:`agilerl.llm.hub`),
+which stay ids in what the run records.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agilerl.families.context import RunContext
+from agilerl.llm.hub import DATA_FILE_BUILDERS, hub_id, local_path
 from agilerl.training.errors import TrainerError
 
 
@@ -26,8 +28,24 @@ class Base:
 
 
 def model_location(ctx: RunContext) -> tuple[Path, str]:
-    """The model directory (resolved against the manifest's directory) and the field that
-    names it: the network section's, else the algorithm's own."""
+    """The model's local folder and the field that names it: the path (resolved against
+    the manifest's directory) or a hub id's folder in the hub cache, resolved once per
+    run."""
+    raw, field = model_name(ctx)
+    from agilerl.llm.models import LLMSetupError, model_directory
+
+    try:
+        directory = ctx.cached(
+            "llm_model_directory", lambda: model_directory(raw, field, ctx.base_dir)
+        )
+    except LLMSetupError as err:
+        raise TrainerError(str(err)) from None
+    return directory, field
+
+
+def model_name(ctx: RunContext) -> tuple[str, str]:
+    """The model as the manifest names it, and the field: the network section's, else
+    the algorithm's own."""
     network = ctx.network
     if network is not None:
         raw, field = network.pretrained_model_name_or_path, "network.pretrained_model_name_or_path"
@@ -36,15 +54,19 @@ def model_location(ctx: RunContext) -> tuple[Path, str]:
         field = "algorithm.pretrained_model_name_or_path"
     if raw is None:
         raise TrainerError(
-            "network.pretrained_model_name_or_path: required: the local directory of the "
-            "pretrained model to fine-tune"
+            "network.pretrained_model_name_or_path: required: the pretrained model to "
+            "fine-tune (a local directory or a Hugging Face hub id)"
         )
-    return _resolved(ctx, raw), field
+    return raw, field
 
 
-def _resolved(ctx: RunContext, raw: str) -> Path:
-    """``raw`` resolved against the manifest's directory."""
-    return (ctx.base_dir / Path(raw).expanduser()).resolve()
+def _recorded(ctx: RunContext, raw: str, hub_suffixes: tuple[str, ...] | None) -> str:
+    """``raw`` as a run records it: a local path absolute (resolved against the manifest's
+    directory), a hub id as written. ``hub_suffixes``: the file suffixes that make a name
+    local (:func:`agilerl.llm.hub.hub_id`); None for a field that is always a path."""
+    if hub_suffixes is not None and hub_id(raw, ctx.base_dir, hub_suffixes) is not None:
+        return raw
+    return str(local_path(raw, ctx.base_dir).resolve())
 
 
 def shared_base(ctx: RunContext) -> Base:
@@ -106,23 +128,24 @@ def llm_build_args(ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
 
 
 def llm_spec_fields(ctx: RunContext) -> dict[str, Any]:
-    """Algorithm fields the network section fills: the model directory (resolved) and
-    the LoRA settings, where the algorithm section leaves them unset."""
-    path, _ = model_location(ctx)
-    fields: dict[str, Any] = {"pretrained_model_name_or_path": str(path)}
+    """Algorithm fields the network section fills: the model (a path made absolute, a hub
+    id as written) and the LoRA settings, where the algorithm section leaves them unset."""
+    raw, _ = model_name(ctx)
+    fields: dict[str, Any] = {"pretrained_model_name_or_path": _recorded(ctx, raw, ())}
     network = ctx.network
     if ctx.algorithm.lora_config is None and network is not None and network.lora_config:
         fields["lora_config"] = network.lora_config.model_dump(mode="json", exclude_none=True)
     return fields
 
 
-#: Fields of a manifest holding paths relative to it: (section, field).
-PATH_FIELDS = (
-    ("network", "pretrained_model_name_or_path"),
-    ("algorithm", "pretrained_model_name_or_path"),
-    ("environment", "dataset"),
-    ("environment", "reward_file_path"),
-)
+#: Fields of a manifest holding paths relative to it: (section, field) -> the file
+#: suffixes that make a name local where it may be a hub id, None where it is a path.
+PATH_FIELDS: dict[tuple[str, str], tuple[str, ...] | None] = {
+    ("network", "pretrained_model_name_or_path"): (),
+    ("algorithm", "pretrained_model_name_or_path"): (),
+    ("environment", "dataset"): tuple(DATA_FILE_BUILDERS),
+    ("environment", "reward_file_path"): None,
+}
 
 
 def llm_written_manifest(ctx: RunContext, doc: dict[str, Any]) -> None:
@@ -133,10 +156,10 @@ def llm_written_manifest(ctx: RunContext, doc: dict[str, Any]) -> None:
     for key in llm_spec_fields(ctx):
         if key not in ctx.algorithm.model_fields_set:
             doc["algorithm"].pop(key, None)
-    for section, key in PATH_FIELDS:
+    for (section, key), hub_suffixes in PATH_FIELDS.items():
         value = (doc.get(section) or {}).get(key)
         if isinstance(value, str):
-            doc[section][key] = str(_resolved(ctx, value))
+            doc[section][key] = _recorded(ctx, value, hub_suffixes)
 
 
 class BaseCompute:

@@ -117,7 +117,7 @@ def test_load_table_renames_columns(tmp_path):
         (
             lambda d: None,
             "missing.jsonl",
-            r"missing\.jsonl \(relative to .*\) does not exist; .*nothing is downloaded",
+            r"missing\.jsonl \(relative to .*\) does not exist; .*never a hub id",
         ),
         (lambda d: (d / "rows.txt").write_text("x"), "rows.txt", r"unknown dataset format '\.txt'"),
         (lambda d: (d / "empty").mkdir(), "empty", r"holds no dataset file"),
