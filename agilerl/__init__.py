@@ -1,23 +1,23 @@
 """AgileRL: deep reinforcement learning driven by JSON-Schema-first declarative specs.
 
 Importing the package is cheap: the torch engine loads only when something is built or
-a name of :data:`LAZY` is first used (``from agilerl import RLAlgorithm`` loads it).
+a name of :data:`LAZY` is first used (``from agilerl import RLAlgorithm`` loads it;
+``agilerl.__version__`` reads the installed distribution's metadata).
 """
 
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
-
-#: Public names of the engine -> the module that defines them, imported on first use.
+#: Public names -> the module that defines them, imported on first use.
 LAZY = {
+    "__version__": "agilerl.version",
     "LocalTrainer": "agilerl.trainer",
     "RLAlgorithm": "agilerl.algorithms",
     "evaluate_agent": "agilerl.evaluation",
     "train_agent": "agilerl.one_agent",
 }
 
-__all__ = ["__version__", *LAZY]
+__all__ = [*LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from agilerl.distribution import DISTRIBUTION, install_command
 from agilerl.documents import dump_yaml, modeline
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def _init(args: argparse.Namespace) -> int:
         if extra:
             print(
                 f"agilerl: warning: {args.env} needs the {extra} extra to train: "
-                f"pip install 'agilerl[{extra}]'",
+                f"{install_command(extra)}",
                 file=sys.stderr,
             )
     return 0
@@ -781,13 +782,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--tensorboard",
         metavar="DIR",
         help="write TensorBoard event files to DIR every generation (training."
-        "tensorboard_log_dir; needs agilerl[tensorboard])",
+        f"tensorboard_log_dir; needs {DISTRIBUTION}[tensorboard])",
     )
     train.add_argument(
         "--wandb",
         metavar="PROJECT",
         help="log every generation to this Weights & Biases project (training.wandb."
-        "project; needs agilerl[wandb]; WANDB_MODE=offline keeps it on this machine)",
+        f"project; needs {DISTRIBUTION}[wandb]; WANDB_MODE=offline keeps it on this machine)",
     )
     train.add_argument(
         "--quiet",

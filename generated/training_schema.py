@@ -136,7 +136,7 @@ TensorboardLogDir = TypeAliasType(
     Annotated[
         str,
         Field(
-            description="Directory TensorBoard event files are written to after every generation (`tensorboard --logdir` it): per agent its fitness, training score, the algorithm's losses, mutable hyperparameters, mutation and env steps/s; null for no TensorBoard logging. Give each run its own directory: a resumed run continues the files there. Needs `pip install agilerl[tensorboard]`.",
+            description="Directory TensorBoard event files are written to after every generation (`tensorboard --logdir` it): per agent its fitness, training score, the algorithm's losses, mutable hyperparameters, mutation and env steps/s; null for no TensorBoard logging. Give each run its own directory: a resumed run continues the files there. Needs `pip install 'agilespec[tensorboard]'`.",
             examples=['runs/tensorboard/ppo_cartpole'],
             min_length=1,
         ),
@@ -298,14 +298,14 @@ class TrainingSpec(SpecBase):
     tensorboard_log_dir: Annotated[
         TensorboardLogDir | None,
         Field(
-            description="Directory TensorBoard event files are written to after every generation (`tensorboard --logdir` it): per agent its fitness, training score, the algorithm's losses, mutable hyperparameters, mutation and env steps/s; null for no TensorBoard logging. Give each run its own directory: a resumed run continues the files there. Needs `pip install agilerl[tensorboard]`.",
+            description="Directory TensorBoard event files are written to after every generation (`tensorboard --logdir` it): per agent its fitness, training score, the algorithm's losses, mutable hyperparameters, mutation and env steps/s; null for no TensorBoard logging. Give each run its own directory: a resumed run continues the files there. Needs `pip install 'agilespec[tensorboard]'`.",
             examples=['runs/tensorboard/ppo_cartpole'],
         ),
     ] = None
     wandb: Annotated[
         WandbConfig | None,
         Field(
-            description='Log the same per-generation metrics to a Weights & Biases run (the manifest is its config); null for no W&B logging. Needs `pip install agilerl[wandb]`.',
+            description="Log the same per-generation metrics to a Weights & Biases run (the manifest is its config); null for no W&B logging. Needs `pip install 'agilespec[wandb]'`.",
             examples=[{'project': 'cartpole'}, {'project': 'cartpole', 'entity': 'my-team', 'mode': 'offline'}],
         ),
     ] = None

@@ -101,7 +101,7 @@ def test_a_missing_gymnasium_extra_is_named(monkeypatch):
         make_env(GymEnvSpec(name="LunarLander-v3"))
     assert str(caught.value) == (
         "environment.name: 'LunarLander-v3' needs the box2d extra, which is not installed: "
-        "pip install 'agilerl[box2d]'"
+        "pip install 'agilespec[box2d]'"
     )
 
 
@@ -118,7 +118,7 @@ def test_extras_are_mapped_from_where_an_environment_comes_from(name, extra, mod
 
 @pytest.mark.skipif(importlib.util.find_spec("ale_py") is not None, reason="ale_py installed")
 def test_an_atari_environment_without_ale_names_the_atari_extra(tmp_path, capsys):
-    with pytest.raises(EnvironmentSpecError, match=r"pip install 'agilerl\[atari\]'"):
+    with pytest.raises(EnvironmentSpecError, match=r"pip install 'agilespec\[atari\]'"):
         make_env(GymEnvSpec(name="ALE/Pong-v5"))
 
 
@@ -127,7 +127,7 @@ def test_init_warns_of_an_extra_the_environment_needs(tmp_path, capsys):
     assert main(["init", "PPO", "--env", "HalfCheetah-v5", "-o", str(tmp_path / "m.yaml")]) == 0
     err = capsys.readouterr().err
     assert "warning: HalfCheetah-v5 needs the mujoco extra to train: " in err
-    assert "pip install 'agilerl[mujoco]'" in err
+    assert "pip install 'agilespec[mujoco]'" in err
 
 
 NUM_ENVS_RULE = "algorithm: algorithm.num_envs must equal environment.num_envs (8), got 1"

@@ -160,7 +160,7 @@ def test_mp4_of_the_first_episode(tmp_path):
 def test_mp4_without_the_video_extra_names_it(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "imageio_ffmpeg", None)  # import fails as if absent
     with pytest.raises(
-        EvaluationError, match=r"needs the video extra \(pip install 'agilerl\[video\]'"
+        EvaluationError, match=r"needs the video extra \(pip install 'agilespec\[video\]'"
     ):
         evaluate_agent(_agent(), "CartPole-v1", episodes=1, video=tmp_path / "out.mp4")
     assert not (tmp_path / "out.mp4").exists()

@@ -55,6 +55,8 @@ LAYERS: dict[str, int] = {
     "agilerl.models": 0,
     "agilerl.documents": 0,
     "agilerl.schema": 0,
+    "agilerl.distribution": 0,
+    "agilerl.version": 0,
     "agilerl._generated": 0,
     "agilerl": 0,  # the package root: lazy names only
 }

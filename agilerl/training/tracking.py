@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agilerl.distribution import install_command
 from agilerl.training.callbacks import Callback
 
 
@@ -174,7 +175,7 @@ def unavailable(training: Any) -> list[str]:
     """One message per backend ``training`` asks for whose package is not installed."""
     return [
         f"training.{b.field}: {b.name} logging needs the {b.package} package, which is not "
-        f"installed: pip install agilerl[{b.extra}]"
+        f"installed: {install_command(b.extra)}"
         for b in configured(training)
         if importlib.util.find_spec(b.package) is None
     ]

@@ -110,4 +110,4 @@ def test_every_package_is_listed_for_installation():
         for init in (ROOT / "agilerl").rglob("__init__.py")
         if "schemas" not in init.parts
     }
-    assert on_disk | {"agilerl._generated"} == listed
+    assert on_disk | {"agilerl._generated", "agilerl.schemas"} == listed

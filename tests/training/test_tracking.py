@@ -144,7 +144,7 @@ def test_a_record_flattens_into_tags_once_for_every_backend():
 
 # -- TensorBoard ----------------------------------------------------------------------------
 def test_tensorboard_flag_writes_every_generation_and_agent(tmp_path, capsys):
-    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilerl[tensorboard])")
+    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilespec[tensorboard])")
     out, log_dir = tmp_path / "run", tmp_path / "tb"
     args = [str(ROOT / "configs/ppo.yaml"), *PPO_SMALL, "--out", str(out)]
     rc = main(["train", *args, "--tensorboard", str(log_dir), "--quiet"])
@@ -185,7 +185,7 @@ def test_tensorboard_flag_writes_every_generation_and_agent(tmp_path, capsys):
 
 
 def test_dqn_tensorboard_reports_td_loss_mean_q_and_epsilon(tmp_path):
-    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilerl[tensorboard])")
+    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilespec[tensorboard])")
     trainer = _dqn_trainer(tmp_path, tensorboard_log_dir=str(tmp_path / "tb"))
     trainer.train(verbose=False)
     found, _ = _event_scalars(tmp_path / "tb")
@@ -202,7 +202,7 @@ def test_dqn_tensorboard_reports_td_loss_mean_q_and_epsilon(tmp_path):
 
 
 def test_tracking_settings_may_change_when_a_run_resumes(tmp_path):
-    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilerl[tensorboard])")
+    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilespec[tensorboard])")
     first = _dqn_trainer(tmp_path, max_steps=200, checkpoint_path=str(tmp_path / "ckpt.pt"))
     first.train(verbose=False)
     resumed = _dqn_trainer(
@@ -244,7 +244,7 @@ def _wandb_records(path: Path):
 
 @pytest.mark.slow
 def test_wandb_offline_run_holds_the_same_metrics(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("wandb", reason="wandb not installed (agilerl[wandb])")
+    pytest.importorskip("wandb", reason="wandb not installed (agilespec[wandb])")
     monkeypatch.setenv("WANDB_MODE", "offline")  # nothing leaves the machine
     monkeypatch.setenv("WANDB_DIR", str(tmp_path))
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -318,7 +318,7 @@ def test_a_tracker_without_its_package_is_refused_before_the_first_step(
     with pytest.raises(PreflightError) as err:
         trainer.train(verbose=False, output_dir=tmp_path / "out")
     assert f"training.{field}:" in str(err.value)
-    assert f"pip install agilerl[{package}]" in str(err.value)
+    assert f"pip install 'agilespec[{package}]'" in str(err.value)
     assert trainer.state is None and not (tmp_path / "out" / "checkpoint.pt").exists()
     assert not (tmp_path / "tb").exists()
 
@@ -330,11 +330,11 @@ def test_cli_names_the_extra_when_tensorboard_is_missing(tmp_path, monkeypatch, 
     err = capsys.readouterr().err
     assert rc == 1 and "Traceback" not in err
     assert "training.tensorboard_log_dir: TensorBoard logging needs the tensorboard" in err
-    assert "install agilerl[tensorboard]" in err
+    assert "pip install 'agilespec[tensorboard]'" in err
 
 
 def test_tensorboard_directory_that_is_a_file_is_refused(tmp_path):
-    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilerl[tensorboard])")
+    pytest.importorskip("tensorboard", reason="tensorboard not installed (agilespec[tensorboard])")
     (tmp_path / "tb").write_text("not a directory")
     trainer = _dqn_trainer(tmp_path, tensorboard_log_dir=str(tmp_path / "tb"))
     with pytest.raises(PreflightError, match=r"training.tensorboard_log_dir: .* not a directory"):

@@ -23,6 +23,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import aec_to_parallel
 
+from agilerl.distribution import install_command
 from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import (
     EnvironmentCallError,
@@ -52,15 +53,15 @@ def _module_factory(name: str) -> Any:
     if new is not None:
         raise EnvironmentSpecError(
             f"environment.name: {name!r}: PettingZoo no longer ships this environment; it "
-            f"lives in the {new.split('.')[0]} package now: name {new!r} (pip install "
-            "'agilerl[multiagent]')"
+            f"lives in the {new.split('.')[0]} package now: name {new!r} "
+            f"({install_command('multiagent')})"
         )
     try:
         module = call_user(importlib.import_module, name, what=f"environment.name {name}")
     except ModuleNotFoundError as err:
         missing = err.name or name
         hint = (
-            " (pip install 'agilerl[multiagent]' installs pettingzoo and mpe2)"
+            f" ({install_command('multiagent')} installs pettingzoo and mpe2)"
             if missing.split(".")[0] in ("pettingzoo", "mpe2")
             else ""
         )

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from agilerl.distribution import install_command
 from agilerl.finite import first_bad_flag, first_bad_value
 
 #: Keys every dataset has, one row per transition.
@@ -64,7 +65,7 @@ def _h5py() -> Any:
         import h5py
     except ImportError:  # pragma: no cover - the offline extra is installed in CI
         raise DatasetError(
-            "offline datasets are HDF5 files read with h5py: pip install 'agilerl[offline]'"
+            f"offline datasets are HDF5 files read with h5py: {install_command('offline')}"
         ) from None
     return h5py
 

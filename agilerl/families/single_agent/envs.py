@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
+from agilerl.distribution import install_command
 from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, register_namespace
 from agilerl.families.single_agent.native import SameStepAutoreset
@@ -130,7 +131,7 @@ def image_observations(name: str) -> bool | None:
 def _needs_extra(name: str, extra: str, where: str = "environment.name") -> str:
     return (
         f"{where}: {name!r} needs the {extra} extra, which is not installed: "
-        f"pip install 'agilerl[{extra}]'"
+        f"{install_command(extra)}"
     )
 
 

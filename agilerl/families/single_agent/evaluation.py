@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from agilerl.atomic import write_bytes
+from agilerl.distribution import install_command
 from agilerl.families.evaluation import EvaluationError, EvaluationResult, check_counts
 from agilerl.families.single_agent.atari import scoring_spec
 from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
@@ -63,7 +64,7 @@ class _Mp4Writer:
             import imageio_ffmpeg
         except ImportError:
             raise EvaluationError(
-                "video: writing .mp4 needs the video extra (pip install 'agilerl[video]', "
+                f"video: writing .mp4 needs the video extra ({install_command('video')}, "
                 "which bundles an ffmpeg binary); a .gif needs nothing more"
             ) from None
         self.fps = fps

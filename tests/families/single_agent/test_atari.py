@@ -183,7 +183,7 @@ def test_preprocessing_without_opencv_names_the_extra(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "cv2", None)  # as if OpenCV were not installed
     with pytest.raises(
-        EnvironmentSpecError, match=r"environment\.atari: .*pip install 'agilerl\[atari\]'"
+        EnvironmentSpecError, match=r"environment\.atari: .*pip install 'agilespec\[atari\]'"
     ):
         make_env(GymEnvSpec(name="ALE/Pong-v5", atari={}))
 
