@@ -309,6 +309,46 @@ def _tracking_overrides(args: argparse.Namespace) -> list[str]:
     ]
 
 
+#: The options of ``agilerl train`` a resume repeats, as (flag, attribute): every one that
+#: shapes the run (its manifest, its budget, where it writes, how it computes) or what it
+#: prints. ``--force`` is left out (it would delete the run being resumed), and so is
+#: ``--resume CHECKPOINT``: a resumed run writes its checkpoints to its own checkpoint
+#: path, so plain ``--resume`` continues it from there.
+_RESUME_OPTIONS = (
+    ("--set", "set"),
+    ("--tensorboard", "tensorboard"),
+    ("--wandb", "wandb"),
+    ("--device", "device"),
+    ("--out", "out"),
+    ("--checkpoint-path", "checkpoint_path"),
+    ("--checkpoint-steps", "checkpoint_steps"),
+    ("--threads", "threads"),
+    ("--processes", "processes"),
+    ("--quiet", "quiet"),
+)
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues the run ``args`` started: the same manifest and every
+    option of :data:`_RESUME_OPTIONS` it was given (a resume without the run's ``--set``
+    would train another run: a different budget, population or environment), then
+    ``--resume``. Values are shell-quoted so that the line can be pasted as it is."""
+    import shlex
+
+    defaults = build_parser().parse_args(["train", args.manifest])
+    words = ["agilerl", "train", args.manifest]
+    for flag, attribute in _RESUME_OPTIONS:
+        value = getattr(args, attribute)
+        if value == getattr(defaults, attribute):
+            continue  # the default: the resumed run takes it too
+        if value is True:
+            words.append(flag)
+        else:
+            for item in value if isinstance(value, list) else [value]:
+                words += [flag, str(item)]
+    return shlex.join([*words, "--resume"])
+
+
 def _train(args: argparse.Namespace) -> int:
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
@@ -391,11 +431,7 @@ def _train(args: argparse.Namespace) -> int:
         print(f"{who}: {err}", file=sys.stderr)
         return EXIT_CODE
     except KeyboardInterrupt:
-        print(
-            f"\nagilerl: interrupted; continue with: agilerl train {args.manifest} --resume"
-            + (f" --out {args.out}" if args.out else ""),
-            file=sys.stderr,
-        )
+        print(f"\nagilerl: interrupted; continue with: {resume_command(args)}", file=sys.stderr)
         return 130
     return 0
 
@@ -432,7 +468,7 @@ def _launch(args: argparse.Namespace) -> int:
     # The launcher's own log (closing signals, the failure summary) repeats what the
     # line below says.
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
-    resume = f"agilerl train {args.manifest} --resume" + (f" --out {args.out}" if args.out else "")
+    resume = resume_command(args)
     try:
         run(parse_args(launcher))
     except ChildFailedError as err:
