@@ -946,7 +946,30 @@ def main(argv: list[str] | None = None) -> int:
     except TimeLimitSettingError as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
-    return args.handler(args)
+    try:
+        status = args.handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+    except BrokenPipeError:
+        return _stdout_closed()
+    return status
+
+
+#: The exit status of a command whose reader went away: a process killed by SIGPIPE
+#: (what ``cmd | head`` does to a C program) ends with 128 + 13 in the shell.
+EXIT_STDOUT_CLOSED = 141
+
+
+def _stdout_closed() -> int:
+    """End quietly once the reader of stdout is gone (``agilerl evaluate ... | head``).
+    Python ignores SIGPIPE, so the write raised BrokenPipeError instead; what is still
+    buffered would raise again when the interpreter flushes stdout on exit, so stdout is
+    pointed at the null device first (the recipe of Python's signal documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return EXIT_STDOUT_CLOSED
 
 
 if __name__ == "__main__":
