@@ -386,13 +386,15 @@ def _train(args: argparse.Namespace) -> int:
             base_dir=Path(args.manifest).parent,  # the manifest's relative paths start there
         )
         if rank == 0:  # one rank speaks for the run
-            print(
-                f"training {manifest.algorithm.name} on {trainer.env_name}: population "
-                f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per "
-                f"agent, output in {out}/" + (f", resuming from {resume}" if resume else ""),
-                file=sys.stderr,
-            )
-            # before the run imports any of it
+            if not args.quiet:  # a quiet run prints one line, at its end
+                print(
+                    f"training {manifest.algorithm.name} on {trainer.env_name}: population "
+                    f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per "
+                    f"agent, output in {out}/" + (f", resuming from {resume}" if resume else ""),
+                    file=sys.stderr,
+                )
+            # Before the run imports any of it, quiet or not: what code runs is a notice,
+            # like a warning, not progress.
             for ref in code_references(manifest, base_dir=Path(args.manifest).parent):
                 print(ref.line(), file=sys.stderr)
         trainer.train(
@@ -403,7 +405,8 @@ def _train(args: argparse.Namespace) -> int:
             force=args.force,
         )
         if args.quiet and rank == 0:  # the one line a quiet run prints: its outputs
-            print(f"outputs in {out}/ (best agent: {trainer.best_summary()})")
+            resumed = f", resumed from {resume}" if resume else ""
+            print(f"outputs in {out}/ (best agent: {trainer.best_summary()}){resumed}")
     except EarlierRunError as err:
         print(
             f"agilerl: {err.where()}: holds an earlier run's outputs ({err.names()}). "

@@ -43,6 +43,16 @@ def test_train_with_overrides_shows_progress_and_writes_outputs(tmp_path, capsys
     assert (out / "best_agent.pt").exists() and (out / "checkpoint.pt").exists()
 
 
+def test_quiet_prints_the_one_line_the_readme_promises(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert (
+        main(["train", str(ROOT / "configs/dqn.yaml"), *SMALL, "--out", str(out), "--quiet"]) == 0
+    )
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"outputs in {out}/ (best agent: best ever ")
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
