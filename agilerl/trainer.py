@@ -792,7 +792,12 @@ class LocalTrainer:
                 p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))
             ),
             "plot": lambda p: plot_fitness(
-                history, p, title, loss=type(best).main_loss, measure=self.family.measure
+                history,
+                p,
+                title,
+                loss=type(best).main_loss,
+                measure=self.family.measure,
+                step_unit=self.family.step_unit,
             ),
             # strict JSON: a figure that is not finite is null (agilerl.finite.json_safe)
             "history": lambda p: write_text(

@@ -71,6 +71,9 @@ class Family(ABC):
     title: ClassVar[str]
     #: What fitness and training scores measure (the fitness plot's axes).
     measure: ClassVar[str] = "mean return"
+    #: What one of ``training.max_steps`` is (the fitness plot's x-axis counts them per
+    #: agent): an environment step, an LLM run's batch, an offline run's update.
+    step_unit: ClassVar[str] = "environment steps"
     #: Whether run checkpoints save the environment's position (``env.state_dict()``):
     #: true where a resumed run cannot regain it from seeds (an LLM run's datasets).
     saves_env_position: ClassVar[bool] = False
