@@ -228,6 +228,22 @@ class LocalTrainer:
         #: What the family loads once per run (RunContext.cache): kept across contexts.
         self._family_cache: dict[str, Any] = {}
 
+    def __repr__(self) -> str:
+        """``LocalTrainer(algorithm='PPO', env='CartPole-v1', pop_size=4,
+        max_steps=20480, hpo=True, device='cpu')``, and ``steps=...``, the steps per
+        agent done, once it has trained."""
+        fields = {
+            "algorithm": repr(self.algorithm.name),
+            "env": repr(self.env_name),
+            "pop_size": self.training.pop_size,
+            "max_steps": self.training.max_steps,
+            "hpo": self.evolving,
+            "device": repr(str(self.device)),
+        }
+        if self.state is not None:
+            fields["steps"] = self.state.steps
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in fields.items())})"
+
     @classmethod
     def from_manifest(cls, manifest: Any, **kwargs: Any) -> LocalTrainer:
         """From a manifest file, a manifest document (dict) or a :class:`TrainingManifest`;

@@ -89,6 +89,9 @@ class Family(ABC):
     #: evaluates on no environment; :meth:`cannot_evaluate` says what to do instead).
     evaluation_spec: ClassVar[type | None] = None
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"  # stateless: one per agent type
+
     # -- the run's pieces ----------------------------------------------------------------
     @abstractmethod
     def make_env(self, ctx: RunContext) -> Any:
