@@ -71,8 +71,9 @@ class Turns:
     #: Learn metrics the per-generation table shows per agent (an LLM run's loss, KL).
     table_metrics: tuple[str, ...] = ()
     #: The table's name for the training score, in the family's terms (a bandit's is the
-    #: reward rate of its training pulls).
-    score_column: str = "train score"
+    #: reward rate of its training pulls); None: the family's training plays no
+    #: episodes (offline updates), so the table has no such column.
+    score_column: str | None = "train score"
     #: How a cohort of agents trains together (:mod:`agilerl.cohorts`):
     #: ``train_cohort(agents, slots, budget, state) -> (results, journals)``, one
     #: ``train_agent`` result per agent and, for ``sharing``, each agent's journal. None:

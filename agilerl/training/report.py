@@ -97,9 +97,10 @@ def generation_summary(
     max_steps: int,
     best_ever: dict[str, Any] | None = None,
     metrics: tuple[str, ...] = (),
-    score_column: str = "train score",
+    score_column: str | None = "train score",
 ) -> str:
-    """A short table: fitness and training score (headed ``score_column``) per agent,
+    """A short table: fitness and training score (headed ``score_column``; None: no
+    training score column) per agent,
     the generation's means of its learn ``metrics`` (an LLM run shows loss and KL), its
     mutable hyperparameters, the mutation it received before this generation's training. The head names this generation's best
     and, given ``best_ever`` (``RunState.best``), the best agent of the whole run."""
@@ -113,12 +114,13 @@ def generation_summary(
         f"best of generation {score(best['fitness'])} (agent {best['index']}){ever}  "
         f"{record['env_steps_per_s']:,.0f} env steps/s"
     )
-    columns = ["agent", "fitness", score_column, *metrics, *hp_names, "mutation"]
+    scored = [score_column] if score_column is not None else []
+    columns = ["agent", "fitness", *scored, *metrics, *hp_names, "mutation"]
     rows = [
         [
             str(a["index"]),
             score(a["fitness"]),
-            "-" if a["train_score"] is None else score(a["train_score"]),
+            *("-" if a["train_score"] is None else score(a["train_score"]) for _ in scored),
             *(_fmt(a["metrics"].get(m, "-")) for m in metrics),
             *(_fmt(a["mutable"].get(n, "-")) for n in hp_names),
             a["mutation"],

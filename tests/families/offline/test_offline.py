@@ -309,9 +309,11 @@ def test_configs_cqn_trains_briefly_through_agilerl_train(tmp_path, capsys):
     assert main(args) == 0, capsys.readouterr().err
     err = capsys.readouterr().err
     assert "generation 2" in err and "CQN on CartPole-v1" in err
-    # learn_step plays no role offline: not mutated, so not a column of the table
+    # learn_step plays no role offline: not mutated, so not a column of the table; nor
+    # is a training score (updates play no episodes)
     head = next(line for line in err.splitlines() if line.lstrip().startswith("agent "))
     assert "batch_size" in head and "lr" in head and "learn_step" not in head
+    assert "train score" not in head
     for output in ("best_agent.pt", "population.pt", "manifest.yaml", "fitness.png",
                    "history.json", "checkpoint.pt"):  # fmt: skip
         assert (tmp_path / "run" / output).exists(), output
