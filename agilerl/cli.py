@@ -310,6 +310,46 @@ def _tracking_overrides(args: argparse.Namespace) -> list[str]:
     ]
 
 
+#: The options of ``agilerl train`` a resume repeats, as (flag, attribute): every one that
+#: shapes the run (its manifest, its budget, where it writes, how it computes) or what it
+#: prints. ``--force`` is left out (it would delete the run being resumed), and so is
+#: ``--resume CHECKPOINT``: a resumed run writes its checkpoints to its own checkpoint
+#: path, so plain ``--resume`` continues it from there.
+_RESUME_OPTIONS = (
+    ("--set", "set"),
+    ("--tensorboard", "tensorboard"),
+    ("--wandb", "wandb"),
+    ("--device", "device"),
+    ("--out", "out"),
+    ("--checkpoint-path", "checkpoint_path"),
+    ("--checkpoint-steps", "checkpoint_steps"),
+    ("--threads", "threads"),
+    ("--processes", "processes"),
+    ("--quiet", "quiet"),
+)
+
+
+def resume_command(args: argparse.Namespace) -> str:
+    """The command that continues the run ``args`` started: the same manifest and every
+    option of :data:`_RESUME_OPTIONS` it was given (a resume without the run's ``--set``
+    would train another run: a different budget, population or environment), then
+    ``--resume``. Values are shell-quoted so that the line can be pasted as it is."""
+    import shlex
+
+    defaults = build_parser().parse_args(["train", args.manifest])
+    words = ["agilerl", "train", args.manifest]
+    for flag, attribute in _RESUME_OPTIONS:
+        value = getattr(args, attribute)
+        if value == getattr(defaults, attribute):
+            continue  # the default: the resumed run takes it too
+        if value is True:
+            words.append(flag)
+        else:
+            for item in value if isinstance(value, list) else [value]:
+                words += [flag, str(item)]
+    return shlex.join([*words, "--resume"])
+
+
 def _train(args: argparse.Namespace) -> int:
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
@@ -347,13 +387,15 @@ def _train(args: argparse.Namespace) -> int:
             base_dir=Path(args.manifest).parent,  # the manifest's relative paths start there
         )
         if rank == 0:  # one rank speaks for the run
-            print(
-                f"training {manifest.algorithm.name} on {trainer.env_name}: population "
-                f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per "
-                f"agent, output in {out}/" + (f", resuming from {resume}" if resume else ""),
-                file=sys.stderr,
-            )
-            # before the run imports any of it
+            if not args.quiet:  # a quiet run prints one line, at its end
+                print(
+                    f"training {manifest.algorithm.name} on {trainer.env_name}: population "
+                    f"{trainer.training.pop_size}, {trainer.training.max_steps:,} steps per "
+                    f"agent, output in {out}/" + (f", resuming from {resume}" if resume else ""),
+                    file=sys.stderr,
+                )
+            # Before the run imports any of it, quiet or not: what code runs is a notice,
+            # like a warning, not progress.
             for ref in code_references(manifest, base_dir=Path(args.manifest).parent):
                 print(ref.line(), file=sys.stderr)
         trainer.train(
@@ -364,7 +406,8 @@ def _train(args: argparse.Namespace) -> int:
             force=args.force,
         )
         if args.quiet and rank == 0:  # the one line a quiet run prints: its outputs
-            print(f"outputs in {out}/ (best agent: {trainer.best_summary()})")
+            resumed = f", resumed from {resume}" if resume else ""
+            print(f"outputs in {out}/ (best agent: {trainer.best_summary()}){resumed}")
     except EarlierRunError as err:
         print(
             f"agilerl: {err.where()}: holds an earlier run's outputs ({err.names()}). "
@@ -392,11 +435,7 @@ def _train(args: argparse.Namespace) -> int:
         print(f"{who}: {err}", file=sys.stderr)
         return EXIT_CODE
     except KeyboardInterrupt:
-        print(
-            f"\nagilerl: interrupted; continue with: agilerl train {args.manifest} --resume"
-            + (f" --out {args.out}" if args.out else ""),
-            file=sys.stderr,
-        )
+        print(f"\nagilerl: interrupted; continue with: {resume_command(args)}", file=sys.stderr)
         return 130
     return 0
 
@@ -433,7 +472,7 @@ def _launch(args: argparse.Namespace) -> int:
     # The launcher's own log (closing signals, the failure summary) repeats what the
     # line below says.
     logging.getLogger("torch.distributed.elastic").setLevel(logging.CRITICAL)
-    resume = f"agilerl train {args.manifest} --resume" + (f" --out {args.out}" if args.out else "")
+    resume = resume_command(args)
     try:
         run(parse_args(launcher))
     except ChildFailedError as err:
@@ -911,7 +950,30 @@ def main(argv: list[str] | None = None) -> int:
     except TimeLimitSettingError as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
-    return args.handler(args)
+    try:
+        status = args.handler(args)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at interpreter exit
+    except BrokenPipeError:
+        return _stdout_closed()
+    return status
+
+
+#: The exit status of a command whose reader went away: a process killed by SIGPIPE
+#: (what ``cmd | head`` does to a C program) ends with 128 + 13 in the shell.
+EXIT_STDOUT_CLOSED = 141
+
+
+def _stdout_closed() -> int:
+    """End quietly once the reader of stdout is gone (``agilerl evaluate ... | head``).
+    Python ignores SIGPIPE, so the write raised BrokenPipeError instead; what is still
+    buffered would raise again when the interpreter flushes stdout on exit, so stdout is
+    pointed at the null device first (the recipe of Python's signal documentation)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    return EXIT_STDOUT_CLOSED
 
 
 if __name__ == "__main__":

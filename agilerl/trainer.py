@@ -283,6 +283,22 @@ class LocalTrainer:
         #: The run a next train() continues (set when one ends).
         self._carried: _Carried | None = None
 
+    def __repr__(self) -> str:
+        """``LocalTrainer(algorithm='PPO', env='CartPole-v1', pop_size=4,
+        max_steps=20480, hpo=True, device='cpu')``, and ``steps=...``, the steps per
+        agent done, once it has trained."""
+        fields = {
+            "algorithm": repr(self.algorithm.name),
+            "env": repr(self.env_name),
+            "pop_size": self.training.pop_size,
+            "max_steps": self.training.max_steps,
+            "hpo": self.evolving,
+            "device": repr(str(self.device)),
+        }
+        if self.state is not None:
+            fields["steps"] = self.state.steps
+        return f"{type(self).__name__}({', '.join(f'{k}={v}' for k, v in fields.items())})"
+
     @classmethod
     def from_manifest(cls, manifest: Any, **kwargs: Any) -> LocalTrainer:
         """From a manifest file, a manifest document (dict) or a :class:`TrainingManifest`;
@@ -884,7 +900,12 @@ class LocalTrainer:
                 p, modeline(p) + dump_yaml(dump_manifest(self.to_manifest()))
             ),
             "plot": lambda p: plot_fitness(
-                history, p, title, loss=type(best).main_loss, measure=self.family.measure
+                history,
+                p,
+                title,
+                loss=type(best).main_loss,
+                measure=self.family.measure,
+                step_unit=self.family.step_unit,
             ),
             # strict JSON: a figure that is not finite is null (agilerl.finite.json_safe)
             "history": lambda p: write_text(

@@ -43,6 +43,16 @@ def test_train_with_overrides_shows_progress_and_writes_outputs(tmp_path, capsys
     assert (out / "best_agent.pt").exists() and (out / "checkpoint.pt").exists()
 
 
+def test_quiet_prints_the_one_line_the_readme_promises(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert (
+        main(["train", str(ROOT / "configs/dqn.yaml"), *SMALL, "--out", str(out), "--quiet"]) == 0
+    )
+    captured = capsys.readouterr()
+    lines = (captured.out + captured.err).splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"outputs in {out}/ (best agent: best ever ")
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [
@@ -103,3 +113,32 @@ def test_a_killed_run_resumes_and_completes(tmp_path):
     history = json.loads((out / "history.json").read_text())
     assert [r["generation"] for r in history] == list(range(6))  # no generation lost or redone
     assert history[-1]["steps"] == 1200
+
+
+def test_the_interrupt_hint_resumes_the_same_run(tmp_path, capsys, monkeypatch):
+    """Following the Ctrl-C hint must continue this run, not start another: every --set
+    (a budget, a population) and every option that shapes the run is repeated."""
+    import shlex
+
+    from agilerl.cli import build_parser
+    from agilerl.trainer import LocalTrainer
+
+    def interrupted(self, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LocalTrainer, "train", interrupted)
+    argv = [
+        "train", str(ROOT / "configs/dqn.yaml"), *SMALL, "--set", "training.max_steps=20480",
+        "--out", str(tmp_path / "a run"), "--checkpoint-steps", "400", "--threads", "1",
+        "--tensorboard", str(tmp_path / "tb"), "--quiet", "--force",
+    ]  # fmt: skip
+    assert main(argv) == 130
+    hint = capsys.readouterr().err.strip().splitlines()[-1]
+    command = hint.split("continue with: ", 1)[1]
+    words = shlex.split(command)
+    assert words[:2] == ["agilerl", "train"] and words[-1] == "--resume"
+    given, resumed = build_parser().parse_args(argv), build_parser().parse_args(words[1:])
+    assert resumed.resume is True and resumed.force is False  # --force would delete the run
+    for name, value in vars(given).items():
+        if name not in ("resume", "force", "handler"):
+            assert getattr(resumed, name) == value, name

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 import gymnasium as gym
@@ -199,6 +201,26 @@ def test_cli_json_matches_the_python_function(agent_file, capsys):
     expected = evaluate_agent(RLAlgorithm.load(agent_file), "CartPole-v1", 3, 5, False)
     assert report["returns"] == expected.returns and report["mean_return"] == expected.mean_return
     assert report["agent"] == str(agent_file) and report["deterministic"] is False
+
+
+@pytest.mark.parametrize("command", [["evaluate", "AGENT", "--format", "json"], ["schema"]])
+def test_a_reader_that_closes_early_ends_the_command_quietly(agent_file, command):
+    """``agilerl evaluate ... --format json | head``: the reader gone, the command ends with
+    the status of a process killed by SIGPIPE (141), without a BrokenPipeError traceback,
+    whichever command it is (main() catches it for all)."""
+    from agilerl.cli import EXIT_STDOUT_CLOSED
+
+    argv = [str(agent_file) if word == "AGENT" else word for word in command]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agilerl", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    proc.stdout.close()  # the reader closes before the command writes a byte
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == EXIT_STDOUT_CLOSED, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
 
 
 def test_cli_writes_a_video(agent_file, tmp_path, capsys):

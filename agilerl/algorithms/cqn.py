@@ -45,6 +45,9 @@ class CQN(DQN):
         "q_mean": "mean Q-value of the dataset's actions in the batch",
     }
     main_loss: ClassVar[str] = "loss"
+    #: Not ``learn_step``: offline, every step is an update (no environment is stepped
+    #: between them), so a mutated learn_step would change nothing.
+    default_mutable: ClassVar[tuple[str, ...]] = ("lr", "batch_size")
 
     def __init__(
         self,

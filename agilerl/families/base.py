@@ -71,6 +71,9 @@ class Family(ABC):
     title: ClassVar[str]
     #: What fitness and training scores measure (the fitness plot's axes).
     measure: ClassVar[str] = "mean return"
+    #: What one of ``training.max_steps`` is (the fitness plot's x-axis counts them per
+    #: agent): an environment step, an LLM run's batch, an offline run's update.
+    step_unit: ClassVar[str] = "environment steps"
     #: Whether run checkpoints save the environment's position (``env.state_dict()``):
     #: true where a resumed run cannot regain it from seeds (an LLM run's datasets).
     saves_env_position: ClassVar[bool] = False
@@ -88,6 +91,9 @@ class Family(ABC):
     #: The environment spec a saved agent of the family is evaluated on (None: the family
     #: evaluates on no environment; :meth:`cannot_evaluate` says what to do instead).
     evaluation_spec: ClassVar[type | None] = None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"  # stateless: one per agent type
 
     # -- the run's pieces ----------------------------------------------------------------
     @abstractmethod

@@ -127,6 +127,13 @@ class Mutations:
             if change is None:
                 return "None (no mutable hyperparameter)"
             name, old, new = change
+            if new == old:
+                # Scaled and clipped back to the value it had (a bound, or zero): nothing
+                # changed, so it is recorded as no mutation ("None (...)", as for an
+                # architecture at its bounds) and history and summaries count only real
+                # changes. Another hyperparameter is not tried instead: that would take
+                # further draws and change what seeded runs do.
+                return f"None ({name} unchanged at {_fmt(old)})"
             return f"{name} {_fmt(old)}->{_fmt(new)}"
         return "None"
 

@@ -65,6 +65,10 @@ class AlgorithmRegistry:
         """Registered algorithm names, sorted."""
         return sorted(self._entries)
 
+    def __repr__(self) -> str:
+        # What it holds, not object() at an address: ``AlgorithmRegistry(CQN, DDPG, ...)``.
+        return f"{type(self).__name__}({', '.join(self.names())})"
+
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in self._entries  # a document's name may be a list
 

@@ -71,6 +71,10 @@ class Turns:
     stops: dict[str, Callable[[RunState], bool]] = field(default_factory=dict)
     #: Learn metrics the per-generation table shows per agent (an LLM run's loss, KL).
     table_metrics: tuple[str, ...] = ()
+    #: The table's name for the training score, in the family's terms (a bandit's is the
+    #: reward rate of its training pulls); None: the family's training plays no
+    #: episodes (offline updates), so the table has no such column.
+    score_column: str | None = "train score"
     #: How a cohort of agents trains together (:mod:`agilerl.cohorts`):
     #: ``train_cohort(agents, slots, budget, state) -> (results, journals)``, one
     #: ``train_agent`` result per agent and, for ``sharing``, each agent's journal. None:
@@ -368,7 +372,11 @@ def evolve(
                 "agents": ordered,
             }
             state.history.append(record)
-            progress.write(generation_summary(record, max_steps, state.best, turns.table_metrics))
+            progress.write(
+                generation_summary(
+                    record, max_steps, state.best, turns.table_metrics, turns.score_column
+                )
+            )
             best = state.best_fitness
             assert best is not None  # record_best above keeps a best once a generation ran
             # the callbacks run on rank 0; every rank stops where they asked it to

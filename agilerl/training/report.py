@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import sys
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -96,10 +97,12 @@ def generation_summary(
     max_steps: int,
     best_ever: dict[str, Any] | None = None,
     metrics: tuple[str, ...] = (),
+    score_column: str | None = "train score",
 ) -> str:
-    """A short table: fitness per agent, the generation's means of its learn ``metrics``
-    (an LLM run shows loss and KL), its mutable hyperparameters, the mutation it
-    received before this generation's training. The head names this generation's best
+    """A short table: fitness and training score (headed ``score_column``; None: no
+    training score column) per agent,
+    the generation's means of its learn ``metrics`` (an LLM run shows loss and KL), its
+    mutable hyperparameters, the mutation it received before this generation's training. The head names this generation's best
     and, given ``best_ever`` (``RunState.best``), the best agent of the whole run."""
     agents = record["agents"]
     hp_names = sorted({name for agent in agents for name in agent["mutable"]})
@@ -111,12 +114,13 @@ def generation_summary(
         f"best of generation {score(best['fitness'])} (agent {best['index']}){ever}  "
         f"{record['env_steps_per_s']:,.0f} env steps/s"
     )
-    columns = ["agent", "fitness", "train score", *metrics, *hp_names, "mutation"]
+    scored = [score_column] if score_column is not None else []
+    columns = ["agent", "fitness", *scored, *metrics, *hp_names, "mutation"]
     rows = [
         [
             str(a["index"]),
             score(a["fitness"]),
-            "-" if a["train_score"] is None else score(a["train_score"]),
+            *("-" if a["train_score"] is None else score(a["train_score"]) for _ in scored),
             *(_fmt(a["metrics"].get(m, "-")) for m in metrics),
             *(_fmt(a["mutable"].get(n, "-")) for n in hp_names),
             a["mutation"],
@@ -153,8 +157,19 @@ def _panel(
         ax.legend(loc="best", fontsize="small")
     else:
         ax.text(0.5, 0.5, empty, ha="center", va="center", transform=ax.transAxes, color="gray")
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(_fitting(ylabel))
     ax.grid(alpha=0.3)
+
+
+#: Characters of a y-axis label line that fit beside one panel of :func:`fitness_figure`
+#: (2.3 inches tall, labels at 10 pt): a longer line runs into the panel below.
+LABEL_WIDTH = 30
+
+
+def _fitting(label: str) -> str:
+    """``label`` with each line wrapped to :data:`LABEL_WIDTH` (a family's ``measure``,
+    the LLM's "score: reward, accuracy or 1/perplexity", is longer)."""
+    return "\n".join(textwrap.fill(line, LABEL_WIDTH) for line in label.split("\n"))
 
 
 def plot_fitness(
@@ -163,11 +178,12 @@ def plot_fitness(
     title: str,
     loss: str | None = None,
     measure: str = "mean return",
+    step_unit: str = "environment steps",
 ) -> Path:
     """PNG of :func:`fitness_figure`, written atomically (:func:`agilerl.atomic.write_bytes`)."""
     import matplotlib.pyplot as plt
 
-    fig = fitness_figure(history, title, loss, measure)
+    fig = fitness_figure(history, title, loss, measure, step_unit)
     png = io.BytesIO()
     fig.savefig(png, format="png")
     plt.close(fig)
@@ -175,14 +191,19 @@ def plot_fitness(
 
 
 def fitness_figure(
-    history: list[dict[str, Any]], title: str, loss: str | None = None, measure: str = "mean return"
+    history: list[dict[str, Any]],
+    title: str,
+    loss: str | None = None,
+    measure: str = "mean return",
+    step_unit: str = "environment steps",
 ) -> Any:
-    """A run's generations in three panels sharing the x-axis (environment steps per
-    agent): every agent's evaluation fitness, its training score (mean return of the
-    training episodes that ended) and its ``loss`` (the algorithm's ``main_loss``
-    metric, averaged over the generation), with the population mean (and, for fitness
-    and score, the best agent's). ``measure``: what fitness and score are (an LLM run's
-    are test-split scores and training rewards)."""
+    """A run's generations in three panels sharing the x-axis (``step_unit`` per agent,
+    the family's: environment steps, an LLM run's batches): every agent's evaluation
+    fitness, its training score (mean return of the training episodes that ended) and
+    its ``loss`` (the algorithm's ``main_loss`` metric, averaged over the generation),
+    with the population mean (and, for fitness and score, the best agent's).
+    ``measure``: what fitness and score are (an LLM run's are test-split scores and
+    training rewards)."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display needed
@@ -206,6 +227,6 @@ def fitness_figure(
         axes[2], steps if loss else [], losses, label, "no learning updates recorded", best=False
     )
     axes[0].set_title(title)
-    axes[-1].set_xlabel("environment steps per agent")
+    axes[-1].set_xlabel(f"{step_unit} per agent")
     fig.tight_layout()
     return fig

@@ -117,6 +117,16 @@ def test_an_agent_dropped_takes_its_adapter_out_of_the_shared_model(tokenizer, b
     assert name not in shared.names()
 
 
+def test_an_llm_agent_prints_its_base_model(tokenizer, base, tiny_llm):
+    given = _agent(SFT, tokenizer, base, index=2)  # a model object: named by its class
+    assert repr(given) == (
+        f"SFT(model='{type(base).__name__}', steps=0, fitness=[], device='cpu', index=2)"
+    )
+    path = str(tiny_llm / "model")
+    loaded = _agent(SFT, tokenizer, base, pretrained_model_name_or_path=path)
+    assert repr(loaded).startswith(f"SFT(model='{path}', steps=0,")
+
+
 def test_a_peft_model_or_a_non_model_is_refused_as_actor_network(tokenizer, base):
     agent = _agent(SFT, tokenizer, base)
     with pytest.raises(ValueError, match="actor_network: a peft model"):

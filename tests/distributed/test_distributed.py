@@ -435,5 +435,5 @@ def test_agilerl_train_processes_2_reports_a_killed_rank_in_one_line(tmp_path):
     assert "Traceback" not in stderr and "ChildFailedError" not in stderr, stderr[-3000:]
     assert stderr.splitlines()[-1] == (
         "agilerl: rank 1 ended (killed by SIGKILL) and the run stopped on every rank; "
-        f"resume the run with: agilerl train {path} --resume --out {out}"
+        f"resume the run with: agilerl train {path} --out {out} --processes 2 --quiet --resume"
     )

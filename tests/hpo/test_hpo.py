@@ -69,13 +69,21 @@ def test_zero_weight_kinds_are_never_drawn_and_hyperparameters_stay_in_range():
     mutations = Mutations(
         no_mutation=0, architecture=0, parameters=0, activation=0, rl_hp=1, rand_seed=0
     )
+    unchanged = 0
     for _ in range(30):
+        before = [(agent.lr, agent.batch_size, agent.learn_step) for agent in pop]
         mutations.mutation(pop)
-        for agent in pop:
-            assert agent.mut.split()[0] in {"lr", "batch_size", "learn_step"}
+        for agent, values in zip(pop, before, strict=True):
+            name = agent.mut.removeprefix("None (").split()[0]
+            assert name in {"lr", "batch_size", "learn_step"}
+            # a value clipped back to where it was is no mutation, never "a->a"
+            changed = (agent.lr, agent.batch_size, agent.learn_step) != values
+            assert agent.mut.startswith("None (") is not changed, agent.mut
+            unchanged += not changed
             assert 1e-4 <= agent.lr <= 2e-4 and 16 <= agent.batch_size <= 40
             assert isinstance(agent.batch_size, int)
             assert agent.optimizer.param_groups[0]["lr"] == agent.lr  # lr took effect
+    assert unchanged > 0  # the narrow lr range pins it at a bound often
 
 
 def test_the_mutation_before_training_never_draws_none():

@@ -18,6 +18,7 @@ from support import ROOT
 from agilerl.algorithms import DQN, PPO
 from agilerl.cli import main
 from agilerl.components.exploration import EpsilonSchedule
+from agilerl.families import FAMILIES
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models.env import GymEnvSpec
 from agilerl.trainer import LocalTrainer
@@ -363,8 +364,27 @@ def test_fitness_plot_shows_fitness_training_score_and_the_main_loss():
     assert line(score_ax, "population mean") == ([200, 300], [5.5, 10.5])
     assert line(loss_ax, "population mean")[1] == pytest.approx([1.5, 1.0, 1 / 3 + 0.5])
     assert [ln.get_label() for ln in loss_ax.get_lines()] == ["population mean"]  # no "best" loss
+    assert loss_ax.get_xlabel() == "environment steps per agent"
     import matplotlib.pyplot as plt
 
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES.values(), key=lambda f: f.title), ids=str)
+def test_each_familys_plot_counts_its_own_steps_and_keeps_labels_beside_their_panels(family):
+    """The x-axis counts what ``max_steps`` counts for the family (an LLM run's batches,
+    not environment steps), and no y-axis label, however long the family's ``measure``,
+    reaches into the next panel."""
+    import matplotlib.pyplot as plt
+
+    agents = [{"fitness": 0.5, "train_score": 0.4, "metrics": {"loss": 1.0}}]
+    history = [{"steps": 10 * (g + 1), "agents": agents} for g in range(2)]
+    fig = fitness_figure(history, "t", "loss", family.measure, family.step_unit)
+    assert fig.axes[-1].get_xlabel() == f"{family.step_unit} per agent"
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        panel, label = ax.get_window_extent(renderer), ax.yaxis.label.get_window_extent(renderer)
+        assert panel.y0 <= label.y0 and label.y1 <= panel.y1, ax.get_ylabel()
     plt.close(fig)
 
 
@@ -390,15 +410,16 @@ def test_trainer_plots_the_algorithms_main_loss(tmp_path, monkeypatch):
 
     drawn = []
 
-    def recording(history, title, loss=None, measure="mean return"):
-        fig = real(history, title, loss, measure)
-        drawn.append((loss, [ax.get_ylabel() for ax in fig.axes]))
+    def recording(history, title, loss=None, measure="mean return", step_unit="?"):
+        fig = real(history, title, loss, measure, step_unit)
+        drawn.append((loss, [ax.get_ylabel() for ax in fig.axes], fig.axes[-1].get_xlabel()))
         return fig
 
     real = report.fitness_figure
     monkeypatch.setattr(report, "fitness_figure", recording)
     trainer = _dqn_trainer(tmp_path, max_steps=200)
     trainer.train(verbose=False, output_dir=tmp_path / "out")
-    ((loss, labels),) = drawn
+    ((loss, labels, steps),) = drawn
     assert loss == "td_loss" and len(labels) == 3 and "td loss" in labels[2]
+    assert steps == "environment steps per agent"  # the family's step unit
     assert (tmp_path / "out" / "fitness.png").read_bytes()[:4] == b"\x89PNG"

@@ -56,6 +56,22 @@ LAYER_MUTATIONS = frozenset({"add_layer", "remove_layer", "add_block", "remove_b
 ACTIVATION_MUTATION = "change_activation"
 
 
+def space_text(space: Any) -> str:
+    """A Gymnasium space in a few characters, for an agent's ``repr``: a Box by its shape
+    (``Box(4,)``; its own repr prints every bound), composite spaces by their parts."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Box):
+        return f"Box{space.shape}"
+    if isinstance(space, spaces.MultiDiscrete):
+        return f"MultiDiscrete({space.nvec.tolist()})"
+    if isinstance(space, spaces.Dict):
+        return "Dict(" + ", ".join(f"{k}: {space_text(v)}" for k, v in space.spaces.items()) + ")"
+    if isinstance(space, spaces.Tuple):
+        return "Tuple(" + ", ".join(space_text(part) for part in space.spaces) + ")"
+    return repr(space)  # Discrete(2), MultiBinary(3): short already
+
+
 def unique_parameters(modules: list[torch.nn.Module]) -> list[torch.nn.Parameter]:
     """Parameters of ``modules`` with shared ones (a shared encoder) listed once."""
     seen: set[int] = set()
@@ -152,6 +168,27 @@ class EvolvableAlgorithm:
         #: The environment section the agent was trained on, if known; saved in its
         #: checkpoint, so ``agilerl evaluate`` can rebuild it.
         self.environment: dict[str, Any] | None = None
+
+    def __repr__(self) -> str:
+        """``PPO(observation_space=Box(4,), action_space=Discrete(2), steps=20480,
+        fitness=[..., 475.6], device='cpu', index=0)``: what the agent acts on (the
+        family's :meth:`_repr_fields`), how far it trained, its latest fitness (the
+        count elided), where it runs and its index in the population."""
+        fitness = self.fitness
+        last = ", ".join(f"{value:.4g}" for value in fitness[-1:])
+        fields = {
+            **self._repr_fields(),
+            "steps": str(self.steps),
+            "fitness": f"[..., {last}]" if len(fitness) > 1 else f"[{last}]",
+            "device": repr(str(self.device)),
+            "index": str(self.index),
+        }
+        return f"{self.name}({', '.join(f'{k}={v}' for k, v in fields.items())})"
+
+    def _repr_fields(self) -> dict[str, str]:
+        """What the agent acts on, as ``repr`` shows it first (name -> text); a family
+        fills it in (spaces, agent ids, a base model)."""
+        return {}
 
     def construction_state(self) -> dict[str, Any]:
         """The values of :attr:`construction_layout`, as saved and passed back."""

@@ -322,6 +322,14 @@ class LLMAlgorithm(EvolvableAlgorithm):
         self._build_model(actor_network)
         self.finish_init(hp_config)
 
+    def _repr_fields(self) -> dict[str, str]:
+        # The base model by the name it was loaded from, else (one given as an object)
+        # by its class.
+        name = self.pretrained_model_name_or_path
+        if name is None and hasattr(self, "shared"):
+            name = type(self.shared.base).__name__
+        return {"model": repr(str(name))}
+
     # -- model ----------------------------------------------------------------------------
     def _build_model(self, actor_network: Any) -> None:
         """The shared base (loaded from ``pretrained_model_name_or_path`` unless given)

@@ -104,6 +104,9 @@ class MultiAgentRLAlgorithm(EvolvableAlgorithm):
         table = self.observation_spaces if kind == "observation" else self.action_spaces
         return table[self.groups[group][0]]
 
+    def _repr_fields(self) -> dict[str, str]:
+        return {"agents": repr(self.agent_ids)}
+
     # -- to implement (the multi-agent loops call these) ---------------------------------
     def get_action(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
         """Actions of every agent present in ``obs`` (a batch per agent id), in each

@@ -23,7 +23,7 @@ import torch
 from gymnasium import spaces
 from pydantic import BaseModel
 
-from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
+from agilerl.algorithms.core.evolvable import EvolvableAlgorithm, space_text
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.networks.base import infer_encoder_spec
 
@@ -159,7 +159,12 @@ class RLAlgorithm(EvolvableAlgorithm):
             index, net_config=net_config, device=device, accelerator=accelerator, seed=seed
         )
 
-    # -- to implement ---------------------------------------------------------------------
+    def _repr_fields(self) -> dict[str, str]:
+        return {
+            "observation_space": space_text(self.observation_space),
+            "action_space": space_text(self.action_space),
+        }
+
     # -- to implement ---------------------------------------------------------------------
     def get_action(self, obs: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError

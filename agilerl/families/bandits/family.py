@@ -33,6 +33,7 @@ class BanditFamily(Family):
     title = "contextual bandit"
     evaluation_spec = BanditEnvSpec
     measure = "reward rate, 0 to 1"
+    step_unit = "arm pulls"
     # The best agent's cumulative regret over its lineage's pulls.
     outputs = {"regret": Output("regret.png", plot_regret)}
 

@@ -20,6 +20,7 @@ class LLMFamily(Family):
     agent_type = AgentType.LLMAgent
     title = "LLM fine-tuning"
     measure = "score: reward, accuracy or 1/perplexity"
+    step_unit = "training batches"
     saves_env_position = True
     shards_population = False
     # The best agent's peft adapter directory, tokenizer beside it.

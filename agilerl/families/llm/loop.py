@@ -16,6 +16,7 @@ The schemas name three training functions (``finetune_llm_reasoning``,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agilerl.distributed.group import current_group
@@ -52,6 +53,26 @@ STEPS: dict[str, Step] = {
     "reasoning": reasoning_step,
     "preference": batch_step,
     "sft": batch_step,
+}
+
+
+@dataclass(frozen=True)
+class ScoreColumn:
+    """How a step's training score shows in the per-generation table."""
+
+    #: Its heading; None: the step scores nothing, so the table has no such column.
+    heading: str | None
+    #: The learn metric that is the same figure, left out of the table.
+    repeats: str | None = None
+
+
+#: Environment type -> its training score's column. GRPO's score is the mean reward of
+#: its completions, which its ``reward`` metric also is; DPO and SFT batches carry no
+#: reward, so they have no training score.
+SCORE_COLUMNS: dict[str, ScoreColumn] = {
+    "reasoning": ScoreColumn("train reward", repeats="reward"),
+    "preference": ScoreColumn(None),
+    "sft": ScoreColumn(None),
 }
 
 
@@ -149,7 +170,10 @@ def finetune_llm(
         train_agent,
         evaluate_agent,
         stops=stops,
-        table_metrics=tuple(type(pop[0]).learn_metrics),
+        table_metrics=tuple(
+            m for m in type(pop[0]).learn_metrics if m != SCORE_COLUMNS[env_type].repeats
+        ),
+        score_column=SCORE_COLUMNS[env_type].heading,
     )
     config = RunConfig(
         max_steps=max_steps,
@@ -191,6 +215,7 @@ finetune_llm_preference = _entry_point("preference")
 finetune_llm_sft = _entry_point("sft")
 
 __all__ = [
+    "SCORE_COLUMNS",
     "STEPS",
     "finetune_llm",
     "finetune_llm_preference",

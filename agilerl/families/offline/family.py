@@ -81,6 +81,7 @@ def check_offline_run(ctx: RunContext, available: int | None = None) -> Estimate
 class OfflineFamily(GymEvaluation, Family):
     agent_type = AgentType.OfflineAgent
     title = "offline"
+    step_unit = "learning updates"
 
     def evaluation_environment(self, environment: Any, agent: Any) -> Any:
         """The Gymnasium part of the recorded section: its dataset_path dropped."""

@@ -74,6 +74,7 @@ def offline_turns(
         train_agent,
         episode_evaluation(env, eval_steps, eval_loop),
         train_cohort=train_cohort if type(replay) is Replay else None,
+        score_column=None,  # updates play no episodes: no training score to show
     )
 
 

@@ -23,7 +23,7 @@ import torch
 from support import ROOT
 
 from agilerl.cli import main
-from agilerl.families.llm.loop import STEPS, finetune_llm
+from agilerl.families.llm.loop import SCORE_COLUMNS, STEPS, finetune_llm
 from agilerl.llm.batches import Completions, PromptBatch, TokenSequences
 from agilerl.models.manifest import load_manifest
 from agilerl.trainer import LocalTrainer, TrainerError
@@ -140,7 +140,7 @@ def test_every_agent_of_a_generation_trains_on_the_same_batches():
 
 
 def test_a_step_of_each_environment_type_is_in_the_table():
-    assert set(STEPS) == {"reasoning", "preference", "sft"}
+    assert set(STEPS) == set(SCORE_COLUMNS) == {"reasoning", "preference", "sft"}
     with pytest.raises(ValueError, match="env_type: 'chat'"):
         run([FakeAgent()], FakeEnv(), env_type="chat")
 
@@ -220,8 +220,25 @@ def test_the_generation_table_shows_the_learn_metrics(capsys):
     run([FakeAgent(0), FakeAgent(1)], FakeEnv(), verbose=True)
     err = capsys.readouterr().err
     header = next(line for line in err.splitlines() if "fitness" in line and "agent" in line)
-    assert header.split()[:5] == ["agent", "fitness", "train", "score", "loss"]
+    # SFT batches carry no reward: no training score column (it would be all "-")
+    assert header.split()[:3] == ["agent", "fitness", "loss"]
     assert "kl" in header.split()
+
+
+class RewardMetricAgent(FakeAgent):
+    learn_metrics = {"loss": "a loss", "reward": "the batch's mean reward"}
+
+    def learn(self, batch):
+        return {**super().learn(batch), "reward": float(batch.rewards.mean())}
+
+
+def test_grpos_table_shows_its_training_reward_once(capsys):
+    env = FakeEnv(reasoning=True)
+    run([RewardMetricAgent()], env, env_type="reasoning", max_steps=2, evo_steps=2, verbose=True)
+    err = capsys.readouterr().err
+    header = next(line for line in err.splitlines() if "fitness" in line and "agent" in line)
+    assert header.split()[:5] == ["agent", "fitness", "train", "reward", "loss"]
+    assert header.split().count("reward") == 1  # not again as the reward metric
 
 
 def test_a_run_checkpoint_holds_the_environments_position(tmp_path):
@@ -376,7 +393,7 @@ def test_a_killed_llm_run_resumes_where_it_stood(tiny, capsys):
     kill_at_first_checkpoint(command, killed / "checkpoint.pt", env)
     assert not (killed / "history.json").exists()  # it did not finish
     result = agilerl(*command[3:], "--resume", cwd=tiny)
-    assert "resuming from" in result.stderr
+    assert "resumed from" in result.stdout  # in the one line of --quiet
 
     def losses(run):
         history = json.loads((run / "history.json").read_text())
