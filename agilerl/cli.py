@@ -330,11 +330,31 @@ def _tracking_overrides(args: argparse.Namespace) -> list[str]:
 
 
 def _train(args: argparse.Namespace) -> int:
+    # Only what reads the settings and the manifest: a refused manifest is answered before
+    # torch and the engine load (seconds), which _run_training imports.
+    from agilerl.distributed.launcher import launched_world_size
+    from agilerl.distributed.liveness import PeerTimeoutSettingError, peer_timeout
+
+    rank = int(os.environ.get("RANK", "0") or 0)
+    who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
+    try:
+        if args.processes > 1 or launched_world_size() > 1:
+            peer_timeout()  # a bad setting is refused once, before any rank starts
+        manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
+    except (CliError, PeerTimeoutSettingError) as err:
+        print(f"{who}: {err}", file=sys.stderr)
+        return 1
+    if args.processes > 1 and launched_world_size() == 1:
+        return _launch(args)  # the manifest is valid: start the ranks
+    return _run_training(args, manifest, rank, who)
+
+
+def _run_training(args: argparse.Namespace, manifest: Any, rank: int, who: str) -> int:
+    """``agilerl train`` of a valid manifest on this process (one rank of a launch)."""
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
     from agilerl.distributed import PeerLost
-    from agilerl.distributed.group import launched_world_size
-    from agilerl.distributed.liveness import EXIT_CODE, PeerTimeoutSettingError, peer_timeout
+    from agilerl.distributed.liveness import EXIT_CODE
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
@@ -344,14 +364,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.training.tracking import TrackingError
     from agilerl.user_code import UserCodeError
 
-    rank = int(os.environ.get("RANK", "0") or 0)
-    who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
     try:
-        if args.processes > 1 or launched_world_size() > 1:
-            peer_timeout()  # a bad setting is refused once, before any rank starts
-        manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
-        if args.processes > 1 and launched_world_size() == 1:
-            return _launch(args)  # the manifest is valid: start the ranks
         out = Path(args.out) if args.out else Path("runs") / Path(args.manifest).stem
         # training may be absent (null: every default)
         checkpoint = args.checkpoint_path or getattr(manifest.training, "checkpoint_path", None)
@@ -403,7 +416,6 @@ def _train(args: argparse.Namespace) -> int:
         TrackingError,
         TrainerError,
         UserCodeError,
-        PeerTimeoutSettingError,
     ) as err:
         print(f"{who}: {err}", file=sys.stderr)
         return 1
