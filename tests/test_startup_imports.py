@@ -40,21 +40,16 @@ code = main({argv!r})
 print(json.dumps({{"code": code, "loaded": [m for m in {watched!r} if m in sys.modules]}}))
 """
 
-# The child prints the watched modules it holds at the first step of the training
-# environment, and ends there.
+# The child prints the watched modules it holds at the first step of a CartPole
+# environment (one or a natively vectorised batch), and ends there.
 AT_FIRST_STEP = """
 import json, os, sys
-from agilerl.families.single_agent.family import SingleAgentFamily
-made = SingleAgentFamily.make_env
-def make_env(self, ctx):
-    env = made(self, ctx)
-    def step(*args, **kwargs):
-        print(json.dumps({{"loaded": [m for m in {watched!r} if m in sys.modules]}}))
-        sys.stdout.flush()
-        os._exit(0)
-    env.step = step
-    return env
-SingleAgentFamily.make_env = make_env
+from gymnasium.envs.classic_control import cartpole
+def step(self, *args, **kwargs):
+    print(json.dumps({{"loaded": [m for m in {watched!r} if m in sys.modules]}}))
+    sys.stdout.flush()
+    os._exit(0)
+cartpole.CartPoleEnv.step = cartpole.CartPoleVectorEnv.step = step
 from agilerl.cli import main
 main({argv!r})
 """
