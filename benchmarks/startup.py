@@ -76,7 +76,7 @@ def first_step(manifest: Path, out: str) -> tuple[float, dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="How long the command line takes to start.")
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     agilerl = [sys.executable, "-m", "agilerl"]
