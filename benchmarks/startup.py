@@ -7,8 +7,10 @@ fresh processes, from just before the process is started:
    step: the child replaces CartPole's ``step`` with one that prints the time and ends
    the process, and reports how many modules it had imported by then and which
    of the heavy stacks a CartPole run has no use for were among them;
-4. for scale, ``python -c "import torch, torch._dynamo, gymnasium"``: what no such run
-   can start without (torch.optim imports torch._dynamo when it builds an optimizer).
+4. where the time to that first step goes: one more such run under ``python -X
+   importtime``, its imports in all and the shares of torch and of torch._dynamo (which
+   torch.optim imports when it builds the first optimizer); importtime's own overhead
+   makes these seconds larger than the wall figures.
 
     python benchmarks/startup.py [--runs 3]
 
@@ -75,6 +77,29 @@ def first_step(manifest: Path, out: str) -> tuple[float, dict[str, Any]]:
     return float(report["at"]) - start, report
 
 
+def import_seconds(manifest: Path, out: str) -> dict[str, float]:
+    """Seconds of imports before the first step (``-X importtime``): all of them (the
+    top-level ones' cumulative times), and torch's, torch._dynamo's, gymnasium's."""
+    code = FIRST_STEP.format(heavy=HEAVY, manifest=str(manifest), out=out)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds = {"all": 0.0, "torch": 0.0, "torch._dynamo": 0.0, "gymnasium": 0.0}
+    for line in done.stderr.splitlines():
+        if not line.startswith("import time:") or "cumulative" in line:
+            continue
+        _, cumulative, name = line.split("|")
+        if name.startswith(" ") and not name.startswith("  "):  # imported at top level
+            seconds["all"] += int(cumulative) / 1e6
+        if name.strip() in seconds:
+            seconds[name.strip()] += int(cumulative) / 1e6
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="How long the command line takes to start.")
     parser.add_argument("--runs", type=int, default=3)
@@ -92,25 +117,26 @@ def main() -> None:
                 wall([*agilerl, "validate", "configs/ppo.yaml"], ROOT) for _ in range(args.runs)
             ],
         }
-        # What no CartPole run can start without: torch, and torch._dynamo, which
-        # torch.optim imports when the first optimizer is built.
-        figures["floor: import torch, torch._dynamo, gymnasium"] = [
-            wall([sys.executable, "-c", "import torch, torch._dynamo, gymnasium"], ROOT)
-            for _ in range(args.runs)
-        ]
         steps = [
             first_step(ROOT / "configs" / "ppo.yaml", os.path.join(tmp, f"run{i}"))
             for i in range(args.runs)
         ]
         figures["train configs/ppo.yaml, to the first step"] = [s for s, _ in steps]
+        imports = import_seconds(ROOT / "configs" / "ppo.yaml", os.path.join(tmp, "imports"))
     for name, seconds in figures.items():
         runs = ", ".join(f"{s:.2f}" for s in seconds)
-        print(f"{name:50s} median {statistics.median(seconds):6.2f} s  ({runs})")
+        print(f"{name:45s} median {statistics.median(seconds):6.2f} s  ({runs})")
     report = steps[-1][1]
     print(
         f"at the first step: {report['modules']} modules imported, torch "
         f"{'in' if report['torch'] else 'not in'} them; heavy stacks: "
         f"{', '.join(report['heavy']) or 'none'}"
+    )
+    print(
+        f"imports before the first step (-X importtime): {imports['all']:.2f} s, of which "
+        + ", ".join(
+            f"{name} {imports[name]:.2f} s" for name in ("torch", "torch._dynamo", "gymnasium")
+        )
     )
 
 
