@@ -4,10 +4,12 @@ manifest, train it, evaluate a trained agent."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -299,6 +301,24 @@ def _device(name: str) -> Any:
     return device
 
 
+@contextlib.contextmanager
+def command_threads(explicit: int | None, agent: Any, device: Any) -> Iterator[None]:
+    """The block runs on the torch thread count that ``agilerl train`` would choose for
+    ``agent`` (None: no networks) on ``device``: one thread for small networks on the
+    CPU unless the user set one (``--threads``, ``AGILERL_NUM_THREADS``,
+    ``OMP_NUM_THREADS``); see :mod:`agilerl.training.threads`. Every command that runs
+    torch outside a training run takes its count here; the count before is restored
+    after (for callers of :func:`main` in-process)."""
+    from agilerl.training.threads import apply_threads, restored_threads
+
+    with restored_threads():
+        try:
+            apply_threads(explicit, agent, device)
+        except ValueError as err:
+            raise CliError(str(err)) from None
+        yield
+
+
 def _tracking_overrides(args: argparse.Namespace) -> list[str]:
     """``--tensorboard`` / ``--wandb`` as the ``--set`` assignments they stand for (values
     quoted: JSON strings are YAML strings, so a DIR like ``123`` or ``null`` stays text)."""
@@ -351,11 +371,31 @@ def resume_command(args: argparse.Namespace) -> str:
 
 
 def _train(args: argparse.Namespace) -> int:
+    # Only what reads the settings and the manifest: a refused manifest is answered before
+    # torch and the engine load (seconds), which _run_training imports.
+    from agilerl.distributed.launcher import launched_world_size
+    from agilerl.distributed.liveness import PeerTimeoutSettingError, peer_timeout
+
+    rank = int(os.environ.get("RANK", "0") or 0)
+    who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
+    try:
+        if args.processes > 1 or launched_world_size() > 1:
+            peer_timeout()  # a bad setting is refused once, before any rank starts
+        manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
+    except (CliError, PeerTimeoutSettingError) as err:
+        print(f"{who}: {err}", file=sys.stderr)
+        return 1
+    if args.processes > 1 and launched_world_size() == 1:
+        return _launch(args)  # the manifest is valid: start the ranks
+    return _run_training(args, manifest, rank, who)
+
+
+def _run_training(args: argparse.Namespace, manifest: Any, rank: int, who: str) -> int:
+    """``agilerl train`` of a valid manifest on this process (one rank of a launch)."""
     from agilerl.atomic import OutputError
     from agilerl.checkpoints import CheckpointError
     from agilerl.distributed import PeerLost
-    from agilerl.distributed.group import launched_world_size
-    from agilerl.distributed.liveness import EXIT_CODE, PeerTimeoutSettingError, peer_timeout
+    from agilerl.distributed.liveness import EXIT_CODE
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
     from agilerl.models.base import AlgorithmNotAvailableError
@@ -365,14 +405,7 @@ def _train(args: argparse.Namespace) -> int:
     from agilerl.training.tracking import TrackingError
     from agilerl.user_code import UserCodeError
 
-    rank = int(os.environ.get("RANK", "0") or 0)
-    who = "agilerl" if launched_world_size() == 1 else f"agilerl (rank {rank})"
     try:
-        if args.processes > 1 or launched_world_size() > 1:
-            peer_timeout()  # a bad setting is refused once, before any rank starts
-        manifest = load_with_overrides(args.manifest, args.set + _tracking_overrides(args))
-        if args.processes > 1 and launched_world_size() == 1:
-            return _launch(args)  # the manifest is valid: start the ranks
         out = Path(args.out) if args.out else Path("runs") / Path(args.manifest).stem
         # training may be absent (null: every default)
         checkpoint = args.checkpoint_path or getattr(manifest.training, "checkpoint_path", None)
@@ -427,7 +460,6 @@ def _train(args: argparse.Namespace) -> int:
         TrackingError,
         TrainerError,
         UserCodeError,
-        PeerTimeoutSettingError,
     ) as err:
         print(f"{who}: {err}", file=sys.stderr)
         return 1
@@ -559,7 +591,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     try:
         # Any family's agent: its family evaluates it, or says why it cannot.
-        agent = EvolvableAlgorithm.load(args.agent, device=_device(args.device))
+        device = _device(args.device)
+        agent = EvolvableAlgorithm.load(args.agent, device=device)
         family = agent_family(agent)
         where, document = _evaluation_environment(args, agent, family)
         try:
@@ -577,15 +610,16 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.video:
             # rgb_array frames need no display; without one SDL (pygame) complains.
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        result = family.evaluate_saved(
-            agent,
-            environment,
-            episodes=args.episodes,
-            seed=args.seed,
-            deterministic=not args.stochastic,
-            video=args.video,
-            max_episode_steps=args.max_episode_steps,
-        )
+        with command_threads(args.threads, agent, device):
+            result = family.evaluate_saved(
+                agent,
+                environment,
+                episodes=args.episodes,
+                seed=args.seed,
+                deterministic=not args.stochastic,
+                video=args.video,
+                max_episode_steps=args.max_episode_steps,
+            )
     except (
         CliError,
         CheckpointError,
@@ -611,7 +645,13 @@ def _llm_tiny(args: argparse.Namespace) -> int:
     from agilerl.llm.tiny import AssetsExistError, build_tiny_assets
 
     try:
-        root = build_tiny_assets(args.directory, seed=args.seed, force=args.force)
+        import torch
+
+        with command_threads(None, None, torch.device("cpu")):  # a tiny model: one thread
+            root = build_tiny_assets(args.directory, seed=args.seed, force=args.force)
+    except CliError as err:  # AGILERL_NUM_THREADS refused
+        print(f"agilerl: {err}", file=sys.stderr)
+        return 1
     except AssetsExistError as err:
         print(f"agilerl: {err}", file=sys.stderr)
         return 1
@@ -658,6 +698,8 @@ def _collection_policy(path: str) -> Any:
 
 
 def _dataset_collect(args: argparse.Namespace) -> int:
+    import torch
+
     from agilerl.checkpoints import CheckpointError
     from agilerl.families.offline.collect import collect_transitions, write_dataset
     from agilerl.families.offline.datasets import DatasetError
@@ -685,9 +727,11 @@ def _dataset_collect(args: argparse.Namespace) -> int:
                     f"{environment.name} has {env.single_observation_space.shape} and "
                     f"{env.single_action_space}"
                 )
-            data, returns = collect_transitions(
-                env, args.steps, agent, epsilon=args.epsilon or 0.0, seed=args.seed
-            )
+            device = torch.device(agent.device if agent is not None else "cpu")
+            with command_threads(args.threads, agent, device):
+                data, returns = collect_transitions(
+                    env, args.steps, agent, epsilon=args.epsilon or 0.0, seed=args.seed
+                )
         finally:
             env.close()
         path = write_dataset(args.output, data)
@@ -720,6 +764,17 @@ def _positive(text: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive integer")
     return int(text)
+
+
+def _threads_option(parser: argparse.ArgumentParser) -> None:
+    """``--threads N`` of every command that runs networks (:func:`command_threads`)."""
+    parser.add_argument(
+        "--threads",
+        type=_positive,
+        metavar="N",
+        help="torch CPU threads (default: 1 for small networks on the CPU; also "
+        "AGILERL_NUM_THREADS)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -801,13 +856,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace an earlier run in the output directory: delete its outputs and "
         "checkpoint first (other files stay); without it such a run is refused",
     )
-    train.add_argument(
-        "--threads",
-        type=_positive,
-        metavar="N",
-        help="torch CPU threads (default: 1 for small networks on the CPU; also "
-        "AGILERL_NUM_THREADS)",
-    )
+    _threads_option(train)
     train.add_argument(
         "--processes",
         type=_positive,
@@ -887,6 +936,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--device", default="cpu", help="torch device (default cpu)")
     evaluate.add_argument("--format", choices=["text", "json"], default="text")
+    _threads_option(evaluate)
     evaluate.set_defaults(handler=_evaluate)
 
     dataset = commands.add_parser("dataset", help="offline datasets (HDF5) for CQN")
@@ -920,6 +970,7 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument(
         "--seed", type=int, default=0, metavar="S", help="reset and action seed (default 0)"
     )
+    _threads_option(collect)
     collect.set_defaults(handler=_dataset_collect)
 
     llm = commands.add_parser("llm", help="LLM fine-tuning helpers")

@@ -65,7 +65,12 @@ from agilerl.training.run_directory import (
     remove_earlier_outputs,
 )
 from agilerl.training.state import RunState, still_finished
-from agilerl.training.threads import choose_threads, requested_threads, single_thread
+from agilerl.training.threads import (
+    apply_threads,
+    requested_threads,
+    restored_threads,
+    single_thread,
+)
 from agilerl.training.tracking import Reporter
 from agilerl.training.work import check_work
 
@@ -524,14 +529,13 @@ class LocalTrainer:
         # Filled by _start as it takes the locks, so they are released below even when
         # another rank refuses the run after this one took them.
         holds: list[DirectoryLock] = []
-        threads = torch.get_num_threads()
         try:
-            self._start_together(
-                group, lambda: holds.extend(self._start(group, output_dir, force, verbose))
-            )
-            population, fitnesses = self._run(verbose, output_dir, group, callbacks)
+            with restored_threads():  # the run's choice ends with the run
+                self._start_together(
+                    group, lambda: holds.extend(self._start(group, output_dir, force, verbose))
+                )
+                population, fitnesses = self._run(verbose, output_dir, group, callbacks)
         finally:
-            torch.set_num_threads(threads)  # the run's choice ends with the run
             for lock in holds:
                 lock.release()
         leave()  # after the last collective: the other ranks no longer wait for this one
@@ -759,12 +763,9 @@ class LocalTrainer:
         workers = self.family.env_workers(ctx, env)
         computes = self.family.computes(ctx, agent)  # what the run's forward passes run
         try:
-            threads = choose_threads(self.num_threads, computes, self.device, workers)
+            self.threads = apply_threads(self.num_threads, computes, self.device, workers)
         except ValueError as err:
             raise TrainerError(str(err)) from None
-        if threads is not None:
-            torch.set_num_threads(threads)
-        self.threads = torch.get_num_threads()
 
     def _stopped(self, why: str, output_dir: str | Path | None) -> OutputError:
         """The error that ends a run whose checkpoint failed, after writing what it can."""

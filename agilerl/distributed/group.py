@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from agilerl.distributed import liveness
+from agilerl.distributed.launcher import launched_world_size
 from agilerl.distributed.liveness import first_line
 
 #: How long a collective may wait for the other ranks before the process group gives
@@ -169,14 +170,6 @@ def current_group() -> Group:
     if dist.is_available() and dist.is_initialized():
         return Group(dist.get_rank(), dist.get_world_size())
     return Group()
-
-
-def launched_world_size() -> int:
-    """The number of processes the launcher started (``WORLD_SIZE``; 1 without one)."""
-    text = os.environ.get("WORLD_SIZE", "1").strip() or "1"
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"WORLD_SIZE={text!r}: expected a positive number of processes")
-    return int(text)
 
 
 def _init_process_group(backend: str, world_size: int) -> None:

@@ -21,8 +21,6 @@ import threading
 import time
 from datetime import timedelta
 
-import torch.distributed as dist
-
 #: Seconds without a heartbeat after which a rank counts as dead (a positive number).
 ENV_VAR = "AGILERL_PEER_TIMEOUT"
 DEFAULT_TIMEOUT = 60.0
@@ -64,6 +62,8 @@ class Watch(threading.Thread):
         self.interval = min(2.0, timeout / 5)
         self.address = f"{os.environ['MASTER_ADDR']}:{os.environ['MASTER_PORT']}"
         # A connection of its own: the thread never shares one with the process group.
+        import torch.distributed as dist  # here: the CLI reads peer_timeout() before torch
+
         self.store = dist.TCPStore(
             os.environ["MASTER_ADDR"],
             int(os.environ["MASTER_PORT"]),

@@ -8,27 +8,56 @@ pre-flight and outputs) and one line in :data:`FAMILIES`; it is given a
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-from agilerl.families.bandits.family import BanditFamily
 from agilerl.families.base import Family
-from agilerl.families.llm.family import LLMFamily
-from agilerl.families.multi_agent.family import MultiAgentFamily
-from agilerl.families.offline.family import OfflineFamily
-from agilerl.families.single_agent.family import SingleAgentFamily
 from agilerl.models.base import AgentType, AlgorithmNotAvailableError
 
-#: Agent type -> its family. Adding a family is adding its package and a line here.
-FAMILIES: dict[AgentType, Family] = {
-    family.agent_type: family
-    for family in (
-        SingleAgentFamily(),
-        MultiAgentFamily(),
-        LLMFamily(),
-        OfflineFamily(),
-        BanditFamily(),
-    )
+#: Agent type -> its family class (``module:Class``). Adding a family is adding its
+#: package and a line here. Each is imported on first use, so that a run loads its own
+#: family's stack only: a CartPole run neither the LLM nor the multi-agent one.
+FAMILY_CLASSES: dict[AgentType, str] = {
+    AgentType.SingleAgent: "agilerl.families.single_agent.family:SingleAgentFamily",
+    AgentType.MultiAgent: "agilerl.families.multi_agent.family:MultiAgentFamily",
+    AgentType.LLMAgent: "agilerl.families.llm.family:LLMFamily",
+    AgentType.OfflineAgent: "agilerl.families.offline.family:OfflineFamily",
+    AgentType.BanditAgent: "agilerl.families.bandits.family:BanditFamily",
 }
+
+
+class FamilyTable(MutableMapping[AgentType, Family]):
+    """Agent type -> its family, each built (its module imported) when first looked up
+    and the same object after. A mapping like any other, so that a test can remove a row
+    (``monkeypatch.delitem``) and put it back."""
+
+    def __init__(self, classes: dict[AgentType, str]) -> None:
+        self._rows: dict[AgentType, str | Family] = dict(classes)
+
+    def __getitem__(self, agent_type: AgentType) -> Family:
+        row = self._rows[agent_type]
+        if isinstance(row, str):
+            module, _, name = row.partition(":")
+            row = self._rows[agent_type] = getattr(importlib.import_module(module), name)()
+        assert isinstance(row, Family)  # the class a FAMILY_CLASSES line names
+        return row
+
+    def __setitem__(self, agent_type: AgentType, family: Family) -> None:
+        self._rows[agent_type] = family
+
+    def __delitem__(self, agent_type: AgentType) -> None:
+        del self._rows[agent_type]
+
+    def __iter__(self) -> Iterator[AgentType]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+
+#: Agent type -> its family (:class:`FamilyTable`).
+FAMILIES = FamilyTable(FAMILY_CLASSES)
 
 
 def family_for(algorithm: Any) -> Family:
@@ -44,4 +73,4 @@ def family_for(algorithm: Any) -> Family:
     return family
 
 
-__all__ = ["FAMILIES", "Family", "family_for"]
+__all__ = ["FAMILIES", "FAMILY_CLASSES", "Family", "FamilyTable", "family_for"]

@@ -1,7 +1,7 @@
 """``Family``: how the trainer sets up and runs the algorithms of one agent type.
 
 A family (single-agent online, multi-agent, LLM, offline, bandit) is one package under
-:mod:`agilerl.families` and one line in :data:`agilerl.families.FAMILIES`. The trainer
+:mod:`agilerl.families` and one line in :data:`agilerl.families.FAMILY_CLASSES`. The trainer
 (:class:`~agilerl.trainer.LocalTrainer`) knows no agent type: it makes a
 :class:`~agilerl.families.context.RunContext` from its manifest and asks the family of
 its algorithm for the environment, the agents' construction arguments, the memory, the

@@ -77,7 +77,10 @@ def _within_cores(count: int, source: str) -> int:
 
 
 def agent_parameters(agent: Any) -> int:
-    """Parameters of all of an agent's networks (shared ones once)."""
+    """Parameters of all of an agent's networks (shared ones once); 0 for no agent (a
+    command acting at random)."""
+    if agent is None:
+        return 0
     return sum(param.numel() for param in agent.network_parameters())
 
 
@@ -95,6 +98,31 @@ def choose_threads(
         return 1
     share = cores() // local_processes()
     return max(1, min(torch.get_num_threads(), share - env_workers))
+
+
+def apply_threads(
+    explicit: int | None, agent: Any, device: torch.device, env_workers: int = 0
+) -> int:
+    """Set torch's thread count for work with ``agent`` (None: no networks) by
+    :func:`choose_threads`, and return the count in effect. Every command that runs torch
+    (``agilerl train``, ``evaluate``, ``dataset collect``, ``llm tiny``) sets it here; a
+    count the user gave that is not allowed is the ``ValueError`` of
+    :func:`requested_threads`."""
+    threads = choose_threads(explicit, agent, device, env_workers)
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+@contextmanager
+def restored_threads() -> Iterator[None]:
+    """Run the block, then put torch's thread count back as it was: a run's choice
+    (:func:`apply_threads`) ends with the run, for whoever called it in-process."""
+    before = torch.get_num_threads()
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @contextmanager

@@ -93,7 +93,7 @@ def make_llm_env(ctx: RunContext) -> Any:
     """The run's environment (:func:`agilerl.families.llm.environments.build_llm_env`): batches
     of ``algorithm.batch_size`` prompts, at most ``network.max_context_length`` tokens,
     shuffled with the run's seed."""
-    from agilerl.distributed.group import launched_world_size
+    from agilerl.distributed.launcher import launched_world_size
     from agilerl.families.llm.environments import build_llm_env
     from agilerl.llm.data_parallel import check_divisible, launch_refusals
     from agilerl.llm.models import LLMSetupError
