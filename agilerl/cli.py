@@ -898,9 +898,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings() -> None:
+    """Print a :class:`~agilerl.user_code.UserCodeWarning` (it names the manifest field
+    already) as one ``agilerl: warning:`` line, not Python's file, line and source;
+    every other warning as Python prints it."""
+    import warnings
+
+    from agilerl.user_code import UserCodeWarning
+
+    python_format = warnings.formatwarning
+    if getattr(python_format, "one_line", False):
+        return  # installed by an earlier call in this process
+
+    def formatwarning(message: Any, category: Any, *args: Any, **kwargs: Any) -> str:
+        if issubclass(category, UserCodeWarning):
+            return f"agilerl: warning: {message}\n"
+        return python_format(message, category, *args, **kwargs)
+
+    formatwarning.one_line = True  # type: ignore[attr-defined]
+    warnings.formatwarning = formatwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (to relaunch it)
+    _one_line_warnings()
     from agilerl.time_limit import TimeLimitSettingError, limit_seconds
 
     try:

@@ -1,6 +1,8 @@
 """The single-agent family's pre-flight: the replay buffer against the batch, then
 what the run allocates (one environment and one agent, on the meta device, are built to
-learn the spaces and the size of an agent) against the memory this machine has."""
+learn the spaces and the size of an agent) against the memory this machine has. The one
+environment, where it is the user's (an entry point), goes through Gymnasium's
+environment checker first (:mod:`.env_check`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from types import SimpleNamespace
 from agilerl.cohorts.learners import LEARNERS
 from agilerl.components.replay import STORAGES
 from agilerl.families.context import RunContext
+from agilerl.families.single_agent.env_check import report_user_env
 from agilerl.families.single_agent.envs import make_env
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.training.preflight import (
@@ -50,6 +53,10 @@ def estimate(ctx: RunContext) -> Estimate:
     env, env_bytes = traced_bytes(lambda: make_env(spec))
     try:
         obs_space, action_space = env.observation_space, env.action_space
+        if spec.entrypoint is not None:  # the user's environment (not a registered id)
+            # Checked on this copy, which the run never steps, below the engine's guard
+            # (UserEnv): its reset(**kwargs) would hide the user's signature.
+            report_user_env(env.env, f"environment.entrypoint {spec.entrypoint}")
     finally:
         env.close()
     num_envs = spec.num_envs
