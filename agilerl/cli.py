@@ -596,7 +596,9 @@ def _collection_environment(source: str) -> Any:
                 f"{source}: environment: datasets are recorded from Gymnasium environments, "
                 f"not a {type(environment).__name__}"
             )
-        return environment
+        from agilerl.manifest_code import anchored
+
+        return anchored(environment, Path(source).parent)  # its code beside it, as in training
     try:  # one environment in this process: consecutive rows are consecutive steps
         return GymEnvSpec(name=source, num_envs=1, sync=True)
     except ValidationError as err:

@@ -56,10 +56,10 @@ def check_user_env(env: gym.Env, where: str) -> list[str]:
     ``where``, the check and why) when a check fails or the environment's code raises
     during one, and :class:`~agilerl.user_code.UserCodeError` when it exits or runs past
     the time limit for user code."""
-    env.action_space.seed(ACTION_SEED)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
+            env.action_space.seed(ACTION_SEED)
             # Rendering plays no part in training, and the close check makes a new
             # environment from a registry spec, which an entry point's has not.
             call_user(
