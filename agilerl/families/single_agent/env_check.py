@@ -89,8 +89,9 @@ def report_user_env(env: gym.Env, where: str) -> None:
 
 
 def _failure(where: str, err: BaseException) -> str:
-    """One line for a check that failed: the checker's own assertion (``refused``), or
-    an exception the environment raised in a call the checker made."""
+    """One line for a check that failed: the checker's own verdict (raised in its
+    modules), or an exception the environment's code raised in a call the checker made;
+    either names the innermost check of the checker's that was running."""
     frames = traceback.extract_tb(err.__traceback__)
     checks = [frame.name for frame in frames if frame.filename in CHECKER_FILES]
     check = checks[-1] if checks else "check_env"
