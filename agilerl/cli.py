@@ -676,7 +676,9 @@ def _collection_environment(source: str) -> Any:
                 f"{source}: environment: datasets are recorded from Gymnasium environments, "
                 f"not a {type(environment).__name__}"
             )
-        return environment
+        from agilerl.manifest_code import anchored
+
+        return anchored(environment, Path(source).parent)  # its code beside it, as in training
     try:  # one environment in this process: consecutive rows are consecutive steps
         return GymEnvSpec(name=source, num_envs=1, sync=True)
     except ValidationError as err:
@@ -989,9 +991,31 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line_warnings() -> None:
+    """Print a :class:`~agilerl.user_code.UserCodeWarning` (it names the manifest field
+    already) as one ``agilerl: warning:`` line, not Python's file, line and source;
+    every other warning as Python prints it."""
+    import warnings
+
+    from agilerl.user_code import UserCodeWarning
+
+    python_format = warnings.formatwarning
+    if getattr(python_format, "one_line", False):
+        return  # installed by an earlier call in this process
+
+    def formatwarning(message: Any, category: Any, *args: Any, **kwargs: Any) -> str:
+        if issubclass(category, UserCodeWarning):
+            return f"agilerl: warning: {message}\n"
+        return python_format(message, category, *args, **kwargs)
+
+    formatwarning.one_line = True  # type: ignore[attr-defined]
+    warnings.formatwarning = formatwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (to relaunch it)
+    _one_line_warnings()
     from agilerl.time_limit import TimeLimitSettingError, limit_seconds
 
     try:

@@ -9,12 +9,14 @@ so what is listed is what is imported.
 
 from __future__ import annotations
 
+import importlib.machinery
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agilerl.models.env import GymEnvSpec, LLMReasoningEnvSpec, PettingZooEnvSpec
+from agilerl.models.env import GymEnvFields, LLMReasoningEnvSpec, PettingZooEnvSpec
 
 
 def split_target(target: str) -> tuple[str, str]:
@@ -107,17 +109,21 @@ class CodeField:
     spec_types: tuple[type, ...]
     named: Callable[[Any], Iterator[Named]]
     #: Whether the file resolves against the manifest's directory (an LLM reward file)
-    #: rather than the spec's ``path`` or the working directory.
+    #: rather than the spec's ``path``.
     manifest_relative: bool = False
+    #: Whether the engine looks the code up under the spec's ``path`` (an entry point, a
+    #: wrapper), which :func:`anchored` fills in from the manifest's folder.
+    under_path: bool = False
 
 
 #: Every field of a manifest that names code. A new one (a reward model, a callback) is a
 #: row here, and validate and train list it.
 CODE_FIELDS: tuple[CodeField, ...] = (
-    CodeField("environment", (GymEnvSpec, PettingZooEnvSpec), _entrypoint),
-    CodeField("environment", (GymEnvSpec,), _gymnasium_module),
+    # GymEnvFields: a Gymnasium environment section, an offline one's included
+    CodeField("environment", (GymEnvFields, PettingZooEnvSpec), _entrypoint, under_path=True),
+    CodeField("environment", (GymEnvFields,), _gymnasium_module),
     CodeField("environment", (PettingZooEnvSpec,), _pettingzoo_module),
-    CodeField("environment", (GymEnvSpec, PettingZooEnvSpec), _wrappers),
+    CodeField("environment", (GymEnvFields, PettingZooEnvSpec), _wrappers, under_path=True),
     CodeField("environment", (LLMReasoningEnvSpec,), _reward_function, manifest_relative=True),
 )
 
@@ -130,9 +136,59 @@ def code_references(manifest: Any, base_dir: str | Path | None = None) -> list[C
         spec = getattr(manifest, row.section, None)
         if not isinstance(spec, row.spec_types):
             continue
+        if base_dir is not None:  # listed as the run will look it up
+            spec = anchored(spec, base_dir)
         for path, target, module in row.named(spec):
             base = getattr(spec, "path", None)
             if row.manifest_relative and base_dir is not None:
                 base = str(base_dir)
             refs.append(CodeReference(f"{row.section}.{path}", target, module, base))
     return refs
+
+
+def _under_path(spec: Any) -> list[str]:
+    """The modules and files ``spec`` names that the engine looks up under its ``path``."""
+    return [
+        module
+        for row in CODE_FIELDS
+        if row.under_path and isinstance(spec, row.spec_types)
+        for _, _, module in row.named(spec)
+    ]
+
+
+def _only_in(module: str, folder: Path) -> bool:
+    """Whether the top package of ``module`` lies in ``folder`` and nowhere else Python
+    would import it from (an installed package, the standard library): found without
+    importing anything."""
+    top = module.split(".")[0]
+    if not ((folder / f"{top}.py").is_file() or (folder / top).is_dir()):
+        return False
+    if top in sys.builtin_module_names:
+        return False
+    # "" on sys.path is the working directory, which counts as elsewhere unless it is folder
+    elsewhere = [entry for entry in sys.path if Path(entry or ".").resolve() != folder]
+    return importlib.machinery.PathFinder.find_spec(top, elsewhere) is None
+
+
+def anchored(spec: Any, base_dir: str | Path) -> Any:
+    """``spec`` (an environment section) with the folder its entry point and wrappers are
+    looked up in made absolute, so that it builds from any working directory (a saved
+    agent records it; ``agilerl evaluate`` rebuilds it from elsewhere).
+
+    ``base_dir`` is the manifest's folder (the working directory for a spec given in
+    Python): a relative ``path`` starts there, as every other path of a manifest does.
+    Without a ``path``, the folder becomes ``base_dir`` where the spec names a file
+    (``corridor.py:make``) or a module that only ``base_dir`` holds; a spec naming only
+    installed modules (``gymnasium.wrappers``, ``agilerl.testing``) is returned as it is,
+    since a recorded ``path`` is a folder modules are imported from first, which
+    ``agilerl evaluate`` asks the user to trust (:mod:`agilerl.recorded_code`)."""
+    if not any(row.under_path and isinstance(spec, row.spec_types) for row in CODE_FIELDS):
+        return spec  # a section without code looked up under a path (a bandit's tables)
+    base = Path(base_dir).expanduser().resolve()
+    if spec.path is not None:
+        folder = base / Path(spec.path).expanduser()  # an absolute path stays as it is
+    elif any(m.endswith(".py") or _only_in(m, base) for m in _under_path(spec)):
+        folder = base
+    else:
+        return spec
+    return spec.model_copy(update={"path": str(folder.resolve())})

@@ -34,6 +34,7 @@ from agilerl.families.context import RunContext
 from agilerl.families.python_env import PythonEnv
 from agilerl.finite import json_safe
 from agilerl.hpo.limits import operator_problems
+from agilerl.manifest_code import anchored
 from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     TrainingManifest,
@@ -272,6 +273,11 @@ class LocalTrainer:
             if problems:
                 raise TrainerError("; ".join(problems))
         self.base_dir = Path(base_dir) if base_dir is not None else Path()
+        # An entry point's file is looked up from the manifest's folder, as its other paths
+        # are, and kept absolute: the run's environments, its agents' files and the
+        # manifest it writes (in the run's folder, away from the code) then build from
+        # any working directory.
+        self.environment = anchored(self.environment, self.base_dir)
         self.version = version
         self.resume_from_checkpoint = resume_from_checkpoint
         self.accelerator = accelerator

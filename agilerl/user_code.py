@@ -31,6 +31,12 @@ from agilerl.time_limit import TimeLimitExceeded, call_with_time_limit
 T = TypeVar("T")
 
 
+class UserCodeWarning(UserWarning):
+    """A finding about the user's code that does not stop the run (Gymnasium's
+    environment checker's warnings): one line, prefixed with the manifest field that
+    names the code (``environment.entrypoint corridor.py:make: ...``)."""
+
+
 class UserCodeError(Exception):
     """User code called by the engine tried to end the process (the message names what
     was called and the file and line of the exit) or ran past the time limit (it names

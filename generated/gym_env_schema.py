@@ -13,7 +13,7 @@ Entrypoint = TypeAliasType(
     Annotated[
         str,
         Field(
-            description='A callable as `module:callable` (a dotted module) or `path/file.py:callable` (a file, resolved from `path` or the working directory).',
+            description="A callable as `module:callable` (a dotted module) or `path/file.py:callable` (a file, resolved from `path`, by default the manifest's folder).",
             examples=['my_envs.grid:make_grid_env', 'envs/grid.py:GridEnv'],
             pattern='^[^:]+:[A-Za-z_][A-Za-z0-9_]*$',
             title='Entrypoint',
@@ -122,7 +122,7 @@ Path = TypeAliasType(
     Annotated[
         str,
         Field(
-            description="Directory the entry point's module or file is resolved from; null for the working directory.",
+            description="Directory the entry point's and wrappers' files and modules are resolved from; a relative one starts at the manifest's folder. null: the manifest's folder for a file, or for a module only that folder holds (the working directory for a spec built in Python); a run records the absolute folder it used.",
             min_length=1,
         ),
     ],
@@ -156,7 +156,7 @@ class GymEnvFields(SpecBase):
     path: Annotated[
         Path | None,
         Field(
-            description="Directory the entry point's module or file is resolved from; null for the working directory."
+            description="Directory the entry point's and wrappers' files and modules are resolved from; a relative one starts at the manifest's folder. null: the manifest's folder for a file, or for a module only that folder holds (the working directory for a spec built in Python); a run records the absolute folder it used."
         ),
     ] = None
     num_envs: Annotated[

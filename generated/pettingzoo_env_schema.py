@@ -15,7 +15,7 @@ Path = TypeAliasType(
     Annotated[
         str,
         Field(
-            description="Directory the entry point's module or file is resolved from; null for the working directory.",
+            description="Directory the entry point's and wrappers' files and modules are resolved from; a relative one starts at the manifest's folder. null: the manifest's folder for a file, or for a module only that folder holds (the working directory for a spec built in Python); a run records the absolute folder it used.",
             min_length=1,
         ),
     ],
@@ -47,7 +47,7 @@ class PettingZooEnvSpec(SpecBase):
     path: Annotated[
         Path | None,
         Field(
-            description="Directory the entry point's module or file is resolved from; null for the working directory."
+            description="Directory the entry point's and wrappers' files and modules are resolved from; a relative one starts at the manifest's folder. null: the manifest's folder for a file, or for a module only that folder holds (the working directory for a spec built in Python); a run records the absolute folder it used."
         ),
     ] = None
     num_envs: Annotated[

@@ -3,8 +3,10 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import warnings
 
 import pytest
 import torch
@@ -13,6 +15,7 @@ from support.killed_runs import kill_at_first_checkpoint
 
 from agilerl.cli import main
 from agilerl.models.manifest import load_manifest
+from agilerl.user_code import UserCodeWarning
 
 SMALL = [
     "--set", "training.max_steps=400",
@@ -142,3 +145,58 @@ def test_the_interrupt_hint_resumes_the_same_run(tmp_path, capsys, monkeypatch):
     for name, value in vars(given).items():
         if name not in ("resume", "force", "handler"):
             assert getattr(resumed, name) == value, name
+
+
+def test_an_entry_point_file_is_found_beside_the_manifest_from_any_directory(
+    tmp_path, monkeypatch, capsys
+):
+    custom = tmp_path / "project" / "custom"
+    shutil.copytree(ROOT / "examples/corridor", custom)
+    monkeypatch.chdir(tmp_path / "project")  # as `agilerl train custom/corridor.yaml`
+    out = tmp_path / "run"
+    small = [*SMALL, "--set", "training.pop_size=1"]
+    assert main(["train", "custom/corridor.yaml", *small, "--out", str(out), "--quiet"]) == 0
+    # recorded absolute: the manifest the run writes lies in the run's folder, not beside
+    # the code, and a relative folder would be looked up from there
+    written = load_manifest(out / "manifest.yaml")
+    assert written.environment.path == str(custom.resolve())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    agent = str(out / "best_agent.pt")
+    assert main(["evaluate", agent, "--episodes", "2", "--trust-agent-code"]) == 0
+    assert "corridor.py:make: 2 episodes" in capsys.readouterr().out
+    again = ["train", str(out / "manifest.yaml"), "--out", str(tmp_path / "again"), "--quiet"]
+    assert main(again) == 0  # the written manifest runs from anywhere too
+
+
+def test_a_checker_warning_is_one_agilerl_line(tmp_path, monkeypatch, capsys):
+    shutil.copy(ROOT / "examples/corridor/corridor.py", tmp_path)
+    (tmp_path / "old.py").write_text(
+        "from corridor import Corridor\n\n\n"
+        "class OldSeed(Corridor):\n"
+        "    def seed(self, seed=None):\n"
+        "        return [seed]\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    manifest = tmp_path / "old.yaml"
+    manifest.write_text(
+        (ROOT / "examples/corridor/corridor.yaml")
+        .read_text()
+        .replace("corridor.py:make", "old.py:OldSeed")
+        .replace("config: {length: 5}", "config: {}")
+    )
+    small = [*SMALL, "--set", "training.pop_size=1"]
+    with pytest.warns(UserCodeWarning) as caught:
+        assert main(["train", str(manifest), *small, "--out", str(tmp_path / "run")]) == 0
+    found = {str(w.message) for w in caught if w.category is UserCodeWarning}
+    message = (
+        "environment.entrypoint old.py:OldSeed: Official support for the `seed` function is "
+        "dropped. Standard practice is to reset gymnasium environments using "
+        "`env.reset(seed=<desired seed>)`"
+    )
+    assert found == {message}
+    # as the command prints it (pytest holds warnings back from stderr): one line
+    shown = warnings.formatwarning(message, UserCodeWarning, "preflight.py", 59)
+    assert shown == f"agilerl: warning: {message}\n"

@@ -184,8 +184,10 @@ def test_agilerl_train_on_an_environment_that_exits_says_so_and_exits_1(tmp_path
     assert main(["train", str(manifest), "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert "Traceback" not in err
+    # met before the first step: Gymnasium's environment checker steps the pre-flight's copy
     assert err.strip().splitlines()[-1] == (
-        f"agilerl: environment.entrypoint exiting.py:Exiting: step called sys.exit(3) at "
+        "agilerl: environment.entrypoint exiting.py:Exiting: Gymnasium's environment checker "
+        f"called sys.exit(3) at "
         f"{path}:{line_of(path, 'raise SystemExit(3)')}: code a run calls may not end the "
         "process; raise an exception to stop the run"
     )

@@ -100,3 +100,20 @@ def test_train_agent_returns_one_trained_agent_from_an_id_or_an_environment():
     assert named.observation_space.shape == (4,) and len(named.fitness) >= 1
     with pytest.raises(TrainerError, match=r"PPO hyperparameters: lr: "):
         train_agent("PPO", "CartPole-v1", lr=-1.0, verbose=False)
+
+
+class _NoInfo(ActionRewardEnv):
+    """reset returns the observation alone: Gymnasium's API wants (obs, info)."""
+
+    def reset(self, *, seed=None, options=None):
+        return super().reset(seed=seed, options=options)[0]
+
+
+def test_gymnasiums_checker_refuses_a_broken_environment_object_before_training():
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
+
+    trainer = LocalTrainer("DQN", training=SMALL, env=_NoInfo)
+    with pytest.raises(
+        EnvironmentSpecError, match=r"^env _NoInfo: fails Gymnasium's environment checker"
+    ):
+        trainer.train(verbose=False)

@@ -59,7 +59,9 @@ def call_environment(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _import_target(target: str, where: str, path: str | None) -> Any:
     """``pkg.mod:attr``, ``file.py:attr`` (relative to ``path``) or ``pkg.mod.Attr``
-    (:func:`agilerl.manifest_code.split_target`, so it is what validate lists)."""
+    (:func:`agilerl.manifest_code.split_target`, so it is what validate lists). A run's
+    spec has ``path`` filled in from its manifest's folder
+    (:func:`agilerl.manifest_code.anchored`); None is the working directory."""
     base = Path(path) if path else Path.cwd()
     module_name, attr = split_target(target)
     try:

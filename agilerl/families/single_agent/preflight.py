@@ -1,6 +1,8 @@
 """The single-agent family's pre-flight: the replay buffer against the batch, then
 what the run allocates (one environment and one agent, on the meta device, are built to
-learn the spaces and the size of an agent) against the memory this machine has."""
+learn the spaces and the size of an agent) against the memory this machine has. The one
+environment, where it is the user's (an entry point), goes through Gymnasium's
+environment checker first (:mod:`.env_check`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from agilerl.cohorts.learners import LEARNERS
 from agilerl.components.replay import STORAGES
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import close_made
+from agilerl.families.single_agent.env_check import report_user_env
 from agilerl.families.single_agent.envs import make_env
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.training.preflight import (
@@ -51,6 +54,19 @@ def estimate(ctx: RunContext) -> Estimate:
     env, env_bytes = traced_bytes(lambda: make_env(spec, ctx.env_source))
     try:
         obs_space, action_space = env.observation_space, env.action_space
+        # The user's environment (given in Python, or an entry point; not a registered id),
+        # checked below the engine's guard (UserEnv): its reset(**kwargs) would hide the
+        # user's signature. A made copy the run never steps; an object given in Python is
+        # the run's own, which resets it before its first step anyway.
+        where = (
+            f"env {ctx.env_source.label}"
+            if ctx.env_source is not None
+            else f"environment.entrypoint {spec.entrypoint}"
+            if spec.entrypoint is not None
+            else None
+        )
+        if where is not None:
+            report_user_env(env.env, where)
     finally:
         close_made(env, ctx.env_source)
     num_envs = spec.num_envs

@@ -3,6 +3,8 @@ vector env's layout (ma_interfaces.md), the buffers, and the cue game's known an
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -530,3 +532,19 @@ def test_a_step_that_never_returns_is_stopped_at_the_time_limit(tmp_path, monkey
         f"and was stopped (set {ENV_VAR} to change it)"
     )
     env.close()
+
+
+def test_an_entry_point_file_is_found_beside_the_manifest(tmp_path, monkeypatch):
+    from agilerl.trainer import LocalTrainer
+
+    folder = tmp_path / "custom"
+    folder.mkdir()
+    (folder / "penvs.py").write_text("from agilerl.testing.cooperative import cue_game as make\n")
+    environment = {"name": "cue", "entrypoint": "penvs.py:make", "num_envs": 2, "sync": True}
+    (folder / "m.yaml").write_text(
+        json.dumps({"algorithm": {"name": "IPPO"}, "environment": environment})
+    )
+    monkeypatch.chdir(tmp_path)  # the manifest's parent, not its folder
+    trainer = LocalTrainer.from_manifest("custom/m.yaml")
+    assert trainer.environment.path == str(folder.resolve())  # what its agents record
+    trainer.preflight()  # builds one environment from the file

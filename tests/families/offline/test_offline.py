@@ -179,6 +179,14 @@ def test_collect_round_trip_with_a_random_policy(tmp_path, capsys):
     assert np.array_equal(load_dataset(again).actions, data.actions)  # seeded
 
 
+def test_collect_from_a_manifest_finds_its_entry_point_beside_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # not the manifest's folder
+    path = tmp_path / "corridor.h5"
+    manifest = str(ROOT / "examples/corridor/corridor.yaml")
+    assert main(["dataset", "collect", manifest, "-o", str(path), "--steps", "60"]) == 0
+    assert "60 transitions of corridor (random policy)" in capsys.readouterr().out
+
+
 def test_collect_round_trip_with_a_trained_agent(tmp_path, capsys):
     agent = DQN(OBS, ACT, seed=0, net_config=SMALL_NET)
     memory = ReplayBuffer(1000)
