@@ -93,6 +93,16 @@ def hub_id(
     return text
 
 
+def not_found(field: str, name: str | Path, base_dir: Path | None, what: str, err: HubError) -> str:
+    """The one line for a name that is neither a local path nor a hub ``what`` (model,
+    dataset) this machine can load: both places tried."""
+    tried = local_path(name, base_dir).absolute()
+    return (
+        f"{field}: {name}: no local path (nothing at {tried}), so it was looked up as a "
+        f"Hugging Face hub {what}: {err} (write ./{name} to mean a local path)"
+    )
+
+
 def local_path(name: str | Path, base_dir: Path | None = None) -> Path:
     """``name`` as a local path, ``~`` expanded, relative to ``base_dir`` when relative."""
     path = Path(name).expanduser()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agilerl.llm.hub import HubError, hub_id, local_path, model_snapshot
+from agilerl.llm.hub import HubError, hub_id, local_path, model_snapshot, not_found
 
 if TYPE_CHECKING:
     import torch
@@ -43,11 +43,7 @@ def model_directory(
     try:
         return model_snapshot(repo)
     except HubError as err:
-        tried = local_path(name, base_dir).absolute()
-        raise LLMSetupError(
-            f"{field}: {name}: no local path (nothing at {tried}), so it was looked up as a "
-            f"Hugging Face hub model: {err} (write ./{name} to mean a local path)"
-        ) from None
+        raise LLMSetupError(not_found(field, name, base_dir, "model", err)) from None
 
 
 def _directory(path: Path, field: str) -> Path:

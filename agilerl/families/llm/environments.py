@@ -31,7 +31,14 @@ import torch
 
 from agilerl.llm.batches import PreferenceBatch, PromptBatch, SFTBatch, TokenSequences
 from agilerl.llm.data_parallel import DataParallel
-from agilerl.llm.hub import DATA_FILE_BUILDERS, HubError, hub_dataset, hub_id, local_path
+from agilerl.llm.hub import (
+    DATA_FILE_BUILDERS,
+    HubError,
+    hub_dataset,
+    hub_id,
+    local_path,
+    not_found,
+)
 from agilerl.llm.models import LLMSetupError
 from agilerl.llm.rewards import RewardError, load_reward_fn
 
@@ -132,11 +139,7 @@ def load_table(
         try:
             where, table = repo, hub_dataset(repo)
         except HubError as err:
-            tried = local_path(path, base_dir).absolute()
-            raise LLMSetupError(
-                f"{field}: {path}: no local path (nothing at {tried}), so it was looked up "
-                f"as a Hugging Face hub dataset: {err} (write ./{path} to mean a local path)"
-            ) from None
+            raise LLMSetupError(not_found(field, path, base_dir, "dataset", err)) from None
     if columns:
         missing = sorted(set(columns) - set(table.column_names))
         if missing:
