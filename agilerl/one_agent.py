@@ -16,8 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agilerl.families.python_env import PythonEnv
-from agilerl.models.registry import ALGO_REGISTRY
-from agilerl.trainer import LocalTrainer
+from agilerl.trainer import LocalTrainer, spec_class
 from agilerl.training.callbacks import Callback
 from agilerl.training.errors import TrainerError
 
@@ -47,12 +46,9 @@ def train_agent(
     train`` does; ``callbacks`` as :meth:`LocalTrainer.train` takes them. Problems are
     :class:`~agilerl.training.errors.TrainerError` naming the argument.
     """
-    if algorithm not in ALGO_REGISTRY:
-        raise TrainerError(
-            f"algorithm: unknown algorithm {algorithm!r}; known: {', '.join(ALGO_REGISTRY.names())}"
-        )
+    cls = spec_class(algorithm)
     try:
-        spec = ALGO_REGISTRY.get(algorithm).spec_cls(**hyperparameters)
+        spec = cls(**hyperparameters)
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors())
         raise TrainerError(f"{algorithm} hyperparameters: {problems}") from None

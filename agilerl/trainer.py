@@ -138,6 +138,16 @@ def _refuse_broken_rules(sections: dict[str, Any]) -> None:
         raise TrainerError("; ".join(issue.format() for issue in issues))
 
 
+def spec_class(name: str) -> type:
+    """The spec class of registered algorithm ``name``; an unknown name is a
+    :class:`TrainerError` listing the known ones."""
+    if name not in ALGO_REGISTRY:
+        raise TrainerError(
+            f"algorithm: unknown algorithm {name!r}; known: {', '.join(ALGO_REGISTRY.names())}"
+        )
+    return ALGO_REGISTRY.get(name).spec_cls
+
+
 def _python_env_section(source: PythonEnv, environment: Any, family: Any) -> dict[str, Any]:
     """The environment section of a run on an environment given in Python: the section
     given (a mapping or spec: ``num_envs``, ``vectorize``, ``wrappers``, ...) named after
@@ -223,12 +233,7 @@ class LocalTrainer:
         env: Any = None,
     ) -> None:
         if isinstance(algorithm, str):
-            if algorithm not in ALGO_REGISTRY:
-                raise TrainerError(
-                    f"algorithm: unknown algorithm {algorithm!r}; known: "
-                    f"{', '.join(ALGO_REGISTRY.names())}"
-                )
-            algorithm = ALGO_REGISTRY.get(algorithm).spec_cls()
+            algorithm = spec_class(algorithm)()
         #: The agent family that sets up the run (refused here if none runs it).
         self.family = family_for(algorithm)
         self.algorithm = algorithm
