@@ -78,9 +78,13 @@ def _validate(args: argparse.Namespace) -> int:
             try:
                 vectorised = _vectorisation(spec)
             except VectorizeError as err:  # valid for the schema; every run would refuse it
-                report[path] = {"valid": False, "errors": [{"message": str(err)}]}
+                vectorised, refusal = None, str(err)
+            else:
+                refusal = _run_refusal(spec)
+            if refusal is not None:
+                report[path] = {"valid": False, "errors": [{"message": refusal}]}
                 if args.format == "text":
-                    print(f"{path}: {err}", file=sys.stderr)
+                    print(f"{path}: {refusal}", file=sys.stderr)
                 continue
             report[path] = {"valid": True, "code": [ref.to_json() for ref in code]}
             if vectorised is not None:
@@ -114,6 +118,18 @@ def _vectorisation(spec: Any) -> str | None:
     if not isinstance(spec, TrainingManifest) or not hasattr(spec.environment, "vectorize"):
         return None
     return describe_vectorize(spec.environment)
+
+
+def _run_refusal(spec: Any) -> str | None:
+    """What every run of a schema-valid manifest refuses before its first step, where
+    its environment section alone tells (:data:`agilerl.models.env.RUN_REFUSALS`)."""
+    from agilerl.models.env import RUN_REFUSALS
+    from agilerl.models.manifest import TrainingManifest
+
+    if not isinstance(spec, TrainingManifest):
+        return None
+    check = RUN_REFUSALS.get(type(spec.environment))
+    return None if check is None else check(spec.environment)
 
 
 def _engine_warnings(spec: Any) -> list[str]:

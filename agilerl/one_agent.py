@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agilerl.families.python_env import PythonEnv
+from agilerl.models.manifest_base import environment_spec_for
 from agilerl.trainer import LocalTrainer, spec_class
 from agilerl.training.callbacks import Callback
 from agilerl.training.errors import TrainerError
@@ -40,7 +41,8 @@ def train_agent(
     ``steps`` environment steps and return it, the best of its evaluations.
 
     ``env``: a Gymnasium id, an environment object (one copy) or a factory (a class or
-    function that makes one; ``num_envs`` copies). ``hyperparameters`` are the
+    function that makes one; ``num_envs`` copies); for NeuralUCB and NeuralTS, a
+    :class:`~agilerl.families.bandits.env.BanditEnv` (tables in memory). ``hyperparameters`` are the
     algorithm spec's fields (``lr=1e-3``, ``batch_size=64``), checked as a manifest's
     are. ``output_dir`` writes the run's files (``best_agent.pt``, ...) as ``agilerl
     train`` does; ``callbacks`` as :meth:`LocalTrainer.train` takes them. Problems are
@@ -54,7 +56,12 @@ def train_agent(
         raise TrainerError(f"{algorithm} hyperparameters: {problems}") from None
     named = isinstance(env, str)
     copies = 1 if not named and PythonEnv.of(env).copies == 1 else num_envs
-    environment: dict[str, Any] = {"num_envs": copies, "sync": True}
+    # Copies in this process, where the environment's spec has copies at all (a bandit
+    # is one table, with no num_envs).
+    fields = environment_spec_for(cls).model_fields
+    environment: dict[str, Any] = {
+        key: value for key, value in {"num_envs": copies, "sync": True}.items() if key in fields
+    }
     if named:
         environment["name"] = env
     trainer = LocalTrainer(

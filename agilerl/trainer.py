@@ -124,8 +124,18 @@ def _spec(value: Any, cls: type, section: str) -> Any:
     if value is None or isinstance(value, cls):
         return value
     if isinstance(value, dict):
-        return cls.model_validate(value)
+        try:
+            return cls.model_validate(value)
+        except ValidationError as err:  # named by the section, as a manifest's would be
+            raise TrainerError(_located(err, section)) from None
     raise TrainerError(f"{section}: expected a {cls.__name__} or a mapping, got {value!r}")
+
+
+def _located(err: ValidationError, section: str) -> str:
+    """pydantic's errors of one section, each at its dotted path in the manifest."""
+    return "; ".join(
+        f"{'.'.join(map(str, (section, *e['loc'])))}: {e['msg']}" for e in err.errors()
+    )
 
 
 def _refuse_broken_rules(sections: dict[str, Any]) -> None:
@@ -150,13 +160,8 @@ def spec_class(name: str) -> type:
 
 def _python_env_section(source: PythonEnv, environment: Any, family: Any) -> dict[str, Any]:
     """The environment section of a run on an environment given in Python: the section
-    given (a mapping or spec: ``num_envs``, ``vectorize``, ``wrappers``, ...) named after
-    it, its copies in this process unless told otherwise; an object is one copy."""
-    if not family.python_envs:
-        raise TrainerError(
-            f"env: a {family.title} run takes its environment from the environment section, "
-            "not a Python object"
-        )
+    given (a mapping or spec: ``num_envs``, ``vectorize``, ``wrappers``, ...) as the
+    family completes it for ``source`` (:meth:`Family.python_env_section`)."""
     if isinstance(environment, str):
         raise TrainerError(
             f"environment: {environment!r} names an environment and env= gives one: give one"
@@ -166,16 +171,7 @@ def _python_env_section(source: PythonEnv, environment: Any, family: Any) -> dic
         if hasattr(environment, "model_dump")
         else environment or {}
     )
-    if source.copies == 1:
-        if section.get("num_envs", 1) != 1:
-            raise TrainerError(
-                f"environment.num_envs: {section['num_envs']} copies of one environment object "
-                f"({source.label}): give env= a factory (a class or a function that makes "
-                "one) for more than one"
-            )
-        section["num_envs"] = 1
-    section.setdefault("sync", True)
-    return {**section, "name": source.label}
+    return family.python_env_section(source, section)
 
 
 @dataclass
@@ -527,10 +523,7 @@ class LocalTrainer:
                     {**self.training.model_dump(), **updates}
                 )
             except ValidationError as err:
-                problems = "; ".join(
-                    f"training.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in err.errors()
-                )
-                raise TrainerError(problems) from None
+                raise TrainerError(_located(err, "training")) from None
         if resume and self.resume_from_checkpoint is None:
             if self.training.checkpoint_path is None:
                 raise TrainerError("resume: this run has no checkpoint path to resume from")

@@ -6,6 +6,19 @@ from typing import Annotated
 
 from agilerl.models.base import SpecBase
 from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
+
+TablePath = TypeAliasType(
+    "TablePath",
+    Annotated[
+        str,
+        Field(
+            description='Path of a local .csv, .parquet or .pq file.',
+            pattern='\\.(csv|parquet|pq)$',
+            title='TablePath',
+        ),
+    ],
+)
 
 
 class BanditEnvSpec(SpecBase):
@@ -21,20 +34,16 @@ class BanditEnvSpec(SpecBase):
         Field(description='Label of the environment (used in logs and checkpoints).', min_length=1),
     ] = 'BanditEnv'
     features: Annotated[
-        str,
+        TablePath | None,
         Field(
-            description='Local table of context features, one row per sample (.csv, .parquet or .pq).',
+            description='Local table of context features, one row per sample (.csv, .parquet or .pq). A manifest names both tables; null only where the bandit is given in Python (`LocalTrainer(..., env=BanditEnv(features, targets))`).',
             examples=['data/iris_features.csv'],
-            pattern='\\.(csv|parquet|pq)$',
-            title='TablePath',
         ),
-    ]
+    ] = None
     targets: Annotated[
-        str,
+        TablePath | None,
         Field(
-            description='Local table of target labels, one row per row of `features` (.csv, .parquet or .pq).',
+            description='Local table of target labels, one row per row of `features` (.csv, .parquet or .pq). A manifest names both tables; null only where the bandit is given in Python.',
             examples=['data/iris_targets.csv'],
-            pattern='\\.(csv|parquet|pq)$',
-            title='TablePath',
         ),
-    ]
+    ] = None

@@ -25,9 +25,11 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 
 from agilerl.families.context import RunContext
 from agilerl.families.evaluation import EvaluationError, EvaluationResult
+from agilerl.families.python_env import PythonEnv
 from agilerl.manifest_code import anchored
 from agilerl.models.base import AgentType
 from agilerl.models.manifest import NetworkSection
+from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import Estimate
 from agilerl.training.work import Work, rl_work
 
@@ -82,9 +84,6 @@ class Family(ABC):
     #: trains its own agents); False: every rank trains every agent on its share of each
     #: batch (the LLM family's data-parallel fine-tuning).
     shards_population: ClassVar[bool] = True
-    #: Whether a run may take its environment as a Python object or factory
-    #: (``LocalTrainer(env=...)``, :mod:`agilerl.families.python_env`).
-    python_envs: ClassVar[bool] = False
     #: Outputs beside the common ones: kind -> the file and its writer.
     outputs: ClassVar[Mapping[str, Output]] = {}
     #: The spec class of the manifest's ``network`` section.
@@ -97,6 +96,16 @@ class Family(ABC):
         return f"{type(self).__name__}()"  # stateless: one per agent type
 
     # -- the run's pieces ----------------------------------------------------------------
+    def python_env_section(self, source: PythonEnv, section: dict[str, Any]) -> dict[str, Any]:
+        """The environment section of a run on an environment given in Python
+        (``LocalTrainer(env=...)``, :mod:`agilerl.families.python_env`): ``section``, as
+        given, completed for ``source``. A family whose environments come from the section
+        alone refuses one (:class:`~agilerl.training.errors.TrainerError`)."""
+        raise TrainerError(
+            f"env: a {self.title} run takes its environment from the environment section, "
+            "not a Python object"
+        )
+
     @abstractmethod
     def make_env(self, ctx: RunContext) -> Any:
         """The environment the run trains and evaluates on."""

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agilerl.training.errors import TrainerError
+
 
 @dataclass(frozen=True)
 class PythonEnv:
@@ -53,3 +55,23 @@ def close_made(env: Any, source: PythonEnv | None) -> None:
     Python: that one is the run's single copy, and the user's."""
     if source is None or source.instance is None:
         env.close()
+
+
+class CopiedPythonEnv:
+    """The section of a family whose runs copy their environment (``num_envs`` copies,
+    Gymnasium's and PettingZoo's): mixed into the family, ahead of
+    :class:`~agilerl.families.base.Family`."""
+
+    def python_env_section(self, source: PythonEnv, section: dict[str, Any]) -> dict[str, Any]:
+        """``section`` named after ``source``, its copies in this process unless told
+        otherwise; an object is one copy."""
+        if source.copies == 1:
+            if section.get("num_envs", 1) != 1:
+                raise TrainerError(
+                    f"environment.num_envs: {section['num_envs']} copies of one environment "
+                    f"object ({source.label}): give env= a factory (a class or a function that "
+                    "makes one) for more than one"
+                )
+            section["num_envs"] = 1
+        section.setdefault("sync", True)
+        return {**section, "name": source.label}

@@ -5,7 +5,8 @@ public home. They are pure descriptions: nothing here imports gymnasium, petting
 pandas, and no environment is built.
 """
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
@@ -47,8 +48,33 @@ LLM_ENV_SPECS = {
     "sft": LLMSftEnvSpec,
 }
 
+#: A bandit's table fields, given together in a manifest.
+BANDIT_TABLES = ("features", "targets")
+
+
+def missing_bandit_tables(environment: Any) -> str | None:
+    """Why a bandit section cannot run from a manifest (None: it names both tables).
+    The schema lets the tables be null because a run in Python may give its bandit as
+    ``env=`` instead; a manifest has no such object, so ``agilerl validate`` and every
+    run of a manifest refuse a section without them."""
+    missing = [key for key in BANDIT_TABLES if getattr(environment, key) is None]
+    if not missing:
+        return None
+    return (
+        f"environment.{missing[0]}: a contextual bandit manifest names both tables, "
+        "features and targets (each a .csv, .parquet or .pq file; in Python, "
+        "LocalTrainer(..., env=BanditEnv(features, targets)) gives tables held in memory)"
+    )
+
+
+#: What every run of a schema-valid manifest refuses before its first step, by the
+#: environment spec class, where the section alone tells (``agilerl validate`` says it).
+RUN_REFUSALS: dict[type, Callable[[Any], str | None]] = {BanditEnvSpec: missing_bandit_tables}
+
 __all__ = [
+    "BANDIT_TABLES",
     "LLM_ENV_SPECS",
+    "RUN_REFUSALS",
     "AtariPreprocessing",
     "BanditEnvSpec",
     "Entrypoint",
@@ -62,4 +88,5 @@ __all__ = [
     "PettingZooEnvSpec",
     "WrapperConfig",
     "WrapperTarget",
+    "missing_bandit_tables",
 ]

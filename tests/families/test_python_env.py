@@ -69,8 +69,8 @@ def test_what_an_object_cannot_do_is_refused_naming_the_field():
         LocalTrainer("DQN", "CartPole-v1", SMALL, env=env)
     with pytest.raises(TrainerError, match=r"environment: give a Gymnasium id"):
         LocalTrainer("DQN", training=SMALL)
-    with pytest.raises(TrainerError, match=r"env: a contextual bandit run takes its environment"):
-        LocalTrainer("NeuralUCB", training=SMALL, env=env)
+    with pytest.raises(TrainerError, match=r"env: a offline run takes its environment"):
+        LocalTrainer("CQN", training=SMALL, env=env)
 
 
 def test_a_pettingzoo_factory_trains_a_multi_agent_team():
@@ -117,3 +117,65 @@ def test_gymnasiums_checker_refuses_a_broken_environment_object_before_training(
         EnvironmentSpecError, match=r"^env _NoInfo: fails Gymnasium's environment checker"
     ):
         trainer.train(verbose=False)
+
+
+def _two_class_table(rows: int = 300) -> tuple[np.ndarray, np.ndarray]:
+    """A table whose class is the sign of the first two features' sum: a bandit that
+    learns it pulls the right arm nearly always."""
+    features = np.random.default_rng(0).normal(size=(rows, 4)).astype(np.float32)
+    return features, np.where(features[:, 0] + features[:, 1] > 0, "yes", "no")
+
+
+BANDIT_BUDGET = {"max_steps": 1_500, "evo_steps": 500, "eval_steps": 200, "pop_size": 2, "seed": 0}
+
+
+def test_a_bandit_given_in_python_learns_its_tables_held_in_memory():
+    from agilerl import train_agent
+    from agilerl.families.bandits import BanditEnv
+
+    features, targets = _two_class_table()
+    trainer = LocalTrainer("NeuralUCB", training=BANDIT_BUDGET, env=BanditEnv(features, targets))
+    _, fitnesses = trainer.train(verbose=False)
+    assert trainer.environment.name == "BanditEnv" and trainer.environment.features is None
+    assert max(fitnesses) >= 0.95  # the reward rate of its last evaluation
+    # a factory, named by its bandit's own name, through the one-agent path
+    agent = train_agent(
+        "NeuralTS", lambda: BanditEnv(features, targets, name="signs"), steps=1_000, verbose=False
+    )
+    assert agent.fitness[-1] >= 0.9
+    assert agent.environment is None  # nothing on disk could rebuild it
+
+
+def test_a_bandit_in_python_refuses_tables_beside_it_and_objects_that_are_not_bandits():
+    from agilerl.families.bandits import BanditEnv
+    from agilerl.training.preflight import PreflightError
+
+    bandit = BanditEnv(*_two_class_table())
+    tables = {"features": "a.csv", "targets": "b.csv"}
+    with pytest.raises(TrainerError, match=r"environment\.features: env= gives the bandit"):
+        LocalTrainer("NeuralUCB", tables, BANDIT_BUDGET, env=bandit)
+    with pytest.raises(TrainerError, match=r"environment\.num_envs: Extra inputs"):
+        LocalTrainer("NeuralUCB", {"num_envs": 2}, BANDIT_BUDGET, env=bandit)
+    trainer = LocalTrainer("NeuralUCB", training=BANDIT_BUDGET, env=ActionRewardEnv)
+    with pytest.raises(PreflightError, match=r"env: ActionRewardEnv gave a ActionRewardEnv; .*"):
+        trainer.train(verbose=False)
+
+
+def test_a_bandit_manifest_without_its_tables_is_refused_by_validate_and_by_train(tmp_path, capsys):
+    """The schema lets the tables be null for a bandit given in Python; a manifest has
+    none, so both commands refuse it, naming the field, before any step."""
+    from support import ROOT
+
+    from agilerl.cli import main
+
+    text = (ROOT / "configs" / "neural_ucb.yaml").read_text()
+    manifest = tmp_path / "half.yaml"
+    manifest.write_text(text.replace("  targets: data/iris_targets.csv\n", ""))
+    assert main(["validate", str(manifest)]) == 1
+    message = "environment.targets: a contextual bandit manifest names both tables"
+    assert message in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert main(["train", str(manifest), "--out", str(out), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert not (out / "best_agent.pt").exists()

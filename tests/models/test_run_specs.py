@@ -58,7 +58,9 @@ MINIMAL: dict[type[BaseModel], dict[str, Any]] = {
     GymEnvSpec: {"name": "CartPole-v1"},
     OfflineEnvSpec: {"name": "CartPole-v1", "dataset_path": "data/cartpole.h5"},
     PettingZooEnvSpec: {"name": "mpe2.simple_speaker_listener_v4"},
-    BanditEnvSpec: {"features": "data/iris_features.csv", "targets": "data/iris_targets.csv"},
+    # No table is required: a bandit given in Python has none (a manifest's are checked
+    # by agilerl validate and the run, tests/families/test_python_env.py).
+    BanditEnvSpec: {},
     LLMReasoningEnvSpec: {
         k: REASONING[k]
         for k in ("dataset", "prompt_template", "reward_file_path", "reward_fn_name")
@@ -313,13 +315,17 @@ def test_pettingzoo_env_sync_chooses_in_process_copies():
     rejected(PettingZooEnvSpec, {**MINIMAL[PettingZooEnvSpec], "sync": "yes"}, where=("sync",))
 
 
+IRIS_TABLES = {"features": "data/iris_features.csv", "targets": "data/iris_targets.csv"}
+
+
 def test_bandit_env():
     env = accepted(BanditEnvSpec, MINIMAL[BanditEnvSpec])
-    assert env.name == "BanditEnv"
+    assert (env.name, env.features, env.targets) == ("BanditEnv", None, None)
+    assert accepted(BanditEnvSpec, IRIS_TABLES).targets == IRIS_TABLES["targets"]
     for suffix in ("csv", "parquet", "pq"):
-        accepted(BanditEnvSpec, {**MINIMAL[BanditEnvSpec], "features": f"a/b.{suffix}"})
+        accepted(BanditEnvSpec, {**IRIS_TABLES, "features": f"a/b.{suffix}"})
     for bad in ("a/b.txt", "a/b.csv\n", "a/b.csv.gz", ""):
-        rejected(BanditEnvSpec, {**MINIMAL[BanditEnvSpec], "targets": bad}, where=("targets",))
+        rejected(BanditEnvSpec, {**IRIS_TABLES, "targets": bad}, where=("targets",))
 
 
 def test_llm_env_defaults_and_tags():

@@ -1,6 +1,8 @@
 """The contextual bandit family (NeuralUCB, NeuralTS): a bandit made from the manifest's
-tables (relative paths resolve against the manifest's directory), a shared memory of
-pulls, the bandit turn of :mod:`.loop`, and the regret plot beside the common outputs."""
+tables (relative paths resolve against the manifest's directory) or given in Python
+(``LocalTrainer(..., env=BanditEnv(features, targets))``: tables already in memory), a
+shared memory of pulls, the bandit turn of :mod:`.loop`, and the regret plot beside the
+common outputs."""
 
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from agilerl.families.evaluation import (
     check_counts,
     no_video,
 )
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.evaluation import check_spaces, seeded_sampling
 from agilerl.models.base import AgentType
-from agilerl.models.env import BanditEnvSpec
+from agilerl.models.env import BANDIT_TABLES, BanditEnvSpec, missing_bandit_tables
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import Estimate
@@ -37,9 +40,26 @@ class BanditFamily(Family):
     # The best agent's cumulative regret over its lineage's pulls.
     outputs = {"regret": Output("regret.png", plot_regret)}
 
+    def python_env_section(self, source: PythonEnv, section: dict[str, Any]) -> dict[str, Any]:
+        """A bandit given in Python is the run's one bandit: the section names it (its
+        ``name``, else the class or function's) and holds no tables."""
+        given = [key for key in BANDIT_TABLES if section.get(key) is not None]
+        if given:
+            raise TrainerError(
+                f"environment.{given[0]}: env= gives the bandit, and its tables with it: "
+                "give the tables or env=, not both"
+            )
+        return {**section, "name": getattr(source.instance, "name", None) or source.label}
+
     def make_env(self, ctx: RunContext) -> BanditEnv:
-        """The bandit of the environment section's tables; a bad table is a
-        :class:`~agilerl.training.errors.TrainerError` naming the file and row."""
+        """The bandit given in Python, else that of the environment section's tables; a
+        bad table, or none, is a :class:`~agilerl.training.errors.TrainerError` naming
+        the file and row, or the field."""
+        if ctx.env_source is not None:
+            return _given_bandit(ctx.env_source)
+        missing = missing_bandit_tables(ctx.environment)
+        if missing:
+            raise TrainerError(missing)
         try:
             return BanditEnv.from_spec(ctx.environment, ctx.base_dir)
         except BanditTableError as err:
@@ -93,6 +113,9 @@ class BanditFamily(Family):
         check_counts(episodes, max_episode_steps)
         no_video(video, "a contextual bandit")
         spec = self.evaluation_environment(environment, agent)
+        missing = missing_bandit_tables(spec)
+        if missing:
+            raise EvaluationError(missing)
         try:
             env = BanditEnv.from_spec(spec)
         except BanditTableError as err:
@@ -111,8 +134,23 @@ class BanditFamily(Family):
         return EvaluationResult(returns, [pulls] * episodes, seed, deterministic, spec.name)
 
 
+def _given_bandit(source: PythonEnv) -> BanditEnv:
+    """The bandit of ``env=``: an object, or what a factory makes (called once)."""
+    try:
+        env = source.factory()
+    except BanditTableError as err:
+        raise TrainerError(f"env: {err}") from None
+    if not isinstance(env, BanditEnv):
+        raise TrainerError(
+            f"env: {source.label} gave a {type(env).__name__}; a contextual bandit run takes "
+            "a BanditEnv (agilerl.families.bandits.env.BanditEnv(features, targets))"
+        )
+    return env
+
+
 def _absolute_tables(document: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     """``document`` (an environment section) with its tables' paths made absolute."""
-    for key in ("features", "targets"):
-        document[key] = str((Path(base_dir) / document[key]).resolve())
+    for key in BANDIT_TABLES:
+        if document.get(key) is not None:
+            document[key] = str((Path(base_dir) / document[key]).resolve())
     return document

@@ -15,13 +15,14 @@ from agilerl.families.evaluation import (
     check_counts,
     no_video,
 )
+from agilerl.families.python_env import CopiedPythonEnv
 from agilerl.models.base import AgentType
 from agilerl.models.env import PettingZooEnvSpec
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.preflight import Estimate
 
 
-class MultiAgentFamily(Family):
+class MultiAgentFamily(CopiedPythonEnv, Family):
     """PettingZoo is the ``multiagent`` extra: this family's environment side (and the
     buffers, pre-flight and evaluation built on it) is imported when a multi-agent run or
     evaluation is set up, so ``FAMILIES`` and every other family work without it."""
@@ -29,7 +30,6 @@ class MultiAgentFamily(Family):
     agent_type = AgentType.MultiAgent
     title = "multi-agent"
     evaluation_spec = PettingZooEnvSpec
-    python_envs = True
 
     def make_env(self, ctx: RunContext) -> Any:
         from agilerl.families.multi_agent.vector import make_vector_env

@@ -10,6 +10,7 @@ from typing import Any
 from agilerl.components.replay import build_replay_buffers
 from agilerl.families.base import Family, Memory, evolved_mlp_network
 from agilerl.families.context import RunContext
+from agilerl.families.python_env import CopiedPythonEnv
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.families.single_agent.evaluation import GymEvaluation
 from agilerl.families.single_agent.preflight import check_rl_run
@@ -36,11 +37,9 @@ def gym_build_args(ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
     }
 
 
-class SingleAgentFamily(GymEvaluation, Family):
+class SingleAgentFamily(CopiedPythonEnv, GymEvaluation, Family):
     agent_type = AgentType.SingleAgent
     title = "single-agent"
-
-    python_envs = True
 
     def make_env(self, ctx: RunContext) -> Any:
         return make_vector_env(ctx.environment, source=ctx.env_source)
