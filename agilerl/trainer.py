@@ -35,7 +35,7 @@ from agilerl.families.python_env import PythonEnv
 from agilerl.finite import json_safe
 from agilerl.hpo.limits import operator_problems
 from agilerl.manifest_code import anchored
-from agilerl.models.hpo import MutationSpec, TournamentSelectionSpec
+from agilerl.models.hpo import SELECTION_SPECS, MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     TrainingManifest,
     algorithm_document,
@@ -129,6 +129,21 @@ def _spec(value: Any, cls: type, section: str) -> Any:
         except ValidationError as err:  # named by the section, as a manifest's would be
             raise TrainerError(_located(err, section)) from None
     raise TrainerError(f"{section}: expected a {cls.__name__} or a mapping, got {value!r}")
+
+
+def _selection_spec_class(value: Any) -> type:
+    """The spec class of a selection section, by its ``strategy`` (tournament where a
+    mapping has none)."""
+    if not isinstance(value, dict):
+        known = tuple(SELECTION_SPECS.values())
+        return type(value) if isinstance(value, known) else TournamentSelectionSpec
+    strategy = value.get("strategy", "tournament")
+    if strategy not in SELECTION_SPECS:
+        raise TrainerError(
+            f"selection_strategy.strategy: {strategy!r} is not a selection strategy; known: "
+            f"{', '.join(SELECTION_SPECS)}"
+        )
+    return SELECTION_SPECS[strategy]
 
 
 def _located(err: ValidationError, section: str) -> str:
@@ -246,7 +261,7 @@ class LocalTrainer:
         self.training = _spec(training, TrainingSpec, "training") or TrainingSpec()
         self.mutation = _spec(mutation, MutationSpec, "mutation")
         self.selection_strategy = _spec(
-            selection_strategy, TournamentSelectionSpec, "selection_strategy"
+            selection_strategy, _selection_spec_class(selection_strategy), "selection_strategy"
         )
         if hpo:
             self.mutation = self.mutation or MutationSpec()
@@ -454,12 +469,13 @@ class LocalTrainer:
     def _operators(self, seed: int) -> tuple[Any, Any]:
         if not self.evolving:
             return None, None
-        from agilerl.hpo import Mutations, TournamentSelection
+        from agilerl.hpo import Mutations
+        from agilerl.hpo.selections import selection_class
 
         mutation = Mutations.from_spec(self.mutation)
         if self.mutation.rand_seed is None:
             mutation.rng = np.random.default_rng([seed, 1])
-        selection = TournamentSelection.from_spec(
+        selection = selection_class(self.selection_strategy).from_spec(
             self.selection_strategy, self.training.pop_size, rand_seed=seed
         )
         return selection, mutation

@@ -8,7 +8,13 @@ from agilerl.models.manifest_base import ManifestBase
 from agilerl.models.sections import AlgorithmValue, EncoderValue, EnvironmentValue, NetworkValue
 from pydantic import ConfigDict, Field
 
-from . import mutation_schema, replay_buffer_schema, tournament_selection_schema, training_schema
+from . import (
+    multi_frequency_selection_schema,
+    mutation_schema,
+    replay_buffer_schema,
+    tournament_selection_schema,
+    training_schema,
+)
 from .network_schema import NetworkCommonFields
 
 
@@ -84,6 +90,8 @@ class TrainingManifest(ManifestBase):
         ),
     ] = None
     selection_strategy: Annotated[
-        tournament_selection_schema.TournamentSelectionSpec | None,
-        Field(description='How the next generation is selected; null for none.'),
+        tournament_selection_schema.TournamentSelectionSpec | multi_frequency_selection_schema.MultiFrequencySelectionSpec | None,
+        Field(
+            description='How the next generation is selected: tournament selection (`strategy: tournament`, the default) or multi-frequency PBT (`strategy: multi_frequency`); null for none.'
+        ),
     ] = None

@@ -25,6 +25,8 @@ TRAINABLE = [
     "configs/ddpg/ddpg_simba.yaml",
     "configs/td3.yaml",
     "configs/dqn/dqn_rainbow.yaml",
+    "configs/dqn/dqn_mfpbt.yaml",
+    "configs/ppo/ppo_mfpbt.yaml",
 ]
 #: Changes beyond the budget. The DDPG/TD3 and dqn_rainbow manifests wait 1,000-10,000
 #: steps before they learn, which a few hundred never reach: the wait goes. ddpg_simba's HalfCheetah-v4
@@ -38,6 +40,14 @@ ADJUST = {
     },
     "configs/td3.yaml": {"training": {"learning_delay": 0}},
     "configs/dqn/dqn_rainbow.yaml": {"training": {"learning_delay": 0}},
+    # Multi-frequency PBT on the manifests' 16 agents (their brackets, 2/0/2/4, are for
+    # sub-populations of 8), LunarLander's 16 worker processes per agent made 2 copies in
+    # this process.
+    "configs/dqn/dqn_mfpbt.yaml": {"environment": {"num_envs": 2, "sync": True}},
+    "configs/ppo/ppo_mfpbt.yaml": {
+        "environment": {"num_envs": 2, "sync": True},
+        "algorithm": {"learn_step": 256},
+    },
 }
 # Left out, by kind: image observations (configs/ppo/ppo_image.yaml, tests/ppo_cnn.yaml);
 # the other DQN and PPO manifests are refused at validation (see test_manifest.REFUSED).
@@ -71,6 +81,8 @@ SLOW = {
     "tests/ppo_lstm.yaml",
     "configs/ddpg/ddpg_simba.yaml",
     "configs/td3.yaml",
+    "configs/ppo/ppo_mfpbt.yaml",
+    "configs/dqn/dqn_mfpbt.yaml",
 }
 
 

@@ -260,16 +260,15 @@ class NeuralBandit(RLAlgorithm):
         super().networks_changed()
         self.sigma_inv = self._prior()
 
-    def mutate_hyperparameter(self, rng: np.random.Generator) -> tuple[str, Any, Any] | None:
-        """The base's mutation; a new ``lamb`` takes effect in the design matrix at once:
+    def set_hyperparameter(self, name: str, value: Any) -> None:
+        """The base's; a new ``lamb`` takes effect in the design matrix at once:
         ``Z <- Z + (lamb_new - lamb_old) I``, inverted directly (it is one layer wide)."""
-        changed = super().mutate_hyperparameter(rng)
-        if changed is not None and changed[0] == "lamb":
-            _, old, new = changed
+        old = getattr(self, name)
+        super().set_hyperparameter(name, value)
+        if name == "lamb" and value != old:
             eye = torch.eye(self.feature_dim, dtype=torch.float64, device=self.device)
-            design = torch.linalg.inv(self.sigma_inv) + (new - old) * eye
+            design = torch.linalg.inv(self.sigma_inv) + (value - old) * eye
             self.sigma_inv = torch.linalg.inv(design)
-        return changed
 
     def extra_state(self) -> dict[str, Any]:
         return {

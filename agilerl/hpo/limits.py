@@ -21,13 +21,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from agilerl.hpo.selections import selection_class
+
 #: The largest ``mutation_sd``: the parameter mutation's own strongest noise, 10 x |w|.
 MAX_MUTATION_SD = 10.0
 
 
 def operator_problems(mutation: Any, selection: Any, pop_size: int) -> list[str]:
     """One ``field: value: why`` line per setting of ``mutation`` (a MutationSpec) and
-    ``selection`` (a TournamentSelectionSpec) that the operators cannot use on a
+    ``selection`` (a selection strategy's spec) that the operators cannot use on a
     population of ``pop_size``."""
     problems = []
     sd = mutation.mutation_sd
@@ -38,12 +40,4 @@ def operator_problems(mutation: Any, selection: Any, pop_size: int) -> list[str]
             "replaces weights by noise (and overflows float32 into inf and NaN) instead of "
             "perturbing them"
         )
-    size = selection.tournament_size
-    if pop_size > 1 and size > pop_size:
-        problems.append(
-            f"selection_strategy.tournament_size: {size:,} is more than training.pop_size "
-            f"({pop_size:,}): tournaments draw their entrants from the population with "
-            "replacement, so the next generation would be clones of the fittest agent "
-            "alone; use at most pop_size"
-        )
-    return problems
+    return problems + selection_class(selection).problems(selection, pop_size)

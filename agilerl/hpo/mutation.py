@@ -78,23 +78,28 @@ class Mutations:
         population: list[AgentT] | Mapping[int, AgentT],
         skip_first: bool = False,
         pretraining: bool = False,
+        unchanged: Mapping[int, str] | None = None,
     ) -> list[AgentT] | Mapping[int, AgentT]:
-        """Mutate agents in place (``skip_first``: leave the elite of slot 0 alone) and
-        record on each ``agent.mut`` what it received. ``population``: the agents by
-        slot, a list or a mapping slot -> agent (the slots one process of a split
-        population holds). ``pretraining``: the mutation before the first generation,
-        which never draws "none" (:attr:`pretraining_probabilities`).
+        """Mutate agents in place and record on each ``agent.mut`` what it received.
+        ``population``: the agents by slot, a list or a mapping slot -> agent (the slots
+        one process of a split population holds). ``unchanged``: slots the selection
+        keeps from mutation, with why (recorded as ``None (why)``); ``skip_first`` is
+        ``unchanged={0: "elite"}``. ``pretraining``: the mutation before the first
+        generation, which never draws "none" (:attr:`pretraining_probabilities`).
 
         One number is drawn from the operator's generator per call; each slot's
         mutation then draws from a generator seeded by it and the slot, so what an
         agent receives depends on its slot alone, never on the agents mutated before
         it: processes holding different slots mutate exactly as one process would."""
         agents = population.items() if isinstance(population, Mapping) else enumerate(population)
+        kept = dict(unchanged or {})
+        if skip_first:
+            kept[0] = "elite"
         base = int(self.rng.integers(2**63))
         probabilities = self.pretraining_probabilities if pretraining else self.probabilities
         for slot, agent in agents:
-            if skip_first and slot == 0:
-                agent.mut = "None (elite)"
+            if slot in kept:
+                agent.mut = f"None ({kept[slot]})"
                 continue
             rng = np.random.default_rng([base, slot])
             kind = KINDS[int(rng.choice(len(KINDS), p=probabilities))]

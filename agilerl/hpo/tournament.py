@@ -8,6 +8,7 @@ import numpy as np
 
 from agilerl import checkpoints
 from agilerl.algorithms.core.protocols import AgentT
+from agilerl.hpo.placement import Placement
 
 
 class TournamentSelection:
@@ -36,12 +37,35 @@ class TournamentSelection:
     ) -> TournamentSelection:
         return cls(spec.tournament_size, spec.elitism, population_size, rand_seed)
 
-    def plan(self, fitness: list[float], indices: list[int]) -> list[tuple[int, int]]:
-        """The next generation as ``(parent slot, index)`` per slot, from the latest
-        ``fitness`` and population ``indices`` of every slot alone: a population split
-        over processes decides it on every rank alike and moves only the agents whose
-        parent lives elsewhere. The elite (slot 0, with ``elitism``) keeps its index;
-        every other clone gets a fresh one, increasing."""
+    @staticmethod
+    def problems(spec: Any, population_size: int) -> list[str]:
+        """What makes ``spec`` (a TournamentSelectionSpec) unusable on a population of
+        ``population_size``: one ``field: value: why`` line each."""
+        size = spec.tournament_size
+        if population_size > 1 and size > population_size:
+            return [
+                f"selection_strategy.tournament_size: {size:,} is more than training.pop_size "
+                f"({population_size:,}): tournaments draw their entrants from the population "
+                "with replacement, so the next generation would be clones of the fittest "
+                "agent alone; use at most pop_size"
+            ]
+        return []
+
+    @staticmethod
+    def working_memory(spec: Any) -> tuple[str, str, int] | None:
+        """What a selection allocates that its spec decides, as the pre-flight counts it
+        (field, what, bytes): each slot's tournament draws its entrants' indices at once."""
+        size = spec.tournament_size
+        return (
+            "selection_strategy.tournament_size",
+            f"tournaments of {size:,} entrants (8 B each)",
+            8 * size,
+        )
+
+    def plan(self, fitness: list[float], indices: list[int]) -> list[Placement]:
+        """The next generation, slot by slot, from the latest ``fitness`` and population
+        ``indices`` of every slot alone. The elite (slot 0, with ``elitism``) keeps its
+        index and is not mutated; every other clone gets a fresh index, increasing."""
         scores = np.array(fitness, dtype=float)
         best = int(np.argmax(scores))  # first of equals: deterministic
         next_index = max(indices) + 1
@@ -53,9 +77,9 @@ class TournamentSelection:
         for slot, source in enumerate(chosen):
             if slot == 0 and self.elitism:
                 # The elite keeps its index: it is the same agent carried forward.
-                plan.append((source, indices[source]))
+                plan.append(Placement(source, indices[source], unchanged="elite"))
             else:
-                plan.append((source, next_index))
+                plan.append(Placement(source, next_index))
                 next_index += 1
         return plan
 
@@ -63,7 +87,7 @@ class TournamentSelection:
         """``(elite, next_generation)``: clones with fresh, increasing indices."""
         fitness = [agent.fitness[-1] if agent.fitness else -np.inf for agent in population]
         plan = self.plan(fitness, [agent.index for agent in population])
-        new_population = [population[source].clone(index=index) for source, index in plan]
+        new_population = [population[p.parent].clone(index=p.index) for p in plan]
         best = population[int(np.argmax(fitness))]
         return new_population[0] if self.elitism else best, new_population
 

@@ -41,6 +41,7 @@ from agilerl.models.env import (
     PettingZooEnvSpec,
 )
 from agilerl.models.hpo import (
+    MultiFrequencySelectionSpec,
     MutationProbabilities,
     MutationSpec,
     RLHyperparameter,
@@ -82,6 +83,7 @@ __all__ = [
     "MutationProbabilities",
     "MutationSpec",
     "RLHyperparameter",
+    "MultiFrequencySelectionSpec",
     "TournamentSelectionSpec",
     "NetworkSection",
     "TrainingManifest",

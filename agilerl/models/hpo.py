@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
     # ``generated/`` (pyproject ``package-dir``); they read the same files from the tree.
+    from generated.multi_frequency_selection_schema import MultiFrequencySelectionSpec
     from generated.mutation_schema import (
         MutationProbabilities,
         MutationSpec,
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     )
     from generated.tournament_selection_schema import TournamentSelectionSpec
 else:
+    from agilerl._generated.multi_frequency_selection_schema import MultiFrequencySelectionSpec
     from agilerl._generated.mutation_schema import (
         MutationProbabilities,
         MutationSpec,
@@ -23,7 +25,16 @@ else:
     )
     from agilerl._generated.tournament_selection_schema import TournamentSelectionSpec
 
+#: ``selection_strategy.strategy`` -> its spec class (a section without the tag is
+#: tournament selection, the tag's default).
+SELECTION_SPECS: dict[str, type] = {
+    "tournament": TournamentSelectionSpec,
+    "multi_frequency": MultiFrequencySelectionSpec,
+}
+
 __all__ = [
+    "SELECTION_SPECS",
+    "MultiFrequencySelectionSpec",
     "MutationProbabilities",
     "MutationSpec",
     "RLHyperparameter",

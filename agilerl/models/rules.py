@@ -18,6 +18,8 @@ The keyword's value is a list of rules; each rule is one of
 * ``{"field": F, "key": K, "sameAs": G}``  where object F holds K, it equals the K of
   object G (reported at F; skipped where G does not hold K, defaults apart): one setting
   written in two sections, e.g. PPO's ``algorithm.num_envs`` and ``environment.num_envs``
+* ``{"field": F, "increasing": true}``  the numbers of array F strictly increase
+  (reported at F, naming the first pair that does not)
 * ``{"flag": P, "ignoredWhen": {Q: [V, ...], ...}}``  flag P is not ``true`` where some
   Q holds one of the values listed for it (a string, number or boolean, compared as JSON
   compares them: ``true`` is not ``1``): what P asks for would then be ignored, e.g. a
@@ -39,6 +41,7 @@ by the ordinary keywords, and a rule never reports the same problem twice.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import operator
@@ -201,6 +204,10 @@ def acceptance_lines(
             lines.append(f"a = _held({get(rule['field'])}, {key})")
             lines.append(f"b = _held({get(rule['sameAs'])}, {key})")
             lines.append("if not (a is None or b is None or a == b): return False")
+        elif "increasing" in rule:
+            check = f"_r{len(constants)}"
+            constants[check] = _compile(rule, defaults.get)
+            lines.append(f"if {check}({instance}.get): return False")
         elif "ignoredWhen" in rule:
             # The flag is rarely true: only then is the rule's own check asked.
             head, *keys = rule["flag"].split(".")
@@ -261,6 +268,8 @@ def _compile(rule: Mapping[str, Any], default: Callable[[str], Any]) -> Check:
         return _required_if_check(rule["field"], rule["requiredIf"], default)
     if "anyPositive" in rule:
         return _any_positive_check(rule["anyPositive"], default)
+    if "increasing" in rule:
+        return _increasing_check(rule["field"], default)
     if "sameAs" in rule:
         return _same_as_check(rule["field"], rule["key"], rule["sameAs"], default)
     if "ignoredWhen" in rule:
@@ -343,6 +352,26 @@ def _any_positive_check(fields: list[str], default: Callable[[str], Any]) -> Che
             if not _is_number(value) or value > 0:
                 return _NONE
         return [RuleViolation(fields[0], values[0], message)]
+
+    return check
+
+
+def _increasing_check(field: str, default: Callable[[str], Any]) -> Check:
+    field_default = default(field)
+
+    def check(get: Getter) -> list[RuleViolation]:
+        value = get(field, field_default)
+        if not isinstance(value, list):
+            return _NONE
+        numbers = [item for item in value if _is_number(item)]
+        for i, (a, b) in enumerate(itertools.pairwise(numbers)):
+            if not a < b:
+                message = (
+                    f"{field} must strictly increase, got {_number(a)} then {_number(b)} "
+                    f"(items {i} and {i + 1})"
+                )
+                return [RuleViolation(field, value, message)]
+        return _NONE
 
     return check
 

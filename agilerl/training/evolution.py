@@ -34,6 +34,7 @@ import numpy as np
 from agilerl.algorithms.core.protocols import AgentT, EvolvingAgent
 from agilerl.distributed.group import Group, current_group
 from agilerl.finite import first_non_finite
+from agilerl.hpo.placement import Placement
 from agilerl.training.callbacks import Callback, stop_requested
 from agilerl.training.errors import DivergedError
 from agilerl.training.report import Progress, describe_best, generation_summary
@@ -212,35 +213,64 @@ def next_generation(
     group: Group | None = None,
     roster: list[tuple[int, float]] | None = None,
 ) -> Any:
-    """Tournament selection, then mutation (the elite slot, with elitism, unmutated).
+    """Selection, then mutation of the agents the selection leaves open to it.
 
     ``population``: every agent (a list), or on a split population this process's agents
     by slot, with ``roster`` the (index, latest fitness) of every slot of the run and
     ``group`` the process group; a clone whose parent lives on another rank is built
-    from the state that rank sends. Returns the new generation in the same form."""
+    from the state that rank sends, and a migrant that takes on another agent's
+    hyperparameters receives them the same way. Returns the new generation in the same
+    form."""
     group = group or Group()
     local = dict(enumerate(population)) if isinstance(population, list) else population
     if roster is None:
         roster = [(agent.index, agent.fitness[-1] if agent.fitness else -math.inf)
                   for agent in local.values()]  # fmt: skip
     pop_size = len(roster)
-    plan = selection.plan([fit for _, fit in roster], [index for index, _ in roster])
+    plan: list[Placement] = selection.plan(
+        [fit for _, fit in roster], [index for index, _ in roster]
+    )
     children: dict[int, AgentT] = {}
     # Every rank walks the same plan in the same order, so each send meets its receive.
-    for slot, (parent, index) in enumerate(plan):
+    for slot, placement in enumerate(plan):
+        parent = placement.parent
         here, there = group.owner(slot, pop_size), group.owner(parent, pop_size)
         if there == group.rank:
-            child = local[parent].clone(index=index)
+            child = local[parent].clone(index=placement.index)
             if here == group.rank:
                 children[slot] = child
             else:
                 group.send(child.state_dict(), here)
         elif here == group.rank:
             children[slot] = _rebuild(local, group.recv(there))
-    mutation.mutation(children, skip_first=selection.elitism)
+    for slot, placement in enumerate(plan):
+        source = placement.hyperparameters_from
+        if source is None:
+            continue
+        here, there = group.owner(slot, pop_size), group.owner(source, pop_size)
+        if there == group.rank:
+            values = local[source].mutable_hyperparameters()
+            if here == group.rank:
+                _adopt(children[slot], values)
+            else:
+                group.send(values, here)
+        elif here == group.rank:
+            _adopt(children[slot], group.recv(there))
+    unchanged = {
+        slot: placement.unchanged
+        for slot, placement in enumerate(plan)
+        if placement.unchanged is not None and slot in children
+    }
+    mutation.mutation(children, unchanged=unchanged)
     return (
         [children[slot] for slot in range(pop_size)] if isinstance(population, list) else children
     )
+
+
+def _adopt(agent: Any, values: dict[str, Any]) -> None:
+    """``agent`` takes on hyperparameter ``values`` (another agent's mutable ones)."""
+    for name, value in values.items():
+        agent.set_hyperparameter(name, value)
 
 
 def _rebuild(local: dict[int, Any], state: dict[str, Any]) -> Any:

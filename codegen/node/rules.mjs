@@ -11,6 +11,7 @@
 //   {"field": F, "requiredIf": G}    F is not null when G is true
 //   {"anyPositive": [F1, F2, ...]}   at least one of the listed numbers is above 0 (at F1)
 //   {"field": F, "key": K, "sameAs": G}  where object F holds K, it equals G's K (at F)
+//   {"field": F, "increasing": true}  the numbers of array F strictly increase (at F)
 //   {"flag": P, "ignoredWhen": {Q: [V, ...], ...}}  flag P is not true where some Q holds
 //                                    one of its values (at P; optional "because": why)
 //
@@ -77,6 +78,10 @@ export function* checkRules(rules, lookup) {
       yield* checkAnyPositive(rule.anyPositive, lookup);
       continue;
     }
+    if ("increasing" in rule) {
+      yield* checkIncreasing(rule.field, lookup);
+      continue;
+    }
     if ("sameAs" in rule) {
       yield* checkSameAs(rule.field, rule.key, rule.sameAs, lookup);
       continue;
@@ -102,6 +107,24 @@ export function* checkRules(rules, lookup) {
           message: `${subject} must be ${expected} ${boundName} (${bound}), got ${bad[0]}`,
         };
       }
+    }
+  }
+}
+
+function* checkIncreasing(field, lookup) {
+  const value = lookup(field);
+  if (!Array.isArray(value)) return;
+  const numbers = value.filter(isNumber);
+  for (let i = 0; i + 1 < numbers.length; i += 1) {
+    if (!(numbers[i] < numbers[i + 1])) {
+      yield {
+        field,
+        value,
+        message:
+          `${field} must strictly increase, got ${numbers[i]} then ${numbers[i + 1]} ` +
+          `(items ${i} and ${i + 1})`,
+      };
+      return;
     }
   }
 }

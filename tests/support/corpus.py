@@ -3,17 +3,11 @@ shared by the manifest, corpus-training and multi-agent tests."""
 
 #: Corpus manifests we refuse, with the reason the error must give. Everything else in
 #: the corpus must validate. (README: "Compatibility with AgileRL's manifests".)
-MF_PBT = "selection_strategy.strategy: Input should be 'tournament'"
 RENAMED_MEMORY = "replay_buffer.memory_size: unknown key (renamed: use 'max_size')"
 MINARI = "environment.minari_dataset_id: unknown key"
 REFUSED = {
-    "configs/bandit/neural_ucb_mfpbt.yaml": MF_PBT,
     "configs/cqn.yaml": MINARI,
     "configs/cqn_mfpbt.yaml": MINARI,
-    "configs/dqn/dqn_mfpbt.yaml": MF_PBT,
-    "configs/multi_agent/ippo_mfpbt.yaml": MF_PBT,
-    "configs/multi_agent/maddpg_mfpbt.yaml": MF_PBT,
-    "configs/ppo/ppo_mfpbt.yaml": MF_PBT,
     "configs/llm_finetuning/cispo.yaml": "algorithm.name: unknown algorithm",
     "configs/llm_finetuning/cispo_gemma4_group5.yaml": "algorithm.name: unknown algorithm",
     "configs/llm_finetuning/cispo_quant_bench.yaml": "algorithm.name: unknown algorithm",

@@ -348,12 +348,22 @@ class EvolvableAlgorithm:
         name = names[int(rng.integers(len(names)))]
         old = getattr(self, name)
         new = self.hp_config[name].mutate(old, rng)
-        setattr(self, name, new)
+        self.set_hyperparameter(name, new)
+        return name, old, new
+
+    def set_hyperparameter(self, name: str, value: Any) -> None:
+        """Set hyperparameter ``name`` and make it take effect at once (a learning rate in
+        its optimiser): what a mutation and a migrant adopting its new sub-population's
+        hyperparameters (:mod:`agilerl.hpo.multi_frequency`) both do."""
+        setattr(self, name, value)
         for attr, (_, lr_attr) in self.optimizer_specs.items():
             if lr_attr == name:
                 for group in getattr(self, attr).param_groups:
-                    group["lr"] = float(new)
-        return name, old, new
+                    group["lr"] = float(value)
+
+    def mutable_hyperparameters(self) -> dict[str, Any]:
+        """The current values of the hyperparameters evolution may change (``hp_config``)."""
+        return {name: getattr(self, name) for name in sorted(self.hp_config or {})}
 
     def hyperparameters(self) -> dict[str, Any]:
         """Current values of the constructor hyperparameters (JSON-friendly)."""

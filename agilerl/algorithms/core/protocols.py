@@ -30,8 +30,9 @@ class SelectableAgent(Protocol):
 
 @runtime_checkable
 class MutableAgent(Protocol):
-    """The four mutation primitives :class:`agilerl.hpo.Mutations` calls, and where it
-    records what an agent received (``mut``)."""
+    """The four mutation primitives :class:`agilerl.hpo.Mutations` calls, the setter a
+    migrant adopts hyperparameters by, and where it records what an agent received
+    (``mut``)."""
 
     mut: str
 
@@ -44,6 +45,10 @@ class MutableAgent(Protocol):
     def mutate_parameters(self, rng: np.random.Generator, mutation_sd: float) -> int: ...
 
     def mutate_hyperparameter(self, rng: np.random.Generator) -> tuple[str, Any, Any] | None: ...
+
+    def set_hyperparameter(self, name: str, value: Any) -> None: ...
+
+    def mutable_hyperparameters(self) -> dict[str, Any]: ...
 
 
 @runtime_checkable

@@ -14,6 +14,7 @@ from agilerl.families.context import RunContext
 from agilerl.families.python_env import close_made
 from agilerl.families.single_agent.env_check import report_user_env
 from agilerl.families.single_agent.envs import make_env
+from agilerl.hpo.selections import selection_class
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.training.preflight import (
     GENERATIONS_ALIVE,
@@ -101,15 +102,10 @@ def estimate(ctx: RunContext) -> Estimate:
             num_envs * per_env,
         )
     )
-    if ctx.evolving:  # each slot's tournament draws its entrants' indices at once
-        size = ctx.selection_strategy.tournament_size
-        needs.append(
-            Need(
-                "selection_strategy.tournament_size",
-                f"tournaments of {size:,} entrants (8 B each)",
-                8 * size,
-            )
-        )
+    if ctx.evolving:
+        need = selection_class(ctx.selection_strategy).working_memory(ctx.selection_strategy)
+        if need is not None:
+            needs.append(Need(*need))
     if algorithm.off_policy or algorithm.offline:
         transition = 2 * obs + action + TRANSITION_EXTRA_BYTES
         storage = STORAGES[ctx.replay_buffer.storage if ctx.replay_buffer else "transitions"]

@@ -505,7 +505,7 @@ def test_each_run_refusal_names_its_cause_before_the_first_step(case, tmp_path, 
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
 
 
-@pytest.mark.parametrize("name", ["neural_ucb", "neural_ts"])
+@pytest.mark.parametrize("name", ["neural_ucb", "neural_ts", "neural_ucb_mfpbt"])
 def test_agilerls_own_bandit_manifests_train_with_a_rate_target(name, tmp_path):
     """AgileRL's configs/bandit manifests as written, but for the budget and the target
     (theirs sums rewards over eval_steps: 96 and 450), with their tables where they name
@@ -526,7 +526,7 @@ def test_agilerls_own_bandit_manifests_train_with_a_rate_target(name, tmp_path):
     data["algorithm"]["batch_size"] = 8
     trainer = LocalTrainer.from_manifest(parse_manifest(data), base_dir=tmp_path)
     population, fitnesses = trainer.train(verbose=False)
-    assert len(population) == 4 and all(0 <= f <= 1 for f in fitnesses)
+    assert len(population) == trainer.training.pop_size and all(0 <= f <= 1 for f in fitnesses)
     assert trainer.state.finished in ("max_steps", "target_score")
 
 
