@@ -176,3 +176,21 @@ def test_playground_reports_what_agilerl_validate_reports(
     assert {"clip_coef", "gae_lambda", "update_epochs"} <= set(page[str(valid)]["fields"])
     assert page[str(unknown)]["algorithm"] == ""
     assert "PPO" in page[str(unknown)]["names"] and "DQN" in page[str(unknown)]["names"]
+
+
+def test_hook_names_the_fix_when_node_modules_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mkdocs")
+    from mkdocs.exceptions import PluginError
+
+    spec = importlib.util.spec_from_file_location(
+        "playground_hook", ROOT / "docs" / "hooks" / "playground.py"
+    )
+    assert spec is not None and spec.loader is not None
+    hook = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hook)
+    monkeypatch.setattr(hook, "NODE_PROJECT", tmp_path)  # a project never installed
+    monkeypatch.setattr(hook.shutil, "which", lambda name: "/usr/bin/node")
+    with pytest.raises(PluginError, match=r"run `npm ci --prefix codegen/node`"):
+        hook._bundle(tmp_path / "out")

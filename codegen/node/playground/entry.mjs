@@ -28,7 +28,7 @@ function element(tag, attributes = {}, ...children) {
 
 /** The editor: a textarea beside a gutter of line numbers kept in step with it. */
 function editor() {
-  const gutter = element("pre", { class: "agilerl-pg-gutter", "aria-hidden": "true" });
+  const gutter = element("div", { class: "agilerl-pg-gutter", "aria-hidden": "true" });
   const text = element("textarea", {
     class: "agilerl-pg-text",
     id: "agilerl-pg-text",
