@@ -88,15 +88,20 @@ function referencedFiles(node, found = new Set()) {
   return found;
 }
 
-/** Every schema object -> the file it is in (to resolve the `#/...` refs inside it). */
+/**
+ * Every schema object -> {file, pointer}: the file it is in (to resolve the `#/...` refs
+ * inside it) and its JSON Pointer there (to compile it alone, a union's branch).
+ */
 function ownerFiles(files) {
   const owners = new WeakMap();
-  const mark = (node, name) => {
+  const mark = (node, file, pointer) => {
     if (node === null || typeof node !== "object") return;
-    if (!Array.isArray(node)) owners.set(node, name);
-    Object.values(node).forEach((child) => mark(child, name));
+    if (!Array.isArray(node)) owners.set(node, { file, pointer });
+    for (const [key, child] of Object.entries(node)) {
+      mark(child, file, `${pointer}/${key.replaceAll("~", "~0").replaceAll("/", "~1")}`);
+    }
   };
-  files.forEach((schema, name) => mark(schema, name));
+  files.forEach((schema, file) => mark(schema, file, ""));
   return owners;
 }
 
@@ -256,7 +261,7 @@ function intendedKey(key, known) {
 /** The schema a `$ref` in `schema` names (`schema` itself when it has none). */
 export function dereferenced(schema, compiled) {
   if (typeof schema?.$ref !== "string") return schema;
-  return resolveRef(schema.$ref, compiled.owners.get(schema), compiled.files);
+  return resolveRef(schema.$ref, compiled.owners.get(schema)?.file, compiled.files);
 }
 
 /** The target of a `$ref` written in the file `owner`. */
@@ -274,7 +279,7 @@ function declaredKeys(schema, compiled, found = new Set(), seen = new Set()) {
   if (!isObject(schema) || seen.has(schema)) return found;
   seen.add(schema);
   Object.keys(schema.properties ?? {}).forEach((key) => found.add(key));
-  const owner = compiled.owners.get(schema);
+  const owner = compiled.owners.get(schema)?.file;
   if (typeof schema.$ref === "string") {
     declaredKeys(resolveRef(schema.$ref, owner, compiled.files), compiled, found, seen);
   }
@@ -302,7 +307,8 @@ const under = (path, prefix) => path === prefix || path.startsWith(`${prefix}/`)
  * ajv's errors grouped by the union (anyOf/oneOf) that produced them: with allErrors,
  * ajv lists a failed union's branch errors right before the union's own error, and an
  * `if` schema's error right after its `then` errors. A group holds the errors before it
- * under its instance path, back to an `if` error above that path.
+ * under its instance path, back to an `if` error above that path; a group that an `if`
+ * error closes is conditional (the schema applies it where, say, the algorithm is PPO).
  */
 function grouped(errors) {
   const items = [];
@@ -318,38 +324,96 @@ function grouped(errors) {
       }
       items.push({ error, run: items.splice(start) });
     } else {
+      if (error.keyword === "if") {
+        for (let index = items.length - 1; index >= 0; index -= 1) {
+          if (items[index].error.keyword === "if") break;
+          if (under(items[index].error.instancePath, error.instancePath)) {
+            items[index].conditional = true;
+          }
+        }
+      }
       items.push({ error });
     }
   }
   return items;
 }
 
+/** ajv's validate function of one schema object of the files (a union's branch). */
+function branchValidator(schema, compiled) {
+  const { file, pointer } = compiled.owners.get(schema);
+  return compiled.ajv.getSchema(`${compiled.files.get(file).$id}#${pointer}`);
+}
+
+/**
+ * The errors of union `error`'s branch that the value meant, as pydantic reports them, or
+ * undefined when no branch stands out. Each branch is validated alone: a branch is not
+ * meant when it rejects the value's type, or a tag the value carries (a `const` of one
+ * of its keys: `arch: mlp` is no CNN); of the others, the one with the fewest errors.
+ */
+function meantBranch(error, compiled) {
+  const path = error.instancePath;
+  const value = error.data;
+  let best;
+  for (const branch of error.schema) {
+    const validate = branchValidator(branch, compiled);
+    // A oneOf that more than one branch passes: no branch is the one meant.
+    if (validate(value)) return undefined;
+    const errors = validate.errors.map((e) => ({ ...e, instancePath: `${path}${e.instancePath}` }));
+    const rejects = errors.some(
+      (e) =>
+        (e.keyword === "type" && e.instancePath === path) ||
+        (e.keyword === "const" &&
+          isObject(value) &&
+          e.instancePath.startsWith(`${path}/`) &&
+          !e.instancePath.slice(path.length + 1).includes("/")),
+    );
+    if (rejects) continue;
+    const found = pydanticErrors(grouped(errors), compiled);
+    if (best === undefined || found.length < best.length) best = found;
+  }
+  return best;
+}
+
 /**
  * The errors of `items` pydantic would report. pydantic validates the one member of a
  * union the document selects (the algorithm decides the environment and network
- * sections), where the schema tries every branch, so a union's errors are dropped when
- * errors outside it already speak of that part of the document; else its most specific
- * errors stand (a wrong type of the whole value only when nothing deeper failed).
- * Of the unions at one path, the one with the fewest errors is the branch meant.
+ * sections, a tag the encoder), where the schema tries every branch, so a union's errors
+ * are dropped when errors outside it already speak of that part of the document; else
+ * the errors of the branch meant stand, or the run's most specific errors (a wrong type
+ * of the whole value only when nothing deeper failed). Of the unions at one path, the one
+ * a condition chose is the one meant, else the one with the fewest errors.
  */
-function pydanticErrors(items) {
+function pydanticErrors(items, compiled) {
   const plain = items.filter((item) => !item.run && item.error.keyword !== "if");
   const byPath = new Map();
-  for (const { error, run } of items.filter((item) => item.run)) {
+  for (const { error, run, conditional } of items.filter((item) => item.run)) {
     const path = error.instancePath;
     if (plain.some((item) => under(item.error.instancePath, path))) continue;
-    const inner = pydanticErrors(run);
-    const deeper = inner.filter((e) => e.instancePath !== path || e.keyword !== "type");
-    const kept =
-      deeper.length > 0 ? deeper : inner.filter((e) => e.params.type !== "null").slice(0, 1);
-    if (!byPath.has(path) || kept.length < byPath.get(path).length) byPath.set(path, kept);
+    let kept = meantBranch(error, compiled);
+    if (kept === undefined) {
+      const inner = pydanticErrors(run, compiled);
+      const deeper = inner.filter((e) => e.instancePath !== path || e.keyword !== "type");
+      kept = deeper.length > 0 ? deeper : inner.filter((e) => e.params.type !== "null").slice(0, 1);
+    }
+    // Where a section is chosen by another (an `if`), that choice is the one pydantic makes.
+    const rank = [conditional ? 0 : 1, kept.length];
+    const held = byPath.get(path);
+    if (
+      held === undefined ||
+      rank[0] < held.rank[0] ||
+      (rank[0] === held.rank[0] && rank[1] < held.rank[1])
+    ) {
+      byPath.set(path, { rank, kept });
+    }
   }
-  return [...plain.map((item) => item.error), ...[...byPath.values()].flat()];
+  return [...plain.map((item) => item.error), ...[...byPath.values()].flatMap((held) => held.kept)];
 }
 
 /** ajv's `errors` on `document` as [{path, message}] in pydantic's words, each once. */
 function issues(errors, document, compiled) {
-  const all = pydanticErrors(grouped(errors));
+  const pruned = pydanticErrors(grouped(errors), compiled);
+  // Never an invalid verdict without a reason: then ajv's own errors are the reasons.
+  const all = pruned.length > 0 ? pruned : errors.filter((error) => error.keyword !== "if");
   const chosen = all.filter(
     // A discriminator's tag that is missing or not one of the tags has its own error
     // (`required`, `enum`), as in pydantic.

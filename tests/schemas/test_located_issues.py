@@ -30,10 +30,10 @@ _PYTHON_CONTEXT = "Python words it in terms of the whole manifest"
 #: Manifests on which the two report different issues (corpus file -> why). Each is an
 #: xfail(strict=True): teaching check.mjs the Python wording makes it fail until removed.
 WORDED_DIFFERENTLY = {
-    "deferred_encoder_fits_none.yaml": "an encoder without an arch: ajv reports every encoder's"
-    " errors, Python names the closest encoder",
-    "encoder_misspelt_required_key.yaml": "an encoder union: ajv reports every branch",
-    "network_arch_conflict.yaml": "an encoder union: ajv reports every branch",
+    "deferred_encoder_fits_none.yaml": "an encoder without an arch that fits none: Python"
+    " names the closest encoder, ajv reports the one with the fewest problems",
+    "network_arch_conflict.yaml": "an encoder whose arch is not the network's: Python says"
+    " so, ajv reports the encoder the network's arch names",
     "environment_not_object.yaml": f"{_PYTHON_CONTEXT} ('Input should be an object')",
     "not_a_mapping.yaml": _PYTHON_CONTEXT,
     "lowercase_algorithm.yaml": f"{_PYTHON_CONTEXT} ('unknown algorithm; known: ...')",
