@@ -103,7 +103,13 @@ def tests(session: nox.Session) -> None:
     install_engine(session)
     install_node(session)
     ENGINE.run(
-        session, "pytest", *PARALLEL, *session.posargs, AGILERL_REQUIRE_NODE="1", **ONE_THREAD
+        session,
+        "pytest",
+        *PARALLEL,
+        *session.posargs,
+        AGILERL_REQUIRE_NODE="1",
+        AGILERL_REQUIRE_BROWSER="1",
+        **ONE_THREAD,
     )
 
 

@@ -13,8 +13,6 @@
 // messages as the Python loader builds them from libyaml's events.
 // tests/test_yaml_dialect.py holds the two to the same trees and verdicts.
 
-import { closeSync, fstatSync, openSync, readSync } from "node:fs";
-
 import YAML from "yaml";
 
 export const MAX_DOCUMENT_BYTES = 1 << 20;
@@ -134,7 +132,7 @@ function scalarValue(node) {
  * Python, places a node there, the `yaml` package after them. The properties are the
  * tokens right before the value, on its line or the lines above.
  */
-function nodeStart(text, node) {
+export function nodeStart(text, node) {
   let start = node.range[0];
   const properties = (node.anchor !== undefined) + (node.tag !== undefined);
   for (let found = 0; found < properties; found += 1) {
@@ -296,104 +294,58 @@ export const PARSE_OPTIONS = Object.freeze({
  * DocumentError whose message starts with `line:column:`.
  */
 export function parseDocument(text) {
+  return readDocument(text).value;
+}
+
+/** [line, column] (1-based) of `offset` in `text`, columns counted as libyaml counts. */
+function position(text, lineCounter, offset) {
+  const { line, col } = lineCounter.linePos(offset);
+  // Columns count characters, as libyaml does, not UTF-16 units (an emoji is one).
+  return [line, [...text.slice(offset - (col - 1), offset)].length + 1];
+}
+
+/**
+ * `{value, locate}` of the one YAML document in `text`, as parseDocument reads it.
+ * `locate(path)` ([key or index, ...]) gives the 1-based [line, column] of the node at
+ * `path` (for a mapping's value, its key), or of its closest existing parent: where
+ * agilerl/documents.py's locator places an error, so both name the same line.
+ */
+export function readDocument(text) {
   const lineCounter = new YAML.LineCounter();
   const doc = YAML.parseDocument(text, { ...PARSE_OPTIONS, lineCounter });
-  const where = (offset) => {
-    const { line, col } = lineCounter.linePos(offset);
-    // Columns count characters, as libyaml does, not UTF-16 units (an emoji is one).
-    const column = [...text.slice(offset - (col - 1), offset)].length + 1;
-    return `${line}:${column}`;
-  };
+  const where = (offset) => position(text, lineCounter, offset).join(":");
   if (doc.errors.length > 0) {
     const [error] = doc.errors;
     const [message] = error.message.split("\n");
     throw new DocumentError(`${where(error.pos[0])}: not valid YAML: ${message}`);
   }
+  let value;
   try {
-    return build(text, doc.contents);
+    value = build(text, doc.contents);
   } catch (error) {
     if (!(error instanceof Problem)) throw error;
     throw new DocumentError(`${where(error.offset)}: ${error.message}`);
   }
-}
-
-/** Offset of the first byte of `bytes` that does not start valid UTF-8 (as Python finds it). */
-function invalidUtf8(bytes) {
-  for (let index = 0; index < bytes.length; ) {
-    const lead = bytes[index];
-    if (lead < 0x80) {
-      index += 1;
-      continue;
+  const locate = (path) => {
+    let [node, found] = [doc.contents, [1, 1]];
+    for (const part of path) {
+      let child;
+      if (YAML.isMap(node)) {
+        // The last key with that text wins, as in Python (keys are compared as text).
+        for (const { key, value: item } of node.items) {
+          if (YAML.isScalar(key) && key.source === String(part)) {
+            child = { node: item, at: nodeStart(text, key) };
+          }
+        }
+      } else if (YAML.isSeq(node) && Number.isInteger(part) && part < node.items.length) {
+        const item = node.items[part];
+        child = item ? { node: item, at: nodeStart(text, item) } : undefined;
+      }
+      if (child === undefined) break;
+      node = child.node;
+      found = position(text, lineCounter, child.at);
     }
-    let [count, low, high] = [0, 0x80, 0xbf];
-    if (lead >= 0xc2 && lead <= 0xdf) count = 1;
-    else if (lead >= 0xe0 && lead <= 0xef) {
-      count = 2;
-      if (lead === 0xe0) low = 0xa0;
-      if (lead === 0xed) high = 0x9f; // no surrogates
-    } else if (lead >= 0xf0 && lead <= 0xf4) {
-      count = 3;
-      if (lead === 0xf0) low = 0x90;
-      if (lead === 0xf4) high = 0x8f;
-    } else return index;
-    for (let next = 1; next <= count; next += 1) {
-      const byte = bytes[index + next];
-      const [min, max] = next === 1 ? [low, high] : [0x80, 0xbf];
-      if (byte === undefined || byte < min || byte > max) return index;
-    }
-    index += count + 1;
-  }
-  return -1;
-}
-
-/** At most MAX_DOCUMENT_BYTES + 1 bytes of `file`, refusing a larger one before reading. */
-function readBounded(file) {
-  const fd = openSync(file, "r");
-  try {
-    const { size } = fstatSync(fd);
-    const buffer = Buffer.alloc(size > MAX_DOCUMENT_BYTES ? 0 : MAX_DOCUMENT_BYTES + 1);
-    let length = 0;
-    while (length < buffer.length) {
-      const read = readSync(fd, buffer, length, buffer.length - length, null);
-      if (read === 0) break;
-      length += read;
-    }
-    const seen = Math.max(size, length); // pipes and devices report no size
-    if (seen > MAX_DOCUMENT_BYTES) {
-      throw new DocumentError(
-        `${file}: larger than the ${MAX_DOCUMENT_BYTES} bytes a document may have` +
-          ` (${seen} bytes or more)`,
-      );
-    }
-    return buffer.subarray(0, length);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
-/** The document in `file`; a DocumentError names `file:line:column` (or the file). */
-export function loadDocument(file) {
-  let bytes;
-  try {
-    bytes = readBounded(file);
-  } catch (error) {
-    if (error instanceof DocumentError) throw error;
-    throw new DocumentError(`${file}: cannot read: ${error.message}`);
-  }
-  let text;
-  try {
-    text = UTF8.decode(bytes);
-  } catch {
-    const offset = invalidUtf8(bytes);
-    const byte = bytes[offset].toString(16).padStart(2, "0");
-    throw new DocumentError(`${file}: not UTF-8 text (byte 0x${byte} at offset ${offset})`);
-  }
-  try {
-    return parseDocument(text);
-  } catch (error) {
-    if (!(error instanceof DocumentError)) throw error;
-    throw new DocumentError(`${file}:${error.message}`);
-  }
+    return found;
+  };
+  return { value, locate };
 }

@@ -4,17 +4,7 @@
 // `x-agilerl-rules` validates (see rules.mjs), the others are annotations. Each is given
 // the type of value it takes, so a misspelt or misused one still fails the schema lint.
 
-import { readFileSync } from "node:fs";
-
 import { RULES_KEYWORD, checkRules, schemaLookup } from "./rules.mjs";
-
-// The keyword's own shape (shared with the Python schema lint): ajv checks a value
-// against it when a schema is compiled.
-const RULES_META_SCHEMA = JSON.parse(
-  readFileSync(new URL("../rules.schema.json", import.meta.url), "utf8"),
-);
-delete RULES_META_SCHEMA.$schema; // validated as a plain subschema of the keyword
-delete RULES_META_SCHEMA.$id;
 
 /** Annotation-only keywords, with the JSON type of their value. */
 const ANNOTATIONS = {
@@ -59,13 +49,20 @@ function validateRules(rules, data, parentSchema, dataCxt) {
   return errors.length === 0;
 }
 
-/** Register every AgileRL schema keyword on `ajv`; returns `ajv`. */
-export function addAgileRLKeywords(ajv) {
+/**
+ * Register every AgileRL schema keyword on `ajv`; returns `ajv`. `rulesSchema` is
+ * codegen/rules.schema.json, the keyword's own shape (shared with the Python schema
+ * lint): ajv checks each value against it when a schema is compiled. The caller reads
+ * it (a file in Node, an import in the browser bundle), so this module needs neither.
+ */
+export function addAgileRLKeywords(ajv, rulesSchema) {
+  // validated as a plain subschema of the keyword
+  const { $schema, $id, ...metaSchema } = rulesSchema;
   ajv.addKeyword({
     keyword: RULES_KEYWORD,
     type: "object",
     schemaType: "array",
-    metaSchema: RULES_META_SCHEMA,
+    metaSchema,
     errors: true,
     validate: validateRules,
   });

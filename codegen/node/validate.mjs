@@ -15,6 +15,11 @@
 //       by file name; exits 1 when any file is invalid. A file the dialect refuses
 //       (bad YAML, over a limit, not UTF-8) is invalid with one error of keyword
 //       "document" whose message is the Python loader's, and the other files go on.
+//   node codegen/node/validate.mjs --schemas <dir> --spec <title> --issues <file>...
+//       Prints {"<file>": {"valid": bool, "errors": [{"path", "line", "column",
+//       "message"}]}}: each error as `agilerl validate --format json` reports it (dotted
+//       path, where in the file, pydantic's words; check.mjs, shared with the docs'
+//       playground). Exits 1 when any file is invalid.
 //   node codegen/node/validate.mjs --dump <file>...
 //       Prints {"<file>": <document as JSON>}: what the dialect reads from each file
 //       (tests compare it with the Python loader's tree). Needs no schemas.
@@ -26,22 +31,16 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
-import Ajv2020 from "ajv/dist/2020.js";
-import { DocumentError, loadDocument } from "./documents.mjs";
-import { addAgileRLKeywords } from "./keywords.mjs";
-
-export const AJV_OPTIONS = {
-  strict: true,
-  // strictRequired (implied by strict) wants every `required` name declared in
-  // `properties` of the same schema object. Our discriminated unions (EncoderConfig in
-  // network.schema.json) require the `arch` tag at the union level, where ajv's own
-  // discriminator documentation puts it, and declare it only inside each branch.
-  strictRequired: false,
-  allErrors: true,
-  discriminator: true,
-};
+import { UnknownSpecError, checkText, compileSchemas, validateDocument } from "./check.mjs";
+import { DocumentError } from "./documents.mjs";
+import { loadDocument, readText } from "./files.mjs";
 
 class UsageError extends Error {}
+
+/** codegen/rules.schema.json: the shape of the `x-agilerl-rules` keyword. */
+function rulesSchema() {
+  return JSON.parse(readFileSync(new URL("../rules.schema.json", import.meta.url), "utf8"));
+}
 
 /** Every *.schema.json of `dir`, parsed, in file-name order. */
 export function loadSchemas(dir) {
@@ -54,84 +53,12 @@ export function loadSchemas(dir) {
     }));
 }
 
-/**
- * An ajv instance holding every schema, each compiled (so strict mode has checked them
- * all), and `byTitle`: schema title -> compiled validate function. Throws on the first
- * schema problem, naming the file.
- */
-export function compileSchemas(schemas) {
-  const ajv = addAgileRLKeywords(new Ajv2020(AJV_OPTIONS));
-  for (const { name, schema } of schemas) {
-    withFile(name, () => ajv.addSchema(schema));
-  }
-  const byTitle = new Map();
-  // ajv compiles the schemas a schema references along with it, and its strict-mode
-  // messages carry no location: compiling referenced files first makes the file that
-  // fails the one at fault.
-  for (const { name, schema } of dependenciesFirst(schemas)) {
-    const validate = withFile(name, () => ajv.getSchema(schema.$id));
-    if (schema.title !== undefined) byTitle.set(schema.title, validate);
-  }
-  return { ajv, byTitle };
-}
-
-/** `schemas` reordered so each comes after the files its `$ref`s name. */
-function dependenciesFirst(schemas) {
-  const byName = new Map(schemas.map((entry) => [entry.name, entry]));
-  const ordered = [];
-  const visited = new Set();
-  const visit = (entry) => {
-    if (visited.has(entry.name)) return;
-    visited.add(entry.name);
-    for (const ref of referencedFiles(entry.schema)) {
-      if (byName.has(ref)) visit(byName.get(ref));
-    }
-    ordered.push(entry);
-  };
-  schemas.forEach(visit);
-  return ordered;
-}
-
-/** File names of the `$ref`s in `node` (relative references: `mlp.schema.json#/...`). */
-function referencedFiles(node, found = new Set()) {
-  if (Array.isArray(node)) {
-    node.forEach((item) => referencedFiles(item, found));
-  } else if (node !== null && typeof node === "object") {
-    for (const [key, value] of Object.entries(node)) {
-      if (key === "$ref" && typeof value === "string") {
-        const file = value.split("#")[0];
-        if (file !== "") found.add(file.split("/").pop());
-      } else {
-        referencedFiles(value, found);
-      }
-    }
-  }
-  return found;
-}
-
 function withFile(name, action) {
   try {
     return action();
   } catch (error) {
     throw new Error(`${name}: ${error.message}`, { cause: error });
   }
-}
-
-/** {valid, errors} of one document, in the report's format. */
-export function validateDocument(byTitle, spec, document) {
-  const validate = byTitle.get(spec);
-  if (validate === undefined) {
-    const known = [...byTitle.keys()].sort().join(", ");
-    throw new UsageError(`no schema titled ${JSON.stringify(spec)}; known: ${known}`);
-  }
-  const valid = validate(document);
-  const errors = (validate.errors ?? []).map(({ instancePath, message, keyword, params }) => ({
-    path: instancePath,
-    message,
-    keyword,
-    params,
-  }));
-  return { valid, errors };
 }
 
 function readJson(file) {
@@ -183,11 +110,36 @@ function parseCommandLine(argv) {
         corpus: { type: "string" },
         spec: { type: "string" },
         dump: { type: "boolean", default: false },
+        issues: { type: "boolean", default: false },
       },
     });
   } catch (error) {
     throw new UsageError(error.message);
   }
+}
+
+/**
+ * Print each file's issues (check.mjs: what `agilerl validate --format json` reports,
+ * located) and return 1 when any file is invalid.
+ */
+function printIssues(compiled, spec, files) {
+  if (spec === undefined || files.length === 0) {
+    throw new UsageError("--issues needs --spec <schema title> and document files");
+  }
+  const report = {};
+  for (const file of files) {
+    let text;
+    try {
+      text = readText(file);
+    } catch (error) {
+      if (!(error instanceof DocumentError)) throw error;
+      report[file] = { valid: false, errors: [{ message: error.message }] };
+      continue;
+    }
+    report[file] = checkText(compiled, spec, text);
+  }
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  return Object.values(report).every((result) => result.valid) ? 0 : 1;
 }
 
 /** Run the CLI; returns the exit status. */
@@ -209,13 +161,14 @@ export function main(argv) {
 
   let compiled;
   try {
-    compiled = compileSchemas(loadSchemas(values.schemas));
+    compiled = compileSchemas(loadSchemas(values.schemas), rulesSchema());
   } catch (error) {
     if (error.code === "ENOENT") throw new UsageError(error.message);
     console.error(`schema error: ${error.message}`);
     return 1;
   }
   if (values["compile-only"]) return 0;
+  if (values.issues) return printIssues(compiled, values.spec, positionals);
 
   const entries =
     values.corpus !== undefined
@@ -247,7 +200,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.ar
   try {
     process.exitCode = main(process.argv.slice(2));
   } catch (error) {
-    if (!(error instanceof UsageError)) throw error;
+    if (!(error instanceof UsageError || error instanceof UnknownSpecError)) throw error;
     console.error(`validate.mjs: ${error.message}`);
     process.exitCode = 2;
   }

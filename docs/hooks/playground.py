@@ -1,0 +1,71 @@
+"""MkDocs hook: build the manifest playground (docs/playground.md) into the site.
+
+At each build it bundles the browser validator (``node codegen/node/playground/build.mjs``:
+the ajv setup and error locating of ``codegen/node/check.mjs``, the schemas and the
+example manifests of ``configs/`` embedded) and adds the bundle, its stylesheet and a copy
+of ``schemas/`` (``schemas/<file>.schema.json`` in the site) as site files. The bundle is
+never committed, so the page always validates against the schemas of this checkout.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_PROJECT = ROOT / "codegen" / "node"
+BUILD_SCRIPT = NODE_PROJECT / "playground" / "build.mjs"
+#: Where the bundle lies in the site (the page's script and stylesheet).
+ASSETS = "assets/playground"
+SCRIPT = f"{ASSETS}/playground.js"
+STYLESHEET = f"{ASSETS}/playground.css"
+
+_out = tempfile.TemporaryDirectory(prefix="agilerl-playground-")
+
+
+def on_config(config: Any) -> Any:
+    """Load the bundle on every page (it mounts where the page has the playground's div),
+    so Material's instant navigation finds it loaded."""
+    if SCRIPT not in config.extra_javascript:
+        config.extra_javascript.append(SCRIPT)
+    if STYLESHEET not in config.extra_css:
+        config.extra_css.append(STYLESHEET)
+    return config
+
+
+def _bundle(out: Path) -> None:
+    node = shutil.which("node")
+    if node is None:
+        raise PluginError("playground: node is not on PATH (Node.js >= 20 builds the playground)")
+    if not (NODE_PROJECT / "node_modules").is_dir():
+        raise PluginError(
+            "playground: codegen/node/node_modules is missing: run `npm ci --prefix codegen/node`"
+        )
+    result = subprocess.run(
+        [node, str(BUILD_SCRIPT), str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise PluginError(f"playground: {BUILD_SCRIPT.relative_to(ROOT)} failed:\n{result.stderr}")
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Add the freshly built bundle and the schemas to the site."""
+    out = Path(_out.name)
+    _bundle(out)
+    generated = [(f"{ASSETS}/{path.name}", path) for path in sorted(out.iterdir())]
+    generated += [
+        (f"schemas/{path.name}", path) for path in sorted((ROOT / "schemas").glob("*.schema.json"))
+    ]
+    for uri, path in generated:
+        files.append(File.generated(config, uri, abs_src_path=str(path)))
+    return files
