@@ -97,3 +97,13 @@ def test_an_algorithm_page_shows_its_own_algorithm(page):
     shown = [yaml.safe_load(m.group(1)) for m in _YAML.finditer(text)]
     assert [m["algorithm"]["name"] for m in shown if "algorithm" in m] == [PAGES[page][0]]
     assert Path(ROOT / "configs" / f"{PAGES[page][1]}.yaml").is_file()
+
+
+def test_the_benchmark_plots_on_the_page_are_the_ones_the_runs_wrote():
+    # docs/img holds copies (the site cannot reach benchmarks/): a rerun of
+    # benchmarks/standard_tasks.py must be copied over, or this fails.
+    plots = sorted((DOCS / "img").glob("ppo-*.png"))
+    assert plots
+    for plot in plots:
+        written = ROOT / "benchmarks" / "results" / plot.stem / "curves.png"
+        assert plot.read_bytes() == written.read_bytes(), f"{plot} differs from {written}"
