@@ -1,6 +1,6 @@
 """Reading YAML/JSON documents in the project's one dialect, bounded, with positions.
 
-The dialect (README, "One YAML dialect"; ``codegen/node/documents.mjs`` is its Node
+The dialect (docs/concepts/manifests.md, "One YAML dialect"; ``codegen/node/documents.mjs`` is its Node
 twin and tests/test_documents.py holds the two to the same trees and verdicts):
 
 - YAML 1.2 core schema: ``true``/``false``, ``null``/``~``/empty, decimal, ``0o`` and
@@ -15,7 +15,7 @@ twin and tests/test_documents.py holds the two to the same trees and verdicts):
 - mapping keys are strings, as in JSON: a key is the text it is written with (``1: a``
   has the key ``"1"``); a collection or an alias as a key is refused.
 
-Loading is bounded (README, "Loading limits"): at most :data:`MAX_DOCUMENT_BYTES`
+Loading is bounded (docs/concepts/safety.md, "Loading limits"): at most :data:`MAX_DOCUMENT_BYTES`
 bytes of UTF-8 text, :data:`MAX_ALIAS_NODES` nodes produced through aliases,
 :data:`MAX_DEPTH` levels of nesting, and no number JSON cannot carry (infinity, NaN,
 ``1e400``). Parsing is libyaml's (PyYAML's C parser, linear in the size); the values

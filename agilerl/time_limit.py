@@ -6,7 +6,7 @@ A call that runs longer than the limit is stopped and reported as
 function stops the run instead of holding it forever.
 
 The mechanism is ``SIGALRM`` (``signal.setitimer``), the only way to interrupt pure
-Python code that never returns. Its limits, stated in the README (Safety):
+Python code that never returns. Its limits, stated in docs/concepts/safety.md:
 
 - it works only in the main thread of a process (Python runs signal handlers there
   only). Elsewhere the call runs without a limit. The engine calls user code in the

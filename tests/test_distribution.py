@@ -33,6 +33,7 @@ SOURCES = [
     *sorted((ROOT / "benchmarks").glob("*.py")),
     *sorted((ROOT / "tests").rglob("*.py")),
     ROOT / "README.md",
+    *sorted((ROOT / "docs").rglob("*.md")),
     ROOT / "CHANGELOG.md",
     ROOT / "pyproject.toml",
     ROOT / "noxfile.py",

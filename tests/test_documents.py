@@ -162,7 +162,7 @@ SCALARS: list[tuple[str, str, Any]] = [
     ("explicit-seq-tag", "!!seq [1]", [1]),
     ("date-is-string", "2024-01-01", "2024-01-01"),
     ("timestamp-is-string", "2024-01-01T10:00:00Z", "2024-01-01T10:00:00Z"),
-    # Only what YAML 1.2 core has, plus `_` between two digits (README, the dialect):
+    # Only what YAML 1.2 core has, plus `_` between two digits (docs/concepts/manifests.md, the dialect):
     ("binary-is-string", "0b101", "0b101"),
     ("signed-hex-is-string", "-0x10", "-0x10"),
     ("signed-octal-is-string", "+0o7", "+0o7"),

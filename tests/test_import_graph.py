@@ -1,4 +1,4 @@
-"""The import graph of ``agilerl`` runs one way (README, "Layout"):
+"""The import graph of ``agilerl`` runs one way (docs/developing.md, "Families"):
 
 ``cli -> trainer -> families -> training + algorithms -> components / networks /
 modules -> models``.

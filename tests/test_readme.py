@@ -26,7 +26,7 @@ def snippets() -> list[tuple[int, str]]:
 
 
 def test_the_readme_has_python_snippets():
-    assert len(snippets()) >= 4
+    assert len(snippets()) >= 1
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,7 @@ NET = {
     "head_config": {"hidden_size": [64]},
 }
 
-# Tuned for learning fast on CartPole-v1 (see the README's figures).
+# Tuned for learning fast on CartPole-v1 (see docs/benchmarks.md).
 DQN_LEARNS = {
     "algorithm": {"name": "DQN", "batch_size": 256, "lr": 1e-3, "learn_step": 4, "tau": 0.05},
     # seed-tuned: SyncVectorEnv's episodes (a native CartPole seeds its copies otherwise)

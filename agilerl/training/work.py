@@ -10,8 +10,8 @@ likely mistyped) with every factor's value.
 
 A *step* is one environment step or one sample passed through the networks (RL), or one
 token of one sequence through the model (LLM). :data:`WORK_CEILING` is 10**10 of them:
-the CPU runs of this engine measure 1,600-12,500 environment steps a second (README,
-"Performance"), so 10**10 steps are 9 to 70 days of one machine; a run asking for more
+the CPU runs of this engine measure 1,600-12,500 environment steps a second
+(docs/benchmarks.md), so 10**10 steps are 9 to 70 days of one machine; a run asking for more
 is a typo, not a plan. :data:`ENV_VAR` raises the ceiling for a machine that is faster.
 """
 

@@ -268,8 +268,8 @@ def test_field_type(doc: DocField) -> None:
 
 
 #: Documented methods this project extends, on purpose, with keyword-only parameters
-#: after the documented ones (every documented call still works unchanged); the README
-#: lists them under "Where this differs from the reference implementation".
+#: after the documented ones (every documented call still works unchanged); the docs
+#: list them in docs/differences.md.
 EXTENSIONS = {
     "RLAlgorithmSpec.build_algorithm": ("net_config", "seed"),
     "MultiAgentRLAlgorithmSpec.build_algorithm": ("net_config", "seed"),

@@ -2,7 +2,7 @@
 shared by the manifest, corpus-training and multi-agent tests."""
 
 #: Corpus manifests we refuse, with the reason the error must give. Everything else in
-#: the corpus must validate. (README: "Compatibility with AgileRL's manifests".)
+#: the corpus must validate. (docs/concepts/manifests.md: "Compatibility with AgileRL's manifests".)
 RENAMED_MEMORY = "replay_buffer.memory_size: unknown key (renamed: use 'max_size')"
 MINARI = "environment.minari_dataset_id: unknown key"
 REFUSED = {

@@ -253,7 +253,7 @@ def test_a_run_checkpoint_holds_the_environments_position(tmp_path):
 # -- end to end on the tiny assets ------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    """``configs/`` and the tiny assets beside it, as the README lays them out."""
+    """``configs/`` and the tiny assets beside it, as docs/families/llm.md lays them out."""
     from agilerl.llm.tiny import build_tiny_assets
 
     root = tmp_path_factory.mktemp("llm")
