@@ -225,7 +225,7 @@ CONSTRAINT_WORDS: dict[str, Callable[[Any, Context], str]] = {
     "uniqueItems": lambda v, ctx: "items unique" if v else "",
     "minProperties": lambda v, ctx: f"at least {v} key{'s' * (v != 1)}",
     "maxProperties": lambda v, ctx: f"at most {v} key{'s' * (v != 1)}",
-    "patternProperties": lambda v, ctx: "keys match " + " or ".join(code(p) for p in v),
+    "patternProperties": lambda v, ctx: _key_patterns(v),
     "propertyNames": lambda v, ctx: f"keys: {constraints_text(v, ctx) or type_text(v, ctx)}",
     "additionalProperties": lambda v, ctx: "no other keys" if v is False else "",
     "not": lambda v, ctx: _not_text(v, ctx),
@@ -263,6 +263,15 @@ _NOT_CONSTRAINTS = frozenset(
         ALGORITHM_KEYWORD,
     }
 )
+
+
+#: Key patterns that allow any key (a map of free names): no constraint to show.
+_ANY_KEY = frozenset({"", "^", ".*", "^.*$"})
+
+
+def _key_patterns(patterns: Mapping[str, Any]) -> str:
+    shown = [code(p) for p in patterns if p not in _ANY_KEY]
+    return "keys match " + " or ".join(shown) if shown else ""
 
 
 def _not_text(node: Node, ctx: Context) -> str:
