@@ -451,6 +451,7 @@ RULE_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{code(r['field'])} is required (not null) when {code(r['requiredIf'])} is `true`"
     ),
     "anyPositive": lambda r: f"at least one of {_names(r['anyPositive'])} must be above 0",
+    "increasing": lambda r: f"the numbers of {code(r['field'])} must strictly increase",
     "sameAs": lambda r: (
         f"where {code(r['field'])} holds {code(r['key'])}, it must equal the "
         f"{code(r['key'])} of {code(r['sameAs'])}"

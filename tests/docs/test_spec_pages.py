@@ -121,6 +121,9 @@ def test_the_rules_read_as_the_definition_says():
     assert (
         rule_text({"sameLength": ["a", "b", "c"]}) == "`a`, `b` and `c` must have the same length."
     )
+    assert rule_text({"field": "ratios", "increasing": True}) == (
+        "The numbers of `ratios` must strictly increase."
+    )
     assert rule_text({"field": "vllm_config", "requiredIf": "use_vllm"}) == (
         "`vllm_config` is required (not null) when `use_vllm` is `true`."
     )
