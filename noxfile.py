@@ -10,7 +10,7 @@ from pathlib import Path
 import nox
 import tomllib
 
-nox.options.sessions = ["lint", "schemas", "codegen_check", "typecheck", "tests"]
+nox.options.sessions = ["lint", "schemas", "codegen_check", "typecheck", "tests", "docs"]
 nox.options.reuse_existing_virtualenvs = True
 
 ROOT = Path(__file__).parent
@@ -19,8 +19,9 @@ NODE_DIR = "codegen/node"
 # dependency resolution it could pull a multi-GB CUDA build instead.
 TORCH = "torch==2.13.0"
 HEAVY = ("torch", "gymnasium")
-#: The extras the engine sessions install: every stack the tests cover.
-ENGINE_EXTRAS = ".[dev,atari,box2d,llm,multiagent,offline]"
+#: The extras the engine sessions install: every stack the tests cover (docs: the test
+#: that builds the site, and `nox -s docs`).
+ENGINE_EXTRAS = ".[dev,atari,box2d,llm,multiagent,offline,docs]"
 
 
 def _project() -> dict:
@@ -162,6 +163,31 @@ def lint(session: nox.Session) -> None:
     session.install("ruff")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
+
+
+#: MkDocs' plugins print a banner about a future MkDocs 2 on every build; it says
+#: nothing about this site.
+QUIET_MKDOCS = {"NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+
+
+@nox.session(venv_backend="none")
+def docs(session: nox.Session) -> None:
+    """Build the documentation site into site/ (mkdocs.yml): strict, so any warning (a
+    broken link, a docstring griffe cannot read) fails the build. In the engine's
+    virtualenv: the reference pages are generated from agilerl's own modules; the
+    playground's bundle is built from codegen/node/ (npm)."""
+    install_engine(session)
+    install_node(session)
+    ENGINE.run(
+        session,
+        "mkdocs",
+        "build",
+        "--strict",
+        "--site-dir",
+        "site",
+        *session.posargs,
+        **QUIET_MKDOCS,
+    )
 
 
 @nox.session(venv_backend="none")

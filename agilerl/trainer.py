@@ -208,15 +208,17 @@ class LocalTrainer:
         algorithm: an algorithm spec (``DQNSpec(...)``) or a registered name.
         environment: a :class:`GymEnvSpec`, a mapping of one, or a Gymnasium id.
         training: budget, evaluation, checkpoints, seed (default ``TrainingSpec()``).
-        mutation / selection_strategy: the HPO operators' specs; evolution runs when both
-            are present and ``training.hpo`` is true.
+        mutation: the mutation operator's spec; evolution runs when it and
+            ``selection_strategy`` are both present and ``training.hpo`` is true.
+        selection_strategy: the selection operator's spec (tournament selection).
         replay_buffer: off-policy buffer spec (default capacity 100,000).
         network: the manifest's network section (None: inferred from the observation
             space).
         hpo: fill in default mutation and tournament specs for those not given.
         resume_from_checkpoint: a run checkpoint to continue from.
-        device / accelerator: where the agents live (an accelerator supplies the device;
-            distributed RL training is not implemented).
+        device: where the agents live.
+        accelerator: an accelerator, which then supplies the device (distributed RL
+            training is not implemented).
         num_threads: torch's CPU threads for the run (None: the rule of
             :mod:`agilerl.training.threads`, one thread for small agents on the CPU).
         base_dir: the directory relative paths of the manifest resolve against (an LLM
