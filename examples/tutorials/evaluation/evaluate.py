@@ -21,7 +21,9 @@ print(result.summary())
 print("returns:", result.returns, "mean", result.mean_return)
 
 # Sampled actions instead of the most likely, and a video of the first episode.
-sampled = evaluate_agent(agent, "CartPole-v1", episodes=2, deterministic=False, video=run / "play.gif")
+sampled = evaluate_agent(
+    agent, "CartPole-v1", episodes=2, deterministic=False, video=run / "play.gif"
+)
 print("sampled:", sampled.summary())
 
 # Your own loop: one observation in, one action out (an int for a Discrete space).

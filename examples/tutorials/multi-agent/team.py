@@ -15,7 +15,11 @@ trainer = LocalTrainer(
     {"max_steps": 800, "evo_steps": 400, "pop_size": 2, "eval_loop": 2, "seed": 0},
     env=cue_game,  # a factory: called with environment.config, once per copy
     replay_buffer={"max_size": 10_000},
-    network={"latent_dim": 32, "encoder_config": {"hidden_size": [32]}, "head_config": {"hidden_size": [32]}},
+    network={
+        "latent_dim": 32,
+        "encoder_config": {"hidden_size": [32]},
+        "head_config": {"hidden_size": [32]},
+    },
 )
 trainer.train(verbose=False)
 best = trainer.best_agent  # the best team ever evaluated (best 7, random 2)

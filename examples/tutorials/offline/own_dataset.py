@@ -16,13 +16,18 @@ from agilerl import LocalTrainer
 
 rng = np.random.default_rng(0)
 env = gym.make("CartPole-v1")
-rows: dict[str, list] = {k: [] for k in ("observations", "actions", "rewards", "next_observations", "terminals", "truncations")}
+rows: dict[str, list] = {
+    k: []
+    for k in ("observations", "actions", "rewards", "next_observations", "terminals", "truncations")
+}
 obs, _ = env.reset(seed=0)
 for _ in range(20_000):
     lean = obs[2] + 0.5 * obs[3]  # pole angle and angular velocity: push the way it falls
     action = int(rng.integers(2)) if rng.random() < 0.3 else int(lean > 0)
     next_obs, reward, terminated, truncated, _ = env.step(action)
-    for key, value in zip(rows, (obs, action, reward, next_obs, terminated, truncated)):
+    for key, value in zip(
+        rows, (obs, action, reward, next_obs, terminated, truncated), strict=True
+    ):
         rows[key].append(value)
     obs = env.reset()[0] if terminated or truncated else next_obs
 episodes = sum(rows["terminals"]) + sum(rows["truncations"])

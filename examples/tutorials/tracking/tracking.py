@@ -32,12 +32,14 @@ class StopAtTarget(Callback):
 
 
 trainer = LocalTrainer.from_manifest(Path(__file__).with_name("tracking.yaml"))
-trainer.train(verbose=False, output_dir="runs/tracking", force=True, callbacks=[StopAtTarget(400)])
+trainer.train(verbose=False, output_dir="runs/tracking", force=True, callbacks=[StopAtTarget(275)])
 print("the run ended:", trainer.state.finished)
 
 events = EventAccumulator("runs/tb/tracking")
 events.Reload()
 tags = events.Tags()["scalars"]
 print(len(tags), "scalar tags, e.g.", [t for t in tags if t.startswith("eval/")])
-print("eval/best_fitness:", [(e.step, round(e.value, 1)) for e in events.Scalars("eval/best_fitness")])
+print(
+    "eval/best_fitness:", [(e.step, round(e.value, 1)) for e in events.Scalars("eval/best_fitness")]
+)
 print("W&B offline runs:", sorted(p.name for p in Path("wandb").glob("offline-run-*")))
