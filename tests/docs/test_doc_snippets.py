@@ -95,6 +95,18 @@ def test_the_tutorials_have_runnable_snippets():
     assert any("tutorials" in p.parts for p in RUNNABLE)
 
 
+def test_includes_in_either_form_are_read_as_pymdownx_reads_them():
+    one_line = Block(DOCS / "x.md", 1, "python", '--8<-- "examples/q_network.yaml"\n')
+    block_form = Block(DOCS / "x.md", 1, "python", "--8<--\nexamples/q_network.yaml\n--8<--\n")
+    mixed = Block(DOCS / "x.md", 1, "python", "x = 1\n--8<--\nexamples/q_network.yaml\n--8<--\n")
+    text = (ROOT / "examples/q_network.yaml").read_text(encoding="utf-8")
+    assert one_line.only_includes and block_form.only_includes and not mixed.only_includes
+    assert one_line.expanded() == block_form.expanded() == text
+    assert mixed.expanded() == "x = 1\n" + text
+    with pytest.raises(FileNotFoundError, match="x.md:1: include nowhere.py does not exist"):
+        Block(DOCS / "x.md", 1, "python", "--8<--\nnowhere.py\n--8<--\n").expanded()
+
+
 def test_bash_continuations_and_comments_are_read_as_a_shell_would():
     block = Block(
         DOCS / "x.md", 3, "bash", "# a comment\nagilerl train m.yaml \\\n  --out r\n\necho done\n"
