@@ -2,27 +2,25 @@
 
 Each ```python block is run in a fresh interpreter, in a scratch directory holding a copy
 of ``configs/`` (snippets name ``configs/ppo.yaml`` and write ``runs/``), so a snippet
-can neither lean on another's state nor write into the checkout.
+can neither lean on another's state nor write into the checkout. The blocks are read by
+``support.snippets``, as the docs' are (``tests/docs/test_doc_snippets.py``).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
 
 import pytest
 from support import ROOT
+from support.snippets import Block, blocks
 
-_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
 
-
-def snippets() -> list[tuple[int, str]]:
-    """``(line, code)`` of every Python block of the README."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return [(text.count("\n", 0, m.start()) + 1, m.group(1)) for m in _BLOCK.finditer(text)]
+def snippets() -> list[Block]:
+    """Every Python block of the README."""
+    return blocks(ROOT / "README.md", ("python",))
 
 
 def test_the_readme_has_python_snippets():
@@ -30,20 +28,15 @@ def test_the_readme_has_python_snippets():
 
 
 @pytest.mark.parametrize(
-    ("line", "code"),
+    "block",
     # A snippet that trains takes seconds to tens of seconds: slow.
-    [
-        pytest.param(
-            *s, marks=pytest.mark.slow if re.search(r"\.train\(|train_agent\(", s[1]) else ()
-        )
-        for s in snippets()
-    ],
-    ids=[f"line{n}" for n, _ in snippets()],
+    [pytest.param(b, marks=pytest.mark.slow if b.trains else ()) for b in snippets()],
+    ids=[f"line{b.line}" for b in snippets()],
 )
-def test_readme_snippet_runs_as_written(line, code, tmp_path):
+def test_readme_snippet_runs_as_written(block, tmp_path):
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
     script = tmp_path / "snippet.py"
-    script.write_text(code, encoding="utf-8")
+    script.write_text(block.code, encoding="utf-8")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
     result = subprocess.run(
         [sys.executable, str(script)],
@@ -54,4 +47,4 @@ def test_readme_snippet_runs_as_written(line, code, tmp_path):
         timeout=900,
         check=False,
     )
-    assert result.returncode == 0, f"README.md:{line}: snippet failed\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, f"{block.where}: snippet failed\n{result.stderr[-3000:]}"
