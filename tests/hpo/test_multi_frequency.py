@@ -5,6 +5,8 @@ hyperparameters), and the whole step on real agents through ``next_generation``.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -14,7 +16,9 @@ from agilerl.algorithms import DQN
 from agilerl.hpo import MultiFrequencySelection, Mutations
 from agilerl.hpo.multi_frequency import Brackets, resolve_brackets
 from agilerl.models.hpo import MultiFrequencySelectionSpec
+from agilerl.trainer import LocalTrainer
 from agilerl.training.evolution import next_generation
+from agilerl.training.run_checkpoint import load_run
 
 
 def selection(pop_size: int, seed: int = 0, **fields) -> MultiFrequencySelection:
@@ -202,10 +206,6 @@ MF_RUN = {
 
 
 def _run(document, **kwargs):
-    import copy
-
-    from agilerl.trainer import LocalTrainer
-
     trainer = LocalTrainer.from_manifest(copy.deepcopy(document))
     trainer.train(verbose=False, **kwargs)
     return trainer
@@ -224,9 +224,6 @@ def test_a_multi_frequency_run_is_seeded_and_resumes_exactly(tmp_path):
     same run; the slow sub-population's agents are carried forward on the selections it
     skips; a run resumed from its checkpoint after one generation (the counters with it)
     ends as the whole run did."""
-    from agilerl.training.run_checkpoint import load_run
-    from agilerl.trainer import LocalTrainer
-
     full = _run(MF_RUN, checkpoint_path=tmp_path / "run.pt", checkpoint_steps=100,
                 overwrite_checkpoints=False)  # fmt: skip
     assert _figures(_run(MF_RUN)) == _figures(full)
@@ -238,8 +235,6 @@ def test_a_multi_frequency_run_is_seeded_and_resumes_exactly(tmp_path):
                for a in history[1]["agents"][:3])  # fmt: skip
     after_one = tmp_path / "run_100.pt"
     assert load_run(after_one)["selection"]["counters"] == [0, 1]
-    import copy
-
     resumed = LocalTrainer.from_manifest(copy.deepcopy(MF_RUN), resume_from_checkpoint=after_one)
     resumed.train(verbose=False)
     assert _figures(resumed) == _figures(full)
