@@ -6,8 +6,8 @@ bundles the browser validator), serves it on localhost, and drives Debian's Chro
 page key by key, presses Validate and reads the verdict and the located errors back. They
 must equal what ``agilerl validate --format json`` reports on the same files.
 
-Without Chromium the test skips, unless ``AGILERL_REQUIRE_BROWSER=1`` (``nox -s tests``
-sets it, and ``.ci/run`` installs Chromium): then it fails.
+Without Chromium the test skips, unless ``AGILERL_REQUIRE_BROWSER=1`` (``.ci/run``
+installs Chromium and sets it): then it fails.
 """
 
 from __future__ import annotations
