@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 from support import ROOT
+from support.validate_json import validate_json
 
 REQUIRE_BROWSER_ENV = "AGILERL_REQUIRE_BROWSER"
 
@@ -115,19 +116,6 @@ def served(site: Path) -> Iterator[str]:
         server.server_close()
 
 
-def validate_cli(*files: Path) -> dict[str, Any]:
-    """``agilerl validate --format json`` on ``files``, keyed by path."""
-    result = subprocess.run(
-        [sys.executable, "-m", "agilerl", "validate", "--format", "json", *map(str, files)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode in (0, 1), f"agilerl validate failed:\n{result.stderr}"
-    return json.loads(result.stdout)
-
-
 def located(errors: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     """Errors as (line, column, path, message), in one order (each side sorts its own)."""
     return sorted((e["line"], e["column"], e["path"], e["message"]) for e in errors)
@@ -147,7 +135,7 @@ def test_playground_reports_what_agilerl_validate_reports(
     result = node_toolchain.run("playground/drive.mjs", browser, served, valid, invalid, unknown)
     assert result.returncode == 0, f"drive.mjs failed:\n{result.stderr}"
     page = json.loads(result.stdout)
-    cli = validate_cli(valid, invalid)
+    cli = validate_json(valid, invalid)
 
     for file in (valid, invalid):
         shown = page[str(file)]

@@ -9,13 +9,12 @@ message. On every manifest of ``configs/`` and ``tests/manifest_corpus/`` they m
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import ROOT, TESTS
+from support.validate_json import validate_json
 
 CORPUS = TESTS / "manifest_corpus"
 MANIFESTS = sorted(
@@ -63,15 +62,7 @@ def located(entry: dict[str, Any]) -> tuple[bool, list[tuple[Any, ...]]]:
 
 @pytest.fixture(scope="module")
 def python_report() -> dict[str, Any]:
-    result = subprocess.run(
-        [sys.executable, "-m", "agilerl", "validate", "--format", "json", *map(str, MANIFESTS)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode in (0, 1), f"agilerl validate failed:\n{result.stderr}"
-    return json.loads(result.stdout)
+    return validate_json(*MANIFESTS)
 
 
 @pytest.fixture(scope="module")
