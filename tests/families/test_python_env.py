@@ -179,3 +179,15 @@ def test_a_bandit_manifest_without_its_tables_is_refused_by_validate_and_by_trai
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
     assert not (out / "best_agent.pt").exists()
+
+
+def test_a_bandit_takes_a_dataframe_and_a_series_as_numpy_arrays():
+    pd = pytest.importorskip("pandas")
+    from agilerl.families.bandits import BanditEnv
+
+    features, targets = _two_class_table(20)
+    frame = BanditEnv(pd.DataFrame(features, columns=list("abcd")), pd.Series(targets))
+    arrays = BanditEnv(features, targets)
+    assert np.array_equal(frame.features, arrays.features)
+    assert list(frame.arms) == list(arrays.arms) == ["no", "yes"]
+    assert np.array_equal(frame.labels, arrays.labels)
