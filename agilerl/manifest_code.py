@@ -16,7 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agilerl.models.env import GymEnvFields, LLMReasoningEnvSpec, PettingZooEnvSpec
+from agilerl.models.env import (
+    BanditEnvSpec,
+    GymEnvFields,
+    LLMReasoningEnvSpec,
+    PettingZooEnvSpec,
+)
 
 
 def split_target(target: str) -> tuple[str, str]:
@@ -120,7 +125,12 @@ class CodeField:
 #: row here, and validate and train list it.
 CODE_FIELDS: tuple[CodeField, ...] = (
     # GymEnvFields: a Gymnasium environment section, an offline one's included
-    CodeField("environment", (GymEnvFields, PettingZooEnvSpec), _entrypoint, under_path=True),
+    CodeField(
+        "environment",
+        (GymEnvFields, PettingZooEnvSpec, BanditEnvSpec),
+        _entrypoint,
+        under_path=True,
+    ),
     CodeField("environment", (GymEnvFields,), _gymnasium_module),
     CodeField("environment", (PettingZooEnvSpec,), _pettingzoo_module),
     CodeField("environment", (GymEnvFields, PettingZooEnvSpec), _wrappers, under_path=True),
@@ -183,7 +193,7 @@ def anchored(spec: Any, base_dir: str | Path) -> Any:
     since a recorded ``path`` is a folder modules are imported from first, which
     ``agilerl evaluate`` asks the user to trust (:mod:`agilerl.recorded_code`)."""
     if not any(row.under_path and isinstance(spec, row.spec_types) for row in CODE_FIELDS):
-        return spec  # a section without code looked up under a path (a bandit's tables)
+        return spec  # a section without code looked up under a path (an LLM dataset)
     base = Path(base_dir).expanduser().resolve()
     if spec.path is not None:
         folder = base / Path(spec.path).expanduser()  # an absolute path stays as it is

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from agilerl.models.base import SpecBase
 from pydantic import ConfigDict, Field
 from typing_extensions import TypeAliasType
+
+from . import gym_env_schema
+
+Path = TypeAliasType(
+    "Path",
+    Annotated[
+        str,
+        Field(
+            description="Directory the entry point's file or module is resolved from; a relative one starts at the manifest's folder. null: the manifest's folder for a file, or for a module only that folder holds; a run records the absolute folder it used.",
+            min_length=1,
+        ),
+    ],
+)
+
 
 TablePath = TypeAliasType(
     "TablePath",
@@ -23,7 +37,7 @@ TablePath = TypeAliasType(
 
 class BanditEnvSpec(SpecBase):
     """
-    A contextual bandit environment built from a labelled tabular dataset: each row of `features` is a context, its row of `targets` the correct arm.
+    A contextual bandit environment built from a labelled tabular dataset: each row of `features` is a context, its row of `targets` the correct arm. The table comes from two local files (`features`, `targets`) or from an `entrypoint` that returns the bandit.
     """
 
     model_config = ConfigDict(
@@ -36,14 +50,31 @@ class BanditEnvSpec(SpecBase):
     features: Annotated[
         TablePath | None,
         Field(
-            description='Local table of context features, one row per sample (.csv, .parquet or .pq). A manifest names both tables; null only where the bandit is given in Python (`LocalTrainer(..., env=BanditEnv(features, targets))`).',
+            description='Local table of context features, one row per sample (.csv, .parquet or .pq). A manifest names both tables or an `entrypoint`; null where the bandit comes from an entry point or is given in Python (`LocalTrainer(..., env=BanditEnv(features, targets))`).',
             examples=['data/iris_features.csv'],
         ),
     ] = None
     targets: Annotated[
         TablePath | None,
         Field(
-            description='Local table of target labels, one row per row of `features` (.csv, .parquet or .pq). A manifest names both tables; null only where the bandit is given in Python.',
+            description='Local table of target labels, one row per row of `features` (.csv, .parquet or .pq). A manifest names both tables or an `entrypoint`; null where the bandit comes from an entry point or is given in Python.',
             examples=['data/iris_targets.csv'],
         ),
+    ] = None
+    entrypoint: Annotated[
+        gym_env_schema.Entrypoint | None,
+        Field(
+            description='Callable returning the bandit (an `agilerl.families.bandits.BanditEnv`, called with `config` as keyword arguments) instead of the tables: a table built in code, from a database or a DataFrame. null: the tables.',
+            examples=['bandits.py:make_bandit'],
+        ),
+    ] = None
+    path: Annotated[
+        Path | None,
+        Field(
+            description="Directory the entry point's file or module is resolved from; a relative one starts at the manifest's folder. null: the manifest's folder for a file, or for a module only that folder holds; a run records the absolute folder it used."
+        ),
+    ] = None
+    config: Annotated[
+        dict[str, Any] | None,
+        Field(description='Keyword arguments for the entry point; null for none.'),
     ] = None

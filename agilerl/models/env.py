@@ -53,17 +53,26 @@ BANDIT_TABLES = ("features", "targets")
 
 
 def missing_bandit_tables(environment: Any) -> str | None:
-    """Why a bandit section cannot run from a manifest (None: it names both tables).
-    The schema lets the tables be null because a run in Python may give its bandit as
-    ``env=`` instead; a manifest has no such object, so ``agilerl validate`` and every
-    run of a manifest refuse a section without them."""
-    missing = [key for key in BANDIT_TABLES if getattr(environment, key) is None]
+    """Why a bandit section cannot run from a manifest (None: it names both tables or an
+    entry point, not both). The schema lets every source be null because a run in Python
+    may give its bandit as ``env=`` instead; a manifest has no such object, so ``agilerl
+    validate`` and every run of a manifest refuse a section without one."""
+    tables = [key for key in BANDIT_TABLES if getattr(environment, key) is not None]
+    if environment.entrypoint is not None:
+        if tables:
+            return (
+                f"environment.{tables[0]}: the bandit comes from environment.entrypoint "
+                f"({environment.entrypoint}): give the tables or an entry point, not both"
+            )
+        return None
+    missing = [key for key in BANDIT_TABLES if key not in tables]
     if not missing:
         return None
     return (
         f"environment.{missing[0]}: a contextual bandit manifest names both tables, "
-        "features and targets (each a .csv, .parquet or .pq file; in Python, "
-        "LocalTrainer(..., env=BanditEnv(features, targets)) gives tables held in memory)"
+        "features and targets (each a .csv, .parquet or .pq file), or an entrypoint that "
+        "returns the bandit (in Python, LocalTrainer(..., env=BanditEnv(features, "
+        "targets)) gives tables held in memory)"
     )
 
 

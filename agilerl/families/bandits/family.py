@@ -23,12 +23,14 @@ from agilerl.families.evaluation import (
     no_video,
 )
 from agilerl.families.python_env import PythonEnv
+from agilerl.families.single_agent.envs import EnvironmentSpecError, import_target
 from agilerl.families.single_agent.evaluation import check_spaces, seeded_sampling
 from agilerl.models.base import AgentType
 from agilerl.models.env import BANDIT_TABLES, BanditEnvSpec, missing_bandit_tables
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import Estimate
+from agilerl.user_code import UserCodeError, call_user
 
 
 class BanditFamily(Family):
@@ -43,7 +45,7 @@ class BanditFamily(Family):
     def python_env_section(self, source: PythonEnv, section: dict[str, Any]) -> dict[str, Any]:
         """A bandit given in Python is the run's one bandit: the section names it (its
         ``name``, else the class or function's) and holds no tables."""
-        given = [key for key in BANDIT_TABLES if section.get(key) is not None]
+        given = [key for key in (*BANDIT_TABLES, "entrypoint") if section.get(key) is not None]
         if given:
             raise TrainerError(
                 f"environment.{given[0]}: env= gives the bandit, and its tables with it: "
@@ -52,18 +54,16 @@ class BanditFamily(Family):
         return {**section, "name": getattr(source.instance, "name", None) or source.label}
 
     def make_env(self, ctx: RunContext) -> BanditEnv:
-        """The bandit given in Python, else that of the environment section's tables; a
-        bad table, or none, is a :class:`~agilerl.training.errors.TrainerError` naming
-        the file and row, or the field."""
+        """The bandit given in Python, else that of the environment section (its entry
+        point or its tables); a bad table, or none, is a
+        :class:`~agilerl.training.errors.TrainerError` naming the file and row, or the
+        field."""
         if ctx.env_source is not None:
             return _given_bandit(ctx.env_source)
-        missing = missing_bandit_tables(ctx.environment)
-        if missing:
-            raise TrainerError(missing)
         try:
-            return BanditEnv.from_spec(ctx.environment, ctx.base_dir)
-        except BanditTableError as err:
-            raise TrainerError(f"environment: {err}") from None
+            return make_bandit(ctx.environment, ctx.base_dir)
+        except (BanditTableError, EnvironmentSpecError) as err:
+            raise TrainerError(str(err)) from None
 
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
         """One arm's context space, the arms, the network section and the agent's seed."""
@@ -113,13 +113,10 @@ class BanditFamily(Family):
         check_counts(episodes, max_episode_steps)
         no_video(video, "a contextual bandit")
         spec = self.evaluation_environment(environment, agent)
-        missing = missing_bandit_tables(spec)
-        if missing:
-            raise EvaluationError(missing)
         try:
-            env = BanditEnv.from_spec(spec)
-        except BanditTableError as err:
-            raise EvaluationError(f"environment: {err}") from None
+            env = make_bandit(spec)
+        except (BanditTableError, EnvironmentSpecError) as err:
+            raise EvaluationError(str(err)) from None
         check_spaces(agent, env, spec.name)
         pulls = 500 if max_episode_steps is None else max_episode_steps
         returns = []
@@ -132,6 +129,43 @@ class BanditFamily(Family):
                     total += reward
                 returns.append(total / pulls)
         return EvaluationResult(returns, [pulls] * episodes, seed, deterministic, spec.name)
+
+
+def make_bandit(spec: Any, base_dir: str | Path = ".") -> BanditEnv:
+    """The bandit of an environment section: what its entry point returns (called with
+    ``config``), or the bandit of its tables (relative paths from ``base_dir``, the
+    manifest's folder). A section with neither, or both, is refused
+    (:func:`~agilerl.models.env.missing_bandit_tables`), as is a table that cannot make
+    a bandit (:class:`BanditTableError`, naming the file and row) or an entry point that
+    fails or returns anything else (:class:`EnvironmentSpecError`)."""
+    missing = missing_bandit_tables(spec)
+    if missing:
+        raise EnvironmentSpecError(missing)
+    if spec.entrypoint is None:
+        try:
+            return BanditEnv.from_spec(spec, base_dir)
+        except BanditTableError as err:
+            raise BanditTableError(f"environment: {err}") from None
+    where = "environment.entrypoint"
+    factory = import_target(spec.entrypoint, where, spec.path)
+    try:
+        env = call_user(factory, what=f"{where} {spec.entrypoint}", **(spec.config or {}))
+    except TypeError as err:
+        raise EnvironmentSpecError(f"environment.config: {spec.entrypoint}: {err}") from err
+    except UserCodeError:
+        raise
+    except BanditTableError as err:
+        raise EnvironmentSpecError(f"{where}: {spec.entrypoint}: {err}") from None
+    except Exception as err:
+        raise EnvironmentSpecError(
+            f"{where}: {spec.entrypoint} raised {type(err).__name__}: {err}"
+        ) from err
+    if not isinstance(env, BanditEnv):
+        raise EnvironmentSpecError(
+            f"{where}: {spec.entrypoint} returned a {type(env).__name__}, not a BanditEnv "
+            "(agilerl.families.bandits.BanditEnv(features, targets))"
+        )
+    return env
 
 
 def _given_bandit(source: PythonEnv) -> BanditEnv:

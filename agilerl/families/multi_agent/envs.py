@@ -28,8 +28,8 @@ from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import (
     EnvironmentCallError,
     EnvironmentSpecError,
-    _import_target,
     call_environment,
+    import_target,
 )
 from agilerl.user_code import UserCodeError, call_user
 
@@ -244,7 +244,7 @@ def make_parallel_env(spec: Any, source: PythonEnv | None = None) -> ParallelEnv
         factory = source.factory
     elif spec.entrypoint is not None:
         where, label = "environment.entrypoint", spec.entrypoint
-        factory = _import_target(spec.entrypoint, where, spec.path)
+        factory = import_target(spec.entrypoint, where, spec.path)
     else:
         where, label = "environment.name", spec.name
         factory = _module_factory(spec.name)
@@ -254,7 +254,7 @@ def make_parallel_env(spec: Any, source: PythonEnv | None = None) -> ParallelEnv
         at = f"environment.wrappers.{i}"
         target = wrapper if isinstance(wrapper, str) else wrapper.wrapper
         options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
-        cls = _import_target(target, at, spec.path)
+        cls = import_target(target, at, spec.path)
         env = as_parallel(_call(cls, (env,), options, at, target, at), at)
     if not getattr(env, "possible_agents", None):
         raise EnvironmentSpecError(f"{where}: {label} has no possible_agents")

@@ -57,7 +57,7 @@ def call_environment(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         raise EnvironmentCallError(f"{what} raised {type(err).__name__}: {message}") from err
 
 
-def _import_target(target: str, where: str, path: str | None) -> Any:
+def import_target(target: str, where: str, path: str | None) -> Any:
     """``pkg.mod:attr``, ``file.py:attr`` (relative to ``path``) or ``pkg.mod.Attr``
     (:func:`agilerl.manifest_code.split_target`, so it is what validate lists). A run's
     spec has ``path`` filled in from its manifest's folder
@@ -198,7 +198,7 @@ def make_env(spec: Any, source: PythonEnv | None = None) -> gym.Env:
         env = _call(source.factory, (), kwargs, "env", source.label, "environment.config")
     elif spec.entrypoint is not None:
         where = "environment.entrypoint"
-        factory = _import_target(spec.entrypoint, where, spec.path)
+        factory = import_target(spec.entrypoint, where, spec.path)
         env = _call(factory, (), kwargs, where, spec.entrypoint, "environment.config")
         label = f"{where} {spec.entrypoint}"
     else:
@@ -237,7 +237,7 @@ def make_env(spec: Any, source: PythonEnv | None = None) -> gym.Env:
         where = f"environment.wrappers.{i}"
         target = wrapper if isinstance(wrapper, str) else wrapper.wrapper
         options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
-        cls = _import_target(target, where, spec.path)
+        cls = import_target(target, where, spec.path)
         env = _call(cls, (env,), options, where, target, where)
     return UserEnv(env, label)
 

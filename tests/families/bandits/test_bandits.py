@@ -575,3 +575,82 @@ def test_a_killed_bandit_run_resumes_where_it_stood(tmp_path, capsys):
 
     assert len(figures(whole)) == 3
     assert figures(killed) == figures(whole)
+
+
+# --- a bandit from an entry point --------------------------------------------------------
+
+ENTRY = '''
+import numpy as np
+
+from agilerl.families.bandits import BanditEnv
+
+
+def make_bandit(rows=200):
+    """A table built in code: the class is the sign of the first feature."""
+    features = np.random.default_rng(0).normal(size=(rows, 3)).astype(np.float32)
+    return BanditEnv(features, np.where(features[:, 0] > 0, "up", "down"), name="signs")
+
+
+def not_a_bandit():
+    return "a table"
+'''
+
+
+def entry_manifest(tmp_path, environment: str) -> Path:
+    text = (ROOT / "configs" / "neural_ucb.yaml").read_text()
+    start, end = text.index("environment:\n"), text.index("network:\n")
+    return write(tmp_path / "bandit.yaml", text[:start] + environment + text[end:])
+
+
+def test_a_bandit_from_an_entry_point_validates_trains_and_evaluates_from_elsewhere(
+    tmp_path, capsys, monkeypatch
+):
+    write(tmp_path / "bandits.py", ENTRY)
+    manifest = entry_manifest(
+        tmp_path,
+        "environment:\n  name: signs\n  entrypoint: bandits.py:make_bandit\n"
+        "  config: {rows: 120}\n",
+    )
+    assert main(["validate", str(manifest)]) == 0
+    out = capsys.readouterr().out
+    assert "environment.entrypoint -> bandits.py:make_bandit" in out, out
+    rc, err = train(capsys, manifest, tmp_path / "run", *BRIEF)
+    assert rc == 0, err
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the recorded path finds bandits.py from anywhere
+    agent = str(tmp_path / "run" / "best_agent.pt")
+    args = ["evaluate", agent, "--episodes", "2", "--max-episode-steps", "50"]
+    assert main([*args, "--trust-agent-code", "--format", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert len(result["returns"]) == 2 and all(0 <= r <= 1 for r in result["returns"])
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        (
+            "environment:\n  entrypoint: bandits.py:make_bandit\n  features: f.csv\n",
+            "environment.features: the bandit comes from environment.entrypoint",
+        ),
+        (
+            "environment:\n  name: IRIS\n",
+            "environment.features: a contextual bandit manifest names both tables",
+        ),
+    ],
+)
+def test_a_bandit_manifest_names_its_tables_or_an_entry_point_not_both(
+    environment, message, tmp_path, capsys
+):
+    manifest = entry_manifest(tmp_path, environment)
+    assert main(["validate", str(manifest)]) == 1
+    assert message in capsys.readouterr().err
+
+
+def test_an_entry_point_that_returns_no_bandit_is_refused_before_the_first_step(tmp_path, capsys):
+    write(tmp_path / "bandits.py", ENTRY)
+    manifest = entry_manifest(tmp_path, "environment:\n  entrypoint: bandits.py:not_a_bandit\n")
+    rc, err = train(capsys, manifest, tmp_path / "run", *BRIEF)
+    assert rc == 1 and "Traceback" not in err
+    assert "environment.entrypoint: bandits.py:not_a_bandit returned a str, not a BanditEnv" in err
+    assert not (tmp_path / "run" / "best_agent.pt").exists()
