@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from support import MADE_BY_TUTORIALS, ROOT
 from support.snippets import Block, blocks
 
 DOCS = ROOT / "docs"
@@ -124,7 +124,8 @@ def test_bash_continuations_and_comments_are_read_as_a_shell_would():
 )
 def test_page_snippets_run_as_written(page, tmp_path):
     shutil.copytree(ROOT / "configs", tmp_path / "configs")
-    shutil.copytree(ROOT / "examples", tmp_path / "examples")
+    made = shutil.ignore_patterns(*MADE_BY_TUTORIALS)
+    shutil.copytree(ROOT / "examples", tmp_path / "examples", ignore=made)
     bin_dir = str(Path(sys.executable).parent)
     env = {
         **os.environ,

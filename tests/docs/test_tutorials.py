@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import ROOT
+from support import MADE_BY_TUTORIALS, ROOT
 
 TUTORIALS = ROOT / "examples" / "tutorials"
 PAGES = ROOT / "docs" / "tutorials"
@@ -48,7 +48,8 @@ def run(*args: str | Path, cwd: Path, timeout: int = 600) -> str:
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     """A scratch directory with ``examples/tutorials/`` copied in, as a checkout holds it."""
-    shutil.copytree(TUTORIALS, tmp_path / "examples" / "tutorials")
+    made = shutil.ignore_patterns(*MADE_BY_TUTORIALS)
+    shutil.copytree(TUTORIALS, tmp_path / "examples" / "tutorials", ignore=made)
     return tmp_path
 
 

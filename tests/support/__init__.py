@@ -7,3 +7,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 #: ``tests/``: the corpora (``agilerl_manifests``, ``corpus``, ``manifest_corpus``, ``seeds``).
 TESTS = ROOT / "tests"
+#: What running the tutorials makes beside their files in ``examples/`` (ignored by git):
+#: tests that copy ``examples/`` leave these out, so they start from what a clone holds.
+MADE_BY_TUTORIALS = ("tiny-llm", "cartpole.h5", "__pycache__")
