@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_serializer
 from pydantic_core import InitErrorDetails
 
+from agilerl.models.env_types import LLMEnvType
 from agilerl.models.kinds import AgentType, training_kwargs, training_kwargs_of
 from agilerl.models.one_pass import reraisable, validate_document
 from agilerl.models.rules import RULES_KEYWORD
@@ -228,8 +229,8 @@ class AlgorithmBase(SpecBase):
     # Evolution steps used when the training spec leaves evo_steps unset.
     default_evo_steps: ClassVar[int] = 10000
     # Which environment of its kind the algorithm trains in, where the kind has several
-    # (LLM algorithms: "reasoning", "preference" or "sft"); None for the others.
-    env_type: ClassVar[str | None] = None
+    # (LLM algorithms: LLMEnvType.REASONING, PREFERENCE or SFT); None for the others.
+    env_type: ClassVar[LLMEnvType | None] = None
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -247,7 +248,7 @@ class AlgorithmBase(SpecBase):
             if "default_evo_steps" in facts:
                 cls.default_evo_steps = int(facts["default_evo_steps"])
             if "env_type" in facts:  # LLM algorithms: the LLM gym they train in
-                cls.env_type = facts["env_type"]
+                cls.env_type = LLMEnvType(facts["env_type"])
         # Offline and bandit algorithms are told apart by their agent type alone.
         cls.offline = cls.agent_type is AgentType.OfflineAgent
         cls.bandit = cls.agent_type is AgentType.BanditAgent

@@ -8,6 +8,8 @@ pandas, and no environment is built.
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from agilerl.models.env_types import LLMEnvType
+
 if TYPE_CHECKING:
     # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
     # ``generated/`` (pyproject ``package-dir``); they read the same files from the tree.
@@ -41,11 +43,12 @@ else:
     from agilerl._generated.offline_env_schema import OfflineEnvSpec
     from agilerl._generated.pettingzoo_env_schema import PettingZooEnvSpec
 
-#: LLM environment specs by their ``env_type`` tag.
+#: LLM environment specs by their ``env_type`` tag (a :class:`LLMEnvType`, which is
+#: also its string).
 LLM_ENV_SPECS = {
-    "reasoning": LLMReasoningEnvSpec,
-    "preference": LLMPreferenceEnvSpec,
-    "sft": LLMSftEnvSpec,
+    LLMEnvType.REASONING: LLMReasoningEnvSpec,
+    LLMEnvType.PREFERENCE: LLMPreferenceEnvSpec,
+    LLMEnvType.SFT: LLMSftEnvSpec,
 }
 
 #: A bandit's table fields, given together in a manifest.
@@ -90,6 +93,7 @@ __all__ = [
     "GymEnvFields",
     "GymEnvSpec",
     "LLMEnvFields",
+    "LLMEnvType",
     "LLMPreferenceEnvSpec",
     "LLMReasoningEnvSpec",
     "LLMSftEnvSpec",
