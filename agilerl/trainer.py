@@ -210,7 +210,8 @@ class LocalTrainer:
         training: budget, evaluation, checkpoints, seed (default ``TrainingSpec()``).
         mutation: the mutation operator's spec; evolution runs when it and
             ``selection_strategy`` are both present and ``training.hpo`` is true.
-        selection_strategy: the selection operator's spec (tournament selection).
+        selection_strategy: the selection operator's spec (``TournamentSelectionSpec``,
+            ``MultiFrequencySelectionSpec``, or a mapping with its ``strategy``).
         replay_buffer: off-policy buffer spec (default capacity 100,000).
         network: the manifest's network section (None: inferred from the observation
             space).

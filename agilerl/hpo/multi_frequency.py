@@ -40,7 +40,8 @@ from agilerl import checkpoints
 from agilerl.hpo.placement import Placement
 
 #: The smallest population and sub-population MF-PBT can rank into its brackets.
-MIN_POPULATION, MIN_SUBPOPULATION = 6, 3
+MIN_SUBPOPULATION = 3
+MIN_POPULATION = 2 * MIN_SUBPOPULATION
 
 
 def default_ratios(n_subpopulations: int) -> list[int]:
@@ -50,7 +51,7 @@ def default_ratios(n_subpopulations: int) -> list[int]:
 
 @dataclass(frozen=True)
 class Brackets:
-    """How an evolving sub-population of ``sum`` agents is split, best first."""
+    """How an evolving sub-population of :attr:`size` agents is split, best first."""
 
     winners: int
     survivors: int
@@ -89,7 +90,8 @@ def resolve_brackets(spec: Any, population_size: int) -> tuple[Brackets | None, 
     survivors = 0 if spec.n_survivors is None else spec.n_survivors
     open_ = round(size / 4) if spec.n_open_for_migration is None else spec.n_open_for_migration
     losers = size - winners - survivors - open_ if spec.n_losers is None else spec.n_losers
-    brackets = Brackets(max(winners, 1), survivors, max(open_, 1), losers)
+    # round(s/4) is at least 1 for the sub-populations of 3 and more allowed here
+    brackets = Brackets(winners, survivors, open_, losers)
     if brackets.losers < 1 or brackets.size != size:
         given = f"{brackets.winners}/{brackets.survivors}/{brackets.open_for_migration}/"
         return None, [
@@ -103,9 +105,6 @@ def resolve_brackets(spec: Any, population_size: int) -> tuple[Brackets | None, 
 
 class MultiFrequencySelection:
     """MF-PBT as a selection strategy (see the module docstring)."""
-
-    #: No slot holds a separate elite: the winners are carried forward unmutated.
-    elitism = False
 
     def __init__(
         self,
@@ -169,10 +168,9 @@ class MultiFrequencySelection:
             self.counters[sub] = 0
             members = self._ranked(scores, range(sub * size, (sub + 1) * size))
             winners = members[: b.winners]
-            opened = members[
-                b.winners + b.survivors : b.winners + b.survivors + b.open_for_migration
-            ]
-            for loser in members[b.winners + b.survivors + b.open_for_migration :]:
+            kept = b.winners + b.survivors  # the open agents follow the kept ones
+            opened = members[kept : kept + b.open_for_migration]
+            for loser in members[kept + b.open_for_migration :]:
                 parent = winners[int(self.rng.integers(len(winners)))]
                 plan[loser] = Placement(parent, next_index)
                 next_index += 1

@@ -259,7 +259,7 @@ def next_generation(
     unchanged = {
         slot: placement.unchanged
         for slot, placement in enumerate(plan)
-        if placement.unchanged is not None and slot in children
+        if placement.unchanged is not None
     }
     mutation.mutation(children, unchanged=unchanged)
     return (

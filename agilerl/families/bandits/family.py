@@ -23,14 +23,17 @@ from agilerl.families.evaluation import (
     no_video,
 )
 from agilerl.families.python_env import PythonEnv
-from agilerl.families.single_agent.envs import EnvironmentSpecError, import_target
+from agilerl.families.single_agent.envs import (
+    EnvironmentSpecError,
+    call_factory,
+    import_target,
+)
 from agilerl.families.single_agent.evaluation import check_spaces, seeded_sampling
 from agilerl.models.base import AgentType
 from agilerl.models.env import BANDIT_TABLES, BanditEnvSpec, missing_bandit_tables
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import Estimate
-from agilerl.user_code import UserCodeError, call_user
 
 
 class BanditFamily(Family):
@@ -148,18 +151,7 @@ def make_bandit(spec: Any, base_dir: str | Path = ".") -> BanditEnv:
             raise BanditTableError(f"environment: {err}") from None
     where = "environment.entrypoint"
     factory = import_target(spec.entrypoint, where, spec.path)
-    try:
-        env = call_user(factory, what=f"{where} {spec.entrypoint}", **(spec.config or {}))
-    except TypeError as err:
-        raise EnvironmentSpecError(f"environment.config: {spec.entrypoint}: {err}") from err
-    except UserCodeError:
-        raise
-    except BanditTableError as err:
-        raise EnvironmentSpecError(f"{where}: {spec.entrypoint}: {err}") from None
-    except Exception as err:
-        raise EnvironmentSpecError(
-            f"{where}: {spec.entrypoint} raised {type(err).__name__}: {err}"
-        ) from err
+    env = call_factory(factory, (), spec.config or {}, where, spec.entrypoint, "environment.config")
     if not isinstance(env, BanditEnv):
         raise EnvironmentSpecError(
             f"{where}: {spec.entrypoint} returned a {type(env).__name__}, not a BanditEnv "

@@ -29,6 +29,7 @@ from agilerl.families.single_agent.envs import (
     EnvironmentCallError,
     EnvironmentSpecError,
     call_environment,
+    call_factory,
     import_target,
 )
 from agilerl.user_code import UserCodeError, call_user
@@ -248,27 +249,14 @@ def make_parallel_env(spec: Any, source: PythonEnv | None = None) -> ParallelEnv
     else:
         where, label = "environment.name", spec.name
         factory = _module_factory(spec.name)
-    env = _call(factory, (), kwargs, where, label, "environment.config")
+    env = call_factory(factory, (), kwargs, where, label, "environment.config")
     env = as_parallel(env, where)
     for i, wrapper in enumerate(spec.wrappers or []):
         at = f"environment.wrappers.{i}"
         target = wrapper if isinstance(wrapper, str) else wrapper.wrapper
         options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
         cls = import_target(target, at, spec.path)
-        env = as_parallel(_call(cls, (env,), options, at, target, at), at)
+        env = as_parallel(call_factory(cls, (env,), options, at, target, at), at)
     if not getattr(env, "possible_agents", None):
         raise EnvironmentSpecError(f"{where}: {label} has no possible_agents")
     return GuardedParallelEnv(string_ids(env, where), f"{where} {label}")
-
-
-def _call(
-    factory: Any, args: tuple[Any, ...], kwargs: dict[str, Any], where: str, target: str, at: str
-) -> Any:
-    try:
-        return call_user(factory, *args, what=f"{where} {target}", **kwargs)
-    except TypeError as err:  # most often keywords that do not fit the signature
-        raise EnvironmentSpecError(f"{at}: {target}: {err}") from err
-    except UserCodeError:
-        raise  # names the code and the exit already
-    except Exception as err:
-        raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err

@@ -144,6 +144,29 @@ def _unknown_env_message(name: str) -> str:
     return f"environment.name: {name!r} is not a registered Gymnasium environment{hint}"
 
 
+def call_factory(
+    factory: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    where: str,
+    target: str,
+    kwargs_at: str,
+) -> Any:
+    """``factory(*args, **kwargs)``, the user's code that builds an environment (an entry
+    point, a wrapper) run by :func:`~agilerl.user_code.call_user`: its failure is an
+    :class:`EnvironmentSpecError` naming the field (``kwargs_at`` for a TypeError, most
+    often keywords that do not fit the signature). Every family that builds environments
+    from entry points calls its factories through this."""
+    try:
+        return call_user(factory, *args, what=f"{where} {target}", **kwargs)
+    except TypeError as err:
+        raise EnvironmentSpecError(f"{kwargs_at}: {target}: {err}") from err
+    except UserCodeError:
+        raise  # names the code and the exit already
+    except Exception as err:
+        raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err
+
+
 def _call(
     factory: Any,
     args: tuple[Any, ...],
@@ -152,17 +175,8 @@ def _call(
     target: str,
     kwargs_at: str,
 ) -> gym.Env:
-    """``factory(*args, **kwargs)``, which must give a Gymnasium ``Env``; the user's code
-    failing, or returning anything else, is an error naming the field (``kwargs_at`` for
-    a TypeError, most often keywords that do not fit the signature)."""
-    try:
-        value = call_user(factory, *args, what=f"{where} {target}", **kwargs)
-    except TypeError as err:
-        raise EnvironmentSpecError(f"{kwargs_at}: {target}: {err}") from err
-    except UserCodeError:
-        raise  # names the code and the exit already
-    except Exception as err:
-        raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err
+    """:func:`call_factory`, which must give a Gymnasium ``Env``."""
+    value = call_factory(factory, args, kwargs, where, target, kwargs_at)
     if not isinstance(value, gym.Env):
         raise EnvironmentSpecError(
             f"{where}: {target} returned {type(value).__name__} {reprlib.repr(value)}, "
