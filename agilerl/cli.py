@@ -180,10 +180,7 @@ def _init(args: argparse.Namespace) -> int:
     from agilerl.starter import default_file_name, starter_manifest
 
     if args.algorithm not in ALGO_REGISTRY:
-        print(
-            f"agilerl: unknown algorithm {args.algorithm!r}; known: {', '.join(ALGO_REGISTRY.names())}",
-            file=sys.stderr,
-        )
+        print(f"agilerl: {ALGO_REGISTRY.not_registered(args.algorithm)}", file=sys.stderr)
         return 2
     spec_cls = ALGO_REGISTRY.get(args.algorithm).spec_cls
     image = None

@@ -167,9 +167,7 @@ def spec_class(name: str) -> type:
     """The spec class of registered algorithm ``name``; an unknown name is a
     :class:`TrainerError` listing the known ones."""
     if name not in ALGO_REGISTRY:
-        raise TrainerError(
-            f"algorithm: unknown algorithm {name!r}; known: {', '.join(ALGO_REGISTRY.names())}"
-        )
+        raise TrainerError(f"algorithm: {ALGO_REGISTRY.not_registered(name)}")
     return ALGO_REGISTRY.get(name).spec_cls
 
 

@@ -75,8 +75,11 @@ class TrainingManifest(ManifestBase):
     ] = None
     training: Annotated[
         training_schema.TrainingSpec | None,
-        Field(description='Training budget, evaluation and checkpoints; null for the defaults.'),
-    ] = None
+        Field(
+            description='Training budget, evaluation and checkpoints. Omitted, it is `TrainingSpec()` (every default); an explicit null is accepted and also runs with the defaults.',
+            validate_default=True,
+        ),
+    ] = {}
     mutation: Annotated[
         mutation_schema.MutationSpec | None,
         Field(

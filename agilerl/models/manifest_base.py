@@ -83,9 +83,7 @@ def algorithm_class(raw: Any) -> tuple[type[AlgorithmBase] | None, list[InitErro
                 "missing",
             )
         ]
-    close = difflib.get_close_matches(str(name), ALGO_REGISTRY.names(), n=1, cutoff=0.5)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    return None, [_error(("algorithm", "name"), name, f"unknown algorithm{hint}; known: {known}")]
+    return None, [_error(("algorithm", "name"), name, ALGO_REGISTRY.not_registered(name))]
 
 
 def resolve_network(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -53,8 +54,17 @@ class AlgorithmRegistry:
         try:
             return self._entries[name]
         except KeyError:
-            known = ", ".join(sorted(self._entries)) or "(none)"
-            raise KeyError(f"Unknown algorithm {name!r}. Registered algorithms: {known}.") from None
+            raise KeyError(self.not_registered(name)) from None
+
+    def not_registered(self, name: object) -> str:
+        """What every lookup of an unknown ``name`` says (the registry's ``KeyError``, the
+        manifest's located error, the CLI and the trainer): that it is not registered,
+        the closest registered name when one is close, and the registered names."""
+        known = ", ".join(self.names()) or "(none)"
+        same_letters = [known for known in self.names() if known.lower() == str(name).lower()]
+        close = same_letters or difflib.get_close_matches(str(name), self.names(), n=1, cutoff=0.5)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        return f"algorithm {name!r} is not registered{hint}; registered algorithms: {known}"
 
     def spec_class(self, name: object) -> type[AlgorithmBase] | None:
         """The spec class registered under ``name``; None for any other value."""

@@ -27,6 +27,7 @@ from agilerl.models import (
     RegistryEntry,
     RLAlgorithmSpec,
     TrainingSpec,
+    parse_manifest,
     register,
 )
 from agilerl.models.algo import AlgorithmNotAvailableError
@@ -254,8 +255,25 @@ def test_get_unknown_name_lists_registered():
     with pytest.raises(KeyError) as info:
         ALGO_REGISTRY.get("dqn")
     message = info.value.args[0]
-    assert "'dqn'" in message
-    assert f"Registered algorithms: {', '.join(ALGO_REGISTRY.names())}." in message
+    assert message.startswith("algorithm 'dqn' is not registered (did you mean 'DQN'?)")
+    assert message.endswith(f"registered algorithms: {', '.join(ALGO_REGISTRY.names())}")
+
+
+def test_an_unknown_name_in_a_manifest_says_it_is_not_registered_where():
+    # The registry's KeyError, located: the same words at algorithm.name.
+    with pytest.raises(SpecError) as info:
+        parse_manifest({"algorithm": {"name": "GSPOO"}, "environment": {"name": "CartPole-v1"}})
+    (issue,) = info.value.issues
+    assert issue.path == ("algorithm", "name")
+    assert issue.message == ALGO_REGISTRY.not_registered("GSPOO")
+    assert "is not registered" in issue.message
+
+
+def test_an_omitted_training_section_is_the_defaults():
+    manifest = parse_manifest(
+        {"algorithm": {"name": "DQN"}, "environment": {"name": "CartPole-v1"}}
+    )
+    assert manifest.training == TrainingSpec()
 
 
 def test_add_warns_when_overriding():

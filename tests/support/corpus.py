@@ -5,18 +5,19 @@ shared by the manifest, corpus-training and multi-agent tests."""
 #: the corpus must validate. (docs/concepts/manifests.md: "Compatibility with AgileRL's manifests".)
 RENAMED_MEMORY = "replay_buffer.memory_size: unknown key (renamed: use 'max_size')"
 MINARI = "environment.minari_dataset_id: unknown key"
+NOT_REGISTERED = "is not registered"
 REFUSED = {
     "configs/cqn.yaml": MINARI,
     "configs/cqn_mfpbt.yaml": MINARI,
-    "configs/llm_finetuning/cispo.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/cispo_gemma4_group5.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/cispo_quant_bench.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/cispo_quant_bench_qwen.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/gspo.yaml": "algorithm.name: unknown algorithm (did you mean 'GRPO'?)",
-    "configs/llm_finetuning/ppo_llm.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/ppo_llm_quant_bench.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/reinforce_llm.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/reinforce_quant_bench.yaml": "algorithm.name: unknown algorithm",
+    "configs/llm_finetuning/cispo.yaml": NOT_REGISTERED,
+    "configs/llm_finetuning/cispo_gemma4_group5.yaml": NOT_REGISTERED,
+    "configs/llm_finetuning/cispo_quant_bench.yaml": NOT_REGISTERED,
+    "configs/llm_finetuning/cispo_quant_bench_qwen.yaml": NOT_REGISTERED,
+    "configs/llm_finetuning/gspo.yaml": "algorithm.name: algorithm 'GSPO' is not registered (did you mean 'GRPO'?)",
+    "configs/llm_finetuning/ppo_llm.yaml": NOT_REGISTERED,
+    "configs/llm_finetuning/ppo_llm_quant_bench.yaml": NOT_REGISTERED,
+    "configs/llm_finetuning/reinforce_llm.yaml": NOT_REGISTERED,
+    "configs/llm_finetuning/reinforce_quant_bench.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: Input should be 'reasoning'",
     "tests/cqn.yaml": MINARI,
     "tests/ddpg.yaml": RENAMED_MEMORY,
