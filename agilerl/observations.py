@@ -150,3 +150,35 @@ def add_batch_dim(obs: Any, space: spaces.Space) -> Any:
     if hasattr(obs, "unsqueeze"):  # a torch tensor stays one, on its device
         return obs.unsqueeze(0)
     return np.asarray(obs)[None]
+
+
+# -- images: channels last in, channels first to the networks ----------------------------
+# The CNN encoder takes (channels, height, width); Gymnasium's and PettingZoo's image
+# environments (ALE without preprocessing, butterfly games, most rendering wrappers)
+# return (height, width, channels). Like Stable-Baselines3's VecTransposeImage, the
+# environments the engine builds turn such observations around, decided from the space
+# alone: a 3-D Box whose last dimension is its smallest and at most 4 (grey, RGB, RGBA).
+
+
+def channels_last(space: spaces.Space) -> bool:
+    """Whether ``space`` is an image with its channels last, ``(H, W, C)``."""
+    if not isinstance(space, spaces.Box) or len(space.shape) != 3:
+        return False
+    height, width, channels = space.shape
+    return channels <= 4 and channels < min(height, width)
+
+
+def channels_first_space(space: spaces.Space) -> spaces.Box:
+    """The ``(C, H, W)`` space of a channels-last image space ``(H, W, C)``."""
+    if not channels_last(space) or not isinstance(space, spaces.Box):
+        raise TypeError(f"{space!r} is not an image with its channels last")
+    return spaces.Box(
+        low=np.moveaxis(space.low, -1, 0),
+        high=np.moveaxis(space.high, -1, 0),
+        dtype=space.dtype,  # type: ignore[arg-type]
+    )
+
+
+def channels_first(image: np.ndarray) -> np.ndarray:
+    """A channels-last image (or a batch of them) with its channels first, contiguous."""
+    return np.ascontiguousarray(np.moveaxis(image, -1, -3))

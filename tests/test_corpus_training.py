@@ -49,15 +49,15 @@ ADJUST = {
         "algorithm": {"learn_step": 256},
     },
 }
-# Left out, by kind: image observations (configs/ppo/ppo_image.yaml, tests/ppo_cnn.yaml);
-# the other DQN and PPO manifests are refused at validation (see test_manifest.REFUSED).
+# Left out: the image manifests (support.corpus.IMAGES, trained by
+# tests/families/test_channels_first.py); the refused ones (support.corpus.REFUSED).
 
 
 ALGORITHMS = ("DQN", "RainbowDQN", "PPO", "DDPG", "TD3")
 
 
 def test_the_list_covers_every_valid_manifest_of_these_algorithms():
-    from support.corpus import REFUSED
+    from support.corpus import IMAGES, REFUSED
 
     found = set()
     for path in CORPUS.rglob("*.yaml"):
@@ -65,11 +65,7 @@ def test_the_list_covers_every_valid_manifest_of_these_algorithms():
         data, _ = load_document(path)
         if name not in REFUSED and data["algorithm"]["name"] in ALGORITHMS:
             found.add(name)
-    excluded = {
-        "configs/ppo/ppo_image.yaml",
-        "tests/ppo_cnn.yaml",
-    }
-    assert found - excluded == set(TRAINABLE)
+    assert found - IMAGES == set(TRAINABLE)
 
 
 #: The cases that take more than ~5 s (marked slow; the fast tier runs the rest).

@@ -30,3 +30,12 @@ REFUSED = {
     "tests/rainbow_dqn.yaml": RENAMED_MEMORY,
     "tests/td3.yaml": RENAMED_MEMORY,
 }
+
+#: The corpus manifests of image observations (channels last), trained by
+#: tests/families/test_channels_first.py rather than beside the others of their algorithm.
+IMAGES = {
+    "configs/ppo/ppo_image.yaml",
+    "tests/ppo_cnn.yaml",
+    "tests/ippo_cnn.yaml",
+    "configs/multi_agent/ippo_pong.yaml",
+}

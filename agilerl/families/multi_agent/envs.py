@@ -32,6 +32,7 @@ from agilerl.families.single_agent.envs import (
     call_factory,
     import_target,
 )
+from agilerl.observations import channels_first, channels_first_space, channels_last
 from agilerl.user_code import UserCodeError, call_user
 
 #: Module prefixes that moved out of PettingZoo, and where they live now: a manifest
@@ -218,6 +219,53 @@ class GuardedParallelEnv(ParallelEnv):
         return self.env.unwrapped
 
 
+class ChannelsFirst(ParallelEnv):
+    """The agents' images observed channels last, ``(H, W, C)``, handed on channels
+    first, as the CNN encoder takes them (:func:`agilerl.observations.channels_last`);
+    other agents' observations pass unchanged."""
+
+    def __init__(self, env: ParallelEnv) -> None:
+        self.env = env
+        self.possible_agents = list(env.possible_agents)
+        self.metadata = getattr(env, "metadata", {})
+        self._turned = {a for a in env.possible_agents if channels_last(env.observation_space(a))}
+
+    @property
+    def agents(self) -> list[str]:  # type: ignore[override]
+        return self.env.agents
+
+    def _turn(self, obs: dict[str, Any]) -> dict[str, Any]:
+        return {a: channels_first(o) if a in self._turned else o for a, o in obs.items()}
+
+    def observation_space(self, agent: str) -> Any:
+        space = self.env.observation_space(agent)
+        return channels_first_space(space) if agent in self._turned else space
+
+    def action_space(self, agent: str) -> Any:
+        return self.env.action_space(agent)
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[dict, dict]:
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return self._turn(obs), infos
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        obs, *rest = self.env.step(actions)
+        return (self._turn(obs), *rest)  # type: ignore[return-value]
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def state(self) -> Any:
+        return self.env.state()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
+
+
 def string_ids(env: ParallelEnv, where: str) -> ParallelEnv:
     """``env`` with string agent ids (wrapped in :class:`StringIds` where needed);
     refuses ids that collide as strings or use a reserved name."""
@@ -259,4 +307,7 @@ def make_parallel_env(spec: Any, source: PythonEnv | None = None) -> ParallelEnv
         env = as_parallel(call_factory(cls, (env,), options, at, target, at), at)
     if not getattr(env, "possible_agents", None):
         raise EnvironmentSpecError(f"{where}: {label} has no possible_agents")
-    return GuardedParallelEnv(string_ids(env, where), f"{where} {label}")
+    env = string_ids(env, where)
+    if any(channels_last(env.observation_space(agent)) for agent in env.possible_agents):
+        env = ChannelsFirst(env)
+    return GuardedParallelEnv(env, f"{where} {label}")

@@ -28,6 +28,7 @@ from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, register_namespace
 from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.manifest_code import split_target
+from agilerl.observations import channels_first, channels_first_space, channels_last
 from agilerl.user_code import UserCodeError, call_user
 from agilerl.vectorize import ROW_RESETS, VectorizeError, native_entry_point, resolve_vectorize
 
@@ -253,7 +254,21 @@ def make_env(spec: Any, source: PythonEnv | None = None) -> gym.Env:
         options = {} if isinstance(wrapper, str) else dict(wrapper.kwargs)
         cls = import_target(target, where, spec.path)
         env = _call(cls, (env,), options, where, target, where)
+    if channels_last(env.observation_space):
+        env = ChannelsFirst(env)
     return UserEnv(env, label)
+
+
+class ChannelsFirst(gym.ObservationWrapper):
+    """Images observed channels last, ``(H, W, C)``, handed on channels first, as the
+    CNN encoder takes them (see :func:`agilerl.observations.channels_last`)."""
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self.observation_space = channels_first_space(env.observation_space)
+
+    def observation(self, observation: Any) -> Any:
+        return channels_first(observation)
 
 
 def _native(spec: Any, n: int) -> VectorEnv:

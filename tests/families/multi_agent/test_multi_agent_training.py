@@ -195,7 +195,6 @@ POPULATION = {"ippo_mfpbt.yaml": 16, "maddpg_mfpbt.yaml": 16}
 MF_PBT = ["--set", "environment.name=mpe2.simple_speaker_listener_v4",
           "--set", "mutation.rl_hp_selection.learn_step.min=5",
           "--set", "mutation.rl_hp_selection.learn_step.max=20"]  # fmt: skip
-IMAGES = {"configs/multi_agent/ippo_pong.yaml", "tests/ippo_cnn.yaml"}
 BRIEF = ["--set", "training.max_steps=50", "--set", "training.evo_steps=25",
          "--set", "training.pop_size=2", "--set", "environment.num_envs=2",
          "--set", "algorithm.learn_step=10", "--set", "algorithm.batch_size=8",
@@ -203,7 +202,7 @@ BRIEF = ["--set", "training.max_steps=50", "--set", "training.evo_steps=25",
 
 
 def test_the_list_covers_every_valid_multi_agent_manifest():
-    from support.corpus import REFUSED
+    from support.corpus import IMAGES, REFUSED
 
     found = set()
     for path in CORPUS.rglob("*.yaml"):

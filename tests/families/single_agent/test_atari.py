@@ -37,7 +37,7 @@ STACKED = spaces.Box(0, 255, (4, 84, 84), np.uint8)
 def test_an_ale_id_is_made_without_naming_ale_py():
     env = make_env(GymEnvSpec(name="ALE/Pong-v5"))
     try:
-        assert env.observation_space.shape == (210, 160, 3)  # the raw screen
+        assert env.observation_space.shape == (3, 210, 160)  # the raw screen, channels first
     finally:
         env.close()
 
