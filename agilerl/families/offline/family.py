@@ -44,9 +44,9 @@ Loader = Callable[[RunContext, spaces.Space, spaces.Space, str], OfflineDataset]
 
 #: How each source of transitions is read, by the environment field that names it.
 LOADERS: dict[str, Loader] = {
-    "dataset_path": lambda ctx, *spaces: load_dataset(dataset_file(ctx), *spaces),
-    "minari_dataset_id": lambda ctx, *spaces: load_minari_dataset(
-        ctx.environment.minari_dataset_id, *spaces
+    "dataset_path": lambda ctx, *against: load_dataset(dataset_file(ctx), *against),
+    "minari_dataset_id": lambda ctx, *against: load_minari_dataset(
+        ctx.environment.minari_dataset_id, *against
     ),
 }
 
