@@ -563,7 +563,9 @@ def _rank_failure(err: Any, resume: str) -> int:
 def _without_dataset(document: dict[str, Any]) -> dict[str, Any]:
     """An offline environment section as the Gymnasium environment it evaluates in (an
     offline agent records its dataset beside it)."""
-    return {key: value for key, value in document.items() if key != "dataset_path"}
+    from agilerl.models.env import OFFLINE_DATASET_FIELDS
+
+    return {key: value for key, value in document.items() if key not in OFFLINE_DATASET_FIELDS}
 
 
 def _evaluation_environment(

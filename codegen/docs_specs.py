@@ -451,6 +451,10 @@ RULE_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{code(r['field'])} is required (not null) when {code(r['requiredIf'])} is `true`"
     ),
     "anyPositive": lambda r: f"at least one of {_names(r['anyPositive'])} must be above 0",
+    "exactlyOne": lambda r: (
+        f"exactly one of {_names(r['exactlyOne']).replace(' and ', ' or ')} must be given "
+        "(not null)"
+    ),
     "increasing": lambda r: f"the numbers of {code(r['field'])} must strictly increase",
     "sameAs": lambda r: (
         f"where {code(r['field'])} holds {code(r['key'])}, it must equal the "

@@ -1,5 +1,6 @@
-"""AgileRL's own DQN, RainbowDQN, PPO (recurrent PPO included; non-image), DDPG and TD3
-manifests train in this engine.
+"""AgileRL's own DQN, RainbowDQN, PPO (recurrent PPO included; non-image), DDPG, TD3 and
+CQN manifests train in this engine (CQN's from a tiny Minari dataset the test writes in
+its own local Minari data directory: nothing is downloaded).
 
 Each runs as written except for its budget: a few hundred steps per agent (PPO rounds
 up to one rollout of its ``learn_step``), evaluation episodes cut at 50 steps.
@@ -7,6 +8,7 @@ up to one rollout of its ``learn_step``), evaluation episodes cut at 50 steps.
 
 import pytest
 from support import TESTS
+from support.minari_data import write_cartpole_dataset
 
 from agilerl.documents import load_document
 from agilerl.models.manifest import parse_manifest
@@ -27,6 +29,8 @@ TRAINABLE = [
     "configs/dqn/dqn_rainbow.yaml",
     "configs/dqn/dqn_mfpbt.yaml",
     "configs/ppo/ppo_mfpbt.yaml",
+    "configs/cqn.yaml",
+    "configs/cqn_mfpbt.yaml",
 ]
 #: Changes beyond the budget. The DDPG/TD3 and dqn_rainbow manifests wait 1,000-10,000
 #: steps before they learn, which a few hundred never reach: the wait goes. ddpg_simba's HalfCheetah-v4
@@ -48,12 +52,16 @@ ADJUST = {
         "environment": {"num_envs": 2, "sync": True},
         "algorithm": {"learn_step": 256},
     },
+    "configs/cqn_mfpbt.yaml": {"environment": {"num_envs": 2}},
 }
 # Left out: the image manifests (support.corpus.IMAGES, trained by
 # tests/families/test_channels_first.py); the refused ones (support.corpus.REFUSED).
+#: The Minari datasets the manifests name, written before each runs: random CartPole play,
+#: enough rows for the largest batch their mutation may choose (1,024).
+MINARI_STEPS = 2_000
 
 
-ALGORITHMS = ("DQN", "RainbowDQN", "PPO", "DDPG", "TD3")
+ALGORITHMS = ("DQN", "RainbowDQN", "PPO", "DDPG", "TD3", "CQN")
 
 
 def test_the_list_covers_every_valid_manifest_of_these_algorithms():
@@ -79,14 +87,20 @@ SLOW = {
     "configs/td3.yaml",
     "configs/ppo/ppo_mfpbt.yaml",
     "configs/dqn/dqn_mfpbt.yaml",
+    "configs/cqn.yaml",
+    "configs/cqn_mfpbt.yaml",
 }
 
 
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in TRAINABLE]
 )
-def test_corpus_manifest_trains_a_few_hundred_steps(name):
+def test_corpus_manifest_trains_a_few_hundred_steps(name, tmp_path, monkeypatch):
     data, _ = load_document(CORPUS / name)
+    minari_id = data["environment"].get("minari_dataset_id")
+    if minari_id is not None:
+        monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path / "minari"))
+        write_cartpole_dataset(minari_id, MINARI_STEPS)
     training = data.setdefault("training", {})
     training.update(max_steps=300, evo_steps=150, eval_steps=50, target_score=None, seed=0)
     for section, changes in ADJUST.get(name, {}).items():

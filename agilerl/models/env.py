@@ -79,13 +79,41 @@ def missing_bandit_tables(environment: Any) -> str | None:
     )
 
 
+#: The fields of an offline section that name its dataset (exactly one is given, by the
+#: schema's rule), and with ``remote`` those the evaluation environment does not have.
+OFFLINE_SOURCES = ("dataset_path", "minari_dataset_id")
+OFFLINE_DATASET_FIELDS = (*OFFLINE_SOURCES, "remote")
+
+
+def remote_dataset(environment: Any) -> str | None:
+    """Why an offline section cannot run (None: it can): ``remote: true`` asks for a
+    download at run time, which this project never does. AgileRL's field is kept so its
+    manifests (``remote: false`` or no key) read as they are."""
+    if not environment.remote:
+        return None
+    fetch = (
+        f"`minari download {environment.minari_dataset_id}`"
+        if environment.minari_dataset_id is not None
+        else "`minari download ID`"
+    )
+    return (
+        "environment.remote: nothing is downloaded at run time; put the dataset in the "
+        f"local Minari data directory first ({fetch}) and leave remote out"
+    )
+
+
 #: What every run of a schema-valid manifest refuses before its first step, by the
 #: environment spec class, where the section alone tells (``agilerl validate`` says it).
-RUN_REFUSALS: dict[type, Callable[[Any], str | None]] = {BanditEnvSpec: missing_bandit_tables}
+RUN_REFUSALS: dict[type, Callable[[Any], str | None]] = {
+    BanditEnvSpec: missing_bandit_tables,
+    OfflineEnvSpec: remote_dataset,
+}
 
 __all__ = [
     "BANDIT_TABLES",
     "LLM_ENV_SPECS",
+    "OFFLINE_DATASET_FIELDS",
+    "OFFLINE_SOURCES",
     "RUN_REFUSALS",
     "AtariPreprocessing",
     "BanditEnvSpec",
@@ -102,4 +130,5 @@ __all__ = [
     "WrapperConfig",
     "WrapperTarget",
     "missing_bandit_tables",
+    "remote_dataset",
 ]

@@ -15,6 +15,10 @@ The keyword's value is a list of rules; each rule is one of
 * ``{"field": F, "requiredIf": G}``  F is not null when G is ``true``
 * ``{"anyPositive": [F1, F2, ...]}``  at least one of the listed numbers is above 0
   (reported at F1)
+* ``{"exactlyOne": [F1, F2, ...]}``  exactly one of the listed properties is given (not
+  null): two sources of one thing, e.g. an offline dataset's file or Minari id.
+  Reported at F1 when none is, at the second given one when several are. Null here
+  means "not given", so this rule is not skipped for null operands
 * ``{"field": F, "key": K, "sameAs": G}``  where object F holds K, it equals the K of
   object G (reported at F; skipped where G does not hold K, defaults apart): one setting
   written in two sections, e.g. PPO's ``algorithm.num_envs`` and ``environment.num_envs``
@@ -76,6 +80,8 @@ def rule_operands(rule: Mapping[str, Any]) -> set[str]:
         return set(rule["sameLength"])
     if "anyPositive" in rule:
         return set(rule["anyPositive"])
+    if "exactlyOne" in rule:
+        return set(rule["exactlyOne"])
     names = {rule["field"]}
     for key in ("atMost", "below", "requiredIf", "sameAs"):
         if key in rule:
@@ -199,6 +205,9 @@ def acceptance_lines(
             values = [get(name) for name in rule["anyPositive"]]
             held = " or ".join(f"(v := {value}) is None or v > 0" for value in values)
             lines.append(f"if not ({held}): return False")
+        elif "exactlyOne" in rule:
+            given = " + ".join(f"({get(name)} is not None)" for name in rule["exactlyOne"])
+            lines.append(f"if {given} != 1: return False")
         elif "sameAs" in rule:
             key = repr(rule["key"])
             lines.append(f"a = _held({get(rule['field'])}, {key})")
@@ -268,6 +277,8 @@ def _compile(rule: Mapping[str, Any], default: Callable[[str], Any]) -> Check:
         return _required_if_check(rule["field"], rule["requiredIf"], default)
     if "anyPositive" in rule:
         return _any_positive_check(rule["anyPositive"], default)
+    if "exactlyOne" in rule:
+        return _exactly_one_check(rule["exactlyOne"], default)
     if "increasing" in rule:
         return _increasing_check(rule["field"], default)
     if "sameAs" in rule:
@@ -352,6 +363,28 @@ def _any_positive_check(fields: list[str], default: Callable[[str], Any]) -> Che
             if not _is_number(value) or value > 0:
                 return _NONE
         return [RuleViolation(fields[0], values[0], message)]
+
+    return check
+
+
+def _exactly_one_check(fields: list[str], default: Callable[[str], Any]) -> Check:
+    listed = ", ".join(fields)
+    none_given = f"one of {listed} is required, none is given"
+    operands = tuple((name, default(name)) for name in fields)
+
+    def check(get: Getter) -> list[RuleViolation]:
+        given = [
+            (name, value)
+            for name, fallback in operands
+            if (value := get(name, fallback)) is not None
+        ]
+        if len(given) == 1:
+            return _NONE
+        if not given:
+            return [RuleViolation(fields[0], None, none_given)]
+        (first, _), (second, value) = given[0], given[1]
+        message = f"give only one of {listed}: {first} is given too"
+        return [RuleViolation(second, value, message)]
 
     return check
 

@@ -10,6 +10,8 @@
 //   {"sameLength": [F1, F2, ...]}    the listed arrays all have the length of F1
 //   {"field": F, "requiredIf": G}    F is not null when G is true
 //   {"anyPositive": [F1, F2, ...]}   at least one of the listed numbers is above 0 (at F1)
+//   {"exactlyOne": [F1, F2, ...]}    exactly one of the listed properties is not null (at
+//                                    F1 when none is, else at the second one given)
 //   {"field": F, "key": K, "sameAs": G}  where object F holds K, it equals G's K (at F)
 //   {"field": F, "increasing": true}  the numbers of array F strictly increase (at F)
 //   {"flag": P, "ignoredWhen": {Q: [V, ...], ...}}  flag P is not true where some Q holds
@@ -78,6 +80,10 @@ export function* checkRules(rules, lookup) {
       yield* checkAnyPositive(rule.anyPositive, lookup);
       continue;
     }
+    if ("exactlyOne" in rule) {
+      yield* checkExactlyOne(rule.exactlyOne, lookup);
+      continue;
+    }
     if ("increasing" in rule) {
       yield* checkIncreasing(rule.field, lookup);
       continue;
@@ -134,6 +140,20 @@ function* checkRequiredIf(field, flag, lookup) {
   if (lookup(flag) === true && (value === null || value === undefined)) {
     yield { field, value: null, message: `${field} is required when ${flag} is true` };
   }
+}
+
+function* checkExactlyOne(fields, lookup) {
+  const listed = fields.join(", ");
+  const given = fields
+    .map((name) => [name, lookup(name)])
+    .filter(([, value]) => value !== null && value !== undefined);
+  if (given.length === 1) return;
+  if (given.length === 0) {
+    yield { field: fields[0], value: null, message: `one of ${listed} is required, none is given` };
+    return;
+  }
+  const [[first], [second, value]] = given;
+  yield { field: second, value, message: `give only one of ${listed}: ${first} is given too` };
 }
 
 function* checkAnyPositive(fields, lookup) {

@@ -26,6 +26,7 @@ RULES = [
     {"sameLength": ["a", "b", "c"]},
     {"field": "a", "requiredIf": "b"},
     {"anyPositive": ["a", "b", "c"]},
+    {"exactlyOne": ["a", "b", "c"]},
     {"field": "a", "key": "k", "sameAs": "b"},
     {"flag": "a.k", "ignoredWhen": {"b.k": [1, "x"], "c": [True]}},
     {"flag": "a", "ignoredWhen": {"b": [True, 2.5], "c.k": [2]}, "because": "why"},
@@ -89,6 +90,8 @@ def test_accepts_only_what_the_checks_pass(rule, defaults):
         ({"sameLength": ["a", "b"]}, {"a": [1, 2], "b": [3, 4]}),
         ({"field": "a", "requiredIf": "b"}, {"a": {"x": 1}, "b": True}),
         ({"anyPositive": ["a", "b"]}, {"a": 0.0, "b": 0.2}),
+        ({"exactlyOne": ["a", "b"]}, {"b": "data.h5"}),
+        ({"exactlyOne": ["a", "b"]}, {"a": "cartpole/random-v0", "b": None}),
         ({"field": "a", "key": "k", "sameAs": "b"}, {"a": {"k": 8}, "b": {"k": 8}}),
         ({"flag": "a.k", "ignoredWhen": {"b.k": [True]}}, {"a": {"k": True}, "b": {"k": False}}),
         ({"flag": "a.k", "ignoredWhen": {"b.k": [True]}}, {"a": {"k": False}, "b": {"k": True}}),
@@ -127,3 +130,20 @@ def test_an_ignored_flag_is_reported_at_its_path_naming_the_first_condition():
     assert (
         second.message == 'net.simba must not be true when net.arch is "mlp": it would be ignored'
     )
+
+
+@pytest.mark.parametrize(
+    ("instance", "path", "message"),
+    [
+        ({}, ("a",), "one of a, b, c is required, none is given"),
+        ({"a": None, "c": None}, ("a",), "one of a, b, c is required, none is given"),
+        ({"a": "x", "c": "y"}, ("c",), "give only one of a, b, c: a is given too"),
+        ({"b": 0, "c": False}, ("c",), "give only one of a, b, c: b is given too"),
+    ],
+)
+def test_exactly_one_reports_none_at_the_first_and_a_second_where_it_is(instance, path, message):
+    rule = {"exactlyOne": ["a", "b", "c"]}
+    (check,) = compile_rules([rule])
+    (violation,) = check(instance.get)
+    assert (violation.path, violation.message) == (path, message)
+    assert compile_acceptance([rule])(instance) is False

@@ -88,7 +88,12 @@ FULL: dict[type[BaseModel], dict[str, Any]] = {
         ],
         "sync": True,
     },
-    OfflineEnvSpec: {"name": "CartPole-v1", "num_envs": 16, "dataset_path": "data/cartpole.h5"},
+    OfflineEnvSpec: {
+        "name": "CartPole-v1",
+        "num_envs": 16,
+        "minari_dataset_id": "cartpole/random-v0",
+        "remote": False,
+    },
     PettingZooEnvSpec: {
         "name": "mpe2.simple_speaker_listener_v4",
         "num_envs": 16,
@@ -296,13 +301,22 @@ def test_wrappers_union():
 def test_offline_env_extends_the_gym_fields():
     env = accepted(OfflineEnvSpec, MINIMAL[OfflineEnvSpec])
     assert env.num_envs == 16 and env.sync is False
+    assert env.minari_dataset_id is None and env.remote is False
     rejected(OfflineEnvSpec, {"name": "CartPole-v1", "dataset_path": ""}, where=("dataset_path",))
-    # Nothing is downloaded: the reference's minari id is not a field.
+    # The reference's Minari source: an id of its form, instead of the file, not beside it.
+    for minari_id in ("cartpole/random-v0", "cartpole-v0", "D4RL/door/human-v2", "pointmaze"):
+        doc = {"name": "CartPole-v1", "minari_dataset_id": minari_id}
+        assert accepted(OfflineEnvSpec, doc).minari_dataset_id == minari_id
+    for bad in ("../../etc/passwd", "/abs/path-v0", "cartpole/random-v0\n", "", "a b-v0"):
+        doc = {"name": "CartPole-v1", "minari_dataset_id": bad}
+        rejected(OfflineEnvSpec, doc, where=("minari_dataset_id",))
     rejected(
         OfflineEnvSpec,
         {**MINIMAL[OfflineEnvSpec], "minari_dataset_id": "cartpole-v0"},
         where=("minari_dataset_id",),
     )
+    rejected(OfflineEnvSpec, {"name": "CartPole-v1"}, where=("dataset_path",))
+    rejected(OfflineEnvSpec, {**MINIMAL[OfflineEnvSpec], "remote": "no"}, where=("remote",))
 
 
 def test_pettingzoo_env_sync_chooses_in_process_copies():

@@ -109,6 +109,11 @@ def steer(schema: dict, doc: Any) -> Any:
             continue
         if "anyPositive" in rule:
             continue  # random weights are rarely all zero: nothing to steer
+        if "exactlyOne" in rule:
+            given = [name for name in rule["exactlyOne"] if get(name) is not None]
+            for name in given[1:]:
+                doc.pop(name)  # the first source given stays
+            continue
         if "ignoredWhen" in rule:
             continue  # a flag set beside a value that ignores it: both verdicts judge it
         field, measure = rule["field"], rule.get("measure", "value")

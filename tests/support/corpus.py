@@ -4,11 +4,8 @@ shared by the manifest, corpus-training and multi-agent tests."""
 #: Corpus manifests we refuse, with the reason the error must give. Everything else in
 #: the corpus must validate. (docs/concepts/manifests.md: "Compatibility with AgileRL's manifests".)
 RENAMED_MEMORY = "replay_buffer.memory_size: unknown key (renamed: use 'max_size')"
-MINARI = "environment.minari_dataset_id: unknown key"
 NOT_REGISTERED = "is not registered"
 REFUSED = {
-    "configs/cqn.yaml": MINARI,
-    "configs/cqn_mfpbt.yaml": MINARI,
     "configs/llm_finetuning/cispo.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/cispo_gemma4_group5.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/cispo_quant_bench.yaml": NOT_REGISTERED,
@@ -19,7 +16,7 @@ REFUSED = {
     "configs/llm_finetuning/reinforce_llm.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/reinforce_quant_bench.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: Input should be 'reasoning'",
-    "tests/cqn.yaml": MINARI,
+    "tests/cqn.yaml": RENAMED_MEMORY,
     "tests/ddpg.yaml": RENAMED_MEMORY,
     "tests/ddpg_simba.yaml": RENAMED_MEMORY,
     "tests/dqn.yaml": "tournament_selection: unknown key (renamed: use 'selection_strategy')",

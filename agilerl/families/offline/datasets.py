@@ -170,6 +170,19 @@ def load_dataset(
         data = {key: _read(file, key, where) for key in REQUIRED}
         if "truncations" in file:
             data["truncations"] = _read(file, "truncations", where)
+    return checked_dataset(data, where, observation_space, action_space, env_name)
+
+
+def checked_dataset(
+    data: dict[str, np.ndarray],
+    where: str,
+    observation_space: spaces.Space | None = None,
+    action_space: spaces.Space | None = None,
+    env_name: str = "the evaluation environment",
+) -> OfflineDataset:
+    """The columns ``data`` (key -> array, as a dataset file holds them) checked as
+    :func:`load_dataset` checks a file's, errors naming ``where``: every source of
+    transitions (a file, a Minari dataset) is held to the same rules."""
     rows = data["observations"].shape[0] if data["observations"].ndim else 0
     if rows == 0:
         raise DatasetError(

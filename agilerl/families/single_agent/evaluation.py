@@ -29,7 +29,7 @@ from agilerl.distribution import install_command
 from agilerl.families.evaluation import EvaluationError, EvaluationResult, check_counts
 from agilerl.families.single_agent.atari import scoring_spec
 from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
-from agilerl.models.env import GymEnvSpec
+from agilerl.models.env import OFFLINE_DATASET_FIELDS, GymEnvSpec
 
 
 # -- video writers ---------------------------------------------------------------------------
@@ -256,11 +256,11 @@ def _episodes_env(environment: Any, video: Path | None) -> tuple[gym.Env, str]:
 def without_dataset(document: Any) -> Any:
     """An offline environment section (a mapping or an
     :class:`~agilerl.models.env.OfflineEnvSpec`) as the Gymnasium environment it evaluates
-    in: its ``dataset_path`` dropped; anything else as it is."""
+    in: the fields naming its dataset dropped; anything else as it is."""
     if hasattr(document, "dataset_path"):
         document = document.model_dump(mode="json", exclude_none=True)
     if isinstance(document, dict):
-        return {key: value for key, value in document.items() if key != "dataset_path"}
+        return {k: v for k, v in document.items() if k not in OFFLINE_DATASET_FIELDS}
     return document
 
 
