@@ -11,6 +11,7 @@ from typing import Any
 #: Public names -> the module that defines them, imported on first use.
 LAZY = {
     "__version__": "agilerl.version",
+    "AgentType": "agilerl.models",
     "LocalTrainer": "agilerl.trainer",
     "RLAlgorithm": "agilerl.algorithms",
     "evaluate_agent": "agilerl.evaluation",

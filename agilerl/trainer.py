@@ -38,9 +38,9 @@ from agilerl.manifest_code import anchored
 from agilerl.models.hpo import SELECTION_SPECS, MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     TrainingManifest,
-    algorithm_document,
     dump_manifest,
     load_manifest,
+    manifest_document,
     manifest_rule_issues,
     parse_manifest,
 )
@@ -854,20 +854,16 @@ class LocalTrainer:
 
     def _document(self) -> dict[str, Any]:
         """The run's manifest as a plain document (specs as given, nothing evolved)."""
-        doc: dict[str, Any] = {}
-        if self.version is not None:
-            doc["version"] = self.version
-        doc["algorithm"] = algorithm_document(self.algorithm)
-        doc["algorithm"].pop("hp_config", None)
-        doc["environment"] = self.environment.model_dump(mode="json", exclude_none=True)
-        if self.network is not None:
-            doc["network"] = self.network.model_dump(mode="json", exclude_none=True)
-        doc["training"] = self.training.model_dump(mode="json", exclude_none=True)
-        for key in ("mutation", "replay_buffer", "selection_strategy"):
-            value = getattr(self, key)
-            if value is not None:
-                doc[key] = value.model_dump(mode="json", exclude_none=True)
-        return doc
+        return manifest_document(
+            self.algorithm,
+            self.environment,
+            self.training,
+            network=self.network,
+            mutation=self.mutation,
+            replay_buffer=self.replay_buffer,
+            selection_strategy=self.selection_strategy,
+            version=self.version,
+        )
 
     def to_manifest(self) -> TrainingManifest:
         """The manifest of this run; after training, with the best agent's evolved

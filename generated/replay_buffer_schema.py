@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from agilerl.models.base import SpecBase
+from agilerl.models.replay_base import ReplayBufferBase
 from pydantic import ConfigDict, Field
 
 
@@ -37,7 +38,7 @@ class PerBufferArgs(SpecBase):
     ] = 0.5
 
 
-class ReplayBufferSpec(SpecBase):
+class ReplayBufferSpec(ReplayBufferBase):
     """
     Experience replay memory of off-policy, offline and bandit algorithms: plain, n-step, prioritised (PER), or PER with a secondary n-step buffer.
     """
@@ -59,6 +60,12 @@ class ReplayBufferSpec(SpecBase):
             description='How the uniform buffer holds observations: `transitions` (every field of every transition as given) or `frames` (stacked-frame observations, as `environment.atari` gives: each frame is stored once and the stacks of `obs` and `next_obs` are rebuilt when sampled; samples are the same as with `transitions`). Not with `per_buffer`.'
         ),
     ] = 'transitions'
+    standard_buffer: Annotated[
+        bool,
+        Field(
+            description='Accepted for AgileRL manifests and never read: the main buffer is uniform unless `per_buffer` is set.'
+        ),
+    ] = True
     n_step_buffer: Annotated[bool, Field(description='Use an n-step return buffer.')] = False
     n_step_buffer_args: Annotated[NStepBufferArgs, Field(description='Settings of the n-step buffer.', validate_default=True)] = {
         'n_step': 3

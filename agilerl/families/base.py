@@ -134,6 +134,13 @@ class Family(ABC):
         """The run's experience storage (none by default)."""
         return Memory()
 
+    def replay_memory(self, spec: Any, algorithm: Any, device: Any) -> Memory:
+        """The empty buffers a ``replay_buffer`` section (``spec``) describes for
+        ``algorithm`` (its spec) of this family (none by default): what
+        :meth:`ReplayBufferSpec.init_buffer <agilerl.models.replay_base.ReplayBufferBase.init_buffer>`
+        returns, and what :meth:`make_memory` makes where the section is all it needs."""
+        return Memory()
+
     def env_name(self, environment: Any) -> str:
         """What runs, checkpoints and plots call the environment."""
         return environment.name

@@ -9,6 +9,7 @@ from agilerl.models.algo import (
     AgentType,
     AlgorithmRegistry,
     AlgorithmSpec,
+    AlgoSpec,
     LLMAlgorithmSpec,
     MultiAgentRLAlgorithmSpec,
     RegistryEntry,
@@ -45,6 +46,7 @@ from agilerl.models.hpo import (
     MutationProbabilities,
     MutationSpec,
     RLHyperparameter,
+    SelectionStrategySpec,
     TournamentSelectionSpec,
 )
 from agilerl.models.manifest import (
@@ -69,10 +71,33 @@ from agilerl.models.networks import (
     SimbaSpec,
     StochasticActorSpec,
     ValueNetworkSpec,
+    normalize_manifest_network,
 )
 from agilerl.models.training import NStepBufferArgs, PerBufferArgs, ReplayBufferSpec, TrainingSpec
 
+# AgileRL's aliases of what each manifest section may be given as in Python (its
+# ``agilerl.models`` declares them for type checkers; here they are importable too).
+EnvironmentSpecType = (
+    GymEnvSpec
+    | PettingZooEnvSpec
+    | OfflineEnvSpec
+    | BanditEnvSpec
+    | LLMReasoningEnvSpec
+    | LLMPreferenceEnvSpec
+    | LLMSftEnvSpec
+)
+ReplayBufferSpecType = ReplayBufferSpec
+TrainingSpecType = TrainingSpec
+MutationSpecType = MutationSpec
+
 __all__ = [
+    "AlgoSpec",
+    "EnvironmentSpecType",
+    "MutationSpecType",
+    "ReplayBufferSpecType",
+    "SelectionStrategySpec",
+    "TrainingSpecType",
+    "normalize_manifest_network",
     "BanditEnvSpec",
     "GymEnvSpec",
     "LLMPreferenceEnvSpec",

@@ -4,7 +4,9 @@ The classes are generated from ``schemas/`` (see ``generated/``); this module is
 public home.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field
 
 if TYPE_CHECKING:
     # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
@@ -32,8 +34,17 @@ SELECTION_SPECS: dict[str, type] = {
     "multi_frequency": MultiFrequencySelectionSpec,
 }
 
+#: A ``selection_strategy`` section as one type (AgileRL's name): the spec its
+#: ``strategy`` tag names, e.g. ``TypeAdapter(SelectionStrategySpec).validate_python(d)``.
+#: The union is the schema's ``oneOf``; a manifest resolves its section by the same tag.
+SelectionStrategySpec = Annotated[
+    TournamentSelectionSpec | MultiFrequencySelectionSpec,
+    Field(discriminator="strategy"),
+]
+
 __all__ = [
     "SELECTION_SPECS",
+    "SelectionStrategySpec",
     "MultiFrequencySelectionSpec",
     "MutationProbabilities",
     "MutationSpec",

@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 # The section specs must be registered before a manifest can resolve them.
 import agilerl.models.env  # noqa: F401
 import agilerl.models.hpo  # noqa: F401
@@ -29,8 +31,10 @@ __all__ = [
     "TrainingManifest",
     "dump_manifest",
     "load_manifest",
+    "manifest_document",
     "manifest_rule_issues",
     "parse_manifest",
+    "section_document",
 ]
 
 
@@ -84,6 +88,51 @@ def repeated_algorithm_fields() -> frozenset[str]:
         for rule in TrainingManifest.spec_rules
         if rule.get("field") == "algorithm" and "sameAs" in rule
     )
+
+
+def section_document(value: Any, section: str) -> dict[str, Any]:
+    """A section given as a spec or a mapping, as a document (a spec without its unset
+    optional values, as a manifest would leave them out)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", exclude_none=True)
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise TypeError(f"{section}: expected a spec or a mapping, got {type(value).__name__}")
+
+
+def manifest_document(
+    algorithm: Any,
+    environment: Any,
+    training: Any = None,
+    *,
+    network: Any = None,
+    mutation: Any = None,
+    replay_buffer: Any = None,
+    selection_strategy: Any = None,
+    version: int | None = None,
+) -> dict[str, Any]:
+    """The manifest document of a run given as sections, each a spec or a mapping
+    (None: left out), not yet validated: what ``LocalTrainer.to_manifest`` and
+    ``TrainingManifest.from_trainer_specs`` write. The algorithm's ``hp_config`` is left
+    out: a run derives it from ``mutation.rl_hp_selection``."""
+    doc: dict[str, Any] = {} if version is None else {"version": version}
+    if isinstance(algorithm, BaseModel):
+        doc["algorithm"] = algorithm_document(algorithm)
+    else:
+        doc["algorithm"] = section_document(algorithm, "algorithm")
+    doc["algorithm"].pop("hp_config", None)
+    sections = {
+        "environment": environment,
+        "network": network,
+        "training": training,
+        "mutation": mutation,
+        "replay_buffer": replay_buffer,
+        "selection_strategy": selection_strategy,
+    }
+    for section, value in sections.items():
+        if value is not None:
+            doc[section] = section_document(value, section)
+    return doc
 
 
 def dump_manifest(manifest: TrainingManifest) -> dict[str, Any]:

@@ -11,6 +11,9 @@ hyperparameters. Every error is reported at its place in the document, all at on
 from __future__ import annotations
 
 import difflib
+import os
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +35,24 @@ ENCODER_SPECS = {
     "multiinput": "MultiInputSpec",
     "simba": "SimbaSpec",
 }
+
+
+def network_arch_of(network: Any) -> tuple[str | None, str]:
+    """The encoder ``arch`` a network section names and where: ``"network.arch"``,
+    ``"network.encoder_config.arch"``, or ``(None, "inferred")`` when it names none (the
+    observation space decides when the run is built). ``network`` is a document or a
+    network section spec."""
+
+    def get(value: Any, key: str) -> Any:
+        return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
+
+    if network is None:
+        return None, "inferred"
+    arch = get(network, "arch")
+    if arch:
+        return arch, "network.arch"
+    inner = get(get(network, "encoder_config"), "arch")
+    return (inner, "network.encoder_config.arch") if inner else (None, "inferred")
 
 
 def _error(
@@ -334,21 +355,124 @@ def _holds(test: Holds | None, value: Any) -> bool:
     return test is None or test(value)
 
 
+#: ``get_validated``'s ``mode`` -> what it returns of the validated manifest.
+VALIDATED_FORMS: dict[str, Callable[[Any], Any]] = {
+    "json": lambda manifest: _manifest_module().dump_manifest(manifest),
+    "python": lambda manifest: manifest,
+}
+
+_NOT_GIVEN: Any = object()
+
+
+def _manifest_module() -> Any:
+    # agilerl.models.manifest imports the generated manifest, which imports this module.
+    import agilerl.models.manifest
+
+    return agilerl.models.manifest
+
+
 class ManifestBase(SpecBase):
     """Behaviour of ``TrainingManifest``: resolves the sections that depend on others."""
+
+    @classmethod
+    def get_validated(
+        cls, manifest: str | os.PathLike[str] | Mapping[str, Any], *, mode: str = "json"
+    ) -> Any:
+        """A manifest validated: ``manifest`` is a file's path (YAML or JSON) or a
+        document. ``mode="json"`` gives the document (:func:`dump_manifest`: unset
+        optional sections left out), ``"python"`` the :class:`TrainingManifest`.
+
+        Every problem, an unknown key included, is reported at once at its dotted path
+        by a :class:`~agilerl.models.validation.SpecError` (a ValueError), as
+        ``agilerl validate`` reports it.
+        """
+        form = VALIDATED_FORMS.get(mode)
+        if form is None:
+            raise ValueError(f"mode: {mode!r}; expected one of {', '.join(VALIDATED_FORMS)}")
+        module = _manifest_module()
+        if isinstance(manifest, (str, os.PathLike)):
+            return form(module.load_manifest(manifest))
+        if isinstance(manifest, Mapping):
+            return form(module.parse_manifest(dict(manifest)))
+        raise TypeError(
+            f"manifest: expected a file path or a mapping, got {type(manifest).__name__}"
+        )
+
+    @classmethod
+    def from_trainer_specs(
+        cls,
+        *,
+        algorithm: Any,
+        environment: Any,
+        training: Any,
+        mutation: Any = None,
+        replay_buffer: Any = None,
+        selection_strategy: Any = None,
+        network: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """The validated manifest of a run given as specs (or mappings) section by
+        section, as ``LocalTrainer(...).to_manifest()`` writes one before training.
+
+        ``tournament_selection=`` is AgileRL's old name of ``selection_strategy``
+        (DeprecationWarning; giving both with different values is a ValueError); any
+        other keyword is a TypeError. A section the manifest refuses is a
+        :class:`~agilerl.models.validation.SpecError` at its dotted path.
+        """
+        tournament = kwargs.pop("tournament_selection", _NOT_GIVEN)
+        if kwargs:
+            raise TypeError(
+                "from_trainer_specs() got unexpected keyword argument(s): "
+                f"{', '.join(sorted(kwargs))}"
+            )
+        module = _manifest_module()
+        if tournament is not _NOT_GIVEN:
+            warnings.warn(
+                "from_trainer_specs(tournament_selection=...) is deprecated: "
+                "use selection_strategy=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        both = tournament is not _NOT_GIVEN and None not in (tournament, selection_strategy)
+        if selection_strategy is None and tournament is not _NOT_GIVEN:
+            selection_strategy = tournament
+        document = module.manifest_document(
+            algorithm,
+            environment,
+            training,
+            network=network,
+            mutation=mutation,
+            replay_buffer=replay_buffer,
+            selection_strategy=selection_strategy,
+        )
+        manifest = module.parse_manifest(document)
+        if both:  # the same section twice: equal once validated (defaults filled in)
+            old = module.section_document(tournament, "tournament_selection")
+            if module.parse_manifest({**document, "selection_strategy": old}) != manifest:
+                raise ValueError(
+                    "selection_strategy and tournament_selection differ; give "
+                    "selection_strategy only (tournament_selection is its old name)"
+                )
+        return manifest
+
+    @property
+    def tournament_selection(self) -> Any:
+        """Deprecated (AgileRL's name): the selection section when it is tournament
+        selection, else None. Read ``selection_strategy``."""
+        warnings.warn(
+            "TrainingManifest.tournament_selection is deprecated: read selection_strategy",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        selection = getattr(self, "selection_strategy", None)
+        return selection if getattr(selection, "strategy", None) == "tournament" else None
 
     @property
     def network_arch(self) -> tuple[str | None, str]:
         """The encoder architecture and where it was chosen: ``"network.arch"``,
         ``"network.encoder_config.arch"``, or ``"inferred"`` (from the observation
         space when the run is built; the trainer records what it picked)."""
-        network = getattr(self, "network", None)
-        if network is None or not hasattr(network, "encoder_config"):
-            return None, "inferred"
-        if network.arch is not None:
-            return network.arch, "network.arch"
-        inner = (network.encoder_config or {}).get("arch")
-        return (inner, "network.encoder_config.arch") if inner else (None, "inferred")
+        return network_arch_of(getattr(self, "network", None))
 
     @classmethod
     def section_class(cls, path: tuple[Any, ...], document: Any) -> type | None:

@@ -27,7 +27,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from agilerl.models.networks import CnnSpec, MlpSpec, MultiInputSpec
+from agilerl.models.networks import CnnSpec, MlpSpec, MultiInputSpec, is_image_space
 from agilerl.modules.base import EvolvableModule, MutationInfo, draw_step, mutation, respec
 from agilerl.modules.cnn import EvolvableCNN
 from agilerl.modules.mlp import EvolvableMLP
@@ -38,11 +38,6 @@ LATENT_STEPS = (8, 16, 32)
 
 DEFAULT_CNN = {"channel_size": [16, 16], "kernel_size": [3, 3], "stride_size": [1, 1]}
 DEFAULT_MLP = {"hidden_size": [64]}
-
-
-def is_image_space(space: spaces.Space) -> bool:
-    """A Box with three dimensions (channels, height, width)."""
-    return isinstance(space, spaces.Box) and len(space.shape) == 3
 
 
 def flat_dim(space: spaces.Space) -> int:

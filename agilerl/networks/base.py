@@ -20,7 +20,14 @@ from gymnasium import spaces
 from pydantic import BaseModel
 from torch import nn
 
-from agilerl.models.networks import CnnSpec, LstmSpec, MlpSpec, MultiInputSpec, SimbaSpec
+from agilerl.models.networks import (
+    CnnSpec,
+    LstmSpec,
+    MlpSpec,
+    MultiInputSpec,
+    SimbaSpec,
+    infer_encoder_arch,
+)
 from agilerl.modules.base import EvolvableModule, MutationInfo, draw_step, mutation, respec
 from agilerl.modules.cnn import EvolvableCNN
 from agilerl.modules.lstm import EvolvableLSTM
@@ -130,19 +137,24 @@ def default_cnn_spec(shape: tuple[int, ...]) -> CnnSpec:
     return CnnSpec(channel_size=[32, 32], kernel_size=[3, 3], stride_size=[2, 2])
 
 
+#: Encoder arch -> its default settings for an observation space (when a manifest
+#: gives only the arch, or none: :func:`~agilerl.models.networks.infer_encoder_arch`).
+DEFAULT_ENCODERS: dict[str, Callable[[spaces.Space], BaseModel]] = {
+    "multiinput": lambda space: MultiInputSpec(),
+    "cnn": lambda space: default_cnn_spec(space.shape),  # type: ignore[arg-type]
+    "lstm": lambda space: LstmSpec(hidden_state_size=128, num_layers=2),
+    "simba": lambda space: SimbaSpec(hidden_size=128, num_blocks=2),
+    "mlp": lambda space: MlpSpec(hidden_size=[64, 64]),
+}
+
+
 def infer_encoder_spec(
     observation_space: spaces.Space, recurrent: bool = False, simba: bool = False
 ) -> MultiInputSpec | CnnSpec | LstmSpec | SimbaSpec | MlpSpec:
-    """Default encoder spec for an observation space (used when a manifest gives no arch)."""
-    if isinstance(observation_space, (spaces.Dict, spaces.Tuple)):
-        return MultiInputSpec()
-    if is_image_space(observation_space):
-        return default_cnn_spec(observation_space.shape)
-    if recurrent:
-        return LstmSpec(hidden_state_size=128, num_layers=2)
-    if simba:
-        return SimbaSpec(hidden_size=128, num_blocks=2)
-    return MlpSpec(hidden_size=[64, 64])
+    """Default encoder spec for an observation space (used when a manifest gives no arch):
+    the arch :func:`~agilerl.models.networks.infer_encoder_arch` picks, with its defaults."""
+    arch = infer_encoder_arch(observation_space, recurrent=recurrent, simba=simba)
+    return DEFAULT_ENCODERS[arch](observation_space)  # type: ignore[return-value]
 
 
 # -- networks ------------------------------------------------------------------------------

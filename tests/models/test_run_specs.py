@@ -475,6 +475,7 @@ def test_replay_buffer_defaults_are_instances():
     assert buffer.model_dump() == {
         "max_size": 100000,
         "storage": "transitions",
+        "standard_buffer": True,
         "n_step_buffer": False,
         "n_step_buffer_args": {"n_step": 3},
         "per_buffer": False,

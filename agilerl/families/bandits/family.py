@@ -82,8 +82,12 @@ class BanditFamily(Family):
 
     def make_memory(self, ctx: RunContext) -> Memory:
         """The population's shared memory of pulls (``replay_buffer.max_size`` of them)."""
-        spec = ctx.replay_buffer or ReplayBufferSpec()
-        return Memory(BanditMemory(spec.max_size, device=ctx.device))
+        return self.replay_memory(
+            ctx.replay_buffer or ReplayBufferSpec(), ctx.algorithm, ctx.device
+        )
+
+    def replay_memory(self, spec: Any, algorithm: Any, device: Any) -> Memory:
+        return Memory(BanditMemory(spec.max_size, device=device))
 
     def evolved_network(self, best: Any) -> dict[str, Any]:
         return evolved_mlp_network(best)

@@ -52,12 +52,16 @@ class MultiAgentFamily(CopiedPythonEnv, Family):
     def make_memory(self, ctx: RunContext) -> Memory:
         """Off-policy teams share one replay buffer of every agent's transitions;
         on-policy teams keep their own rollouts."""
-        if not ctx.algorithm.off_policy:
+        return self.replay_memory(
+            ctx.replay_buffer or ReplayBufferSpec(), ctx.algorithm, ctx.device
+        )
+
+    def replay_memory(self, spec: Any, algorithm: Any, device: Any) -> Memory:
+        if not algorithm.off_policy:
             return Memory()
         from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
 
-        spec = ctx.replay_buffer or ReplayBufferSpec()
-        return Memory(MultiAgentReplayBuffer(spec.max_size, device=ctx.device))
+        return Memory(MultiAgentReplayBuffer(spec.max_size, device=device))
 
     def env_workers(self, ctx: RunContext, env: Any) -> int:
         return vector_workers(ctx, env)

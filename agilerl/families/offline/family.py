@@ -134,6 +134,11 @@ class OfflineFamily(GymEvaluation, Family):
         dataset.fill(memory)
         return Memory(memory)
 
+    def replay_memory(self, spec: Any, algorithm: Any, device: Any) -> Memory:
+        """An empty buffer of ``max_size`` transitions for a dataset to fill (a run sizes
+        its own by the dataset instead)."""
+        return Memory(ReplayBuffer(spec.max_size, device=device))
+
     def env_workers(self, ctx: RunContext, env: Any) -> int:
         return gym_env_workers(ctx, env)
 

@@ -53,13 +53,17 @@ class SingleAgentFamily(CopiedPythonEnv, GymEvaluation, Family):
     def make_memory(self, ctx: RunContext) -> Memory:
         """Off-policy algorithms: the buffers of the ``replay_buffer`` section (uniform,
         prioritised, n-step beside it); on-policy ones keep their own rollouts."""
-        if not ctx.algorithm.off_policy:
-            return Memory()
-        spec = ctx.replay_buffer or ReplayBufferSpec()
         try:
-            return Memory(*build_replay_buffers(spec, ctx.algorithm, ctx.device))
+            return self.replay_memory(
+                ctx.replay_buffer or ReplayBufferSpec(), ctx.algorithm, ctx.device
+            )
         except ValueError as err:  # a combination the algorithm cannot use
             raise TrainerError(str(err)) from None
+
+    def replay_memory(self, spec: Any, algorithm: Any, device: Any) -> Memory:
+        if not algorithm.off_policy:
+            return Memory()
+        return Memory(*build_replay_buffers(spec, algorithm, device))
 
     def env_workers(self, ctx: RunContext, env: Any) -> int:
         return gym_env_workers(ctx, env)
