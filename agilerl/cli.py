@@ -44,9 +44,9 @@ def _summary(spec: Any) -> str:
     return f"{spec.algorithm.name} on {getattr(env, 'name', None) or getattr(env, 'dataset', '?')}"
 
 
-def _load_checked(path: str, spec_cls: Any, strict: bool) -> tuple[Any, list[str]]:
-    """The spec in file ``path`` (a manifest when ``spec_cls`` is None) and a warning
-    line per old spelling of a key it holds (``strict``: refused instead)."""
+def _load_checked(path: str, spec_cls: Any, strict: bool) -> tuple[Any, list[Any]]:
+    """The spec in file ``path`` (a manifest when ``spec_cls`` is None) and an issue per
+    old spelling of a key it holds, read under its new name (``strict``: refused)."""
     from agilerl.documents import load_document, load_spec
     from agilerl.models.manifest import parse_manifest_with_deprecations
 
@@ -56,7 +56,7 @@ def _load_checked(path: str, spec_cls: Any, strict: bool) -> tuple[Any, list[str
     manifest, deprecated = parse_manifest_with_deprecations(
         data, source=path, locate=locate, strict=strict
     )
-    return manifest, [issue.format(path) for issue in deprecated]
+    return manifest, deprecated
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -101,12 +101,14 @@ def _validate(args: argparse.Namespace) -> int:
             if vectorised is not None:
                 report[path]["environment"] = vectorised
             warnings = _engine_warnings(spec)
-            if warnings or deprecated:
-                report[path]["warnings"] = deprecated + warnings
+            if warnings:
+                report[path]["warnings"] = warnings
+            if deprecated:
+                report[path]["deprecated"] = [_issue_json(issue) for issue in deprecated]
             if args.format == "text":
                 print(f"{path}: valid ({_summary(spec)})")
-                for line in deprecated:  # located already: file:line:column: key: ...
-                    print(f"agilerl: warning: {line}", file=sys.stderr)
+                for issue in deprecated:
+                    print(f"agilerl: warning: {issue.format(path)}", file=sys.stderr)
                 for warning in warnings:
                     print(f"{path}: warning: {warning}", file=sys.stderr)
                 for ref in code:

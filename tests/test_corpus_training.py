@@ -1,5 +1,5 @@
 """AgileRL's own DQN, RainbowDQN, PPO (recurrent PPO included; non-image), DDPG and TD3
-manifests train in this engine.
+manifests train in this engine, those with AgileRL's old spellings of keys included.
 
 Each runs as written except for its budget: a few hundred steps per agent (PPO rounds
 up to one rollout of its ``learn_step``), evaluation episodes cut at 50 steps.
@@ -27,6 +27,13 @@ TRAINABLE = [
     "configs/dqn/dqn_rainbow.yaml",
     "configs/dqn/dqn_mfpbt.yaml",
     "configs/ppo/ppo_mfpbt.yaml",
+    # AgileRL's old spellings of keys (tournament_selection, replay_buffer.memory_size),
+    # read under their new names
+    "tests/dqn.yaml",
+    "tests/rainbow_dqn.yaml",
+    "tests/ddpg.yaml",
+    "tests/ddpg_simba.yaml",
+    "tests/td3.yaml",
 ]
 #: Changes beyond the budget. The DDPG/TD3 and dqn_rainbow manifests wait 1,000-10,000
 #: steps before they learn, which a few hundred never reach: the wait goes. ddpg_simba's HalfCheetah-v4
@@ -83,6 +90,7 @@ SLOW = {
     "configs/td3.yaml",
     "configs/ppo/ppo_mfpbt.yaml",
     "configs/dqn/dqn_mfpbt.yaml",
+    "tests/ddpg_simba.yaml",
 }
 
 

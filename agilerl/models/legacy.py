@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agilerl.models.validation import NOT_SHOWN, Issue, Locator, short_repr
+from agilerl.models.validation import NOT_SHOWN, Issue, Locator
 
 #: The schema keyword of an object that accepts old spellings: ``{old: new, ...}``.
 RENAMED_KEYWORD = "x-agilerl-renamed"
@@ -61,6 +61,9 @@ class LegacyKeyWarning(FutureWarning):
     a program by default, and the people who write manifests are those users."""
 
 
+# The messages are codegen/node/legacy.mjs's too, word for word.
+
+
 def deprecated_message(old: str, new: str) -> str:
     """What a warning (or, under ``--strict``, an error) says of an old key."""
     return f"deprecated: AgileRL's old name of {new!r}, read as {new!r}; write {new!r}"
@@ -73,10 +76,10 @@ def both_given_message(old: str, new: str) -> str:
     )
 
 
-def conflict_message(old: str, new: str, new_value: Any) -> str:
+def conflict_message(old: str, new: str) -> str:
     return (
-        f"AgileRL's old name of {new!r}, and {new!r} is given too with another value "
-        f"({short_repr(new_value)}): keep one of the two keys"
+        f"AgileRL's old name of {new!r}, and {new!r} is given too, with another value: "
+        "keep one of the two keys"
     )
 
 
@@ -101,7 +104,7 @@ def renamed_conflicts(renamed: Mapping[str, str], instance: Any) -> Iterator[tup
         return
     for old, new in renamed.items():
         if old in instance and new in instance and not json_equal(instance[old], instance[new]):
-            yield old, conflict_message(old, new, instance[new])
+            yield old, conflict_message(old, new)
 
 
 @dataclass(frozen=True)
@@ -148,7 +151,7 @@ def normalise_legacy_keys(data: Any, locate: Locator | None = None) -> Normalise
                 message = both_given_message(key.old, key.new)
                 result.deprecated.append(Issue(key.old_path, NOT_SHOWN, message, position))
             else:
-                message = conflict_message(key.old, key.new, section[key.new])
+                message = conflict_message(key.old, key.new)
                 result.conflicts.append(Issue(key.old_path, value, message, position))
         result = Normalised(
             _replaced(result.data, key.section, changed),

@@ -1,9 +1,11 @@
 // The non-standard keywords of schemas/, taught to an ajv instance.
 //
 // Strict mode rejects every keyword it does not know, so each one must be registered:
-// `x-agilerl-rules` validates (see rules.mjs), the others are annotations. Each is given
+// `x-agilerl-rules` and `x-agilerl-renamed` validate (see rules.mjs, legacy.mjs), the
+// others are annotations. Each is given
 // the type of value it takes, so a misspelt or misused one still fails the schema lint.
 
+import { addRenamedKeyword } from "./legacy.mjs";
 import { RULES_KEYWORD, checkRules, schemaLookup } from "./rules.mjs";
 
 /** Annotation-only keywords, with the JSON type of their value. */
@@ -66,6 +68,7 @@ export function addAgileRLKeywords(ajv, rulesSchema) {
     errors: true,
     validate: validateRules,
   });
+  addRenamedKeyword(ajv);
   for (const [keyword, schemaType] of Object.entries(ANNOTATIONS)) {
     ajv.addKeyword({ keyword, schemaType });
   }
