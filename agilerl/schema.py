@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator, ValidationError, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-from agilerl.models.legacy import RENAMED_KEYWORD, renamed_conflicts
+from agilerl.models.legacy import RENAMED_KEYWORD, read_old_keys, renamed_conflicts
 from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_defaults
 
 SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
@@ -29,10 +29,10 @@ def _rules_keyword(
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
-    for violation in check_rules(rules, instance, schema_defaults(schema)):
-        yield ValidationError(
-            violation.message, path=list(violation.path), instance=violation.value
-        )
+    read, read_as = read_old_keys(schema.get(RENAMED_KEYWORD), instance)
+    for violation in check_rules(rules, read, schema_defaults(schema)):
+        path = [read_as.get(violation.field, violation.field), *violation.at]
+        yield ValidationError(violation.message, path=path, instance=violation.value)
 
 
 def _renamed_keyword(

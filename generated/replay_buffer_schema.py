@@ -44,6 +44,7 @@ class ReplayBufferSpec(SpecBase):
 
     model_config = ConfigDict(
         extra='forbid',
+        json_schema_extra={'x-agilerl-renamed': {'memory_size': 'max_size'}},
     )
     max_size: Annotated[
         int,

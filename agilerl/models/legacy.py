@@ -129,32 +129,72 @@ class Normalised:
         return issue
 
 
+def read_old_keys(
+    renamed: Mapping[str, str] | None, instance: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], dict[str, str]]:
+    """``instance`` as its cross-field rules read it (old keys under their new names) and
+    ``{new: old}`` where a value came from an old key, so that a rule broken by it is
+    reported at the key the document wrote (the JSON Schema validators' side of what
+    the loader and the specs do)."""
+    if not renamed or renamed.keys().isdisjoint(instance):
+        return instance, {}
+    read_as = {new: old for old, new in renamed.items() if old in instance and new not in instance}
+    return rename_old_keys(renamed, instance)[0], read_as
+
+
+def rename_old_keys(
+    renamed: Mapping[str, str], data: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[tuple[str, str]]]:
+    """``data`` (one object) with each old key of ``renamed`` (``{old: new}``) under its
+    new name, key order kept, and ``(old, message)`` of each deprecation and of each
+    conflict (an old key given with its new name and another value; the result keeps
+    the new one, the caller reports the conflict)."""
+    result = dict(data)
+    deprecated: list[tuple[str, str]] = []
+    conflicts: list[tuple[str, str]] = []
+    for old, new in renamed.items():
+        if old not in result:
+            continue
+        if new not in result:
+            result = {(new if name == old else name): v for name, v in result.items()}
+            deprecated.append((old, deprecated_message(old, new)))
+            continue
+        if json_equal(result[old], result[new]):
+            deprecated.append((old, both_given_message(old, new)))
+        else:
+            conflicts.append((old, conflict_message(old, new)))
+        del result[old]
+    return result, deprecated, conflicts
+
+
+#: The table by section: ``{section: {old: new}}``.
+_BY_SECTION: dict[tuple[str, ...], dict[str, str]] = {}
+for _key in LEGACY_KEYS:
+    _BY_SECTION.setdefault(_key.section, {})[_key.old] = _key.new
+
+
 def normalise_legacy_keys(data: Any, locate: Locator | None = None) -> Normalised:
     """``data`` (a manifest document) with every key of :data:`LEGACY_KEYS` under its new
     name, and what was found (``locate`` places each at its line in the file). ``data``
     itself is not changed: the objects that change are copied."""
     result = Normalised(data)
-    for key in LEGACY_KEYS:
-        section = _section(result.data, key.section)
-        if section is None or key.old not in section:
+    for section_path, renamed in _BY_SECTION.items():
+        section = _section(result.data, section_path)
+        if section is None or renamed.keys().isdisjoint(section):
             continue
-        value = section[key.old]
-        position = locate(key.old_path) if locate else None
-        if key.new not in section:
-            changed = {(key.new if name == key.old else name): v for name, v in section.items()}
-            result.renamed[key.new_path] = key.old_path
-            message = deprecated_message(key.old, key.new)
-            result.deprecated.append(Issue(key.old_path, NOT_SHOWN, message, position))
-        else:
-            changed = {name: v for name, v in section.items() if name != key.old}
-            if json_equal(value, section[key.new]):
-                message = both_given_message(key.old, key.new)
-                result.deprecated.append(Issue(key.old_path, NOT_SHOWN, message, position))
-            else:
-                message = conflict_message(key.old, key.new)
-                result.conflicts.append(Issue(key.old_path, value, message, position))
+        changed, deprecated, conflicts = rename_old_keys(renamed, section)
+        for old, message in deprecated:
+            path = (*section_path, old)
+            position = locate(path) if locate else None
+            result.deprecated.append(Issue(path, NOT_SHOWN, message, position))
+            if renamed[old] not in section:  # read from the old key: errors go there
+                result.renamed[(*section_path, renamed[old])] = path
+        for old, message in conflicts:
+            path = (*section_path, old)
+            position = locate(path) if locate else None
+            result.conflicts.append(Issue(path, section[old], message, position))
         result = Normalised(
-            _replaced(result.data, key.section, changed),
+            _replaced(result.data, section_path, changed),
             result.deprecated,
             result.conflicts,
             result.renamed,

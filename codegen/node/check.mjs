@@ -125,8 +125,8 @@ function validatorFor(byTitle, spec) {
 
 /**
  * {valid, errors, deprecated?} of one document, ajv's errors as they are (validate.mjs's
- * report); deprecated [{path, message}] names the old spellings of keys it holds (read
- * under their new names, as the Python loader does: legacy.mjs).
+ * report); `deprecated` [{path, message}] (of a valid document) names the old spellings
+ * of keys it holds, read under their new names as the Python loader does (legacy.mjs).
  */
 export function validateDocument(byTitle, spec, document) {
   const validate = validatorFor(byTitle, spec);
@@ -137,15 +137,15 @@ export function validateDocument(byTitle, spec, document) {
     keyword,
     params,
   }));
-  const warnings = deprecated.map(({ pointer, message }) => ({ path: pointer, message }));
-  return { valid, errors, ...withDeprecated(warnings) };
+  const found = deprecated.map(({ pointer, message }) => ({ path: pointer, message }));
+  return { valid, errors, ...withDeprecated(valid ? found : []) };
 }
 
 /**
  * {valid, errors, deprecated?} of the document in `text`: each error {path, line, column,
- * message} as `agilerl validate --format json` words it, sorted by position; deprecated
- * (when any) the old spellings of keys, located the same way. Text the YAML dialect
- * refuses is invalid with one error at the place the dialect names (path `<root>`).
+ * message} as `agilerl validate --format json` words it, sorted by position; `deprecated`
+ * (of a valid document) the old spellings of keys, located the same way. Text the YAML
+ * dialect refuses is invalid with one error at the place the dialect names (`<root>`).
  */
 export function checkText(compiled, spec, text) {
   const validate = validatorFor(compiled.byTitle, spec);
@@ -164,19 +164,22 @@ export function checkText(compiled, spec, text) {
     return { path: dottedPath(path), line, column, message };
   };
   const byPosition = (a, b) => a.line - b.line || a.column - b.column;
-  const warnings = deprecated
-    .map(({ pointer, message }) => located(documentPath(read.value, pointer), message))
-    .sort(byPosition);
-  if (valid) return { valid: true, errors: [], ...withDeprecated(warnings) };
+  if (valid) {
+    const found = deprecated
+      .map(({ pointer, message }) => located(documentPath(read.value, pointer), message))
+      .sort(byPosition);
+    return { valid: true, errors: [], ...withDeprecated(found) };
+  }
   const errors = issues(validate.errors, read.value, compiled).map(({ path, message }) =>
     located(path, message),
   );
   errors.sort(byPosition);
-  return { valid: false, errors, ...withDeprecated(warnings) };
+  return { valid: false, errors };
 }
 
-/** The `deprecated` entry of a report (as `agilerl validate --format json` has it): none
- * when there are none, so reports of other documents stay as they were. */
+/** The `deprecated` entry of a valid document's report (as `agilerl validate --format
+ * json` has it; an invalid one has its errors only): none when there are none, so
+ * reports of other documents stay as they were. */
 const withDeprecated = (deprecated) => (deprecated.length > 0 ? { deprecated } : {});
 
 // --- From ajv's errors to issues --------------------------------------------------------

@@ -52,6 +52,29 @@ export function conflictMessage(old, renamed) {
   return `AgileRL's old name of ${name}, and ${name} is given too, with another value: keep one of the two keys`;
 }
 
+/**
+ * `data` as its cross-field rules read it (old keys under their new names) and
+ * {new: old} where a value came from an old key, so that a rule it breaks is reported at
+ * the key the document wrote (read_old_keys).
+ */
+export function readOldKeys(renamed, data) {
+  const readAs = {};
+  if (renamed === undefined || !Object.keys(renamed).some((old) => Object.hasOwn(data, old))) {
+    return [data, readAs];
+  }
+  let read = { ...data };
+  for (const [old, name] of Object.entries(renamed)) {
+    if (!Object.hasOwn(read, old)) continue;
+    if (!Object.hasOwn(read, name)) {
+      readAs[name] = old;
+      read = Object.fromEntries(Object.entries(read).map(([k, v]) => [k === old ? name : k, v]));
+    } else {
+      delete read[old];
+    }
+  }
+  return [read, readAs];
+}
+
 let collecting = null;
 
 /** Run `validate()`; returns [its result, [{pointer, message}] of the old keys seen]. */
