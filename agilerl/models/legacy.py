@@ -5,14 +5,16 @@ AgileRL's manifests still use a few names it has since renamed (``memory_size`` 
 manifest loader reads each old key as its new name and says so: a
 :class:`LegacyKeyWarning` naming the file, the line, the old and the new key
 (``agilerl validate --strict`` refuses them instead). :data:`LEGACY_KEYS` is the one
-table of them; the schemas declare the same keys (``deprecated``, with the keyword
-:data:`RENAMED_KEYWORD` naming the new key) so that editors strike them through and the
-JSON Schema validators accept them, and tests/models/test_legacy_keys.py holds the two
-to each other.
+table of them; the schemas declare the same keys (``patternProperties`` marked
+``deprecated``, whose description an editor shows, and the keyword
+:data:`RENAMED_KEYWORD` naming the new key) so that the JSON Schema validators accept
+them, and tests/models/test_legacy_keys.py holds the two to each other.
 
 The old keys are not fields of the specs: a spec (and its dump) has one name for each
-setting. Where both spellings are given, equal values are read once; different values
-are an error naming both keys, as nothing says which one was meant.
+setting. The specs read them too (``SpecBase.prepare_document``, from the schema's
+keyword), so that pydantic agrees with the schema on every document; only the loader
+knows the file's lines. Where both spellings are given, equal values are read once;
+different values are an error naming both keys, as nothing says which one was meant.
 """
 
 from __future__ import annotations
