@@ -44,10 +44,24 @@ def _summary(spec: Any) -> str:
     return f"{spec.algorithm.name} on {getattr(env, 'name', None) or getattr(env, 'dataset', '?')}"
 
 
+def _load_checked(path: str, spec_cls: Any, strict: bool) -> tuple[Any, list[Any]]:
+    """The spec in file ``path`` (a manifest when ``spec_cls`` is None) and an issue per
+    old spelling of a key it holds, read under its new name (``strict``: refused)."""
+    from agilerl.documents import load_document, load_spec
+    from agilerl.models.manifest import parse_manifest_with_deprecations
+
+    if spec_cls is not None:
+        return load_spec(spec_cls, path), []
+    data, locate = load_document(path)
+    manifest, deprecated = parse_manifest_with_deprecations(
+        data, source=path, locate=locate, strict=strict
+    )
+    return manifest, deprecated
+
+
 def _validate(args: argparse.Namespace) -> int:
-    from agilerl.documents import DocumentError, load_spec
+    from agilerl.documents import DocumentError
     from agilerl.manifest_code import code_references
-    from agilerl.models.manifest import load_manifest
     from agilerl.models.validation import SpecError
     from agilerl.vectorize import VectorizeError
 
@@ -59,11 +73,8 @@ def _validate(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {}
     for path in args.files:
         try:
-            spec = (
-                load_manifest(path)
-                if args.spec == MANIFEST
-                else load_spec(classes[args.spec], path)
-            )
+            spec_cls = None if args.spec == MANIFEST else classes[args.spec]
+            spec, deprecated = _load_checked(path, spec_cls, args.strict)
         except DocumentError as err:
             report[path] = {"valid": False, "errors": [{"message": str(err)}]}
             if args.format == "text":
@@ -92,8 +103,12 @@ def _validate(args: argparse.Namespace) -> int:
             warnings = _engine_warnings(spec)
             if warnings:
                 report[path]["warnings"] = warnings
+            if deprecated:
+                report[path]["deprecated"] = [_issue_json(issue) for issue in deprecated]
             if args.format == "text":
                 print(f"{path}: valid ({_summary(spec)})")
+                for issue in deprecated:
+                    print(f"agilerl: warning: {issue.format(path)}", file=sys.stderr)
                 for warning in warnings:
                     print(f"{path}: warning: {warning}", file=sys.stderr)
                 for ref in code:
@@ -256,7 +271,8 @@ def load_with_overrides(path: str, assignments: list[str]) -> Any:
     applied, validated like the file itself. Problems are raised as :class:`CliError`
     lines naming ``file:line:column`` or the ``--set`` they came from."""
     from agilerl.documents import DocumentError, load_document, parse_value
-    from agilerl.models.manifest import parse_manifest
+    from agilerl.models.legacy import LEGACY_KEYS
+    from agilerl.models.manifest import parse_manifest_with_deprecations
     from agilerl.models.validation import SpecError
 
     try:
@@ -279,23 +295,37 @@ def load_with_overrides(path: str, assignments: list[str]) -> Any:
         except (ValueError, DocumentError) as err:
             raise CliError(f"--set {item}: {err}") from None
         overridden[brought] = item
+        for legacy in LEGACY_KEYS:  # the --set replaces the file's value, however spelt
+            if keys == legacy.new_path:
+                _section_of(data, legacy.section).pop(legacy.old, None)
+
+    def where(issue: Any) -> str:
+        """The --set an issue's value came from, else the file."""
+        for keys, item in overridden.items():
+            if issue.path[: len(keys)] == keys:
+                return f"--set {item}"
+        return path
+
+    def located(issue: Any) -> Any:  # a value from the command line has no file position
+        return issue if where(issue) == path else dataclasses.replace(issue, position=None)
+
     try:
-        return parse_manifest(data, source=path, locate=locate)
+        manifest, deprecated = parse_manifest_with_deprecations(data, source=path, locate=locate)
     except SpecError as err:
         lines = [f"{len(err.issues)} problem(s) with the manifest {path}:"]
-        for issue in err.issues:
-            source = next(
-                (
-                    f"--set {item}"
-                    for keys, item in overridden.items()
-                    if issue.path[: len(keys)] == keys
-                ),
-                None,
-            )
-            if source is not None:  # the value came from the command line, not the file
-                issue = dataclasses.replace(issue, position=None)
-            lines.append("  " + issue.format(source or path))
+        lines += ["  " + located(issue).format(where(issue)) for issue in err.issues]
         raise CliError("\n".join(lines)) from None
+    for issue in deprecated:
+        print(f"agilerl: warning: {located(issue).format(where(issue))}", file=sys.stderr)
+    return manifest
+
+
+def _section_of(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    """The object at ``keys`` of a document (one a --set has just written below)."""
+    node = data
+    for part in keys:
+        node = node[part]
+    return node
 
 
 class CliError(Exception):
@@ -810,6 +840,12 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--format", choices=["text", "json"], default="text")
     validate.add_argument(
         "--show", action="store_true", help="print each valid file with every default filled in"
+    )
+    validate.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse AgileRL's old spellings of keys (e.g. replay_buffer.memory_size), which "
+        "are otherwise read under their new names with a warning",
     )
     validate.set_defaults(handler=_validate)
 

@@ -1,7 +1,8 @@
 """The canonical JSON Schemas at run time, validated with the Python ``jsonschema`` library.
 
 This is the "any other tool" view of a document: the schema alone, with the
-``x-agilerl-rules`` keyword implemented as in :mod:`agilerl.models.rules`. The pydantic
+``x-agilerl-rules`` keyword implemented as in :mod:`agilerl.models.rules` and
+``x-agilerl-renamed`` as in :mod:`agilerl.models.legacy`. The pydantic
 models must reach the same verdict on every document (tests hold them to it).
 """
 
@@ -17,6 +18,7 @@ from jsonschema import Draft202012Validator, ValidationError, validators
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
+from agilerl.models.legacy import RENAMED_KEYWORD, read_old_keys, renamed_conflicts
 from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_defaults
 
 SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
@@ -27,14 +29,25 @@ def _rules_keyword(
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
-    for violation in check_rules(rules, instance, schema_defaults(schema)):
-        yield ValidationError(
-            violation.message, path=list(violation.path), instance=violation.value
-        )
+    read, read_as = read_old_keys(schema.get(RENAMED_KEYWORD), instance)
+    for violation in check_rules(rules, read, schema_defaults(schema)):
+        path = [read_as.get(violation.field, violation.field), *violation.at]
+        yield ValidationError(violation.message, path=path, instance=violation.value)
 
 
-#: Draft 2020-12 plus our one custom keyword.
-SpecValidator = validators.extend(Draft202012Validator, {RULES_KEYWORD: _rules_keyword})
+def _renamed_keyword(
+    validator: Any, renamed: Any, instance: Any, schema: dict
+) -> Iterator[ValidationError]:
+    """An old spelling given with its new name and another value (the manifest loader
+    refuses it: nothing says which value was meant)."""
+    for old, message in renamed_conflicts(renamed, instance):
+        yield ValidationError(message, path=[old], instance=instance[old])
+
+
+#: Draft 2020-12 plus our custom keywords.
+SpecValidator = validators.extend(
+    Draft202012Validator, {RULES_KEYWORD: _rules_keyword, RENAMED_KEYWORD: _renamed_keyword}
+)
 
 
 @cache

@@ -19,6 +19,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_SUFFIX = ".schema.json"
 RULES_KEYWORD = "x-agilerl-rules"
+RENAMED_KEYWORD = "x-agilerl-renamed"  # agilerl.models.legacy (old spellings of keys)
 ALGORITHM_KEYWORD = "x-agilerl-algorithm"
 
 Node = Mapping[str, Any]
@@ -574,6 +575,16 @@ def _object_sections(node: Node, ctx: Context, heading: str) -> list[str]:
             '!!! warning "Deprecated"',
             f"    {_names(deprecated)}: deprecated (the schema marks them `deprecated`); "
             "each one's description says what to use instead.",
+        ]
+    renamed = node.get(RENAMED_KEYWORD, {})
+    if renamed:
+        old_names = ", ".join(f"{code(old)} for {code(new)}" for old, new in renamed.items())
+        lines += [
+            "",
+            '!!! warning "Old spellings (deprecated)"',
+            f"    AgileRL's old names are read under the new ones, with a warning: {old_names}. "
+            "`agilerl validate --strict` refuses them; both spellings with different values "
+            f"are an error (`{RENAMED_KEYWORD}`).",
         ]
     if found.rules:
         lines += ["", f"{heading} Rules", "", RULES_NOTE, "", *rules_list(found.rules, ctx)]

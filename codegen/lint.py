@@ -66,6 +66,7 @@ def _walk(node: Any, pointer: str = "#") -> Iterator[tuple[str, dict]]:
                 "enum",
                 RULES_KEYWORD,
                 "x-agilerl-algorithm",
+                "x-agilerl-renamed",
             ):
                 continue  # data, not subschemas
             yield from _walk(value, f"{pointer}/{key}")

@@ -45,6 +45,7 @@ class ReplayBufferSpec(ReplayBufferBase):
 
     model_config = ConfigDict(
         extra='forbid',
+        json_schema_extra={'x-agilerl-renamed': {'memory_size': 'max_size'}},
     )
     max_size: Annotated[
         int,

@@ -188,7 +188,8 @@ class TrainingSpec(SpecBase):
     model_config = ConfigDict(
         extra='forbid',
         json_schema_extra={
-            'x-agilerl-rules': [{'field': 'evo_steps', 'atMost': 'max_steps'}, {'field': 'eps_end', 'atMost': 'eps_start'}]
+            'x-agilerl-renamed': {'population_size': 'pop_size', 'metrics_interval': 'evo_steps'},
+            'x-agilerl-rules': [{'field': 'evo_steps', 'atMost': 'max_steps'}, {'field': 'eps_end', 'atMost': 'eps_start'}],
         },
     )
     max_steps: Annotated[

@@ -1,6 +1,7 @@
 """AgileRL's own DQN, RainbowDQN, PPO (recurrent PPO included; non-image), DDPG, TD3 and
-CQN manifests train in this engine (CQN's from a tiny Minari dataset the test writes in
-its own local Minari data directory: nothing is downloaded).
+CQN manifests train in this engine, those with AgileRL's old spellings of keys included
+(CQN's from a tiny Minari dataset the test writes in its own local Minari data
+directory: nothing is downloaded).
 
 Each runs as written except for its budget: a few hundred steps per agent (PPO rounds
 up to one rollout of its ``learn_step``), evaluation episodes cut at 50 steps.
@@ -31,6 +32,14 @@ TRAINABLE = [
     "configs/ppo/ppo_mfpbt.yaml",
     "configs/cqn.yaml",
     "configs/cqn_mfpbt.yaml",
+    # AgileRL's old spellings of keys (tournament_selection, replay_buffer.memory_size),
+    # read under their new names
+    "tests/dqn.yaml",
+    "tests/rainbow_dqn.yaml",
+    "tests/ddpg.yaml",
+    "tests/ddpg_simba.yaml",
+    "tests/td3.yaml",
+    "tests/cqn.yaml",
 ]
 #: Changes beyond the budget. The DDPG/TD3 and dqn_rainbow manifests wait 1,000-10,000
 #: steps before they learn, which a few hundred never reach: the wait goes. ddpg_simba's HalfCheetah-v4
@@ -89,6 +98,7 @@ SLOW = {
     "configs/dqn/dqn_mfpbt.yaml",
     "configs/cqn.yaml",
     "configs/cqn_mfpbt.yaml",
+    "tests/ddpg_simba.yaml",
 }
 
 

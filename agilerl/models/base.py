@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import importlib
 import json
+import warnings
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
-from pydantic_core import InitErrorDetails
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agilerl.models.env_types import LLMEnvType
 from agilerl.models.kinds import AgentType, training_kwargs, training_kwargs_of
+from agilerl.models.legacy import RENAMED_KEYWORD, LegacyKeyWarning, rename_old_keys
 from agilerl.models.one_pass import reraisable, validate_document
 from agilerl.models.rules import RULES_KEYWORD
 
@@ -71,6 +73,8 @@ class SpecBase(BaseModel):
     model_config = ConfigDict(strict=True, defer_build=True, allow_inf_nan=False)
 
     spec_rules: ClassVar[tuple[Mapping[str, Any], ...]] = ()
+    #: AgileRL's old spellings of the class's keys, ``{old: new}`` (``x-agilerl-renamed``).
+    spec_renamed: ClassVar[Mapping[str, str]] = {}
     #: Whether the class overrides :meth:`prepare_document` (read by the validation walk,
     #: which cannot import this module: this module imports it).
     prepares_document: ClassVar[bool] = False
@@ -83,7 +87,12 @@ class SpecBase(BaseModel):
         cls.spec_rules = tuple(
             rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules
         )
-        cls.prepares_document = (
+        cls.spec_renamed = {
+            old: new
+            for renamed in _schema_extra(cls, RENAMED_KEYWORD)
+            for old, new in renamed.items()
+        }
+        cls.prepares_document = bool(cls.spec_renamed) or (
             cls.prepare_document.__func__ is not SpecBase.prepare_document.__func__  # type: ignore[attr-defined]
         )
 
@@ -92,8 +101,24 @@ class SpecBase(BaseModel):
         cls, data: dict[str, Any]
     ) -> tuple[dict[str, Any], list[InitErrorDetails]]:
         """Hook for specs whose parts depend on each other: return the document to
-        validate and any errors found on the way. The plain spec has nothing to do."""
-        return data, []
+        validate and any errors found on the way. The plain spec has nothing to do but
+        read AgileRL's old spellings of its keys (``spec_renamed``) under their new names,
+        as every JSON Schema validator accepts them; the manifest loader has done so
+        already, with the file's lines (:mod:`agilerl.models.legacy`)."""
+        if not cls.spec_renamed or cls.spec_renamed.keys().isdisjoint(data):
+            return data, []
+        renamed, deprecated, conflicts = rename_old_keys(cls.spec_renamed, data)
+        for old, message in deprecated:
+            warnings.warn(f"{old}: {message}", LegacyKeyWarning, stacklevel=2)
+        errors = [
+            InitErrorDetails(
+                type=PydanticCustomError("legacy_key_conflict", message),
+                loc=(old,),
+                input=data[old],
+            )
+            for old, message in conflicts
+        ]
+        return renamed, errors
 
     @classmethod
     def validate_at_once(cls, data: dict[str, Any]) -> Any:

@@ -6,6 +6,8 @@ dependent sections are resolved by :class:`agilerl.models.manifest_base.Manifest
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from pydantic import BaseModel
 import agilerl.models.env  # noqa: F401
 import agilerl.models.hpo  # noqa: F401
 import agilerl.models.training  # noqa: F401
+from agilerl.models.legacy import LegacyKeyWarning, normalise_legacy_keys
 from agilerl.models.rules import compile_rules
 from agilerl.models.validation import Issue, SpecError, parse_spec
 
@@ -35,17 +38,51 @@ __all__ = [
     "manifest_rule_issues",
     "parse_manifest",
     "section_document",
+    "parse_manifest_with_deprecations",
 ]
 
 
-def parse_manifest(data: Any, *, source: str | None = None, locate: Any = None) -> TrainingManifest:
-    """Validate a manifest document; a :class:`SpecError` lists every problem at once."""
+def parse_manifest(
+    data: Any, *, source: str | None = None, locate: Any = None, strict: bool = False
+) -> TrainingManifest:
+    """Validate a manifest document; a :class:`SpecError` lists every problem at once.
+
+    AgileRL's old spellings of keys (:data:`agilerl.models.legacy.LEGACY_KEYS`) are read
+    under their new names, each with a :class:`~agilerl.models.legacy.LegacyKeyWarning`;
+    ``strict`` refuses them instead."""
+    manifest, deprecated = parse_manifest_with_deprecations(
+        data, source=source, locate=locate, strict=strict
+    )
+    for issue in deprecated:
+        warnings.warn(issue.format(source), LegacyKeyWarning, stacklevel=2)
+    return manifest
+
+
+def parse_manifest_with_deprecations(
+    data: Any, *, source: str | None = None, locate: Any = None, strict: bool = False
+) -> tuple[TrainingManifest, list[Issue]]:
+    """:func:`parse_manifest` that returns the old spellings it read (one located issue
+    each) instead of warning: for callers that report them themselves (the CLI)."""
     if not isinstance(data, dict):
         issue = Issue(
             (), data, "a manifest is a mapping with algorithm and environment sections", (1, 1)
         )
         raise SpecError("TrainingManifest", [issue], source)
-    return parse_spec(TrainingManifest, data, source=source, locate=locate)
+    normalised = normalise_legacy_keys(data, locate)
+    refused = normalised.conflicts
+    if strict:
+        refused = refused + [
+            dataclasses.replace(issue, message=f"{issue.message} (strict: old names are refused)")
+            for issue in normalised.deprecated
+        ]
+    try:
+        manifest = parse_spec(TrainingManifest, normalised.data, source=source, locate=locate)
+    except SpecError as err:
+        found = [normalised.located(issue, locate) for issue in err.issues]
+        raise SpecError("TrainingManifest", refused + found, source) from None
+    if refused:
+        raise SpecError("TrainingManifest", refused, source)
+    return manifest, [] if strict else normalised.deprecated
 
 
 def manifest_rule_issues(sections: Mapping[str, Any]) -> list[Issue]:
@@ -62,12 +99,18 @@ def manifest_rule_issues(sections: Mapping[str, Any]) -> list[Issue]:
     ]
 
 
-def load_manifest(path: str | Path) -> TrainingManifest:
-    """Load and validate a manifest file (YAML 1.2 dialect of :mod:`agilerl.documents`)."""
+def load_manifest(path: str | Path, *, strict: bool = False) -> TrainingManifest:
+    """Load and validate a manifest file (YAML 1.2 dialect of :mod:`agilerl.documents`);
+    old spellings of keys warn (or, ``strict``, are refused) as in :func:`parse_manifest`."""
     from agilerl.documents import load_document
 
     data, locate = load_document(path)
-    return parse_manifest(data, source=str(path), locate=locate)
+    manifest, deprecated = parse_manifest_with_deprecations(
+        data, source=str(path), locate=locate, strict=strict
+    )
+    for issue in deprecated:
+        warnings.warn(issue.format(str(path)), LegacyKeyWarning, stacklevel=2)
+    return manifest
 
 
 def algorithm_document(algorithm: Any) -> dict[str, Any]:

@@ -512,8 +512,8 @@ class ManifestBase(SpecBase):
     def prepare_document(
         cls, data: dict[str, Any]
     ) -> tuple[dict[str, Any], list[InitErrorDetails]]:
+        data, errors = super().prepare_document(data)  # the old spellings of top-level keys
         data = dict(data)
-        errors: list[InitErrorDetails] = []
         for key, nullable in (("algorithm", False), ("environment", False), ("network", True)):
             if key in data:
                 errors += _expect_object((key,), data[key], nullable)

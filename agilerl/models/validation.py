@@ -22,6 +22,8 @@ SpecT = TypeVar("SpecT", bound=BaseModel)
 Locator = Callable[[tuple[Any, ...]], "tuple[int, int] | None"]
 
 _MISSING = object()
+#: The value of an :class:`Issue` whose message says all (no "(found ...)" after it).
+NOT_SHOWN = _MISSING
 
 #: Values in messages are shortened: a document can hold megabytes (an alias bomb printed
 #: whole made an 80 MB error); reprlib never builds the full repr.
@@ -107,15 +109,6 @@ def _document_path(loc: tuple[Any, ...], data: Any) -> tuple[tuple[Any, ...], An
     return tuple(path), node
 
 
-#: Keys the reference implementation accepted under another name; the hint names ours.
-RENAMED_KEYS = {
-    "memory_size": "max_size",
-    "tournament_selection": "selection_strategy",
-    "population_size": "pop_size",
-    "metrics_interval": "evo_steps",
-}
-
-
 def _shapes_below(shapes: list[Shape], node: Any, part: Any) -> list[Shape]:
     """The shapes of what ``node[part]`` can hold, ``node`` having one of ``shapes``."""
     found = []
@@ -158,8 +151,6 @@ def known_keys(spec_cls: type[BaseModel], data: Any, path: tuple[Any, ...]) -> l
 
 def _intended_key(key: Any, known: list[str]) -> tuple[str | None, str]:
     """The key an unknown ``key`` probably meant, and how the message names it."""
-    if key in RENAMED_KEYS and RENAMED_KEYS[key] in known:
-        return RENAMED_KEYS[key], "renamed: use {!r}"
     close = difflib.get_close_matches(str(key), [k for k in known if k != key], n=1, cutoff=0.6)
     return (close[0], "did you mean {!r}?") if close else (None, "not allowed here")
 

@@ -12,6 +12,7 @@ import Ajv2020 from "ajv/dist/2020.js";
 import { closeMatch } from "./close_match.mjs";
 import { DocumentError, readDocument } from "./documents.mjs";
 import { addAgileRLKeywords } from "./keywords.mjs";
+import { RENAMED_KEYWORD, collectDeprecations } from "./legacy.mjs";
 import { RULES_KEYWORD } from "./rules.mjs";
 
 export const AJV_OPTIONS = {
@@ -122,23 +123,29 @@ function validatorFor(byTitle, spec) {
   return validate;
 }
 
-/** {valid, errors} of one document, ajv's errors as they are (validate.mjs's report). */
+/**
+ * {valid, errors, deprecated?} of one document, ajv's errors as they are (validate.mjs's
+ * report); `deprecated` [{path, message}] (of a valid document) names the old spellings
+ * of keys it holds, read under their new names as the Python loader does (legacy.mjs).
+ */
 export function validateDocument(byTitle, spec, document) {
   const validate = validatorFor(byTitle, spec);
-  const valid = validate(document);
+  const [valid, deprecated] = collectDeprecations(() => validate(document));
   const errors = (validate.errors ?? []).map(({ instancePath, message, keyword, params }) => ({
     path: instancePath,
     message,
     keyword,
     params,
   }));
-  return { valid, errors };
+  const found = deprecated.map(({ pointer, message }) => ({ path: pointer, message }));
+  return { valid, errors, ...withDeprecated(valid ? found : []) };
 }
 
 /**
- * {valid, errors} of the document in `text`: each error {path, line, column, message} as
- * `agilerl validate --format json` words it, sorted by position. Text the YAML dialect
- * refuses is invalid with one error at the place the dialect names (path `<root>`).
+ * {valid, errors, deprecated?} of the document in `text`: each error {path, line, column,
+ * message} as `agilerl validate --format json` words it, sorted by position; `deprecated`
+ * (of a valid document) the old spellings of keys, located the same way. Text the YAML
+ * dialect refuses is invalid with one error at the place the dialect names (`<root>`).
  */
 export function checkText(compiled, spec, text) {
   const validate = validatorFor(compiled.byTitle, spec);
@@ -151,14 +158,29 @@ export function checkText(compiled, spec, text) {
     const problem = { path: "<root>", line: Number(line), column: Number(column), message };
     return { valid: false, errors: [problem] };
   }
-  if (validate(read.value)) return { valid: true, errors: [] };
-  const errors = issues(validate.errors, read.value, compiled).map(({ path, message }) => {
+  const [valid, deprecated] = collectDeprecations(() => validate(read.value));
+  const located = (path, message) => {
     const [line, column] = read.locate(path);
     return { path: dottedPath(path), line, column, message };
-  });
-  errors.sort((a, b) => a.line - b.line || a.column - b.column);
+  };
+  const byPosition = (a, b) => a.line - b.line || a.column - b.column;
+  if (valid) {
+    const found = deprecated
+      .map(({ pointer, message }) => located(documentPath(read.value, pointer), message))
+      .sort(byPosition);
+    return { valid: true, errors: [], ...withDeprecated(found) };
+  }
+  const errors = issues(validate.errors, read.value, compiled).map(({ path, message }) =>
+    located(path, message),
+  );
+  errors.sort(byPosition);
   return { valid: false, errors };
 }
+
+/** The `deprecated` entry of a valid document's report (as `agilerl validate --format
+ * json` has it; an invalid one has its errors only): none when there are none, so
+ * reports of other documents stay as they were. */
+const withDeprecated = (deprecated) => (deprecated.length > 0 ? { deprecated } : {});
 
 // --- From ajv's errors to issues --------------------------------------------------------
 
@@ -234,21 +256,11 @@ const MESSAGES = {
     `List should have at most ${plural(e.params.limit, "item")} after validation, not ${e.data.length}`,
   pattern: (e) => `String should match pattern '${e.params.pattern}'`,
   [RULES_KEYWORD]: (e) => e.message,
-};
-
-/** Keys the reference implementation accepted under another name (validation.py). */
-const RENAMED_KEYS = {
-  memory_size: "max_size",
-  tournament_selection: "selection_strategy",
-  population_size: "pop_size",
-  metrics_interval: "evo_steps",
+  [RENAMED_KEYWORD]: (e) => e.message,
 };
 
 /** The key an unknown `key` probably meant, and how the message says so (validation.py). */
 function intendedKey(key, known) {
-  if (Object.hasOwn(RENAMED_KEYS, key) && known.includes(RENAMED_KEYS[key])) {
-    return [RENAMED_KEYS[key], `renamed: use '${RENAMED_KEYS[key]}'`];
-  }
   const close = closeMatch(
     key,
     known.filter((name) => name !== key),

@@ -1,9 +1,11 @@
 // The non-standard keywords of schemas/, taught to an ajv instance.
 //
 // Strict mode rejects every keyword it does not know, so each one must be registered:
-// `x-agilerl-rules` validates (see rules.mjs), the others are annotations. Each is given
+// `x-agilerl-rules` and `x-agilerl-renamed` validate (see rules.mjs, legacy.mjs), the
+// others are annotations. Each is given
 // the type of value it takes, so a misspelt or misused one still fails the schema lint.
 
+import { RENAMED_KEYWORD, addRenamedKeyword, readOldKeys } from "./legacy.mjs";
 import { RULES_KEYWORD, checkRules, schemaLookup } from "./rules.mjs";
 
 /** Annotation-only keywords, with the JSON type of their value. */
@@ -33,13 +35,16 @@ function pointerToken(name) {
  */
 function validateRules(rules, data, parentSchema, dataCxt) {
   const errors = [];
-  for (const violation of checkRules(rules, schemaLookup(data, parentSchema))) {
+  // old spellings of keys read under their new names, violations reported where written
+  const [read, readAs] = readOldKeys(parentSchema[RENAMED_KEYWORD], data);
+  for (const violation of checkRules(rules, schemaLookup(read, parentSchema))) {
+    const field = readAs[violation.field] ?? violation.field;
     errors.push({
       // Set here because ajv would otherwise report every violation at the object;
       // ajv keeps an instancePath a custom keyword provides and fills in schemaPath.
       instancePath:
         `${dataCxt?.instancePath ?? ""}/` +
-        [violation.field, ...(violation.at ?? [])].map(pointerToken).join("/"),
+        [field, ...(violation.at ?? [])].map(pointerToken).join("/"),
       keyword: RULES_KEYWORD,
       message: violation.message,
       params: { field: violation.field },
@@ -66,6 +71,7 @@ export function addAgileRLKeywords(ajv, rulesSchema) {
     errors: true,
     validate: validateRules,
   });
+  addRenamedKeyword(ajv);
   for (const [keyword, schemaType] of Object.entries(ANNOTATIONS)) {
     ajv.addKeyword({ keyword, schemaType });
   }

@@ -305,8 +305,8 @@ def test_environment_table_matches_the_manifest_schema():
 def test_cli_validate_exit_codes_and_json(capsys):
     assert main(["validate", *map(str, CONFIGS)]) == 0
     assert capsys.readouterr().out.count(": valid (") == len(CONFIGS)
-    bad = CORPUS_DIR / "tests" / "dqn.yaml"
-    assert main(["validate", str(CONFIGS[0]), str(bad), "--format", "json"]) == 1
+    bad = CORPUS_DIR / "tests" / "dqn.yaml"  # an old spelling, refused by --strict
+    assert main(["validate", str(CONFIGS[0]), str(bad), "--format", "json", "--strict"]) == 1
     report = json.loads(capsys.readouterr().out)
     entry = report[str(CONFIGS[0])]
     assert {k: v for k, v in entry.items() if k not in ("warnings", "environment")} == {

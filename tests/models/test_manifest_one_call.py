@@ -18,6 +18,7 @@ from support import ROOT
 from agilerl.documents import load_document
 from agilerl.models import TrainingManifest, dump_manifest, parse_manifest
 from agilerl.models.core_schemas import typed_sections
+from agilerl.models.legacy import normalise_legacy_keys
 from agilerl.models.manifest_base import validate_in_one_call
 from agilerl.models.validation import SpecError
 
@@ -89,6 +90,9 @@ def test_one_call_decides_as_the_general_path(path, monkeypatch):
         pytest.skip("not a loadable document")
     if not isinstance(data, dict):
         pytest.skip("not a mapping")
+    # what the loader validates: AgileRL's old spellings of keys read as the new ones
+    # (a document still holding one is not valid as written: the general path reads it)
+    data = normalise_legacy_keys(data).data
     quick = validate_in_one_call(TrainingManifest, data)
     try:
         expected = general(data, monkeypatch)
@@ -238,3 +242,11 @@ def test_every_algorithm_has_a_one_call_validator():
         for arch in (None, "", *ENCODER_SPECS):
             _one_call(TrainingManifest, ALGO_REGISTRY.get(name).spec_cls, arch)
     assert TrainingManifest.__pydantic_complete__
+
+
+def test_an_old_spelling_is_left_to_the_general_path():
+    """AgileRL's ``memory_size`` is no field: the one call refuses the document as
+    written, and the general path reads it as ``max_size`` (SpecBase.prepare_document)."""
+    doc = with_("replay_buffer", {"memory_size": 1000})
+    assert validate_in_one_call(TrainingManifest, doc) is None
+    assert TrainingManifest.model_validate(doc).replay_buffer.max_size == 1000

@@ -497,8 +497,9 @@ def test_replay_buffer_bounds():
     rejected(
         ReplayBufferSpec, {"per_buffer_args": {"beta": 0.4}}, where=("per_buffer_args", "beta")
     )
-    # the reference's input alias is not a spec key (a manifest loader may map it)
-    rejected(ReplayBufferSpec, {"memory_size": 1000}, where=("memory_size",))
+    # the reference's input alias is read as max_size (agilerl/models/legacy.py), but not
+    # beside a max_size of another value
+    rejected(ReplayBufferSpec, {"memory_size": 1000, "max_size": 10}, where=("memory_size",))
 
 
 # --- mutation and selection ---------------------------------------------------------------

@@ -20,6 +20,7 @@ from hypothesis_jsonschema import from_schema
 from pydantic import ValidationError
 
 from agilerl.cli import spec_classes
+from agilerl.models.legacy import RENAMED_KEYWORD
 from agilerl.models.rules import RULES_KEYWORD
 from agilerl.schema import inline_schema, schema_titles, validator_for
 
@@ -132,8 +133,26 @@ def steer(schema: dict, doc: Any) -> Any:
     return doc
 
 
+def without_old_spellings(schema: Any) -> Any:
+    """``schema`` without the deprecated old spellings of keys (``patternProperties``
+    marked ``deprecated``): they are not fields of the specs; the manifest loader reads
+    them under their new names (agilerl/models/legacy.py, tested on manifests)."""
+    if isinstance(schema, list):
+        return [without_old_spellings(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: without_old_spellings(value) for key, value in schema.items()}
+    patterns = {
+        key: value
+        for key, value in out.pop("patternProperties", {}).items()
+        if not value.get("deprecated")
+    }
+    out.pop(RENAMED_KEYWORD, None)
+    return {**out, "patternProperties": patterns} if patterns else out
+
+
 def documents(spec: str) -> st.SearchStrategy:
-    schema = inline_schema(spec)
+    schema = without_old_spellings(inline_schema(spec))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         raw = from_schema(schema)

@@ -209,3 +209,26 @@ def test_the_shipped_manifests_have_no_errors(editor: Editor, config: Path) -> N
     uri = editor.client.open_document(stray, text + "stray_key: 1\n")
     messages = [d["message"] for d in editor.client.wait_for_diagnostics(uri)]
     assert any("stray_key" in message for message in messages), messages
+
+
+def test_an_old_spelling_is_no_error_and_its_hover_names_the_new_key(editor: Editor) -> None:
+    """AgileRL's old keys (agilerl/models/legacy.py) are valid, so no error; hovering one
+    shows its schema description, which names the new key. (The schema gives them no
+    ``deprecationMessage``: yaml-language-server turns every warning, that one included,
+    into an error, which would mark a valid manifest as broken.)"""
+    text = MODELINE + (
+        "algorithm:\n  name: DQN\nenvironment:\n  name: CartPole-v1\n"
+        "replay_buffer:\n  memory_size: 1000\n"
+    )
+    line = text.splitlines().index("  memory_size: 1000")
+
+    uri = editor.open(text)
+    diagnostics = editor.client.wait_for_diagnostics(uri)
+    hover = editor.client.request(
+        "textDocument/hover",
+        {"textDocument": {"uri": uri}, "position": {"line": line, "character": 4}},
+    )
+
+    assert [d for d in diagnostics if d.get("severity") == ERROR] == [], diagnostics
+    shown = hover["contents"]["value"].replace("\\", "")  # markdown escapes: max\_size
+    assert "Deprecated: AgileRL's old name of `max_size`" in shown, hover

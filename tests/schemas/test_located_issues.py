@@ -3,7 +3,8 @@
 ``codegen/node/check.mjs`` (shared by ``validate.mjs --issues`` and the docs' manifest
 playground) turns ajv's errors into issues: dotted path, line and column, pydantic's
 message. On every manifest of ``configs/`` and ``tests/manifest_corpus/`` they must equal
-``agilerl validate --format json``'s, but for the manifests in WORDED_DIFFERENTLY.
+``agilerl validate --format json``'s, but for the manifests in WORDED_DIFFERENTLY; so must
+the located old spellings of keys (``deprecated``) of both.
 """
 
 from __future__ import annotations
@@ -55,9 +56,15 @@ def params() -> list[Any]:
     return found
 
 
-def located(entry: dict[str, Any]) -> tuple[bool, list[tuple[Any, ...]]]:
-    errors = entry.get("errors", [])
-    return entry["valid"], sorted((e["line"], e["column"], e["path"], e["message"]) for e in errors)
+def located(entry: dict[str, Any]) -> tuple[bool, list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The verdict, the errors and the old spellings of keys (``deprecated``), located."""
+
+    def each(kind: str) -> list[tuple[Any, ...]]:
+        return sorted(
+            (e["line"], e["column"], e["path"], e["message"]) for e in entry.get(kind, [])
+        )
+
+    return entry["valid"], each("errors"), each("deprecated")
 
 
 @pytest.fixture(scope="module")

@@ -2,8 +2,9 @@
 shared by the manifest, corpus-training and multi-agent tests."""
 
 #: Corpus manifests we refuse, with the reason the error must give. Everything else in
-#: the corpus must validate. (docs/concepts/manifests.md: "Compatibility with AgileRL's manifests".)
-RENAMED_MEMORY = "replay_buffer.memory_size: unknown key (renamed: use 'max_size')"
+#: the corpus must validate; AgileRL's old spellings of keys (``replay_buffer.memory_size``)
+#: with a warning (agilerl/models/legacy.py). (docs/concepts/manifests.md: "Compatibility
+#: with AgileRL's manifests".)
 NOT_REGISTERED = "is not registered"
 REFUSED = {
     "configs/llm_finetuning/cispo.yaml": NOT_REGISTERED,
@@ -16,16 +17,6 @@ REFUSED = {
     "configs/llm_finetuning/reinforce_llm.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/reinforce_quant_bench.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: Input should be 'reasoning'",
-    "tests/cqn.yaml": RENAMED_MEMORY,
-    "tests/ddpg.yaml": RENAMED_MEMORY,
-    "tests/ddpg_simba.yaml": RENAMED_MEMORY,
-    "tests/dqn.yaml": "tournament_selection: unknown key (renamed: use 'selection_strategy')",
-    "tests/maddpg.yaml": RENAMED_MEMORY,
-    "tests/matd3.yaml": RENAMED_MEMORY,
-    "tests/neural_ts.yaml": RENAMED_MEMORY,
-    "tests/neural_ucb.yaml": RENAMED_MEMORY,
-    "tests/rainbow_dqn.yaml": RENAMED_MEMORY,
-    "tests/td3.yaml": RENAMED_MEMORY,
 }
 
 #: The corpus manifests of image observations (channels last), trained by

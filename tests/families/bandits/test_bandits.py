@@ -505,20 +505,27 @@ def test_each_run_refusal_names_its_cause_before_the_first_step(case, tmp_path, 
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
 
 
-@pytest.mark.parametrize("name", ["neural_ucb", "neural_ts", "neural_ucb_mfpbt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "configs/bandit/neural_ucb",
+        "configs/bandit/neural_ts",
+        "configs/bandit/neural_ucb_mfpbt",
+        "tests/neural_ucb",  # replay_buffer.memory_size: AgileRL's old spelling
+        "tests/neural_ts",  # (the same)
+    ],
+)
 def test_agilerls_own_bandit_manifests_train_with_a_rate_target(name, tmp_path):
-    """AgileRL's configs/bandit manifests as written, but for the budget and the target
-    (theirs sums rewards over eval_steps: 96 and 450), with their tables where they name
-    them (tests/data/, relative to where the run starts)."""
+    """AgileRL's bandit manifests as written, but for the budget and the target (theirs
+    sums rewards over eval_steps: 96 and 450), with their tables where they name them
+    (tests/data/, relative to where the run starts)."""
     import shutil
 
     from agilerl.documents import load_document
     from agilerl.models.manifest import parse_manifest
     from agilerl.trainer import LocalTrainer
 
-    data, _ = load_document(
-        ROOT / "tests" / "agilerl_manifests" / "configs" / "bandit" / f"{name}.yaml"
-    )
+    data, _ = load_document(ROOT / "tests" / "agilerl_manifests" / f"{name}.yaml")
     (tmp_path / "tests" / "data").mkdir(parents=True)
     for table in ("iris_features.csv", "iris_targets.csv"):
         shutil.copy(ROOT / "configs" / "data" / table, tmp_path / "tests" / "data" / table)

@@ -183,6 +183,8 @@ MANIFESTS = [
     CORPUS / "configs" / "multi_agent" / "maddpg.yaml",
     CORPUS / "configs" / "multi_agent" / "matd3.yaml",
     CORPUS / "tests" / "ippo.yaml",
+    CORPUS / "tests" / "maddpg.yaml",  # replay_buffer.memory_size: AgileRL's old spelling
+    CORPUS / "tests" / "matd3.yaml",  # (the same)
     CORPUS / "configs" / "multi_agent" / "ippo_mfpbt.yaml",
     CORPUS / "configs" / "multi_agent" / "maddpg_mfpbt.yaml",
 ]
