@@ -33,12 +33,16 @@ from agilerl.models.algorithms import (
 )
 from agilerl.models.env import (
     BanditEnvSpec,
+    EnvSpec,
     GymEnvSpec,
+    LLMEnvSpec,
+    LLMEnvType,
     LLMPreferenceEnvSpec,
     LLMReasoningEnvSpec,
     LLMSftEnvSpec,
     OfflineEnvSpec,
     PettingZooEnvSpec,
+    PzEnvSpec,
 )
 from agilerl.models.hpo import (
     MultiFrequencySelectionSpec,
@@ -74,12 +78,16 @@ from agilerl.models.training import NStepBufferArgs, PerBufferArgs, ReplayBuffer
 
 __all__ = [
     "BanditEnvSpec",
+    "EnvSpec",
     "GymEnvSpec",
+    "LLMEnvSpec",
+    "LLMEnvType",
     "LLMPreferenceEnvSpec",
     "LLMReasoningEnvSpec",
     "LLMSftEnvSpec",
     "OfflineEnvSpec",
     "PettingZooEnvSpec",
+    "PzEnvSpec",
     "MutationProbabilities",
     "MutationSpec",
     "RLHyperparameter",
