@@ -20,7 +20,7 @@ from agilerl.models.env import (
     BanditEnvSpec,
     GymEnvFields,
     LLMReasoningEnvSpec,
-    PettingZooEnvSpec,
+    PzEnvSpec,
 )
 
 
@@ -127,13 +127,13 @@ CODE_FIELDS: tuple[CodeField, ...] = (
     # GymEnvFields: a Gymnasium environment section, an offline one's included
     CodeField(
         "environment",
-        (GymEnvFields, PettingZooEnvSpec, BanditEnvSpec),
+        (GymEnvFields, PzEnvSpec, BanditEnvSpec),
         _entrypoint,
         under_path=True,
     ),
     CodeField("environment", (GymEnvFields,), _gymnasium_module),
-    CodeField("environment", (PettingZooEnvSpec,), _pettingzoo_module),
-    CodeField("environment", (GymEnvFields, PettingZooEnvSpec), _wrappers, under_path=True),
+    CodeField("environment", (PzEnvSpec,), _pettingzoo_module),
+    CodeField("environment", (GymEnvFields, PzEnvSpec), _wrappers, under_path=True),
     CodeField("environment", (LLMReasoningEnvSpec,), _reward_function, manifest_relative=True),
 )
 

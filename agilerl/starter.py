@@ -24,7 +24,7 @@ _ENVIRONMENTS: dict[str, dict[str, Any]] = {
         "features": "data/features.csv",
         "targets": "data/targets.csv",
     },
-    "PettingZooEnvSpec": {"name": "mpe2.simple_speaker_listener_v4", "num_envs": 8},
+    "PzEnvSpec": {"name": "mpe2.simple_speaker_listener_v4", "num_envs": 8},
     "LLMReasoningEnvSpec": {
         "dataset": "data/reasoning.jsonl",
         "reward_file_path": "reward.py",

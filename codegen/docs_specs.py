@@ -438,6 +438,14 @@ def _ignored_when(rule: Mapping[str, Any]) -> str:
     return f"{code(rule['flag'])} must not be `true` when " + ", or ".join(cases) + because
 
 
+def _when(conditions: Mapping[str, list[Any]]) -> str:
+    """The conditions of a ``requiredWhen`` / ``forbiddenWhen`` rule, all of which hold."""
+    return " and ".join(
+        f"{code(path)} is " + " or ".join(literal(v) for v in values)
+        for path, values in conditions.items()
+    )
+
+
 #: Each kind of cross-field rule (keyed by the keyword that marks it, as in
 #: ``agilerl/models/rules.py``) and how it reads.
 RULE_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
@@ -462,6 +470,14 @@ RULE_WORDS: dict[str, Callable[[Mapping[str, Any]], str]] = {
         f"{code(r['key'])} of {code(r['sameAs'])}"
     ),
     "ignoredWhen": _ignored_when,
+    "requiredWhen": lambda r: (
+        f"{code(r['field'])} is required (not null) when {_when(r['requiredWhen'])}"
+    ),
+    "forbiddenWhen": lambda r: (
+        f"{code(r['field'])} must be left out (null) when {_when(r['forbiddenWhen'])}"
+        + (f": {r['because']}" if r.get("because") else "")
+    ),
+    "exclusive": lambda r: f"at most one of {_names(r['exclusive'])} may be given",
 }
 
 

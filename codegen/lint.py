@@ -156,7 +156,7 @@ def lint(folder: Path) -> list[str]:
             if "discriminator" in node:
                 problems += _check_union(at, node, resolver)
             if RULES_KEYWORD in node:
-                problems += _check_rules(at, node)
+                problems += _check_rules(at, node, resolver)
 
         for pointer, node in _walk(doc):
             if _in_condition(pointer):
@@ -368,12 +368,29 @@ def _check_union(at: str, node: dict, resolver: Any) -> list[str]:
     return problems
 
 
-def _check_rules(at: str, node: dict) -> list[str]:
+def _properties(node: dict, resolver: Any) -> tuple[dict, set[str]]:
+    """The properties an object schema declares and those it requires: those of its
+    allOf fragments, then its own (which win)."""
+    properties: dict = {}
+    required: set[str] = set()
+    for fragment in node.get("allOf", []):
+        try:
+            target = resolver.lookup(fragment["$ref"]).contents if "$ref" in fragment else fragment
+        except Unresolvable:
+            continue  # reported where the $ref is written
+        more, needed = _properties(target, resolver)
+        properties.update(more)
+        required |= needed
+    properties.update(node.get("properties", {}))
+    return properties, required | set(node.get("required", []))
+
+
+def _check_rules(at: str, node: dict, resolver: Any) -> list[str]:
     rules = node[RULES_KEYWORD]
     errors = list(Draft202012Validator(RULE_SCHEMA).iter_errors(rules))
     if errors:
         return [f"{at}: malformed {RULES_KEYWORD}: {e.message}" for e in errors]
-    properties, required = node.get("properties", {}), set(node.get("required", []))
+    properties, required = _properties(node, resolver)
     problems = []
     for rule in rules:
         # the properties it reads (a path's first name: "network" of "network.simba")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from agilerl.models.base import SpecBase
+from agilerl.models.env_base import BanditEnvBase
 from pydantic import ConfigDict, Field
 from typing_extensions import TypeAliasType
 
@@ -35,7 +36,7 @@ TablePath = TypeAliasType(
 )
 
 
-class BanditEnvSpec(SpecBase):
+class BanditEnvSpec(BanditEnvBase):
     """
     A contextual bandit environment built from a labelled tabular dataset: each row of `features` is a context, its row of `targets` the correct arm. The table comes from two local files (`features`, `targets`) or from an `entrypoint` that returns the bandit.
     """

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from agilerl.models.base import SpecBase
+from agilerl.models.env_base import EnvSpecBase
 from pydantic import ConfigDict, Field
 from typing_extensions import TypeAliasType
 
@@ -117,6 +118,17 @@ class AtariPreprocessing(SpecBase):
     ] = 4
 
 
+class EnvSpec(EnvSpecBase):
+    """
+    Fields of every vectorised environment specification (AgileRL's `EnvSpec`): its name and how many copies run. Not a document of its own: GymEnvSpec, OfflineEnvSpec and PzEnvSpec build on it.
+    """
+
+    name: Annotated[str, Field(description="The environment's id or label.", min_length=1)]
+    num_envs: Annotated[
+        int, Field(description='Number of environments run in parallel (vectorised).', ge=1)
+    ] = 16
+
+
 Path = TypeAliasType(
     "Path",
     Annotated[
@@ -129,7 +141,7 @@ Path = TypeAliasType(
 )
 
 
-class GymEnvFields(SpecBase):
+class GymEnvFields(EnvSpec):
     """
     Fields of a Gymnasium environment specification. Not a document of its own: each environment spec closes it.
     """

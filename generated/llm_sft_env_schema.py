@@ -11,13 +11,16 @@ from .llm_env_schema import LLMEnvFields
 
 class LLMSftEnvSpec(LLMEnvFields):
     """
-    An LLM supervised fine-tuning environment: prompts with a target response from a local dataset.
+    The environment section of supervised fine-tuning (SFT): an LLMEnvSpec whose `env_type` is `sft`: prompts with a target response.
     """
 
     model_config = ConfigDict(
         extra='forbid',
+        json_schema_extra={
+            'x-agilerl-rules': [{'field': 'dataset', 'requiredWhen': {'env_type': ['sft']}}, {'field': 'reward_file_path', 'forbiddenWhen': {'env_type': ['sft']}, 'because': 'only a reasoning environment scores completions with a reward function'}, {'field': 'reward_fn_name', 'forbiddenWhen': {'env_type': ['sft']}, 'because': 'only a reasoning environment scores completions with a reward function'}, {'field': 'prompt_template', 'forbiddenWhen': {'env_type': ['sft']}, 'because': "preference and sft environments render each row's own prompt"}, {'exclusive': ['env_name', 'entrypoint']}, {'field': 'env_config', 'forbiddenWhen': {'entrypoint': [None]}, 'because': "env_config holds the entry point's keyword arguments"}]
+        },
     )
-    env_type: Annotated[Literal['sft'], Field(description='Environment type tag.')] = 'sft'
-    response_column: Annotated[
-        str, Field(description='Dataset column holding the target response.', min_length=1)
-    ] = 'response'
+    env_type: Annotated[
+        Literal['sft'],
+        Field(description="Which LLM environment: `sft`; by default the algorithm's, `sft`."),
+    ] = 'sft'

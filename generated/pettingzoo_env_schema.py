@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 from typing_extensions import TypeAliasType
 
 from . import gym_env_schema
+from .gym_env_schema import EnvSpec
 
 Path = TypeAliasType(
     "Path",
@@ -22,9 +23,9 @@ Path = TypeAliasType(
 )
 
 
-class PettingZooEnvSpec(SpecBase):
+class PzEnvSpec(EnvSpec):
     """
-    A vectorised PettingZoo parallel (multi-agent) environment: a module exposing `parallel_env`, or a custom environment built by an entry point.
+    A vectorised PettingZoo parallel (multi-agent) environment: a module exposing `parallel_env`, or a custom environment built by an entry point (AgileRL's `PzEnvSpec`; `PettingZooEnvSpec` is the same class under this project's earlier name).
     """
 
     model_config = ConfigDict(

@@ -12,7 +12,7 @@ import torch
 from agilerl import checkpoints
 from agilerl.algorithms import PPO, RLAlgorithm
 from agilerl.cli import main
-from agilerl.models.env import GymEnvSpec, PettingZooEnvSpec
+from agilerl.models.env import GymEnvSpec, PzEnvSpec
 from agilerl.recorded_code import untrusted_code
 
 NET = {"encoder_config": {"hidden_size": [8]}, "head_config": {"hidden_size": [8]}}
@@ -140,14 +140,14 @@ def test_dataset_collect_acts_in_the_environment_named_on_the_command_line(tmp_p
             GymEnvSpec(name="x", entrypoint="agilerl.cli:main"),
             ["environment.entrypoint -> agilerl.cli:main (module agilerl.cli)"],
         ),
-        (PettingZooEnvSpec(name="mpe2.simple_speaker_listener_v4"), []),
-        (PettingZooEnvSpec(name="pettingzoo.butterfly.pistonball_v6"), []),
+        (PzEnvSpec(name="mpe2.simple_speaker_listener_v4"), []),
+        (PzEnvSpec(name="pettingzoo.butterfly.pistonball_v6"), []),
         (
-            PettingZooEnvSpec(name="mymodule"),
+            PzEnvSpec(name="mymodule"),
             ["environment.name -> mymodule:parallel_env (module mymodule)"],
         ),
         (
-            PettingZooEnvSpec(name="pettingzoo.x", path="/tmp/elsewhere"),
+            PzEnvSpec(name="pettingzoo.x", path="/tmp/elsewhere"),
             ["environment.path -> /tmp/elsewhere (a folder modules are imported from first)"],
         ),
     ],

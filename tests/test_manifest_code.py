@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agilerl.manifest_code import anchored, code_references
-from agilerl.models.env import BanditEnvSpec, GymEnvSpec, OfflineEnvSpec, PettingZooEnvSpec
+from agilerl.models.env import BanditEnvSpec, GymEnvSpec, OfflineEnvSpec, PzEnvSpec
 from agilerl.models.manifest import parse_manifest
 
 
@@ -15,7 +15,7 @@ def test_a_file_entry_point_is_looked_up_in_the_manifest_folder(tmp_path):
     assert spec.path == str(tmp_path.resolve())
 
 
-@pytest.mark.parametrize("cls", [GymEnvSpec, OfflineEnvSpec, PettingZooEnvSpec])
+@pytest.mark.parametrize("cls", [GymEnvSpec, OfflineEnvSpec, PzEnvSpec])
 def test_every_section_with_an_entry_point_is_anchored(tmp_path, cls):
     extra = {"dataset_path": "d.h5"} if cls is OfflineEnvSpec else {}
     spec = cls(name="c", entrypoint="envs/grid.py:make", **extra)

@@ -20,7 +20,7 @@ from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.multi_agent.vector import ParallelVecEnv
 from agilerl.families.single_agent.envs import make_env, make_vector_env
 from agilerl.llm.rewards import load_reward_fn
-from agilerl.models.env import GymEnvSpec, PettingZooEnvSpec
+from agilerl.models.env import GymEnvSpec, PzEnvSpec
 from agilerl.user_code import UserCodeError, call_user
 
 #: Environments that exit where ``where`` says: at import, when built, at reset or step.
@@ -146,7 +146,7 @@ class ExitOnStep(BaseParallelWrapper):
 @pytest.mark.parametrize("subprocess", [False, True], ids=["in process", "in a worker"])
 def test_a_pettingzoo_step_that_exits_is_an_error_naming_the_environment(tmp_path, subprocess):
     (tmp_path / "exit_wrapper.py").write_text(PETTINGZOO_EXITING_WRAPPER)
-    spec = PettingZooEnvSpec(
+    spec = PzEnvSpec(
         name="cue game",
         entrypoint="agilerl.testing.cooperative:cue_game",
         wrappers=["exit_wrapper.py:ExitOnStep"],

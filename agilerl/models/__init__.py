@@ -34,12 +34,16 @@ from agilerl.models.algorithms import (
 )
 from agilerl.models.env import (
     BanditEnvSpec,
+    EnvSpec,
     GymEnvSpec,
+    LLMEnvSpec,
+    LLMEnvType,
     LLMPreferenceEnvSpec,
     LLMReasoningEnvSpec,
     LLMSftEnvSpec,
     OfflineEnvSpec,
     PettingZooEnvSpec,
+    PzEnvSpec,
 )
 from agilerl.models.hpo import (
     MultiFrequencySelectionSpec,
@@ -99,12 +103,16 @@ __all__ = [
     "TrainingSpecType",
     "normalize_manifest_network",
     "BanditEnvSpec",
+    "EnvSpec",
     "GymEnvSpec",
+    "LLMEnvSpec",
+    "LLMEnvType",
     "LLMPreferenceEnvSpec",
     "LLMReasoningEnvSpec",
     "LLMSftEnvSpec",
     "OfflineEnvSpec",
     "PettingZooEnvSpec",
+    "PzEnvSpec",
     "MutationProbabilities",
     "MutationSpec",
     "RLHyperparameter",

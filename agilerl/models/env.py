@@ -1,8 +1,16 @@
-"""Environment specifications: Gymnasium, offline, PettingZoo, bandit and LLM environments.
+"""Environment specifications: Gymnasium, offline, PettingZoo, bandit and LLM environments,
+by AgileRL's names (``EnvSpec``, ``GymEnvSpec``, ``OfflineEnvSpec``, ``PzEnvSpec``,
+``BanditEnvSpec``, ``LLMEnvSpec``, ``LLMEnvType``).
 
 The classes are generated from ``schemas/`` (see ``generated/``); this module is their
-public home. They are pure descriptions: nothing here imports gymnasium, pettingzoo or
-pandas, and no environment is built.
+public home. Importing it imports no gymnasium, pettingzoo, pandas or torch: the specs'
+``make_env`` / ``make_single_env`` / ``construct_custom_env_fn``
+(:mod:`agilerl.models.env_base`) load the engine when called.
+
+``PettingZooEnvSpec`` is ``PzEnvSpec`` under this project's earlier name. The
+``LLMReasoningEnvSpec`` / ``LLMPreferenceEnvSpec`` / ``LLMSftEnvSpec`` classes are a
+manifest's LLM environment section for an algorithm of each ``env_type``: LLMEnvSpec's
+fields and rules with ``env_type`` defaulting to the algorithm's.
 """
 
 from collections.abc import Callable
@@ -17,34 +25,41 @@ if TYPE_CHECKING:
     from generated.gym_env_schema import (
         AtariPreprocessing,
         Entrypoint,
+        EnvSpec,
         GymEnvFields,
         GymEnvSpec,
         WrapperConfig,
         WrapperTarget,
     )
-    from generated.llm_env_schema import LLMEnvFields, LLMReasoningEnvSpec
+    from generated.llm_env_schema import LLMEnvFields, LLMEnvSpec
     from generated.llm_preference_env_schema import LLMPreferenceEnvSpec
+    from generated.llm_reasoning_env_schema import LLMReasoningEnvSpec
     from generated.llm_sft_env_schema import LLMSftEnvSpec
     from generated.offline_env_schema import OfflineEnvSpec
-    from generated.pettingzoo_env_schema import PettingZooEnvSpec
+    from generated.pettingzoo_env_schema import PzEnvSpec
 else:
     from agilerl._generated.bandit_env_schema import BanditEnvSpec
     from agilerl._generated.gym_env_schema import (
         AtariPreprocessing,
         Entrypoint,
+        EnvSpec,
         GymEnvFields,
         GymEnvSpec,
         WrapperConfig,
         WrapperTarget,
     )
-    from agilerl._generated.llm_env_schema import LLMEnvFields, LLMReasoningEnvSpec
+    from agilerl._generated.llm_env_schema import LLMEnvFields, LLMEnvSpec
     from agilerl._generated.llm_preference_env_schema import LLMPreferenceEnvSpec
+    from agilerl._generated.llm_reasoning_env_schema import LLMReasoningEnvSpec
     from agilerl._generated.llm_sft_env_schema import LLMSftEnvSpec
     from agilerl._generated.offline_env_schema import OfflineEnvSpec
-    from agilerl._generated.pettingzoo_env_schema import PettingZooEnvSpec
+    from agilerl._generated.pettingzoo_env_schema import PzEnvSpec
 
-#: LLM environment specs by their ``env_type`` tag (a :class:`LLMEnvType`, which is
-#: also its string).
+#: This project's earlier name of :class:`PzEnvSpec` (docs and code used it): the same class.
+PettingZooEnvSpec = PzEnvSpec
+
+#: A manifest's LLM environment section by the algorithm's ``env_type`` (a
+#: :class:`LLMEnvType`, which is also its string); each is an LLMEnvSpec with that default.
 LLM_ENV_SPECS = {
     LLMEnvType.REASONING: LLMReasoningEnvSpec,
     LLMEnvType.PREFERENCE: LLMPreferenceEnvSpec,
@@ -102,11 +117,27 @@ def remote_dataset(environment: Any) -> str | None:
     )
 
 
+def multiturn_not_trained(environment: Any) -> str | None:
+    """Why an LLM environment cannot run here (None: it can). ``env_type: multiturn``
+    (AgileRL's multi-turn gym) validates, so AgileRL's manifests of it read as theirs,
+    but this project has no multi-turn rollout yet."""
+    if environment.env_type != LLMEnvType.MULTITURN:
+        return None
+    return (
+        "environment.env_type: multiturn environments (AgileRL's multi-turn gym: env_name "
+        "or entrypoint) are not trained by this project yet; use env_type reasoning, "
+        "preference or sft (docs/differences.md)"
+    )
+
+
 #: What every run of a schema-valid manifest refuses before its first step, by the
-#: environment spec class, where the section alone tells (``agilerl validate`` says it).
+#: environment spec class, where the section alone tells (``agilerl validate`` says it;
+#: the engine refuses the same when it builds the environment).
 RUN_REFUSALS: dict[type, Callable[[Any], str | None]] = {
     BanditEnvSpec: missing_bandit_tables,
+    LLMEnvSpec: multiturn_not_trained,
     OfflineEnvSpec: remote_dataset,
+    LLMReasoningEnvSpec: multiturn_not_trained,
 }
 
 __all__ = [
@@ -118,17 +149,21 @@ __all__ = [
     "AtariPreprocessing",
     "BanditEnvSpec",
     "Entrypoint",
+    "EnvSpec",
     "GymEnvFields",
     "GymEnvSpec",
     "LLMEnvFields",
+    "LLMEnvSpec",
     "LLMEnvType",
     "LLMPreferenceEnvSpec",
     "LLMReasoningEnvSpec",
     "LLMSftEnvSpec",
     "OfflineEnvSpec",
     "PettingZooEnvSpec",
+    "PzEnvSpec",
     "WrapperConfig",
     "WrapperTarget",
     "missing_bandit_tables",
     "remote_dataset",
+    "multiturn_not_trained",
 ]

@@ -149,7 +149,7 @@ AGENT_KINDS: dict[AgentType, AgentKind] = {
         },
     ),
     AgentType.MultiAgent: AgentKind(
-        environment_specs={None: "PettingZooEnvSpec"},
+        environment_specs={None: "PzEnvSpec"},
         network_section="NetworkSection",
         encoder=True,
         replay_memory=False,

@@ -29,6 +29,14 @@ The keyword's value is a list of rules; each rule is one of
   compares them: ``true`` is not ``1``): what P asks for would then be ignored, e.g. a
   recurrent PPO's ``network.simba``. Reported at P, naming the first such Q; an optional
   ``"because"`` says why.
+* ``{"field": F, "requiredWhen": {Q: [V, ...], ...}}``  F is not null where every Q
+  holds one of the values listed for it (a string, number, boolean or null; an absent
+  Q without a default reads as null), e.g. a reasoning LLM environment's reward file.
+  Reported at F, naming each Q and the value it holds.
+* ``{"field": F, "forbiddenWhen": {Q: [V, ...], ...}}``  F is null (or left out) where
+  every Q holds one of its values; an optional ``"because"`` says why. Reported at F.
+* ``{"exclusive": [F1, F2, ...]}``  at most one of the listed properties is not null
+  (reported at the second one given, naming the first).
 
 with an optional ``"measure"`` on the first three: ``"value"`` (default; F itself),
 ``"length"`` (the length of array F) or ``"items"`` (each item of array F).
@@ -82,7 +90,11 @@ def rule_operands(rule: Mapping[str, Any]) -> set[str]:
         return set(rule["anyPositive"])
     if "exactlyOne" in rule:
         return set(rule["exactlyOne"])
+    if "exclusive" in rule:
+        return set(rule["exclusive"])
     names = {rule["field"]}
+    for key in ("requiredWhen", "forbiddenWhen"):
+        names.update(path.split(".")[0] for path in rule.get(key, ()))
     for key in ("atMost", "below", "requiredIf", "sameAs"):
         if key in rule:
             names.add(rule[key])
@@ -213,7 +225,7 @@ def acceptance_lines(
             lines.append(f"a = _held({get(rule['field'])}, {key})")
             lines.append(f"b = _held({get(rule['sameAs'])}, {key})")
             lines.append("if not (a is None or b is None or a == b): return False")
-        elif "increasing" in rule:
+        elif "increasing" in rule or any(key in rule for key in _CONDITIONAL):
             check = f"_r{len(constants)}"
             constants[check] = _compile(rule, defaults.get)
             lines.append(f"if {check}({instance}.get): return False")
@@ -283,6 +295,14 @@ def _compile(rule: Mapping[str, Any], default: Callable[[str], Any]) -> Check:
         return _increasing_check(rule["field"], default)
     if "sameAs" in rule:
         return _same_as_check(rule["field"], rule["key"], rule["sameAs"], default)
+    if "requiredWhen" in rule:
+        return _conditional_check(rule["field"], rule["requiredWhen"], True, None, default)
+    if "forbiddenWhen" in rule:
+        return _conditional_check(
+            rule["field"], rule["forbiddenWhen"], False, rule.get("because"), default
+        )
+    if "exclusive" in rule:
+        return _exclusive_check(rule["exclusive"], default)
     if "ignoredWhen" in rule:
         return _ignored_flag_check(rule["flag"], rule["ignoredWhen"], rule.get("because"), default)
     if "within" in rule:
@@ -493,6 +513,60 @@ def _ignored_flag_check(
                 if _same_json(value, candidate):
                     return [RuleViolation(head, True, message, tuple(keys))]
         return _NONE
+
+    return check
+
+
+#: The rules that apply where their conditions hold (``requiredWhen``, ``forbiddenWhen``).
+_CONDITIONAL = ("requiredWhen", "forbiddenWhen", "exclusive")
+
+
+def _conditional_check(
+    field: str,
+    conditions: Mapping[str, list[Any]],
+    required: bool,
+    because: str | None,
+    default: Callable[[str], Any],
+) -> Check:
+    field_default = default(field)
+    tests = tuple(
+        (path, _reader(path, default), tuple(values)) for path, values in conditions.items()
+    )
+    reason = f": {because}" if because else ""
+
+    def check(get: Getter) -> list[RuleViolation]:
+        value = get(field, field_default)
+        if (value is None) is not required:
+            return _NONE  # present where required, absent where forbidden: it holds
+        held = []
+        for path, read, values in tests:
+            found = read(get)
+            match = next((v for v in values if _same_json(found, v)), _MISSING_VALUE)
+            if match is _MISSING_VALUE:
+                return _NONE
+            held.append(f"{path} is {_json_text(match)}")
+        when = " and ".join(held)
+        if required:
+            return [RuleViolation(field, None, f"{field} is required when {when}")]
+        return [RuleViolation(field, value, f"{field} must be left out when {when}{reason}")]
+
+    return check
+
+
+_MISSING_VALUE = object()
+
+
+def _exclusive_check(fields: list[str], default: Callable[[str], Any]) -> Check:
+    operands = tuple((name, default(name)) for name in fields)
+
+    def check(get: Getter) -> list[RuleViolation]:
+        given = [(name, get(name, value)) for name, value in operands]
+        given = [(name, value) for name, value in given if value is not None]
+        if len(given) < 2:
+            return _NONE
+        (first, _), (second, value) = given[0], given[1]
+        message = f"{second} cannot be given with {first}: give one of {', '.join(fields)}"
+        return [RuleViolation(second, value, message)]
 
     return check
 

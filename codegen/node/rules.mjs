@@ -16,6 +16,11 @@
 //   {"field": F, "increasing": true}  the numbers of array F strictly increase (at F)
 //   {"flag": P, "ignoredWhen": {Q: [V, ...], ...}}  flag P is not true where some Q holds
 //                                    one of its values (at P; optional "because": why)
+//   {"field": F, "requiredWhen": {Q: [V, ...], ...}}  F is not null where every Q holds
+//                                    one of its values (null matches an absent Q)
+//   {"field": F, "forbiddenWhen": {Q: [V, ...], ...}}  F is null where every Q holds one
+//                                    of its values (optional "because": why)
+//   {"exclusive": [F1, F2, ...]}     at most one of them is not null (at the second given)
 //
 // with an optional "measure" on the first three: "value" (default), "length" or "items".
 // P and Q are paths: a property, or a property and the keys below it joined by dots
@@ -90,6 +95,18 @@ export function* checkRules(rules, lookup) {
     }
     if ("sameAs" in rule) {
       yield* checkSameAs(rule.field, rule.key, rule.sameAs, lookup);
+      continue;
+    }
+    if ("requiredWhen" in rule) {
+      yield* checkConditional(rule.field, rule.requiredWhen, true, undefined, lookup);
+      continue;
+    }
+    if ("forbiddenWhen" in rule) {
+      yield* checkConditional(rule.field, rule.forbiddenWhen, false, rule.because, lookup);
+      continue;
+    }
+    if ("exclusive" in rule) {
+      yield* checkExclusive(rule.exclusive, lookup);
       continue;
     }
     if ("ignoredWhen" in rule) {
@@ -217,6 +234,38 @@ function* checkIgnoredFlag(flag, conditions, because, lookup) {
       return;
     }
   }
+}
+
+const isNull = (value) => value === null || value === undefined;
+
+function* checkConditional(field, conditions, required, because, lookup) {
+  const value = lookup(field);
+  if (isNull(value) !== required) return; // present where required, absent where forbidden
+  const held = [];
+  for (const [path, values] of Object.entries(conditions)) {
+    const found = readPath(path, lookup) ?? null;
+    // Scalars and null only (the keyword's meta-schema): JSON equality is ===.
+    if (!values.some((candidate) => candidate === found)) return;
+    held.push(`${path} is ${jsonText(found)}`);
+  }
+  const when = held.join(" and ");
+  if (required) {
+    yield { field, value: null, message: `${field} is required when ${when}` };
+  } else {
+    const reason = because ? `: ${because}` : "";
+    yield { field, value, message: `${field} must be left out when ${when}${reason}` };
+  }
+}
+
+function* checkExclusive(fields, lookup) {
+  const given = fields.filter((name) => !isNull(lookup(name)));
+  if (given.length < 2) return;
+  const [first, second] = given;
+  yield {
+    field: second,
+    value: lookup(second),
+    message: `${second} cannot be given with ${first}: give one of ${fields.join(", ")}`,
+  };
 }
 
 function* checkSameLength(fields, lookup) {

@@ -18,7 +18,7 @@ from agilerl.families import FAMILIES, family_for
 from agilerl.families.bandits.env import BanditEnv
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.models.base import AgentType
-from agilerl.models.env import BanditEnvSpec, PettingZooEnvSpec
+from agilerl.models.env import BanditEnvSpec, PzEnvSpec
 from agilerl.models.registry import ALGO_REGISTRY
 
 NET = {"encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [16]}}
@@ -26,7 +26,7 @@ NET = {"encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [
 
 def saved_team(cls, document, path, **kwargs):
     """A team built for ``document``'s environment, saved recording it."""
-    env = make_parallel_env(PettingZooEnvSpec.model_validate(document))
+    env = make_parallel_env(PzEnvSpec.model_validate(document))
     ids = env.possible_agents
     torch.manual_seed(0)
     agent = cls(
@@ -105,7 +105,7 @@ def test_a_team_is_refused_what_it_cannot_do_in_one_line(tmp_path, capsys):
 
 
 def test_multi_agent_predict_acts_on_one_unbatched_step():
-    env = make_parallel_env(PettingZooEnvSpec.model_validate(AWKWARD))
+    env = make_parallel_env(PzEnvSpec.model_validate(AWKWARD))
     ids = env.possible_agents
     agent = IPPO(
         {a: env.observation_space(a) for a in ids}, {a: env.action_space(a) for a in ids}, seed=0

@@ -22,7 +22,7 @@ from agilerl.models.env import (
     LLMReasoningEnvSpec,
     LLMSftEnvSpec,
     OfflineEnvSpec,
-    PettingZooEnvSpec,
+    PzEnvSpec,
     WrapperConfig,
 )
 from agilerl.models.hpo import (
@@ -57,7 +57,7 @@ REASONING = {
 MINIMAL: dict[type[BaseModel], dict[str, Any]] = {
     GymEnvSpec: {"name": "CartPole-v1"},
     OfflineEnvSpec: {"name": "CartPole-v1", "dataset_path": "data/cartpole.h5"},
-    PettingZooEnvSpec: {"name": "mpe2.simple_speaker_listener_v4"},
+    PzEnvSpec: {"name": "mpe2.simple_speaker_listener_v4"},
     # No table is required: a bandit given in Python has none (a manifest's are checked
     # by agilerl validate and the run, tests/families/test_python_env.py).
     BanditEnvSpec: {},
@@ -94,7 +94,7 @@ FULL: dict[type[BaseModel], dict[str, Any]] = {
         "minari_dataset_id": "cartpole/random-v0",
         "remote": False,
     },
-    PettingZooEnvSpec: {
+    PzEnvSpec: {
         "name": "mpe2.simple_speaker_listener_v4",
         "num_envs": 16,
         "config": {"continuous_actions": True, "max_cycles": 25},
@@ -249,7 +249,7 @@ def test_gym_env_defaults():
 )
 def test_entrypoint_pattern_accepts(entrypoint):
     assert accepted(GymEnvSpec, {"name": "x", "entrypoint": entrypoint}).entrypoint == entrypoint
-    accepted(PettingZooEnvSpec, {"name": "x", "entrypoint": entrypoint})
+    accepted(PzEnvSpec, {"name": "x", "entrypoint": entrypoint})
 
 
 @pytest.mark.parametrize(
@@ -267,7 +267,7 @@ def test_entrypoint_pattern_accepts(entrypoint):
 )
 def test_entrypoint_pattern_rejects(entrypoint):
     rejected(GymEnvSpec, {"name": "x", "entrypoint": entrypoint}, where=("entrypoint",))
-    rejected(PettingZooEnvSpec, {"name": "x", "entrypoint": entrypoint})
+    rejected(PzEnvSpec, {"name": "x", "entrypoint": entrypoint})
 
 
 def test_config_is_an_open_map():
@@ -322,11 +322,11 @@ def test_offline_env_extends_the_gym_fields():
 def test_pettingzoo_env_sync_chooses_in_process_copies():
     # AgileRL's PzEnvSpec has no `sync` (always worker processes); ours has the Gym
     # spec's, default false, so a manifest can ask for either (issue 13).
-    env = accepted(PettingZooEnvSpec, MINIMAL[PettingZooEnvSpec])
+    env = accepted(PzEnvSpec, MINIMAL[PzEnvSpec])
     assert env.num_envs == 16 and env.config is None and env.wrappers is None
     assert env.sync is False
-    assert accepted(PettingZooEnvSpec, {**MINIMAL[PettingZooEnvSpec], "sync": True}).sync
-    rejected(PettingZooEnvSpec, {**MINIMAL[PettingZooEnvSpec], "sync": "yes"}, where=("sync",))
+    assert accepted(PzEnvSpec, {**MINIMAL[PzEnvSpec], "sync": True}).sync
+    rejected(PzEnvSpec, {**MINIMAL[PzEnvSpec], "sync": "yes"}, where=("sync",))
 
 
 IRIS_TABLES = {"features": "data/iris_features.csv", "targets": "data/iris_targets.csv"}

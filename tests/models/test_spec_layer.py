@@ -38,7 +38,7 @@ from agilerl.models.env import (
     LLMReasoningEnvSpec,
     LLMSftEnvSpec,
     OfflineEnvSpec,
-    PettingZooEnvSpec,
+    PzEnvSpec,
 )
 from agilerl.models.kinds import AGENT_KINDS, AgentType
 from agilerl.models.manifest_base import network_section_for
@@ -91,7 +91,7 @@ def _environments(max_reward: float | None) -> dict[str, Any]:
         "BanditEnvSpec": BanditEnvSpec(
             name="IRIS", features="data/features.csv", targets="data/targets.csv"
         ),
-        "PettingZooEnvSpec": PettingZooEnvSpec(name="mpe2.simple_speaker_listener_v4"),
+        "PzEnvSpec": PzEnvSpec(name="mpe2.simple_speaker_listener_v4"),
         "LLMReasoningEnvSpec": LLMReasoningEnvSpec(**REASONING, max_reward=max_reward),
         "LLMPreferenceEnvSpec": LLMPreferenceEnvSpec(dataset="data/preferences.jsonl"),
         "LLMSftEnvSpec": LLMSftEnvSpec(dataset="data/sft.jsonl"),
@@ -109,9 +109,9 @@ SPECS: dict[str, tuple[Any, str]] = {
             "DPO": "LLMPreferenceEnvSpec",
             "DQN": "GymEnvSpec",
             "GRPO": "LLMReasoningEnvSpec",
-            "IPPO": "PettingZooEnvSpec",
-            "MADDPG": "PettingZooEnvSpec",
-            "MATD3": "PettingZooEnvSpec",
+            "IPPO": "PzEnvSpec",
+            "MADDPG": "PzEnvSpec",
+            "MATD3": "PzEnvSpec",
             "NeuralTS": "BanditEnvSpec",
             "NeuralUCB": "BanditEnvSpec",
             "PPO": "GymEnvSpec",
@@ -122,7 +122,7 @@ SPECS: dict[str, tuple[Any, str]] = {
     },
     "Algorithm": (AlgorithmSpec, "GymEnvSpec"),
     "RLAlgorithm": (RLAlgorithmSpec, "GymEnvSpec"),
-    "MultiAgentRLAlgorithm": (MultiAgentRLAlgorithmSpec, "PettingZooEnvSpec"),
+    "MultiAgentRLAlgorithm": (MultiAgentRLAlgorithmSpec, "PzEnvSpec"),
     "LLMAlgorithm": (LLMAlgorithmSpec, "LLMReasoningEnvSpec"),
 }
 REQUIRED_FIELDS = {"GRPO": {"group_size": 4}}

@@ -115,6 +115,18 @@ def steer(schema: dict, doc: Any) -> Any:
             for name in given[1:]:
                 doc.pop(name)  # the first source given stays
             continue
+        if "forbiddenWhen" in rule:
+            doc.pop(rule["field"], None)  # left out, it holds whatever its conditions
+            continue
+        if "exclusive" in rule:
+            for other in rule["exclusive"][1:]:
+                doc.pop(other, None)
+            continue
+        if "requiredWhen" in rule:
+            examples = node.get("properties", {}).get(rule["field"], {}).get("examples")
+            if get(rule["field"]) is None and examples:
+                doc[rule["field"]] = copy.deepcopy(examples[0])  # given, it holds
+            continue
         if "ignoredWhen" in rule:
             continue  # a flag set beside a value that ignores it: both verdicts judge it
         field, measure = rule["field"], rule.get("measure", "value")

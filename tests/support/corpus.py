@@ -16,7 +16,6 @@ REFUSED = {
     "configs/llm_finetuning/ppo_llm_quant_bench.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/reinforce_llm.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/reinforce_quant_bench.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: Input should be 'reasoning'",
 }
 
 #: The corpus manifests of image observations (channels last), trained by
@@ -26,4 +25,10 @@ IMAGES = {
     "tests/ppo_cnn.yaml",
     "tests/ippo_cnn.yaml",
     "configs/multi_agent/ippo_pong.yaml",
+}
+
+#: Corpus manifests that validate (AgileRL's schema, read as theirs) but that every run
+#: refuses before its first step (``agilerl validate`` says so), with the reason.
+RUN_REFUSED = {
+    "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: multiturn",
 }

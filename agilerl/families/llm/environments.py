@@ -608,9 +608,14 @@ def build_llm_env(
     seed: int,
     base_dir: Path | None,
 ) -> ReasoningEnv | PreferenceEnv | SFTEnv:
-    """The environment an ``LLMReasoningEnvSpec`` / ``LLMPreferenceEnvSpec`` /
-    ``LLMSftEnvSpec`` describes; relative paths resolve against ``base_dir`` (the
-    manifest's directory)."""
+    """The environment an ``LLMEnvSpec`` (or a manifest's section built on its fields)
+    describes; relative paths resolve against ``base_dir`` (the manifest's directory).
+    ``env_type: multiturn`` is refused: no multi-turn rollout yet."""
+    from agilerl.models.env import multiturn_not_trained
+
+    refusal = multiturn_not_trained(env_spec)
+    if refusal is not None:
+        raise LLMSetupError(refusal)
     builder = ENV_BUILDERS.get(env_spec.env_type)
     if builder is None:
         raise LLMSetupError(

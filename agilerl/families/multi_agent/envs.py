@@ -1,4 +1,4 @@
-"""One PettingZoo parallel environment from a :class:`~agilerl.models.env.PettingZooEnvSpec`.
+"""One PettingZoo parallel environment from a :class:`~agilerl.models.env.PzEnvSpec`.
 
 ``name`` is a module exposing ``parallel_env`` (``mpe2.simple_speaker_listener_v4``),
 called with ``config`` as keyword arguments; ``entrypoint`` instead names the callable

@@ -17,7 +17,7 @@ from agilerl.families.evaluation import (
 )
 from agilerl.families.python_env import CopiedPythonEnv
 from agilerl.models.base import AgentType
-from agilerl.models.env import PettingZooEnvSpec
+from agilerl.models.env import PzEnvSpec
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.preflight import Estimate
 
@@ -29,7 +29,7 @@ class MultiAgentFamily(CopiedPythonEnv, Family):
 
     agent_type = AgentType.MultiAgent
     title = "multi-agent"
-    evaluation_spec = PettingZooEnvSpec
+    evaluation_spec = PzEnvSpec
 
     def make_env(self, ctx: RunContext) -> Any:
         from agilerl.families.multi_agent.vector import make_vector_env

@@ -416,7 +416,7 @@ def _write_row(batch: Any, i: int, value: Any) -> None:
 def make_vector_env(
     spec: Any, num_envs: int | None = None, source: PythonEnv | None = None
 ) -> ParallelVecEnv:
-    """The vectorised environment a :class:`~agilerl.models.env.PettingZooEnvSpec`
+    """The vectorised environment a :class:`~agilerl.models.env.PzEnvSpec`
     describes (``num_envs`` overrides the spec's): in this process when ``spec.sync``,
     else one worker process per copy. The first copy is built here, so a bad name,
     entry point or wrapper fails with a clear error before any worker starts. ``source``:

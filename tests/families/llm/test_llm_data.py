@@ -525,7 +525,19 @@ def test_build_llm_env_builds_a_reasoning_env_from_its_spec(tiny_llm, tokenizer)
 
 
 def test_build_llm_env_refuses_an_unknown_env_type(tokenizer):
-    with pytest.raises(LLMSetupError, match=r"environment\.env_type: 'multiturn' is not an LLM"):
+    with pytest.raises(LLMSetupError, match=r"environment\.env_type: 'dialogue' is not an LLM"):
+        build_llm_env(
+            SimpleNamespace(env_type="dialogue"),
+            tokenizer,
+            batch_size=1,
+            max_context_length=None,
+            seed=0,
+            base_dir=None,
+        )
+
+
+def test_build_llm_env_refuses_multiturn_naming_the_field(tokenizer):
+    with pytest.raises(LLMSetupError, match=r"environment\.env_type: multiturn environments"):
         build_llm_env(
             SimpleNamespace(env_type="multiturn"),
             tokenizer,

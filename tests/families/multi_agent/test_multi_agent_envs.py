@@ -16,7 +16,7 @@ from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer, MultiAg
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv, make_vector_env
 from agilerl.families.single_agent.envs import EnvironmentCallError, EnvironmentSpecError
-from agilerl.models.env import PettingZooEnvSpec
+from agilerl.models.env import PzEnvSpec
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 from agilerl.time_limit import ENV_VAR
 from agilerl.user_code import UserCodeError
@@ -29,7 +29,7 @@ ROLES = {"0": "seer_0", "1": "blind_0", "2": "scout_0"}
 def spec(**fields):
     fields.setdefault("name", COOP)
     fields.setdefault("sync", True)
-    return PettingZooEnvSpec(**fields)
+    return PzEnvSpec(**fields)
 
 
 def vec(n=3, **fields):
@@ -63,7 +63,7 @@ def cue_actions(env, obs, infos, rule="optimal"):
 
 def test_mpe2_module_with_config_as_keywords():
     env = make_vector_env(
-        PettingZooEnvSpec(
+        PzEnvSpec(
             name="mpe2.simple_speaker_listener_v4",
             num_envs=2,
             sync=True,
@@ -292,9 +292,9 @@ def test_workers_exit_when_their_trainer_is_killed(tmp_path):
     script = tmp_path / "owner.py"
     script.write_text(
         "import sys, time\n"
-        "from agilerl.models.env import PettingZooEnvSpec\n"
+        "from agilerl.models.env import PzEnvSpec\n"
         "from agilerl.families.multi_agent.vector import make_vector_env\n"
-        f"env = make_vector_env(PettingZooEnvSpec(name={COOP!r}, num_envs=3, sync=False))\n"
+        f"env = make_vector_env(PzEnvSpec(name={COOP!r}, num_envs=3, sync=False))\n"
         "print(*(p.pid for p in env._envs.processes), flush=True)\n"
         "time.sleep(600)\n"
     )

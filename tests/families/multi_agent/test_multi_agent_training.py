@@ -376,10 +376,10 @@ MPE_MARGIN = 40.0
 def test_training_clearly_improves_the_teams_return_on_mpe(algorithm):
     from agilerl.families.multi_agent.vector import make_vector_env
     from agilerl.models import ALGO_REGISTRY
-    from agilerl.models.env import PettingZooEnvSpec
+    from agilerl.models.env import PzEnvSpec
 
     name, fields, steps = MPE_RUNS[algorithm]
-    env_spec = PettingZooEnvSpec(name=f"mpe2.{name}", num_envs=8, sync=True)
+    env_spec = PzEnvSpec(name=f"mpe2.{name}", num_envs=8, sync=True)
     env, evaluation = make_vector_env(env_spec), make_vector_env(env_spec, num_envs=32)
     network = {"latent_dim": 64, "encoder_config": {"hidden_size": [64]},
                "head_config": {"hidden_size": [64, 64]}}  # fmt: skip
