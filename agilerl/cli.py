@@ -428,6 +428,10 @@ def _train(args: argparse.Namespace) -> int:
     except (CliError, PeerTimeoutSettingError) as err:
         print(f"{who}: {err}", file=sys.stderr)
         return 1
+    refusal = _run_refusal(manifest)  # what `agilerl validate` says of it, before anything
+    if refusal is not None:
+        print(f"{who}: {args.manifest}: {refusal}", file=sys.stderr)
+        return 1
     if args.processes > 1 and launched_world_size() == 1:
         return _launch(args)  # the manifest is valid: start the ranks
     return _run_training(args, manifest, rank, who)

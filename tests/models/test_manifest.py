@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from support import ROOT, TESTS
-from support.corpus import REFUSED
+from support.corpus import REFUSED, RUN_REFUSED
 
 from agilerl.cli import main
 from agilerl.models import (
@@ -53,6 +53,17 @@ def test_corpus_manifest_refused_with_reason(path):
         load_manifest(path)
     assert REFUSED[corpus_id(path)] in str(info.value)
     assert f"{path}:" in str(info.value)  # every problem carries file:line:column
+
+
+@pytest.mark.parametrize("name", sorted(RUN_REFUSED))
+def test_corpus_manifest_validates_but_every_run_refuses_it_first(name, capsys, tmp_path):
+    path = CORPUS_DIR / name
+    assert isinstance(load_manifest(path), TrainingManifest)  # AgileRL's schema holds
+    assert main(["validate", str(path)]) == 1  # but validate says no run can take it
+    assert RUN_REFUSED[name] in capsys.readouterr().err
+    assert main(["train", str(path), "--out", str(tmp_path / "run")]) != 0
+    assert RUN_REFUSED[name] in capsys.readouterr().err
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.name)

@@ -47,7 +47,13 @@ REFERENCE_FIELDS = {
         "config": None,
         "wrappers": None,
     },
-    "OfflineEnvSpec": {"name": MISSING, "num_envs": 16, "dataset_path": MISSING},
+    "OfflineEnvSpec": {
+        "name": MISSING,
+        "num_envs": 16,
+        "minari_dataset_id": None,
+        "dataset_path": None,
+        "remote": False,
+    },
     "BanditEnvSpec": {
         "name": "BanditEnv",
         "features": None,

@@ -43,7 +43,8 @@ class LLMFamily(Family):
         return setup.llm_spec_fields(ctx)
 
     def env_name(self, environment: Any) -> str:
-        return Path(environment.dataset).stem
+        # the dataset's file name; a multi-turn section has none (LLMEnvSpec.name)
+        return Path(environment.name).stem
 
     def computes(self, ctx: RunContext, agent: Any) -> HasParameters:
         return setup.BaseCompute(ctx, agent)
