@@ -4,12 +4,15 @@ Their fields and algorithm facts (agent type, training loop, network spec, defau
 evolution steps, LLM environment type) come from ``schemas/``.
 """
 
+from agilerl._generated.cispo_schema import CISPOSpec
 from agilerl._generated.cqn_schema import CQNSpec
 from agilerl._generated.ddpg_schema import DDPGSpec
 from agilerl._generated.dpo_schema import DPOSpec
 from agilerl._generated.dqn_schema import DQNSpec
 from agilerl._generated.grpo_schema import GRPOSpec
+from agilerl._generated.gspo_schema import GSPOSpec
 from agilerl._generated.ippo_schema import IPPOSpec
+from agilerl._generated.llm_reinforce_schema import LLMREINFORCESpec
 from agilerl._generated.maddpg_schema import MADDPGSpec
 from agilerl._generated.matd3_schema import MATD3Spec
 from agilerl._generated.neural_ts_schema import NeuralTSSpec
@@ -36,18 +39,24 @@ for _spec in (
     MATD3Spec,
     # LLM
     GRPOSpec,
+    GSPOSpec,
+    CISPOSpec,
+    LLMREINFORCESpec,
     DPOSpec,
     SFTSpec,
 ):
     register()(_spec)
 
 __all__ = [
+    "CISPOSpec",
     "CQNSpec",
     "DDPGSpec",
     "DPOSpec",
     "DQNSpec",
     "GRPOSpec",
+    "GSPOSpec",
     "IPPOSpec",
+    "LLMREINFORCESpec",
     "MADDPGSpec",
     "MATD3Spec",
     "NeuralTSSpec",
