@@ -5,19 +5,18 @@ shared by the manifest, corpus-training and multi-agent tests."""
 #: the corpus must validate. (docs/concepts/manifests.md: "Compatibility with AgileRL's manifests".)
 RENAMED_MEMORY = "replay_buffer.memory_size: unknown key (renamed: use 'max_size')"
 MINARI = "environment.minari_dataset_id: unknown key"
+#: Multi-turn LLM environments (GEM games) are not implemented yet.
+MULTI_TURN = "environment.env_type: Input should be 'reasoning'"
 REFUSED = {
     "configs/cqn.yaml": MINARI,
     "configs/cqn_mfpbt.yaml": MINARI,
-    "configs/llm_finetuning/cispo.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/cispo_gemma4_group5.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/cispo_quant_bench.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/cispo_quant_bench_qwen.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/gspo.yaml": "algorithm.name: unknown algorithm (did you mean 'GRPO'?)",
+    "configs/llm_finetuning/cispo_gemma4_group5.yaml": MULTI_TURN,
+    "configs/llm_finetuning/cispo_quant_bench.yaml": MULTI_TURN,
+    "configs/llm_finetuning/cispo_quant_bench_qwen.yaml": MULTI_TURN,
     "configs/llm_finetuning/ppo_llm.yaml": "algorithm.name: unknown algorithm",
     "configs/llm_finetuning/ppo_llm_quant_bench.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/reinforce_llm.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/reinforce_quant_bench.yaml": "algorithm.name: unknown algorithm",
-    "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: Input should be 'reasoning'",
+    "configs/llm_finetuning/reinforce_quant_bench.yaml": MULTI_TURN,
+    "configs/llm_finetuning/grpo_multiturn.yaml": MULTI_TURN,
     "tests/cqn.yaml": MINARI,
     "tests/ddpg.yaml": RENAMED_MEMORY,
     "tests/ddpg_simba.yaml": RENAMED_MEMORY,
