@@ -239,6 +239,12 @@ def _token_returns(shaped: torch.Tensor, mask: torch.Tensor, gamma: float) -> to
     return returns * mask
 
 
+def _turn_returns(shaped: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    turn = masked_mean(shaped, mask)[:, None] * mask
+    first = mask.bool() & (mask.cumsum(1) == 1)
+    return turn, first.float()
+
+
 #: ``advantage_granularity`` -> (returns ``[rows, T - 1]`` of shaped rewards, mask, gamma;
 #: the mask of the returns' units). ``"token"``: each token's discounted return, one unit
 #: per token; ``"turn"``: a completion is one turn, its return the mean of its shaped
@@ -247,12 +253,6 @@ RETURNS = {
     "token": lambda shaped, mask, gamma: (_token_returns(shaped, mask, gamma), mask),
     "turn": lambda shaped, mask, gamma: _turn_returns(shaped, mask),
 }
-
-
-def _turn_returns(shaped: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    turn = masked_mean(shaped, mask)[:, None] * mask
-    first = mask.bool() & (mask.cumsum(1) == 1)
-    return turn, first.float()
 
 
 def return_moments(returns: torch.Tensor, units: torch.Tensor) -> torch.Tensor:

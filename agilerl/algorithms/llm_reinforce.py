@@ -123,19 +123,17 @@ class LLMREINFORCE(CompletionSampler):
         adv = llm_losses.rebn(returns, mask, moments)
         level = RATIO_LEVELS[(self.importance_sampling_level, self.turn_ratio_pooling)]
         share, _ = llm_losses.UNITS[level]
-        tokens = mask.sum()
-        sums = dp.sum(torch.stack([tokens, (old * mask).sum(), rewards.sum(),
-                                   torch.tensor(float(len(rewards)), device=self.device)]))  # fmt: skip
-        kl = (
-            0.0
-            if ref is None
-            else float(dp.sum(((old - ref) * mask).sum())) / max(float(sums[0]), 1.0)
-        )
+        k1 = torch.zeros_like(old) if ref is None else old - ref
+        # The reported means are the global batch's: sums over every rank's rows.
+        tokens, logp_sum, kl_sum, reward_sum, rows = (float(v) for v in dp.sum(torch.stack([
+            mask.sum(), (old * mask).sum(), (k1 * mask).sum(), rewards.sum(),
+            torch.tensor(float(len(rewards)), device=self.device),
+        ])))  # fmt: skip
         metrics = {
-            "reward": float(sums[2] / sums[3].clamp(min=1)),
-            "completion_length": float(sums[0] / sums[3].clamp(min=1)),
-            "kl": kl,
-            "entropy": float(-sums[1] / sums[0].clamp(min=1)),
+            "reward": reward_sum / max(rows, 1.0),
+            "completion_length": tokens / max(rows, 1.0),
+            "kl": kl_sum / max(tokens, 1.0),
+            "entropy": -logp_sum / max(tokens, 1.0),
         }
 
         def chunk_loss(model: Any, sl: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -146,8 +144,8 @@ class LLMREINFORCE(CompletionSampler):
             return loss.sum(), {"clipped": clipped.sum().detach()}
 
         row_units = share(mask).sum(1)
-        if not float(dp.sum(row_units.sum())) > 0:
+        count = float(dp.sum(row_units.sum()))
+        if not count > 0:  # no completion token anywhere: nothing to learn from
             return {"loss": 0.0, "clip_fraction": 0.0, **metrics}
         loss, totals = self.train_step(row_units, chunk_loss)
-        count = max(float(dp.sum(row_units.sum())), 1.0)
         return {"loss": loss, "clip_fraction": totals["clipped"] / count, **metrics}
