@@ -1,11 +1,12 @@
-"""GRPO on the tiny local model (``configs/grpo.yaml``): throughput and memory.
+"""GRPO and its kin (GSPO, CISPO, LLM-REINFORCE) on the tiny local model
+(``configs/{grpo,gspo,cispo,llm_reinforce}.yaml``): throughput and memory.
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/llm_grpo.py [--steps 10]
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/llm_grpo.py [--steps 10] [--configs grpo gspo]
 
-Builds the tiny assets (``agilerl.llm.tiny``) in a temporary directory, then trains the
+Builds the tiny assets (``agilerl.llm.tiny``) in a temporary directory, then trains each
 manifest with a population of 4 and, for comparison, of 1, each in its own process (so
 each peak resident memory is that run's alone). Prints, for each: prompts/s and generated
-tokens/s over the GRPO training steps (sampling, scoring and learning; not evaluation),
+tokens/s over the training steps (sampling, scoring and learning; not evaluation),
 seconds per generation (training and test-split evaluation of every agent, selection,
 mutation) and the process's peak resident memory. The population shares one base model,
 so 4 agents should cost little more than 1 (four LoRA adapters and optimiser states).
@@ -22,12 +23,17 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def one_run(directory: Path, pop_size: int, steps: int) -> dict[str, float]:
-    """Train ``configs/grpo.yaml`` in this process; the figures of that run."""
+#: The manifests of ``configs/`` measured by default.
+CONFIGS = ("grpo", "gspo", "cispo", "llm_reinforce")
+
+
+def one_run(directory: Path, pop_size: int, steps: int, config: str) -> dict[str, Any]:
+    """Train ``configs/CONFIG.yaml`` in this process; the figures of that run."""
     from agilerl.documents import load_document
     from agilerl.families.llm import loop as llm_loop
     from agilerl.models.manifest import parse_manifest
@@ -54,12 +60,13 @@ def one_run(directory: Path, pop_size: int, steps: int) -> dict[str, float]:
             counted["seconds"] += time.perf_counter() - started
 
     llm_loop.STEPS["reasoning"] = timed_step
-    doc, _ = load_document(directory / "configs" / "grpo.yaml")
+    doc, _ = load_document(directory / "configs" / f"{config}.yaml")
     doc["training"].update(max_steps=steps, pop_size=pop_size)
     trainer = LocalTrainer.from_manifest(parse_manifest(doc), base_dir=directory / "configs")
     trainer.train(verbose=False)
     history = trainer.state.history
     return {
+        "config": config,
         "pop_size": pop_size,
         "prompts_per_s": counted["prompts"] / counted["seconds"],
         "generated_tokens_per_s": counted["tokens"] / counted["seconds"],
@@ -73,10 +80,14 @@ def one_run(directory: Path, pop_size: int, steps: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10, help="batches per agent")
-    parser.add_argument("--child", nargs=2, metavar=("DIR", "POP"), help=argparse.SUPPRESS)
+    parser.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS)
+    parser.add_argument(
+        "--child", nargs=3, metavar=("DIR", "POP", "CONFIG"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(one_run(Path(args.child[0]), int(args.child[1]), args.steps)))
+        directory, pop, config = args.child
+        print(json.dumps(one_run(Path(directory), int(pop), args.steps, config)))
         return
     from agilerl.llm.tiny import build_tiny_assets
 
@@ -84,30 +95,32 @@ def main() -> None:
         directory = Path(tmp)
         shutil.copytree(ROOT / "configs", directory / "configs")
         build_tiny_assets(directory / "tiny-llm")
-        results = []
-        for pop in (4, 1):
-            command = [sys.executable, __file__, "--steps", str(args.steps)]
-            out = subprocess.run(
-                [*command, "--child", str(directory), str(pop)],
-                capture_output=True,
-                text=True,
-                check=True,
-            ).stdout
-            results.append(json.loads(out.strip().splitlines()[-1]))
-    for r in results:
+        results = {}
+        for config in args.configs:
+            for pop in (4, 1):
+                command = [sys.executable, __file__, "--steps", str(args.steps)]
+                out = subprocess.run(
+                    [*command, "--child", str(directory), str(pop), config],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                results[config, pop] = json.loads(out.strip().splitlines()[-1])
+    for (config, _), r in results.items():
         print(
-            f"population {r['pop_size']}: {r['prompts_per_s']:.1f} prompts/s, "
-            f"{r['generated_tokens_per_s']:.0f} generated tokens/s in GRPO training; "
+            f"{config} population {r['pop_size']}: {r['prompts_per_s']:.1f} prompts/s, "
+            f"{r['generated_tokens_per_s']:.0f} generated tokens/s in training; "
             f"{r['seconds_per_generation']:.2f} s per generation ({r['generations']} "
             f"generations); peak resident memory {r['peak_rss_mib']:.0f} MiB; best test "
             f"reward {r['best_test_reward']:.3f}"
         )
-    four, one = results
-    print(
-        f"peak memory, population 4 against 1: {four['peak_rss_mib']:.0f} / "
-        f"{one['peak_rss_mib']:.0f} MiB (+{four['peak_rss_mib'] - one['peak_rss_mib']:.0f} MiB "
-        "for 3 more agents: the base model is shared)"
-    )
+    for config in args.configs:
+        four, one = results[config, 4], results[config, 1]
+        print(
+            f"{config} peak memory, population 4 against 1: {four['peak_rss_mib']:.0f} / "
+            f"{one['peak_rss_mib']:.0f} MiB (+{four['peak_rss_mib'] - one['peak_rss_mib']:.0f} "
+            "MiB for 3 more agents: the base model is shared)"
+        )
 
 
 if __name__ == "__main__":

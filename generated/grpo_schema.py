@@ -8,28 +8,7 @@ from agilerl.models.base import SpecBase
 from pydantic import ConfigDict, Field
 from typing_extensions import TypeAliasType
 
-from . import llm_algorithm_schema
-from .llm_algorithm_schema import LLMAlgorithmFields
-
-MaxOutputTokens = TypeAliasType(
-    "MaxOutputTokens",
-    Annotated[
-        int,
-        Field(
-            description="Most tokens generated per completion; null for no limit but the model's.",
-            ge=1,
-        ),
-    ],
-)
-
-
-MinOutputTokens = TypeAliasType(
-    "MinOutputTokens",
-    Annotated[
-        int, Field(description='Fewest tokens generated per completion; null for none.', ge=0)
-    ],
-)
-
+from .llm_algorithm_schema import CompletionSamplingFields
 
 AdvClipRange = TypeAliasType(
     "AdvClipRange",
@@ -43,16 +22,11 @@ AdvClipRange = TypeAliasType(
 )
 
 
-class GRPOFields(LLMAlgorithmFields):
+class GroupPolicyFields(CompletionSamplingFields):
     """
-    Fields of the GRPO specification (shared with the manifest).
+    Fields of the group-relative algorithms (GRPO, GSPO, CISPO) but the clipping coefficient, which CISPO widens to a pair of ratio bounds.
     """
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            'x-agilerl-rules': [{'field': 'min_output_tokens', 'atMost': 'max_output_tokens'}, {'field': 'vllm_config', 'requiredIf': 'use_vllm'}]
-        },
-    )
     group_size: Annotated[
         int,
         Field(
@@ -61,31 +35,6 @@ class GRPOFields(LLMAlgorithmFields):
         ),
     ]
     lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 5e-06
-    clip_coef: Annotated[
-        float, Field(description='Clipping coefficient of the surrogate objective.', ge=0.0, le=1.0)
-    ] = 0.2
-    temperature: Annotated[
-        float, Field(description='Sampling temperature of the completions.', gt=0.0)
-    ] = 0.9
-    max_output_tokens: Annotated[
-        MaxOutputTokens | None,
-        Field(
-            description="Most tokens generated per completion; null for no limit but the model's."
-        ),
-    ] = 1024
-    min_output_tokens: Annotated[
-        MinOutputTokens | None,
-        Field(description='Fewest tokens generated per completion; null for none.'),
-    ] = None
-    cosine_lr_schedule_config: Annotated[
-        llm_algorithm_schema.CosineLRScheduleConfig | None,
-        Field(description='Cosine learning-rate schedule; null for a constant learning rate.'),
-    ] = None
-    use_vllm: Annotated[bool, Field(description='Generate completions with vLLM.')] = False
-    vllm_config: Annotated[
-        llm_algorithm_schema.VLLMConfig | None,
-        Field(description='vLLM engine configuration; required when use_vllm is true.'),
-    ] = None
     adv_norm: Annotated[
         Literal['mean_std', 'mean', 'none'],
         Field(description='Normalisation of the group advantages.'),
@@ -119,6 +68,16 @@ class GRPOFields(LLMAlgorithmFields):
     loss_norm: Annotated[
         Literal['micro_batch', 'accumulation_window'], Field(description='Normaliser of the loss.')
     ] = 'micro_batch'
+
+
+class GRPOFields(GroupPolicyFields):
+    """
+    Fields of the GRPO specification (shared with the manifest).
+    """
+
+    clip_coef: Annotated[
+        float, Field(description='Clipping coefficient of the surrogate objective.', ge=0.0, le=1.0)
+    ] = 0.2
 
 
 class GRPOSpec(GRPOFields):

@@ -204,6 +204,60 @@ class LLMAlgorithmFields(LLMAlgorithmBase):
     ] = None
 
 
+MaxOutputTokens = TypeAliasType(
+    "MaxOutputTokens",
+    Annotated[
+        int,
+        Field(
+            description="Most tokens generated per completion; null for no limit but the model's.",
+            ge=1,
+        ),
+    ],
+)
+
+
+MinOutputTokens = TypeAliasType(
+    "MinOutputTokens",
+    Annotated[
+        int, Field(description='Fewest tokens generated per completion; null for none.', ge=0)
+    ],
+)
+
+
+class CompletionSamplingFields(LLMAlgorithmFields):
+    """
+    Fields of the LLM algorithms that sample completions of prompts and learn from their rewards (GRPO, GSPO, CISPO, LLM-REINFORCE).
+    """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            'x-agilerl-rules': [{'field': 'min_output_tokens', 'atMost': 'max_output_tokens'}, {'field': 'vllm_config', 'requiredIf': 'use_vllm'}]
+        },
+    )
+    temperature: Annotated[
+        float, Field(description='Sampling temperature of the completions.', gt=0.0)
+    ] = 0.9
+    max_output_tokens: Annotated[
+        MaxOutputTokens | None,
+        Field(
+            description="Most tokens generated per completion; null for no limit but the model's."
+        ),
+    ] = 1024
+    min_output_tokens: Annotated[
+        MinOutputTokens | None,
+        Field(description='Fewest tokens generated per completion; null for none.'),
+    ] = None
+    cosine_lr_schedule_config: Annotated[
+        CosineLRScheduleConfig | None,
+        Field(description='Cosine learning-rate schedule; null for a constant learning rate.'),
+    ] = None
+    use_vllm: Annotated[bool, Field(description='Generate completions with vLLM.')] = False
+    vllm_config: Annotated[
+        VLLMConfig | None,
+        Field(description='vLLM engine configuration; required when use_vllm is true.'),
+    ] = None
+
+
 class LLMAlgorithmSpec(LLMAlgorithmFields):
     """
     Specification for LLM fine-tuning algorithms.

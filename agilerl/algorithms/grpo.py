@@ -16,16 +16,16 @@ from typing import Any, ClassVar
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.core.llm import LLMAlgorithm
+from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice
 from agilerl.algorithms.hyperparameters import positive_int, unit_interval
-from agilerl.llm.batches import Completions, Experience, PromptBatch
+from agilerl.llm.batches import Experience
 
 #: ``importance_sampling_level`` -> the ratio's level. Completions here are one turn, so
 #: a turn is the whole trajectory: both take one (length-normalised) ratio per sequence.
 IS_LEVELS = {None: "token", "token": "token", "turn": "sequence", "trajectory": "sequence"}
 
 
-class GRPO(LLMAlgorithm):
+class GRPO(CompletionSampler):
     """GRPO (see the module docstring).
 
     Advantages: per group, ``adv_norm`` ``mean_std`` ``(r - mean) / (std + 1e-8)`` (sample
@@ -38,20 +38,16 @@ class GRPO(LLMAlgorithm):
     turn and trajectory advantages, which are the same for single-turn completions.
     ``loss_norm``: ``micro_batch`` normalises each row chunk (``fused_loss_chunk_rows``) by
     its own completion tokens and averages the chunks; ``accumulation_window`` divides the
-    whole step's token sum by its token count. ``cosine_lr_schedule_config``: warm-up and
-    cosine decay over ``num_epochs`` optimiser steps.
+    whole step's token sum by its token count.
+
+    GSPO and CISPO are this class with another :attr:`loss_name` (and, for GSPO, other
+    :attr:`is_levels`): the rollout, the advantages and the optimisation are the same.
     """
 
     init_args: ClassVar[tuple[str, ...]] = (
-        *LLMAlgorithm.init_args,
+        *CompletionSampler.init_args,
         "group_size",
         "clip_coef",
-        "temperature",
-        "max_output_tokens",
-        "min_output_tokens",
-        "cosine_lr_schedule_config",
-        "use_vllm",
-        "vllm_config",
         "adv_norm",
         "importance_sampling_level",
         "advantage_granularity",
@@ -69,6 +65,10 @@ class GRPO(LLMAlgorithm):
         "completion_length": "mean completion length in tokens",
     }
     main_loss: ClassVar[str] = "loss"
+    #: The loss, by its name in :data:`~agilerl.algorithms.llm_losses.GROUP_LOSSES`.
+    loss_name: ClassVar[str] = "grpo"
+    #: ``importance_sampling_level`` values accepted -> the ratio's level.
+    is_levels: ClassVar[dict[str | None, str]] = IS_LEVELS
 
     def __init__(
         self,
@@ -76,13 +76,7 @@ class GRPO(LLMAlgorithm):
         *,
         group_size: int,
         lr: float = 5e-06,
-        clip_coef: float = 0.2,
-        temperature: float = 0.9,
-        max_output_tokens: int | None = 1024,
-        min_output_tokens: int | None = None,
-        cosine_lr_schedule_config: Any = None,
-        use_vllm: bool = False,
-        vllm_config: Any = None,
+        clip_coef: Any = 0.2,
         adv_norm: str = "mean_std",
         importance_sampling_level: str | None = None,
         advantage_granularity: str = "auto",
@@ -93,40 +87,13 @@ class GRPO(LLMAlgorithm):
         loss_norm: str = "micro_batch",
         **common: Any,
     ) -> None:
-        from agilerl._generated.llm_algorithm_schema import CosineLRScheduleConfig
-
         self.group_size = positive_int("group_size", group_size)
-        self.clip_coef = unit_interval("clip_coef", clip_coef)
-        if not temperature > 0:
-            raise ValueError(f"temperature must be positive, got {temperature!r}")
-        self.temperature = float(temperature)
-        self.max_output_tokens = (
-            None
-            if max_output_tokens is None
-            else positive_int("max_output_tokens", max_output_tokens)
+        self.clip_coef = self._clip_coef(clip_coef)
+        self.adv_norm = choice("adv_norm", adv_norm, llm_losses.ADV_NORMS)
+        self.importance_sampling_level = choice(
+            "importance_sampling_level", importance_sampling_level, self.is_levels
         )
-        fewest = 0 if min_output_tokens is None else int(min_output_tokens)
-        if fewest < 0 or (self.max_output_tokens is not None and fewest > self.max_output_tokens):
-            raise ValueError(
-                f"min_output_tokens must lie in [0, max_output_tokens ({max_output_tokens})], "
-                f"got {min_output_tokens}"
-            )
-        self.min_output_tokens = min_output_tokens
-        self.cosine_lr_schedule_config = (
-            None
-            if cosine_lr_schedule_config is None
-            else CosineLRScheduleConfig.model_validate(
-                cosine_lr_schedule_config.model_dump()
-                if hasattr(cosine_lr_schedule_config, "model_dump")
-                else cosine_lr_schedule_config
-            )
-        )
-        self.use_vllm, self.vllm_config = bool(use_vllm), vllm_config
-        self.adv_norm = _choice("adv_norm", adv_norm, llm_losses.ADV_NORMS)
-        self.importance_sampling_level = _choice(
-            "importance_sampling_level", importance_sampling_level, IS_LEVELS
-        )
-        self.advantage_granularity = _choice(
+        self.advantage_granularity = choice(
             "advantage_granularity", advantage_granularity, ("auto", "trajectory", "turn")
         )
         self.whiten_advantages = bool(whiten_advantages)
@@ -135,88 +102,18 @@ class GRPO(LLMAlgorithm):
         self.adv_clip_range = adv_clip_range
         self.filter_zero_adv = bool(filter_zero_adv)
         self.turn_advantage_trajectory_fallback = bool(turn_advantage_trajectory_fallback)
-        self.loss_norm = _choice("loss_norm", loss_norm, ("micro_batch", "accumulation_window"))
-        super().__init__(
-            index, lr=lr, own_fields={"use_vllm": use_vllm, "vllm_config": vllm_config}, **common
-        )
+        self.loss_norm = choice("loss_norm", loss_norm, ("micro_batch", "accumulation_window"))
+        super().__init__(index, lr=lr, **common)
 
-    # -- acting ---------------------------------------------------------------------------
-    def get_action(self, prompts: PromptBatch, training: bool = True) -> Completions:
-        """``group_size`` completions per prompt sampled at ``temperature`` when
-        ``training`` (from this agent's seeded stream), else one greedy completion."""
-        from transformers import GenerationConfig, LogitsProcessorList
+    @staticmethod
+    def _clip_coef(clip_coef: Any) -> Any:
+        """GRPO's and GSPO's clip: a coefficient in [0, 1] (CISPO's may be a pair)."""
+        return unit_interval("clip_coef", clip_coef)
 
-        from agilerl.llm.sampling import RowSampler
-
-        group = self.group_size if training else 1
-        ids = prompts.input_ids.to(self.device).repeat_interleave(group, 0)
-        mask = prompts.attention_mask.to(self.device).repeat_interleave(group, 0)
-        prompt_length = ids.shape[1]
-        room = self.context_limit - prompt_length
-        if room < 1:
-            raise ValueError(
-                f"max_model_len: prompts of {prompt_length} tokens leave no room for a "
-                f"completion within {self.context_limit} tokens"
-            )
-        new_tokens = room if self.max_output_tokens is None else min(room, self.max_output_tokens)
-        pad, eos = self._special_ids()
-        # Sampling is greedy decoding over Gumbel-perturbed scores (:class:`RowSampler`):
-        # exact sampling at ``temperature``, each completion from its own stream.
-        config = GenerationConfig(
-            do_sample=False,
-            max_new_tokens=new_tokens,
-            min_new_tokens=min(self.min_output_tokens or 0, new_tokens),
-            pad_token_id=pad,
-            eos_token_id=eos,
-        )
-        processors = []
-        if training:
-            draw = int(self.rng.integers(2**63))
-            first = prompts.first_row * group
-            processors.append(RowSampler(draw, range(first, first + len(ids)), self.temperature))
-        with torch.no_grad(), self._policy() as model:
-            out = model.generate(
-                input_ids=ids,
-                attention_mask=mask,
-                generation_config=config,
-                logits_processor=LogitsProcessorList(processors),
-            )
-        return self._completions(out, mask, prompt_length, group, eos)
-
-    def _special_ids(self) -> tuple[int, int | None]:
-        tok = self.tokenizer
-        eos = tok.eos_token_id
-        pad = tok.pad_token_id if tok.pad_token_id is not None else eos
-        if pad is None:
-            raise ValueError("tokenizer: it has neither a pad token nor an end-of-sequence token")
-        return pad, eos
-
-    def _completions(
-        self,
-        out: torch.Tensor,
-        prompt_mask: torch.Tensor,
-        prompt_length: int,
-        group: int,
-        eos: int | None,
-    ) -> Completions:
-        """Masks of generated sequences: a completion runs up to its first
-        end-of-sequence token (included); what follows is padding."""
-        tokens = out[:, prompt_length:]
-        if eos is None:
-            valid = torch.ones_like(tokens, dtype=torch.bool)
-        else:
-            ended_before = (tokens == eos).long().cumsum(1) - (tokens == eos).long()
-            valid = ended_before == 0
-        loss_mask = torch.zeros(out.shape[0], out.shape[1] - 1, dtype=torch.bool, device=out.device)
-        loss_mask[:, prompt_length - 1 :] = valid
-        attention = torch.cat([prompt_mask.bool(), valid], 1).long()
-        texts = self.tokenizer.batch_decode(
-            [row[keep] for row, keep in zip(tokens, valid, strict=True)], skip_special_tokens=True
-        )
-        return Completions(
-            ids=out, attention_mask=attention, loss_mask=loss_mask,
-            prompt_length=prompt_length, group_size=group, texts=texts,
-        )  # fmt: skip
+    @property
+    def samples_per_prompt(self) -> int:
+        """The group: ``group_size`` completions of each prompt."""
+        return self.group_size
 
     # -- learning -------------------------------------------------------------------------
     def advantages(self, rewards: torch.Tensor) -> torch.Tensor:
@@ -251,11 +148,12 @@ class GRPO(LLMAlgorithm):
         ids, attention = c.ids.to(self.device), c.attention_mask.to(self.device)
         old = self.logprobs(ids, attention)
         ref = self.logprobs(ids, attention, reference=True) if self.beta > 0 else None
-        level = IS_LEVELS[self.importance_sampling_level]
+        level = self.is_levels[self.importance_sampling_level]
+        token_loss = llm_losses.GROUP_LOSSES[self.loss_name]
 
         def chunk_loss(model: Any, sl: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             logp = self.forward_logprobs(model, ids[sl], attention[sl])
-            loss, kl, clipped = llm_losses.grpo_token_loss(
+            loss, kl, clipped = token_loss(
                 logp, old[sl], None if ref is None else ref[sl], adv[sl], mask[sl],
                 clip_coef=self.clip_coef, beta=self.beta, level=level,
             )  # fmt: skip
@@ -269,24 +167,3 @@ class GRPO(LLMAlgorithm):
             "clip_fraction": sums["clipped"] / count,
             **metrics,
         }
-
-    def test(self, env: Any, loop: int = 1) -> float:
-        """Mean reward of greedy completions over the environment's test split (``loop``
-        passes; greedy decoding makes them equal), appended to ``fitness``."""
-        total, count = 0.0, 0
-        for _ in range(loop):
-            for prompts in env.test_batches():
-                rewards = env.rewards(prompts, self.get_action(prompts, training=False))
-                total += float(rewards.sum())
-                count += rewards.numel()
-        if not self.data_parallel.alone:  # each process scored its share of the split
-            total, count = self.data_parallel.sum([total, count])
-        fitness = total / max(count, 1)
-        self.fitness.append(fitness)
-        return fitness
-
-
-def _choice(field: str, value: Any, allowed: Any) -> Any:
-    if value not in allowed:
-        raise ValueError(f"{field} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
-    return value

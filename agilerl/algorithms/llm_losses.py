@@ -7,6 +7,9 @@ Shapes follow :mod:`agilerl.llm.batches`: token log-probabilities and loss masks
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 import torch
 from torch.nn import functional
 
@@ -33,7 +36,7 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return masked_sum(values, mask) / mask.sum(-1).clamp(min=1)
 
 
-# -- GRPO ----------------------------------------------------------------------------------
+# -- GRPO and its kin (GSPO, CISPO) ----------------------------------------------------------------------------------
 def _group_std(rewards: torch.Tensor) -> torch.Tensor:
     """Sample standard deviation of each group (Bessel-corrected; 0 for groups of one)."""
     if rewards.shape[1] < 2:
@@ -71,15 +74,34 @@ def group_advantages(
 def importance_ratio(
     logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor, level: str
 ) -> torch.Tensor:
-    """``pi / pi_old`` per token ``[rows, T - 1]``. ``"token"``: each token's own ratio;
-    ``"sequence"``: one ratio per row, the geometric mean of its tokens' ratios
-    ``exp(mean_t(log pi - log pi_old))`` (length-normalised, as GSPO), on every token."""
+    """``pi / pi_old`` per token ``[rows, T - 1]`` at a level of :data:`RATIO_LEVELS`."""
+    if level not in RATIO_LEVELS:
+        known = ", ".join(map(repr, RATIO_LEVELS))
+        raise ValueError(f"importance sampling level must be one of {known}, got {level!r}")
     log_ratio = logprobs - old_logprobs
-    if level == "token":
-        return log_ratio.exp()
-    if level == "sequence":
-        return masked_mean(log_ratio, mask).exp()[:, None].expand_as(log_ratio)
-    raise ValueError(f"importance sampling level must be 'token' or 'sequence', got {level!r}")
+    return RATIO_LEVELS[level](log_ratio, mask).exp().expand_as(log_ratio)
+
+
+#: Level -> the log-ratio of each token ``[rows, T - 1]`` (or ``[rows, 1]``, one per row)
+#: from the token log-ratios and the mask. ``"token"``: each token's own; ``"sequence"``:
+#: their mean over the row, so the ratio is the geometric mean of the tokens' (length
+#: normalised, as GSPO's); ``"product"``: their sum, the ratio of the whole completion.
+RATIO_LEVELS = {
+    "token": lambda log_ratio, mask: log_ratio,
+    "sequence": lambda log_ratio, mask: masked_mean(log_ratio, mask)[:, None],
+    "product": lambda log_ratio, mask: masked_sum(log_ratio, mask)[:, None],
+}
+
+
+def clip_bounds(clip_coef: float | Sequence[float]) -> tuple[float, float]:
+    """The ratio bounds of a clipping coefficient: ``e`` -> ``(1 - e, 1 + e)``; a pair
+    ``[low, high]`` is the bounds themselves (CISPO's)."""
+    if isinstance(clip_coef, (int, float)):
+        return 1.0 - clip_coef, 1.0 + clip_coef
+    low, high = (float(v) for v in clip_coef)
+    if low > high:
+        raise ValueError(f"clip_coef: the bounds [low, high] need low <= high, got {clip_coef}")
+    return low, high
 
 
 def clipped_surrogate(
@@ -99,6 +121,25 @@ def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
     return d.exp() - d - 1.0
 
 
+def _with_kl(
+    policy: torch.Tensor,
+    logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor | None,
+    ratio: torch.Tensor,
+    mask: torch.Tensor,
+    bounds: tuple[float, float],
+    beta: float,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The policy term plus ``beta`` times the k3 KL, masked; the KL; the clipped tokens."""
+    if ref_logprobs is None:
+        kl = torch.zeros_like(policy)
+    else:
+        kl = k3_kl(logprobs, ref_logprobs)
+        policy = policy + beta * kl
+    clipped = (ratio < bounds[0]) | (ratio > bounds[1])
+    return policy * mask, kl * mask, clipped & mask.bool()
+
+
 def grpo_token_loss(
     logprobs: torch.Tensor,
     old_logprobs: torch.Tensor,
@@ -115,13 +156,163 @@ def grpo_token_loss(
     token's ratio was clipped."""
     ratio = importance_ratio(logprobs, old_logprobs, mask, level)
     loss = clipped_surrogate(ratio, advantages, clip_coef)
-    if ref_logprobs is None:
-        kl = torch.zeros_like(loss)
-    else:
-        kl = k3_kl(logprobs, ref_logprobs)
-        loss = loss + beta * kl
-    clipped = (ratio - 1.0).abs() > clip_coef
-    return loss * mask, kl * mask, clipped & mask.bool()
+    bounds = clip_bounds(clip_coef)
+    return _with_kl(loss, logprobs, ref_logprobs, ratio, mask, bounds, beta)
+
+
+def gspo_token_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_coef: float,
+    beta: float,
+    level: str = "sequence",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """GSPO (Zheng et al. 2025): GRPO's loss with one ratio per completion, the geometric
+    mean of its tokens' ``s = exp(mean_t(log pi - log pi_old))``, clipped at the sequence
+    level: every token of a completion carries ``-min(s A, clip(s) A)`` (plus ``beta`` k3),
+    so the row's token mean is the sequence's term. ``level`` must be ``"sequence"``."""
+    if level != "sequence":
+        raise ValueError(f"importance sampling level: GSPO's ratio is per sequence, got {level!r}")
+    return grpo_token_loss(
+        logprobs, old_logprobs, ref_logprobs, advantages, mask,
+        clip_coef=clip_coef, beta=beta, level=level,
+    )  # fmt: skip
+
+
+def cispo_token_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_coef: float | Sequence[float],
+    beta: float,
+    level: str = "token",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """CISPO (MiniMax-M1, 2025): ``-sg(clip(r, low, high)) A log pi`` per token (plus
+    ``beta`` k3): the clipped ratio only weighs the REINFORCE term, without a gradient,
+    so a clipped token still has one (PPO's clip zeroes it). ``clip_coef``: ``e`` for
+    ``[1 - e, 1 + e]`` or the pair ``[low, high]``."""
+    bounds = clip_bounds(clip_coef)
+    ratio = importance_ratio(logprobs, old_logprobs, mask, level)
+    weight = ratio.detach().clamp(*bounds)
+    loss = -(weight * advantages[:, None] * logprobs)
+    return _with_kl(loss, logprobs, ref_logprobs, ratio, mask, bounds, beta)
+
+
+#: Loss of each group-relative algorithm (``loss_name`` of GRPO, GSPO, CISPO): token
+#: log-probabilities, sampling-policy and reference ones, advantages ``[rows]``, the mask
+#: -> per-token loss, KL and clipped tokens.
+GROUP_LOSSES = {"grpo": grpo_token_loss, "gspo": gspo_token_loss, "cispo": cispo_token_loss}
+
+
+# -- LLM-REINFORCE ---------------------------------------------------------------------------
+def shaped_rewards(
+    rewards: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    ref_logprobs: torch.Tensor | None,
+    mask: torch.Tensor,
+    beta: float,
+) -> torch.Tensor:
+    """Per-token rewards ``[rows, T - 1]``: each completion's reward ``[rows]`` on every
+    one of its tokens, minus ``beta`` times the k1 KL ``log pi_old - log pi_ref`` (the KL
+    enters REINFORCE only here); zero outside ``mask``."""
+    shaped = rewards[:, None].expand_as(old_logprobs).float()
+    if ref_logprobs is not None:
+        shaped = shaped - beta * (old_logprobs - ref_logprobs)
+    return shaped * mask
+
+
+def _token_returns(shaped: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
+    """``G_t = r_t + gamma m_{t+1} G_{t+1}`` over each row's tokens."""
+    returns = torch.zeros_like(shaped)
+    following = torch.zeros_like(shaped[:, 0])
+    for t in range(shaped.shape[1] - 1, -1, -1):
+        nxt = mask[:, t + 1] if t + 1 < shaped.shape[1] else torch.zeros_like(following)
+        following = shaped[:, t] + gamma * nxt * following
+        returns[:, t] = following
+    return returns * mask
+
+
+def _turn_returns(shaped: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    turn = masked_mean(shaped, mask)[:, None] * mask
+    first = mask.bool() & (mask.cumsum(1) == 1)
+    return turn, first.float()
+
+
+#: ``advantage_granularity`` -> (returns ``[rows, T - 1]`` of shaped rewards, mask, gamma;
+#: the mask of the returns' units). ``"token"``: each token's discounted return, one unit
+#: per token; ``"turn"``: a completion is one turn, its return the mean of its shaped
+#: rewards, one unit per completion (on its first token; broadcast by :func:`rebn`).
+RETURNS = {
+    "token": lambda shaped, mask, gamma: (_token_returns(shaped, mask, gamma), mask),
+    "turn": lambda shaped, mask, gamma: _turn_returns(shaped, mask),
+}
+
+
+def return_moments(returns: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
+    """``[count, sum, sum of squares]`` of the returns at their units (summed over the
+    processes of a data-parallel run before :func:`rebn` normalises)."""
+    values = returns * units
+    return torch.stack([units.sum(), values.sum(), (values * values).sum()]).double()
+
+
+def rebn(returns: torch.Tensor, mask: torch.Tensor, moments: torch.Tensor) -> torch.Tensor:
+    """Return batch normalisation (GEM): ``(G - mean) / (std + 1e-8)`` over the batch's
+    units (``moments`` from :func:`return_moments`; sample std), zero where ``mask`` is
+    not; all zero with one unit or none."""
+    count, total, squares = (float(v) for v in moments)
+    if count <= 1:
+        return torch.zeros_like(returns)
+    mean = total / count
+    std = math.sqrt(max(squares - count * mean * mean, 0.0) / (count - 1))
+    return (returns - mean) / (std + EPS) * mask
+
+
+def _one_per_completion(mask: torch.Tensor) -> torch.Tensor:
+    return mask / mask.sum(1, keepdim=True).clamp(min=1)
+
+
+def _completion_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return masked_mean(values, mask)[:, None].expand_as(values)
+
+
+#: Importance-ratio level -> (each token's share of a unit ``[rows, T - 1]`` from the
+#: mask; the advantage of each token's unit). A token is a unit of its own, or a
+#: completion is one: its tokens share it equally and its advantage is their mean.
+UNITS = {
+    "token": (lambda mask: mask, lambda adv, mask: adv),
+    "sequence": (_one_per_completion, _completion_mean),
+    "product": (_one_per_completion, _completion_mean),
+}
+
+
+def reinforce_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    *,
+    clip_coef: float,
+    level: str = "token",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """LLM-REINFORCE's clipped surrogate ``max(-A r, -A clip(r, 1 - e, 1 + e))`` per unit
+    of the importance ratio: each token (``level`` ``"token"``), or each completion with
+    its tokens' log-ratios pooled (``"sequence"``: mean, ``"product"``: sum) and its token
+    advantages ``[rows, T - 1]`` averaged. Returns per row: the sum of its units' terms,
+    how many units it holds, how many of them were clipped."""
+    ratio = importance_ratio(logprobs, old_logprobs, mask, level)
+    share, pool = UNITS[level]
+    weights, adv = share(mask), pool(advantages, mask)
+    low, high = clip_bounds(clip_coef)
+    term = torch.maximum(-adv * ratio, -adv * ratio.clamp(low, high))
+    clipped = ((ratio < low) | (ratio > high)).float()
+    return (term * weights).sum(1), weights.sum(1), (clipped * weights).sum(1)
 
 
 # -- DPO -----------------------------------------------------------------------------------

@@ -55,5 +55,5 @@ def test_a_trainer_prints_its_run_and_its_progress():
 
 
 def test_the_registry_and_the_families_print_what_they_are():
-    assert repr(ALGO_REGISTRY).startswith("AlgorithmRegistry(CQN, DDPG, DPO, DQN, ")
+    assert repr(ALGO_REGISTRY).startswith("AlgorithmRegistry(CISPO, CQN, DDPG, DPO, DQN, ")
     assert "object at 0x" not in repr(list(FAMILIES.values()))

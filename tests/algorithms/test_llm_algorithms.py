@@ -1,4 +1,4 @@
-"""The LLM algorithms (GRPO, DPO, SFT) on the tiny local model: the shared base, clones,
+"""The LLM algorithms (GRPO, GSPO, CISPO, LLM-REINFORCE, DPO, SFT) on the tiny local model: the shared base, clones,
 mutation, checkpoints, the peft adapter output, the spec fields' effects and refusals,
 and the learning outcomes of the issue (fixed seeds, seconds each)."""
 
@@ -11,7 +11,7 @@ import torch
 from peft import PeftModel
 
 from agilerl import checkpoints
-from agilerl.algorithms import DPO, GRPO, SFT
+from agilerl.algorithms import CISPO, DPO, GRPO, GSPO, LLMREINFORCE, SFT
 from agilerl.algorithms.core.llm import cosine_factor, refusals, row_chunks
 from agilerl.families.llm.environments import (
     PreferenceEnv,
@@ -48,7 +48,7 @@ def base(tiny_llm):
 
 def _agent(cls, tokenizer, base, **kwargs):
     fields = {**QUICK, **kwargs}
-    if cls is GRPO:
+    if issubclass(cls, GRPO):
         fields.setdefault("group_size", 4)
     return cls(tokenizer=tokenizer, actor_network=base, **fields)
 
@@ -485,6 +485,58 @@ def test_grpo_raises_the_mean_test_reward_by_at_least_0_4(tokenizer, base, reaso
     after = agent.test(reasoning_env)
     assert after - before >= 0.4, (before, after)
     assert agent.fitness == [before, after]
+
+
+#: The GRPO kin's settings beyond GRPO's test above: two epochs per batch, so the second
+#: step is off-policy and the ratio (per sequence for GSPO, a clipped weight for CISPO)
+#: is not 1; one epoch would give GRPO's gradient exactly.
+KIN = {
+    GSPO: {"group_size": 8, "update_epochs": 2, "importance_sampling_level": "trajectory"},
+    CISPO: {"group_size": 8, "update_epochs": 2, "clip_coef": [0.8, 2.0]},
+    LLMREINFORCE: {},
+}
+
+
+@pytest.mark.parametrize("cls", list(KIN), ids=lambda c: c.__name__)
+def test_grpos_kin_raise_the_mean_test_reward_by_at_least_0_4(tokenizer, base, reasoning_env, cls):
+    agent = _agent(cls, tokenizer, base, lr=3e-3, beta=0.0, temperature=1.0,
+                   max_output_tokens=4, **KIN[cls])  # fmt: skip
+    before = agent.test(reasoning_env)
+    steps = 30 if KIN[cls] else 40
+    for _ in range(steps):
+        prompts = reasoning_env.next_batch()
+        completions = agent.get_action(prompts)
+        metrics = agent.learn(Experience(completions, reasoning_env.rewards(prompts, completions)))
+    after = agent.test(reasoning_env)
+    assert after - before >= 0.4, (before, after)
+    assert set(metrics) == set(cls.learn_metrics)
+
+
+def test_gspo_refuses_a_token_level_ratio(tokenizer, base):
+    with pytest.raises(ValueError, match="importance_sampling_level must be one of None, 'turn'"):
+        _agent(GSPO, tokenizer, base, importance_sampling_level="token")
+
+
+def test_cispo_takes_a_coefficient_or_a_pair_of_bounds(tokenizer, base):
+    assert _agent(CISPO, tokenizer, base, clip_coef=[0.5, 3.0]).clip_coef == [0.5, 3.0]
+    assert _agent(CISPO, tokenizer, base, clip_coef=1.5).clip_coef == 1.5  # no upper bound
+    for bad, message in (([2.0, 0.8], "clip_coef: the bounds"), ([0.1], "clip_coef must be a"),
+                         (-0.1, "clip_coef must be non-negative")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            _agent(CISPO, tokenizer, base, clip_coef=bad)
+
+
+def test_llm_reinforce_samples_one_completion_per_prompt(tokenizer, base, reasoning_env):
+    agent = _agent(LLMREINFORCE, tokenizer, base, max_output_tokens=3)
+    prompts = reasoning_env.next_batch()
+    assert len(agent.get_action(prompts)) == len(prompts)
+
+
+def test_llm_reinforces_action_granularity_alias_overrides_with_a_warning(tokenizer, base):
+    with pytest.warns(DeprecationWarning, match="action_granularity is a deprecated alias"):
+        agent = _agent(LLMREINFORCE, tokenizer, base, action_granularity="turn")
+    assert agent.granularity == "turn"
+    assert _agent(LLMREINFORCE, tokenizer, base).granularity == "token"  # auto: single turn
 
 
 def test_dpo_prefers_the_chosen_response_on_90_percent_of_held_out_pairs(

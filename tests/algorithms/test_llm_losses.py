@@ -12,6 +12,10 @@ from agilerl.algorithms import llm_losses as L
 REWARDS = torch.tensor([[1.0, 0.0, 0.5, 0.5], [2.0, 2.0, 2.0, 2.0]])
 
 
+def close(got: torch.Tensor, expected: list) -> None:
+    torch.testing.assert_close(got, torch.tensor(expected, dtype=got.dtype), rtol=1e-5, atol=1e-6)
+
+
 def test_token_logprobs_are_the_log_softmax_of_the_next_token():
     logits = torch.tensor([[[1.0, 2.0, 3.0], [0.0, 0.0, 0.0], [5.0, 1.0, 1.0]]])
     ids = torch.tensor([[0, 2, 1]])
@@ -55,7 +59,7 @@ def test_importance_ratio_per_token_and_per_sequence():
     seq = L.importance_ratio(logp, old, mask, "sequence")
     # geometric mean of the masked tokens' ratios: sqrt(2 * 0.5) = 1, on every token
     assert seq[0].tolist() == pytest.approx([1.0, 1.0, 1.0])
-    with pytest.raises(ValueError, match="'token' or 'sequence'"):
+    with pytest.raises(ValueError, match="one of 'token', 'sequence', 'product'"):
         L.importance_ratio(logp, old, mask, "word")
 
 
@@ -88,6 +92,121 @@ def test_grpo_token_loss_adds_beta_kl_and_masks():
     assert loss[0].tolist() == pytest.approx([-1.0 + 0.1 * k3, 0.0])
     assert kl[0].tolist() == pytest.approx([k3, 0.0])
     assert not clipped.any()
+
+
+# -- GSPO, CISPO ------------------------------------------------------------------------
+def test_gspo_clips_the_sequence_ratio_and_every_token_carries_it():
+    # Row 0: token ratios 2 and 2 -> s = 2, clipped to 1.2 with A = 1: -min(2, 1.2) = -1.2.
+    # Row 1: token ratios 2 and 0.5 -> s = 1 (geometric mean), unclipped: -1 * A = 0.5.
+    old = torch.log(torch.tensor([[0.25, 0.25, 0.3], [0.25, 0.4, 0.3]]))
+    logp = torch.log(torch.tensor([[0.5, 0.5, 0.9], [0.5, 0.2, 0.9]])).requires_grad_()
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    adv = torch.tensor([1.0, -0.5])
+    loss, kl, clipped = L.gspo_token_loss(logp, old, None, adv, mask, clip_coef=0.2, beta=0.1)
+    close(loss, [[-1.2, -1.2, 0.0], [0.5, 0.5, 0.0]])
+    assert clipped.tolist() == [[True, True, False], [False, False, False]]
+    assert kl.abs().sum() == 0  # no reference: no KL term
+    # The gradient (row 1, unclipped): d(-s A)/d logp_t = -A s / |T| = 0.25 on each token.
+    loss[1].sum().backward()
+    assert logp.grad[1].tolist() == pytest.approx([0.25 * 2, 0.25 * 2, 0.0])  # two tokens' terms
+    with pytest.raises(ValueError, match="GSPO's ratio is per sequence"):
+        L.gspo_token_loss(logp, old, None, adv, mask, clip_coef=0.2, beta=0.0, level="token")
+
+
+def test_cispo_weighs_log_probabilities_by_the_clipped_detached_ratio():
+    old = torch.log(torch.tensor([[0.25, 0.4, 0.5]]))
+    logp = torch.log(torch.tensor([[0.75, 0.2, 0.5]])).requires_grad_()
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    loss, _, clipped = L.cispo_token_loss(
+        logp, old, None, torch.tensor([2.0]), mask, clip_coef=[0.8, 2.0], beta=0.0
+    )
+    # ratios 3 and 0.5, clipped to 2 and 0.8: -w A log p
+    expected = [-2.0 * 2.0 * math.log(0.75), -0.8 * 2.0 * math.log(0.2), 0.0]
+    assert loss[0].tolist() == pytest.approx(expected, rel=1e-5)
+    assert clipped[0].tolist() == [True, True, False]
+    loss.sum().backward()
+    # Clipped tokens keep their gradient, -w A (PPO's clip would make it zero).
+    assert logp.grad[0].tolist() == pytest.approx([-4.0, -1.6, 0.0])
+    # A scalar clip_coef e is the bounds [1 - e, 1 + e]; a pair needs low <= high.
+    assert L.clip_bounds(0.2) == pytest.approx((0.8, 1.2))
+    with pytest.raises(ValueError, match="clip_coef: the bounds"):
+        L.clip_bounds([2.0, 0.8])
+
+
+def test_cispo_adds_beta_times_k3():
+    logp = torch.log(torch.tensor([[0.5]]))
+    ref = torch.log(torch.tensor([[0.25]]))
+    loss, kl, _ = L.cispo_token_loss(
+        logp, logp, ref, torch.tensor([1.0]), torch.ones(1, 1), clip_coef=0.2, beta=0.1
+    )
+    k3 = 0.5 + math.log(2) - 1
+    assert loss.item() == pytest.approx(-math.log(0.5) + 0.1 * k3)
+    assert kl.item() == pytest.approx(k3)
+
+
+def test_the_group_losses_table_names_each_algorithms_loss():
+    assert L.GROUP_LOSSES == {
+        "grpo": L.grpo_token_loss, "gspo": L.gspo_token_loss, "cispo": L.cispo_token_loss
+    }  # fmt: skip
+
+
+# -- LLM-REINFORCE ---------------------------------------------------------------------------
+def test_shaped_rewards_subtract_beta_times_k1_on_every_completion_token():
+    old = torch.log(torch.tensor([[0.5, 0.5, 0.5]]))
+    ref = torch.log(torch.tensor([[0.25, 0.5, 0.5]]))
+    mask = torch.tensor([[0.0, 1.0, 1.0]])  # a prompt prediction, then two completion tokens
+    shaped = L.shaped_rewards(torch.tensor([1.0]), old, ref, mask, beta=0.5)
+    assert shaped[0].tolist() == pytest.approx([0.0, 1.0, 1.0])
+    mask = torch.ones(1, 3)
+    shaped = L.shaped_rewards(torch.tensor([1.0]), old, ref, mask, beta=0.5)
+    assert shaped[0].tolist() == pytest.approx([1.0 - 0.5 * math.log(2), 1.0, 1.0])
+
+
+def test_token_returns_discount_the_following_tokens_and_turn_returns_average():
+    shaped = torch.tensor([[0.0, 1.0, 2.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    mask = torch.tensor([[0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    returns, units = L.RETURNS["token"](shaped, mask, 0.5)
+    # row 0: G_2 = 2, G_1 = 1 + 0.5 * 2 = 2 ; row 1: 1.875, 1.75, 1.5, 1
+    close(returns, [[0.0, 2.0, 2.0, 0.0], [1.875, 1.75, 1.5, 1.0]])
+    assert torch.equal(units, mask)
+    returns, units = L.RETURNS["turn"](shaped, mask, 0.5)
+    close(returns, [[0.0, 1.5, 1.5, 0.0], [1.0] * 4])
+    assert units.tolist() == [[0.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]  # one per completion
+
+
+def test_rebn_z_scores_the_returns_over_the_batchs_units():
+    returns = torch.tensor([[0.0, 1.5, 1.5], [3.0, 3.0, 0.0]])
+    mask = torch.tensor([[0.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    units = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    moments = L.return_moments(returns, units)
+    assert moments.tolist() == pytest.approx([2.0, 4.5, 1.5**2 + 9.0])
+    adv = L.rebn(returns, mask, moments)
+    std = math.sqrt(((1.5 - 2.25) ** 2 + (3 - 2.25) ** 2) / 1)  # sample std of 1.5, 3
+    close(adv, [[0.0, -0.75 / std, -0.75 / std], [0.75 / std, 0.75 / std, 0.0]])
+    one = L.return_moments(returns[:1], units[:1])
+    assert L.rebn(returns[:1], mask[:1], one).abs().sum() == 0  # one unit: no spread
+
+
+def test_reinforce_loss_per_token_and_per_completion():
+    old = torch.log(torch.tensor([[0.25, 0.4, 0.5]]))
+    logp = torch.log(torch.tensor([[0.5, 0.2, 0.5]]))
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    adv = torch.tensor([[1.0, 3.0, 0.0]])
+    total, units, clipped = L.reinforce_loss(logp, old, adv, mask, clip_coef=0.2)
+    # ratios 2 and 0.5 (both clipped): max(-1*2, -1*1.2) = -1.2 ; max(-3*0.5, -3*0.8) = -1.5
+    assert (total.item(), units.item(), clipped.item()) == pytest.approx((-2.7, 2.0, 2.0))
+    # turn with sum pooling: ratio 2 * 0.5 = 1, advantage mean 2: -2 for the one unit
+    total, units, clipped = L.reinforce_loss(logp, old, adv, mask, clip_coef=0.2, level="product")
+    assert (total.item(), units.item(), clipped.item()) == pytest.approx((-2.0, 1.0, 0.0))
+    # trajectory (mean pooling): ratio sqrt(2 * 0.5) = 1 as well
+    total, units, _ = L.reinforce_loss(logp, old, adv, mask, clip_coef=0.2, level="sequence")
+    assert (total.item(), units.item()) == pytest.approx((-2.0, 1.0))
+    # product pooling of ratios 2 and 2 is 4, clipped: max(-2*4, -2*1.2) = -2.4
+    total, _, clipped = L.reinforce_loss(
+        logp, torch.log(torch.tensor([[0.25, 0.1, 0.5]])), adv, mask, clip_coef=0.2,
+        level="product",
+    )  # fmt: skip
+    assert (total.item(), clipped.item()) == pytest.approx((-2.4, 1.0))
 
 
 def test_dpo_loss_hand_value():

@@ -62,6 +62,9 @@ PAGES = {
     "maddpg": ("MADDPG", "maddpg"),
     "matd3": ("MATD3", "matd3"),
     "grpo": ("GRPO", "grpo"),
+    "gspo": ("GSPO", "gspo"),
+    "cispo": ("CISPO", "cispo"),
+    "llm-reinforce": ("LLMREINFORCE", "llm_reinforce"),
     "dpo": ("DPO", "dpo"),
     "sft": ("SFT", "sft"),
 }

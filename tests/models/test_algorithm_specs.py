@@ -15,13 +15,16 @@ import agilerl.models as models
 from agilerl.models import (
     ALGO_REGISTRY,
     AgentType,
+    CISPOSpec,
     CQNSpec,
     DDPGSpec,
     DPOSpec,
     DQNSpec,
     GRPOSpec,
+    GSPOSpec,
     IPPOSpec,
     LLMAlgorithmSpec,
+    LLMREINFORCESpec,
     MADDPGSpec,
     MATD3Spec,
     MultiAgentRLAlgorithmSpec,
@@ -124,6 +127,36 @@ FACTS: dict[str, tuple[Any, ...]] = {
         5,
         "reasoning",
     ),
+    "GSPO": (
+        GSPOSpec,
+        "gspo",
+        L,
+        False,
+        "finetune_llm_reasoning",
+        "FinetuningNetworkSpec",
+        5,
+        "reasoning",
+    ),
+    "CISPO": (
+        CISPOSpec,
+        "cispo",
+        L,
+        False,
+        "finetune_llm_reasoning",
+        "FinetuningNetworkSpec",
+        5,
+        "reasoning",
+    ),
+    "LLMREINFORCE": (
+        LLMREINFORCESpec,
+        "llm_reinforce",
+        L,
+        False,
+        "finetune_llm_reasoning",
+        "FinetuningNetworkSpec",
+        5,
+        "reasoning",
+    ),
     "DPO": (
         DPOSpec,
         "dpo",
@@ -142,9 +175,9 @@ FACTS: dict[str, tuple[Any, ...]] = {
 FAMILY = {S: RLAlgorithmBase, M: MultiAgentRLAlgorithmBase, L: LLMAlgorithmBase}
 FAMILY[AgentType.OfflineAgent] = FAMILY[AgentType.BanditAgent] = RLAlgorithmBase
 
-# The smallest valid document of each spec (GRPO requires group_size).
+# The smallest valid document of each spec (GRPO and its kin GSPO, CISPO require group_size).
 MINIMAL: dict[str, dict[str, Any]] = {name: {} for name in FACTS}
-MINIMAL["GRPO"] = {"group_size": 8}
+MINIMAL["GRPO"] = MINIMAL["GSPO"] = MINIMAL["CISPO"] = {"group_size": 8}
 
 
 def verdicts(name: str, doc: dict[str, Any]) -> tuple[list[tuple], list[tuple]]:
@@ -466,6 +499,18 @@ def test_fields_live_in_a_fragment_for_the_manifest(name):
         M: "multi_agent_rl_algorithm.schema.json#/$defs/MultiAgentRLAlgorithmFields",
         L: "llm_algorithm.schema.json#/$defs/LLMAlgorithmFields",
     }.get(agent_type, "rl_algorithm.schema.json#/$defs/RLAlgorithmFields")
-    assert fragment["allOf"] == [{"$ref": family}]
+    # Its allOf chain (GRPO's kin build on fragments GRPO shares) reaches its family's.
+    base, chain = file, fragment
+    for _ in range(4):
+        (only,) = chain["allOf"]
+        ref = only["$ref"]
+        if ref.startswith("#"):  # within the same document
+            ref = f"{base}.schema.json{ref}"
+        if ref == family:
+            break
+        target, pointer = ref.split("#")
+        base = target.removesuffix(".schema.json")
+        chain = schema_documents()[target]["$defs"][pointer.rsplit("/", 1)[1]]
+    assert ref == family, f"{name}Fields does not build on {family}"
     # every own property is a model field
     assert set(fragment["properties"]) <= set(spec.model_fields)

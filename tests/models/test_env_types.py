@@ -7,7 +7,15 @@ import json
 
 import pytest
 
-from agilerl.models import DPOSpec, DQNSpec, GRPOSpec, SFTSpec
+from agilerl.models import (
+    CISPOSpec,
+    DPOSpec,
+    DQNSpec,
+    GRPOSpec,
+    GSPOSpec,
+    LLMREINFORCESpec,
+    SFTSpec,
+)
 from agilerl.models.env import (
     LLM_ENV_SPECS,
     LLMPreferenceEnvSpec,
@@ -31,6 +39,9 @@ def test_the_members_are_the_reference_values_and_are_strings():
     ("spec", "env_type", "environment"),
     [
         (GRPOSpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
+        (GSPOSpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
+        (CISPOSpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
+        (LLMREINFORCESpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
         (DPOSpec, LLMEnvType.PREFERENCE, LLMPreferenceEnvSpec),
         (SFTSpec, LLMEnvType.SFT, LLMSftEnvSpec),
     ],

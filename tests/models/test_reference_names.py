@@ -359,6 +359,9 @@ ALGORITHM_MODULES = {
         "train_multi_agent_off_policy",
     ),
     "grpo": ("GRPOSpec", "llm_agent", False, None, "finetune_llm_reasoning"),
+    "gspo": ("GSPOSpec", "llm_agent", False, None, "finetune_llm_reasoning"),
+    "cispo": ("CISPOSpec", "llm_agent", False, None, "finetune_llm_reasoning"),
+    "llmreinforce": ("LLMREINFORCESpec", "llm_agent", False, None, "finetune_llm_reasoning"),
     "dpo": ("DPOSpec", "llm_agent", False, None, "finetune_llm_preference"),
     "sft": ("SFTSpec", "llm_agent", False, None, "finetune_llm_sft"),
 }

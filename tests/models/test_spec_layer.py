@@ -104,12 +104,15 @@ SPECS: dict[str, tuple[Any, str]] = {
     **{
         name: (ALGO_REGISTRY.get(name).spec_cls, env)
         for name, env in {
+            "CISPO": "LLMReasoningEnvSpec",
             "CQN": "OfflineEnvSpec",
             "DDPG": "GymEnvSpec",
             "DPO": "LLMPreferenceEnvSpec",
             "DQN": "GymEnvSpec",
             "GRPO": "LLMReasoningEnvSpec",
+            "GSPO": "LLMReasoningEnvSpec",
             "IPPO": "PzEnvSpec",
+            "LLMREINFORCE": "LLMReasoningEnvSpec",
             "MADDPG": "PzEnvSpec",
             "MATD3": "PzEnvSpec",
             "NeuralTS": "BanditEnvSpec",
@@ -125,7 +128,7 @@ SPECS: dict[str, tuple[Any, str]] = {
     "MultiAgentRLAlgorithm": (MultiAgentRLAlgorithmSpec, "PzEnvSpec"),
     "LLMAlgorithm": (LLMAlgorithmSpec, "LLMReasoningEnvSpec"),
 }
-REQUIRED_FIELDS = {"GRPO": {"group_size": 4}}
+REQUIRED_FIELDS = {name: {"group_size": 4} for name in ("GRPO", "GSPO", "CISPO")}
 
 #: scenario -> (training spec, max_reward of the reasoning env, memory, n_step_memory)
 SCENARIOS = {
@@ -243,6 +246,9 @@ def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
         "MADDPG": {**_common(s, "MADDPG", PZ), **OFF_POLICY[s], **SUM_SCORES[s]},
         "MATD3": {**_common(s, "MATD3", PZ), **OFF_POLICY[s], **SUM_SCORES[s]},
         "GRPO": LLM_REASONING[s],
+        "GSPO": LLM_REASONING[s],
+        "CISPO": LLM_REASONING[s],
+        "LLMREINFORCE": LLM_REASONING[s],
         "DPO": LLM_OTHER[s],
         "SFT": LLM_OTHER[s],
         "Algorithm": _common(s, "Algorithm", GYM),

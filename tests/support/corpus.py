@@ -6,16 +6,11 @@ shared by the manifest, corpus-training and multi-agent tests."""
 #: with a warning (agilerl/models/legacy.py). (docs/concepts/manifests.md: "Compatibility
 #: with AgileRL's manifests".)
 NOT_REGISTERED = "is not registered"
+#: Multi-turn LLM environments (GEM games) validate but are not trained yet.
+MULTI_TURN = "environment.env_type: multiturn"
 REFUSED = {
-    "configs/llm_finetuning/cispo.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/cispo_gemma4_group5.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/cispo_quant_bench.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/cispo_quant_bench_qwen.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/gspo.yaml": "algorithm.name: algorithm 'GSPO' is not registered (did you mean 'GRPO'?)",
     "configs/llm_finetuning/ppo_llm.yaml": NOT_REGISTERED,
     "configs/llm_finetuning/ppo_llm_quant_bench.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/reinforce_llm.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/reinforce_quant_bench.yaml": NOT_REGISTERED,
 }
 
 #: The corpus manifests of image observations (channels last), trained by
@@ -30,5 +25,9 @@ IMAGES = {
 #: Corpus manifests that validate (AgileRL's schema, read as theirs) but that every run
 #: refuses before its first step (``agilerl validate`` says so), with the reason.
 RUN_REFUSED = {
-    "configs/llm_finetuning/grpo_multiturn.yaml": "environment.env_type: multiturn",
+    "configs/llm_finetuning/grpo_multiturn.yaml": MULTI_TURN,
+    "configs/llm_finetuning/cispo_gemma4_group5.yaml": MULTI_TURN,
+    "configs/llm_finetuning/cispo_quant_bench.yaml": MULTI_TURN,
+    "configs/llm_finetuning/cispo_quant_bench_qwen.yaml": MULTI_TURN,
+    "configs/llm_finetuning/reinforce_quant_bench.yaml": MULTI_TURN,
 }

@@ -1,4 +1,4 @@
-"""``LLMAlgorithm``: the LLM fine-tuning family (GRPO, DPO, SFT) on transformers + peft.
+"""``LLMAlgorithm``: the LLM fine-tuning family (GRPO and its kin, DPO, SFT) on transformers + peft.
 
 An LLM agent is a pretrained ``transformers`` causal language model with a ``peft`` LoRA
 adapter. Only the adapter trains and evolves: every agent built on the same base model
@@ -230,12 +230,16 @@ class LLMAlgorithm(EvolvableAlgorithm):
         own = inspect.signature(cls.__init__).parameters
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
             return
-        names = set(own)
-        base = [
-            p
-            for p in inspect.signature(LLMAlgorithm.__init__).parameters.values()
-            if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in {*names, "own_fields"}
-        ]
+        # Every base between it and LLMAlgorithm passes the rest on the same way.
+        names = {*own, "own_fields"}
+        base = []
+        for klass in cls.__mro__[1:]:
+            if not issubclass(klass, LLMAlgorithm):
+                continue
+            for p in inspect.signature(klass.__init__).parameters.values():
+                if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in names:
+                    base.append(p)
+                    names.add(p.name)
         params = [p for p in own.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
         cls.__signature__ = inspect.Signature([*params[1:], *base])
 

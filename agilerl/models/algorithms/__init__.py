@@ -8,12 +8,15 @@ evolution steps, LLM environment type) come from ``schemas/``. A new algorithm i
 schema, a module here (its spec class and ``register()``) and a line below.
 """
 
+from agilerl.models.algorithms.cispo import CISPOSpec
 from agilerl.models.algorithms.cqn import CQNSpec
 from agilerl.models.algorithms.ddpg import DDPGSpec
 from agilerl.models.algorithms.dpo import DPOSpec
 from agilerl.models.algorithms.dqn import DQNSpec
 from agilerl.models.algorithms.grpo import GRPOSpec
+from agilerl.models.algorithms.gspo import GSPOSpec
 from agilerl.models.algorithms.ippo import IPPOSpec
+from agilerl.models.algorithms.llmreinforce import LLMREINFORCESpec
 from agilerl.models.algorithms.maddpg import MADDPGSpec
 from agilerl.models.algorithms.matd3 import MATD3Spec
 from agilerl.models.algorithms.neural_ts import NeuralTSSpec
@@ -24,12 +27,15 @@ from agilerl.models.algorithms.sft import SFTSpec
 from agilerl.models.algorithms.td3 import TD3Spec
 
 __all__ = [
+    "CISPOSpec",
     "CQNSpec",
     "DDPGSpec",
     "DPOSpec",
     "DQNSpec",
     "GRPOSpec",
+    "GSPOSpec",
     "IPPOSpec",
+    "LLMREINFORCESpec",
     "MADDPGSpec",
     "MATD3Spec",
     "NeuralTSSpec",

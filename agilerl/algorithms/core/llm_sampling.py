@@ -1,0 +1,183 @@
+"""``CompletionSampler``: the LLM algorithms that sample completions of prompts and learn
+from their rewards (GRPO, GSPO, CISPO, LLM-REINFORCE).
+
+What they share is the rollout: ``samples_per_prompt`` completions of each prompt sampled at
+``temperature`` (between ``min_output_tokens`` and ``max_output_tokens`` new tokens, within
+``max_model_len``), their masks, and the test (the mean reward of greedy completions over
+the environment's test split). They differ in how they learn from the rewards.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+
+from agilerl.algorithms.core.llm import LLMAlgorithm
+from agilerl.algorithms.hyperparameters import positive_int
+from agilerl.llm.batches import Completions, PromptBatch
+
+
+class CompletionSampler(LLMAlgorithm):
+    """Base of the sampling LLM algorithms (see the module docstring).
+    ``cosine_lr_schedule_config``: warm-up and cosine decay over ``num_epochs`` optimiser
+    steps."""
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        *LLMAlgorithm.init_args,
+        "temperature",
+        "max_output_tokens",
+        "min_output_tokens",
+        "cosine_lr_schedule_config",
+        "use_vllm",
+        "vllm_config",
+    )
+
+    def __init__(
+        self,
+        index: int = 0,
+        *,
+        lr: float,
+        temperature: float = 0.9,
+        max_output_tokens: int | None = 1024,
+        min_output_tokens: int | None = None,
+        cosine_lr_schedule_config: Any = None,
+        use_vllm: bool = False,
+        vllm_config: Any = None,
+        **common: Any,
+    ) -> None:
+        from agilerl._generated.llm_algorithm_schema import CosineLRScheduleConfig
+
+        if not temperature > 0:
+            raise ValueError(f"temperature must be positive, got {temperature!r}")
+        self.temperature = float(temperature)
+        self.max_output_tokens = (
+            None
+            if max_output_tokens is None
+            else positive_int("max_output_tokens", max_output_tokens)
+        )
+        fewest = 0 if min_output_tokens is None else int(min_output_tokens)
+        if fewest < 0 or (self.max_output_tokens is not None and fewest > self.max_output_tokens):
+            raise ValueError(
+                f"min_output_tokens must lie in [0, max_output_tokens ({max_output_tokens})], "
+                f"got {min_output_tokens}"
+            )
+        self.min_output_tokens = min_output_tokens
+        self.cosine_lr_schedule_config = (
+            None
+            if cosine_lr_schedule_config is None
+            else CosineLRScheduleConfig.model_validate(
+                cosine_lr_schedule_config.model_dump()
+                if hasattr(cosine_lr_schedule_config, "model_dump")
+                else cosine_lr_schedule_config
+            )
+        )
+        self.use_vllm, self.vllm_config = bool(use_vllm), vllm_config
+        super().__init__(
+            index, lr=lr, own_fields={"use_vllm": use_vllm, "vllm_config": vllm_config}, **common
+        )
+
+    @property
+    def samples_per_prompt(self) -> int:
+        """Completions sampled per prompt in training (GRPO's group; one for REINFORCE)."""
+        return 1
+
+    # -- acting ---------------------------------------------------------------------------
+    def get_action(self, prompts: PromptBatch, training: bool = True) -> Completions:
+        """:attr:`samples_per_prompt` completions per prompt sampled at ``temperature``
+        when ``training`` (from this agent's seeded stream), else one greedy completion."""
+        from transformers import GenerationConfig, LogitsProcessorList
+
+        from agilerl.llm.sampling import RowSampler
+
+        group = self.samples_per_prompt if training else 1
+        ids = prompts.input_ids.to(self.device).repeat_interleave(group, 0)
+        mask = prompts.attention_mask.to(self.device).repeat_interleave(group, 0)
+        prompt_length = ids.shape[1]
+        room = self.context_limit - prompt_length
+        if room < 1:
+            raise ValueError(
+                f"max_model_len: prompts of {prompt_length} tokens leave no room for a "
+                f"completion within {self.context_limit} tokens"
+            )
+        new_tokens = room if self.max_output_tokens is None else min(room, self.max_output_tokens)
+        pad, eos = self._special_ids()
+        # Sampling is greedy decoding over Gumbel-perturbed scores (:class:`RowSampler`):
+        # exact sampling at ``temperature``, each completion from its own stream.
+        config = GenerationConfig(
+            do_sample=False,
+            max_new_tokens=new_tokens,
+            min_new_tokens=min(self.min_output_tokens or 0, new_tokens),
+            pad_token_id=pad,
+            eos_token_id=eos,
+        )
+        processors = []
+        if training:
+            draw = int(self.rng.integers(2**63))
+            first = prompts.first_row * group
+            processors.append(RowSampler(draw, range(first, first + len(ids)), self.temperature))
+        with torch.no_grad(), self._policy() as model:
+            out = model.generate(
+                input_ids=ids,
+                attention_mask=mask,
+                generation_config=config,
+                logits_processor=LogitsProcessorList(processors),
+            )
+        return self._completions(out, mask, prompt_length, group, eos)
+
+    def _special_ids(self) -> tuple[int, int | None]:
+        tok = self.tokenizer
+        eos = tok.eos_token_id
+        pad = tok.pad_token_id if tok.pad_token_id is not None else eos
+        if pad is None:
+            raise ValueError("tokenizer: it has neither a pad token nor an end-of-sequence token")
+        return pad, eos
+
+    def _completions(
+        self,
+        out: torch.Tensor,
+        prompt_mask: torch.Tensor,
+        prompt_length: int,
+        group: int,
+        eos: int | None,
+    ) -> Completions:
+        """Masks of generated sequences: a completion runs up to its first
+        end-of-sequence token (included); what follows is padding."""
+        tokens = out[:, prompt_length:]
+        if eos is None:
+            valid = torch.ones_like(tokens, dtype=torch.bool)
+        else:
+            ended_before = (tokens == eos).long().cumsum(1) - (tokens == eos).long()
+            valid = ended_before == 0
+        loss_mask = torch.zeros(out.shape[0], out.shape[1] - 1, dtype=torch.bool, device=out.device)
+        loss_mask[:, prompt_length - 1 :] = valid
+        attention = torch.cat([prompt_mask.bool(), valid], 1).long()
+        texts = self.tokenizer.batch_decode(
+            [row[keep] for row, keep in zip(tokens, valid, strict=True)], skip_special_tokens=True
+        )
+        return Completions(
+            ids=out, attention_mask=attention, loss_mask=loss_mask,
+            prompt_length=prompt_length, group_size=group, texts=texts,
+        )  # fmt: skip
+
+    def test(self, env: Any, loop: int = 1) -> float:
+        """Mean reward of greedy completions over the environment's test split (``loop``
+        passes; greedy decoding makes them equal), appended to ``fitness``."""
+        total, count = 0.0, 0
+        for _ in range(loop):
+            for prompts in env.test_batches():
+                rewards = env.rewards(prompts, self.get_action(prompts, training=False))
+                total += float(rewards.sum())
+                count += rewards.numel()
+        if not self.data_parallel.alone:  # each process scored its share of the split
+            total, count = self.data_parallel.sum([total, count])
+        fitness = total / max(count, 1)
+        self.fitness.append(fitness)
+        return fitness
+
+
+def choice(field: str, value: Any, allowed: Any) -> Any:
+    """``value`` when it is one of ``allowed``, else a ValueError naming ``field``."""
+    if value not in allowed:
+        raise ValueError(f"{field} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return value

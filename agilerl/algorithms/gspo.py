@@ -1,0 +1,33 @@
+"""``GSPO``: Group Sequence Policy Optimisation (Zheng et al., Qwen team, 2025).
+
+GRPO (:mod:`agilerl.algorithms.grpo`: the same rollout of ``group_size`` completions per
+prompt, group-relative advantages and fields) with the importance ratio taken per
+completion rather than per token: ``s = (pi(y | x) / pi_old(y | x)) ** (1 / |y|)``, the
+geometric mean of its tokens' ratios, clipped to ``[1 - clip_coef, 1 + clip_coef]`` in
+``-min(s A, clip(s) A)`` (plus ``beta`` times the k3 KL per token). A token-level ratio is
+one noisy sample per token whose errors grow with the length; one per sequence matches
+the reward, which is per sequence too. ``importance_sampling_level``: ``trajectory`` or
+``turn`` (a completion is one turn) or null; ``token`` is refused (it would be GRPO).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from agilerl.algorithms.grpo import GRPO
+
+
+class GSPO(GRPO):
+    """GSPO (see the module docstring): GRPO with :func:`~agilerl.algorithms.llm_losses.gspo_token_loss`."""
+
+    loss_name: ClassVar[str] = "gspo"
+    is_levels: ClassVar[dict[str | None, str]] = {
+        None: "sequence",
+        "turn": "sequence",
+        "trajectory": "sequence",
+    }
+    learn_metrics: ClassVar[dict[str, str]] = {
+        **GRPO.learn_metrics,
+        "loss": "GSPO loss minimised (sequence-level clipped surrogate plus beta times the KL)",
+        "clip_fraction": "share of completion tokens whose sequence's ratio was clipped",
+    }

@@ -1,0 +1,151 @@
+"""``LLMREINFORCE``: REINFORCE with return batch normalisation (ReBN) for reasoning
+fine-tuning, AgileRL's LLM REINFORCE baseline.
+
+One completion per prompt (no group), sampled as GRPO's are
+(:class:`~agilerl.algorithms.core.llm_sampling.CompletionSampler`). Each completion's
+reward sits on every one of its tokens, less ``beta`` times the k1 KL ``log pi_old - log
+pi_ref`` (the only place the KL enters). Returns: at ``token`` granularity each token's
+discounted sum ``G_t = r_t + gamma G_{t+1}`` of the shaped rewards; at ``turn``
+granularity one per completion (a completion is one turn): the mean of its shaped
+rewards. ReBN z-scores the returns over every unit of the batch (GEM, Liu et al. 2025),
+so no per-prompt group is needed. The loss is the clipped surrogate ``max(-A r, -A
+clip(r, 1 - clip_coef, 1 + clip_coef))`` averaged over the units of the importance ratio
+(``importance_sampling_level``: each token; ``turn``, the completion with its tokens'
+log-ratios summed or averaged per ``turn_ratio_pooling``; ``trajectory``, averaged).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, ClassVar
+
+import torch
+
+from agilerl.algorithms import llm_losses
+from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice
+from agilerl.algorithms.hyperparameters import unit_interval
+from agilerl.llm.batches import Experience
+
+#: ``advantage_granularity`` -> the returns' unit. A completion is one turn here, so
+#: ``auto`` (token when every sample has one turn) is ``token``.
+GRANULARITIES = {"auto": "token", "token": "token", "turn": "turn"}
+
+#: (``importance_sampling_level``, ``turn_ratio_pooling``) -> the ratio's level in
+#: :data:`~agilerl.algorithms.llm_losses.RATIO_LEVELS`.
+RATIO_LEVELS = {
+    ("token", "sum"): "token",
+    ("token", "mean"): "token",
+    ("turn", "sum"): "product",
+    ("turn", "mean"): "sequence",
+    ("trajectory", "sum"): "sequence",
+    ("trajectory", "mean"): "sequence",
+}
+
+
+class LLMREINFORCE(CompletionSampler):
+    """LLM-REINFORCE (see the module docstring). ``action_granularity``, a deprecated
+    alias, overrides ``advantage_granularity`` (with a DeprecationWarning) unless it is
+    ``auto``."""
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        *CompletionSampler.init_args,
+        "clip_coef",
+        "gamma",
+        "action_granularity",
+        "advantage_granularity",
+        "importance_sampling_level",
+        "turn_ratio_pooling",
+    )
+    learn_metrics: ClassVar[dict[str, str]] = {
+        "loss": "REINFORCE loss minimised (clipped surrogate on batch-normalised returns)",
+        "kl": "mean k1 KL (log pi_old - log pi_ref) to the reference per completion token",
+        "entropy": "mean negative log-probability of the sampled completion tokens",
+        "reward": "mean reward of the batch's completions",
+        "clip_fraction": "share of the ratio's units that were clipped",
+        "completion_length": "mean completion length in tokens",
+    }
+    main_loss: ClassVar[str] = "loss"
+
+    def __init__(
+        self,
+        index: int = 0,
+        *,
+        lr: float = 5e-06,
+        clip_coef: float = 0.2,
+        gamma: float = 0.99,
+        action_granularity: str = "auto",
+        advantage_granularity: str = "auto",
+        importance_sampling_level: str = "token",
+        turn_ratio_pooling: str = "sum",
+        **common: Any,
+    ) -> None:
+        self.clip_coef = unit_interval("clip_coef", clip_coef)
+        self.gamma = unit_interval("gamma", gamma)
+        self.action_granularity = choice("action_granularity", action_granularity, GRANULARITIES)
+        self.advantage_granularity = choice(
+            "advantage_granularity", advantage_granularity, GRANULARITIES
+        )
+        if self.action_granularity != "auto":
+            warnings.warn(
+                "action_granularity is a deprecated alias of advantage_granularity; "
+                f"advantage_granularity={action_granularity!r} is used",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        self.importance_sampling_level = choice(
+            "importance_sampling_level", importance_sampling_level, ("token", "turn", "trajectory")
+        )
+        self.turn_ratio_pooling = choice("turn_ratio_pooling", turn_ratio_pooling, ("sum", "mean"))
+        super().__init__(index, lr=lr, **common)
+
+    @property
+    def granularity(self) -> str:
+        """The returns' unit: ``token`` or ``turn`` (the alias, when set, wins)."""
+        chosen = self.advantage_granularity
+        if self.action_granularity != "auto":
+            chosen = self.action_granularity
+        return GRANULARITIES[chosen]
+
+    def learn(self, experience: Experience) -> dict[str, float]:
+        """``update_epochs`` optimiser steps on the completions and their rewards
+        ``[B, 1]``; returns :attr:`learn_metrics`."""
+        c = experience.completions
+        dp = self.data_parallel
+        rewards = experience.rewards.to(self.device).float().reshape(-1)
+        mask = c.loss_mask.to(self.device).float()
+        ids, attention = c.ids.to(self.device), c.attention_mask.to(self.device)
+        old = self.logprobs(ids, attention)
+        ref = self.logprobs(ids, attention, reference=True) if self.beta > 0 else None
+        shaped = llm_losses.shaped_rewards(rewards, old, ref, mask, self.beta)
+        returns, units = llm_losses.RETURNS[self.granularity](shaped, mask, self.gamma)
+        # Data-parallel: the normalisation is the global batch's (its moments summed).
+        moments = dp.sum(llm_losses.return_moments(returns, units))
+        adv = llm_losses.rebn(returns, mask, moments)
+        level = RATIO_LEVELS[(self.importance_sampling_level, self.turn_ratio_pooling)]
+        share, _ = llm_losses.UNITS[level]
+        k1 = torch.zeros_like(old) if ref is None else old - ref
+        # The reported means are the global batch's: sums over every rank's rows.
+        tokens, logp_sum, kl_sum, reward_sum, rows = (float(v) for v in dp.sum(torch.stack([
+            mask.sum(), (old * mask).sum(), (k1 * mask).sum(), rewards.sum(),
+            torch.tensor(float(len(rewards)), device=self.device),
+        ])))  # fmt: skip
+        metrics = {
+            "reward": reward_sum / max(rows, 1.0),
+            "completion_length": tokens / max(rows, 1.0),
+            "kl": kl_sum / max(tokens, 1.0),
+            "entropy": -logp_sum / max(tokens, 1.0),
+        }
+
+        def chunk_loss(model: Any, sl: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+            logp = self.forward_logprobs(model, ids[sl], attention[sl])
+            loss, _, clipped = llm_losses.reinforce_loss(
+                logp, old[sl], adv[sl], mask[sl], clip_coef=self.clip_coef, level=level
+            )
+            return loss.sum(), {"clipped": clipped.sum().detach()}
+
+        row_units = share(mask).sum(1)
+        count = float(dp.sum(row_units.sum()))
+        if not count > 0:  # no completion token anywhere: nothing to learn from
+            return {"loss": 0.0, "clip_fraction": 0.0, **metrics}
+        loss, totals = self.train_step(row_units, chunk_loss)
+        return {"loss": loss, "clip_fraction": totals["clipped"] / count, **metrics}

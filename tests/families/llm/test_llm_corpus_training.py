@@ -1,0 +1,90 @@
+"""AgileRL's single-turn LLM manifests (``tests/agilerl_manifests/configs/llm_finetuning``
+and ``configs/sft.yaml``) train a few steps here with the tiny local model, data and
+reward put in place of the hub ones (``--set``, as a user without the hub would); those
+that generate with vLLM are refused as written.
+
+Their multi-turn siblings validate and are refused before a run's first step, the LLM-PPO
+ones at validation (``support.corpus``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support import TESTS
+
+from agilerl.cli import main
+
+CORPUS = TESTS / "agilerl_manifests" / "configs" / "llm_finetuning"
+REASONING = ("gspo", "cispo", "reinforce_llm")
+
+
+def stand_ins(tiny, task: str = "reasoning") -> list[str]:
+    """The tiny model and data (and, for reasoning, reward) in place of the hub model and
+    dataset (the tiny data's columns are already the ones each environment reads)."""
+    sets = {
+        "network.pretrained_model_name_or_path": tiny / "model",
+        "environment.dataset": tiny / "data" / f"{task}.jsonl",
+    }
+    if task == "reasoning":
+        sets |= {
+            "environment.reward_file_path": tiny / "reward.py",
+            "environment.reward_fn_name": "reward",
+            "environment.columns": "null",
+        }
+    return [arg for key, value in sets.items() for arg in ("--set", f"{key}={value}")]
+
+
+#: The manifests that generate without vLLM: path in the corpus -> the tiny data's task.
+WITHOUT_VLLM = {
+    "configs/llm_finetuning/grpo.yaml": "reasoning",
+    "configs/llm_finetuning/dpo.yaml": "preference",
+    "configs/sft.yaml": "sft",
+}
+
+
+@pytest.mark.parametrize("name", sorted(WITHOUT_VLLM))
+def test_with_the_tiny_model_the_manifest_trains_a_few_steps(tiny_llm, tmp_path, name, capsys):
+    brief = {"training.max_steps": "2", "training.evaluation_interval": "1",
+             "training.pop_size": "2", "training.evo_steps": "1"}  # fmt: skip
+    if WITHOUT_VLLM[name] == "reasoning":
+        brief["algorithm.max_output_tokens"] = "4"  # the tiny model's answers are one word
+    args = [arg for key, value in brief.items() for arg in ("--set", f"{key}={value}")]
+    out = tmp_path / "run"
+    manifest = TESTS / "agilerl_manifests" / name
+    rc = main(["train", str(manifest), "--out", str(out), "--quiet",
+               *stand_ins(tiny_llm, WITHOUT_VLLM[name]), *args])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    history = json.loads((out / "history.json").read_text())
+    assert history and all(len(generation["agents"]) == 2 for generation in history)
+    assert (out / "best_adapter" / "adapter_config.json").is_file()
+
+
+@pytest.mark.parametrize("name", REASONING)
+def test_as_written_the_manifest_is_refused_for_vllm(tiny_llm, tmp_path, name, capsys):
+    rc = main(["train", str(CORPUS / f"{name}.yaml"), "--out", str(tmp_path), *stand_ins(tiny_llm)])
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "agilerl: algorithm.use_vllm: generation with vLLM is not supported" in err
+    assert not (tmp_path / "checkpoint.pt").exists()
+
+
+@pytest.mark.parametrize("name", REASONING)
+def test_without_vllm_the_manifest_trains_a_few_steps(tiny_llm, tmp_path, name, capsys):
+    brief = {
+        "algorithm.use_vllm": "false",
+        "algorithm.vllm_config": "null",
+        "algorithm.max_output_tokens": "4",  # the tiny model's answers are one word
+        "training.max_steps": "2",
+        "training.evaluation_interval": "1",
+    }
+    args = [arg for key, value in brief.items() for arg in ("--set", f"{key}={value}")]
+    out = tmp_path / "run"
+    rc = main(["train", str(CORPUS / f"{name}.yaml"), "--out", str(out), "--quiet",
+               *stand_ins(tiny_llm), *args])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    (generation,) = json.loads((out / "history.json").read_text())
+    (agent,) = generation["agents"]  # pop_size 1
+    assert agent["metrics"]["completion_length"] > 0 and "loss" in agent["metrics"]
+    assert (out / "best_adapter" / "adapter_config.json").is_file()
