@@ -8,7 +8,7 @@ the manifest and the trainer treat it alike.
 """
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from agilerl._generated.algorithm_schema import AlgorithmSpec
 from agilerl._generated.llm_algorithm_schema import LLMAlgorithmSpec
@@ -23,6 +23,13 @@ from agilerl.models.base import (
     RLAlgorithmBase,
 )
 from agilerl.models.registry import ALGO_REGISTRY, AlgorithmRegistry, RegistryEntry, register
+
+if TYPE_CHECKING:
+    # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
+    # ``generated/`` (pyproject ``package-dir``); they read the same file from the tree.
+    from generated.llm_algorithm_schema import CosineLRScheduleConfig, VLLMConfig
+else:
+    from agilerl._generated.llm_algorithm_schema import CosineLRScheduleConfig, VLLMConfig
 
 SpecT = TypeVar("SpecT", bound=type[AlgorithmBase])
 
@@ -73,10 +80,12 @@ __all__ = [
     "AlgorithmNotAvailableError",
     "AlgorithmRegistry",
     "AlgorithmSpec",
+    "CosineLRScheduleConfig",
     "LLMAlgorithmSpec",
     "MultiAgentRLAlgorithmSpec",
     "RLAlgorithmSpec",
     "RegistryEntry",
+    "VLLMConfig",
     "bandit",
     "off_policy",
     "offline",

@@ -46,7 +46,7 @@ class CompletionSampler(LLMAlgorithm):
         vllm_config: Any = None,
         **common: Any,
     ) -> None:
-        from agilerl._generated.llm_algorithm_schema import CosineLRScheduleConfig
+        from agilerl.models.algo import CosineLRScheduleConfig
 
         if not temperature > 0:
             raise ValueError(f"temperature must be positive, got {temperature!r}")
