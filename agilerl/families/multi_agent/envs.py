@@ -144,25 +144,14 @@ class StringIds(ParallelEnv):
         return self.env.unwrapped
 
 
-class GuardedParallelEnv(ParallelEnv):
-    """The outermost wrapper of every parallel environment :func:`make_parallel_env`
-    builds: ``reset`` and ``step`` go through
-    :func:`~agilerl.families.single_agent.envs.call_environment` (time limit, one-line
-    errors), and an observation whose shape is not its agent's observation space's is
-    refused there, naming the agent and the call, instead of failing later in a stack."""
+class ParallelWrapper(ParallelEnv):
+    """A parallel environment around another that hands everything on; subclasses
+    change what they wrap (the engine's wrappers below)."""
 
-    def __init__(self, env: ParallelEnv, label: str) -> None:
-        self.env, self.label = env, label
-        # the labels once, not a string built per step
-        self.on_reset, self.on_step = f"{label}: reset", f"{label}: step"
+    def __init__(self, env: ParallelEnv) -> None:
+        self.env = env
         self.possible_agents = list(env.possible_agents)
         self.metadata = getattr(env, "metadata", {})
-        self._shapes: dict[str, tuple[int, ...] | None] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or name == "env":
-            raise AttributeError(name)
-        return getattr(self.env, name)
 
     @property
     def agents(self) -> list[str]:  # type: ignore[override]
@@ -173,6 +162,45 @@ class GuardedParallelEnv(ParallelEnv):
 
     def action_space(self, agent: str) -> Any:
         return self.env.action_space(agent)
+
+    def reset(self, seed: int | None = None, options: Any = None) -> tuple[dict, dict]:
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        return self.env.step(actions)
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def state(self) -> Any:
+        return self.env.state()
+
+    def close(self) -> None:
+        self.env.close()
+
+    @property
+    def unwrapped(self) -> Any:
+        return self.env.unwrapped
+
+
+class GuardedParallelEnv(ParallelWrapper):
+    """The outermost wrapper of every parallel environment :func:`make_parallel_env`
+    builds: ``reset`` and ``step`` go through
+    :func:`~agilerl.families.single_agent.envs.call_environment` (time limit, one-line
+    errors), and an observation whose shape is not its agent's observation space's is
+    refused there, naming the agent and the call, instead of failing later in a stack."""
+
+    def __init__(self, env: ParallelEnv, label: str) -> None:
+        super().__init__(env)
+        self.label = label
+        # the labels once, not a string built per step
+        self.on_reset, self.on_step = f"{label}: reset", f"{label}: step"
+        self._shapes: dict[str, tuple[int, ...] | None] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name == "env":
+            raise AttributeError(name)
+        return getattr(self.env, name)
 
     def _shape(self, agent: str) -> tuple[int, ...] | None:
         if agent not in self._shapes:
@@ -205,34 +233,15 @@ class GuardedParallelEnv(ParallelEnv):
         self._check("step", out[0])
         return out
 
-    def render(self) -> Any:
-        return self.env.render()
 
-    def state(self) -> Any:
-        return self.env.state()
-
-    def close(self) -> None:
-        self.env.close()
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env.unwrapped
-
-
-class ChannelsFirst(ParallelEnv):
+class ChannelsFirst(ParallelWrapper):
     """The agents' images observed channels last, ``(H, W, C)``, handed on channels
     first, as the CNN encoder takes them (:func:`agilerl.observations.channels_last`);
     other agents' observations pass unchanged."""
 
     def __init__(self, env: ParallelEnv) -> None:
-        self.env = env
-        self.possible_agents = list(env.possible_agents)
-        self.metadata = getattr(env, "metadata", {})
+        super().__init__(env)
         self._turned = {a for a in env.possible_agents if channels_last(env.observation_space(a))}
-
-    @property
-    def agents(self) -> list[str]:  # type: ignore[override]
-        return self.env.agents
 
     def _turn(self, obs: dict[str, Any]) -> dict[str, Any]:
         return {a: channels_first(o) if a in self._turned else o for a, o in obs.items()}
@@ -241,9 +250,6 @@ class ChannelsFirst(ParallelEnv):
         space = self.env.observation_space(agent)
         return channels_first_space(space) if agent in self._turned else space
 
-    def action_space(self, agent: str) -> Any:
-        return self.env.action_space(agent)
-
     def reset(self, seed: int | None = None, options: Any = None) -> tuple[dict, dict]:
         obs, infos = self.env.reset(seed=seed, options=options)
         return self._turn(obs), infos
@@ -251,19 +257,6 @@ class ChannelsFirst(ParallelEnv):
     def step(self, actions: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
         obs, *rest = self.env.step(actions)
         return (self._turn(obs), *rest)  # type: ignore[return-value]
-
-    def render(self) -> Any:
-        return self.env.render()
-
-    def state(self) -> Any:
-        return self.env.state()
-
-    def close(self) -> None:
-        self.env.close()
-
-    @property
-    def unwrapped(self) -> Any:
-        return self.env.unwrapped
 
 
 def string_ids(env: ParallelEnv, where: str) -> ParallelEnv:
