@@ -9,13 +9,12 @@ so each method finds the engine's builder by module name when it is called
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agilerl.models.base import SpecBase
+from agilerl.models.base import SpecBase, engine_attribute
 
 #: Where each kind of environment is built: the engine modules the methods call.
 SINGLE_AGENT_ENVS = "agilerl.families.single_agent.envs"
@@ -26,8 +25,9 @@ LLM_ENVIRONMENTS = "agilerl.families.llm.environments"
 
 
 def engine(module: str, name: str) -> Any:
-    """``name`` of engine module ``module``, imported now (never at spec import)."""
-    return getattr(importlib.import_module(module), name)
+    """``name`` of engine module ``module``, imported now (never at spec import): the
+    spec layer's one lookup, :func:`~agilerl.models.base.engine_attribute`."""
+    return engine_attribute(module, name, f"the engine has no {module}.{name}")
 
 
 def _wrappers(spec: SpecBase, extra: Sequence[Any] | None) -> SpecBase:
