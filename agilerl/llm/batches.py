@@ -48,7 +48,10 @@ class Completions:
     prediction is a completion token (padding after an end-of-sequence token excluded).
     ``texts``: the decoded completions. ``sampling_logprobs``: ``[B * G, P + C - 1]``
     log-probabilities of the taken tokens under the policy that sampled them (zero
-    outside ``loss_mask``), or None when not recorded.
+    outside ``loss_mask``), or None when not recorded. ``turn_ids``: ``[rows, P + C - 1]``,
+    the turn (0, 1, ...) each action prediction of a multi-turn episode belongs to, -1 off
+    the actions; None for single-turn completions, whose every completion token is turn 0
+    (:func:`turn_ids_of` gives that tensor).
     """
 
     ids: torch.Tensor
@@ -58,17 +61,31 @@ class Completions:
     group_size: int
     texts: list[str]
     sampling_logprobs: torch.Tensor | None = None
+    turn_ids: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
 
 
+def turn_ids_of(completions: Completions) -> torch.Tensor:
+    """The completions' turn of each prediction ``[rows, T - 1]``: their own ``turn_ids``,
+    or, for single-turn completions, 0 on every completion token and -1 elsewhere."""
+    if completions.turn_ids is not None:
+        return completions.turn_ids
+    return torch.where(completions.loss_mask.bool(), 0, -1)
+
+
 @dataclass
 class Experience:
-    """What GRPO learns from: completions and their rewards ``[B, G]``."""
+    """What the sampling algorithms learn from: completions and their rewards ``[B, G]``
+    (one per completion; a multi-turn episode's return, the sum of its turns' rewards),
+    and, for multi-turn episodes, each turn's reward ``turn_rewards`` ``[B * G,
+    max_turns]`` (zero after an episode's last turn; None for single-turn completions,
+    whose one turn earns the completion's reward)."""
 
     completions: Completions
     rewards: torch.Tensor
+    turn_rewards: torch.Tensor | None = None
 
 
 @dataclass
