@@ -23,6 +23,7 @@ _MODULES = {
     "GSPO": "agilerl.algorithms.gspo",
     "CISPO": "agilerl.algorithms.cispo",
     "LLMREINFORCE": "agilerl.algorithms.llm_reinforce",
+    "LLMPPO": "agilerl.algorithms.llm_ppo",
     "DPO": "agilerl.algorithms.dpo",
     "SFT": "agilerl.algorithms.sft",
     "IPPO": "agilerl.algorithms.ippo",

@@ -315,6 +315,131 @@ def reinforce_loss(
     return (term * weights).sum(1), weights.sum(1), (clipped * weights).sum(1)
 
 
+# -- LLM-PPO -------------------------------------------------------------------------------
+def token_rewards(turn_rewards: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Each action token's reward ``[rows, T - 1]``: its turn's whole reward (from
+    ``turn_rewards`` ``[rows, max_turns]``) on every token of the turn, zero off the
+    actions (``turn_ids`` -1)."""
+    on = turn_ids >= 0
+    return turn_rewards.float().gather(1, turn_ids.clamp(min=0)) * on
+
+
+def token_gae(
+    rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over each row's action tokens ``[rows, T - 1]``:
+    ``delta_t = r_t + gamma V_{t+1} m_{t+1} - V_t``, ``A_t = delta_t + gamma lam m_{t+1}
+    A_{t+1}`` (``m`` the mask; nothing follows the last column). Returns the advantages
+    and the returns ``A + V``, zero outside ``mask``."""
+    adv = torch.zeros_like(values)
+    following_adv = torch.zeros_like(values[:, 0])
+    following_value = torch.zeros_like(values[:, 0])
+    following_mask = torch.zeros_like(values[:, 0])
+    for t in range(values.shape[1] - 1, -1, -1):
+        delta = rewards[:, t] + gamma * following_value * following_mask - values[:, t]
+        following_adv = delta + gamma * lam * following_mask * following_adv
+        adv[:, t] = following_adv
+        following_value, following_mask = values[:, t], mask[:, t]
+    return adv * mask, (adv + values) * mask
+
+
+def turn_values(
+    values: torch.Tensor, turn_ids: torch.Tensor, max_turns: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each turn's value ``[rows, max_turns]``: the value ``values`` ``[rows, T - 1]`` of
+    the turn's last action token; and which turns the row played (a turn without a token
+    has value 0)."""
+    positions = torch.arange(values.shape[1], device=values.device).expand_as(turn_ids)
+    turns = torch.arange(max_turns, device=values.device)
+    # [rows, max_turns, T - 1]: the position of each token of turn k, else -1.
+    at = torch.where(turn_ids[:, None, :] == turns[None, :, None], positions[:, None, :], -1)
+    last = at.max(-1).values
+    played = last >= 0
+    return values.gather(1, last.clamp(min=0)) * played, played.float()
+
+
+def turn_gae(
+    rewards: torch.Tensor, values: torch.Tensor, played: torch.Tensor, gamma: float, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation across turns ``[rows, max_turns]`` (a turn is one
+    action): ``delta_k = r_k + gamma V_{k+1} - V_k`` with ``V_{k+1}`` 0 after the row's
+    last played turn, ``A_k = delta_k + gamma lam A_{k+1}``. Returns the advantages and
+    the returns ``A + V``, zero on turns not played."""
+    return token_gae(rewards.float() * played, values, played, gamma, lam)
+
+
+def per_token(turn_values: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Per-turn values ``[rows, max_turns]`` broadcast to their turns' action tokens
+    ``[rows, T - 1]`` (zero off the actions)."""
+    return turn_values.gather(1, turn_ids.clamp(min=0)) * (turn_ids >= 0)
+
+
+#: Advantage granularity -> the value of each unit from the per-token values, the turn
+#: ids and the number of turns: a token's own, or a turn's (its last token's).
+VALUE_UNITS = {
+    "token": lambda values, turn_ids, max_turns: values,
+    "turn": lambda values, turn_ids, max_turns: turn_values(values, turn_ids, max_turns)[0],
+}
+
+
+def clipped_value_loss(
+    values: torch.Tensor,
+    old_values: torch.Tensor,
+    returns: torch.Tensor,
+    units: torch.Tensor,
+    *,
+    clip_coef: float,
+    vf_coef: float,
+) -> torch.Tensor:
+    """PPO's clipped value loss per row ``[rows]``: the sum over the row's ``units`` (a
+    mask over tokens or turns) of ``vf_coef * 0.5 * max((G - V)^2, (G - V_old - clip(V -
+    V_old, -e, e))^2)``; divided by the number of units it is the mean."""
+    clipped = old_values + (values - old_values).clamp(-clip_coef, clip_coef)
+    worst = torch.maximum((returns - values) ** 2, (returns - clipped) ** 2)
+    return vf_coef * 0.5 * (worst * units).sum(1)
+
+
+def per_turn_rows(values: torch.Tensor, turn_ids: torch.Tensor, max_turns: int) -> torch.Tensor:
+    """``values`` ``[rows, T - 1]`` as ``[rows * max_turns, T - 1]``: row ``b * max_turns
+    + k`` holds row ``b`` where its tokens are turn ``k``'s, zero elsewhere (so a
+    per-row pooling pools per turn)."""
+    turns = torch.arange(max_turns, device=values.device)
+    inside = (turn_ids[:, None, :] == turns[None, :, None]).to(values.dtype)
+    return (values[:, None, :] * inside).reshape(-1, values.shape[1])
+
+
+def ppo_policy_loss(
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    turn_ids: torch.Tensor,
+    max_turns: int,
+    *,
+    clip_coef: float,
+    level: str,
+    pooling: str = "sum",
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """LLM-PPO's clipped surrogate :func:`reinforce_loss` at the importance-sampling unit
+    ``level``: ``"token"``; ``"turn"``, each turn's tokens' log-ratios pooled
+    (``pooling``: ``"sum"``, the product of the ratios, or ``"mean"``, their geometric
+    mean) with its tokens' advantages averaged; ``"trajectory"``, the whole completion's
+    (geometric mean). Returns per row: its units' summed terms, how many units it has,
+    how many were clipped."""
+    if level != "turn":
+        pooled = {"token": "token", "trajectory": "sequence"}[level]
+        return reinforce_loss(
+            logprobs, old_logprobs, advantages, mask, clip_coef=clip_coef, level=pooled
+        )
+    split = [per_turn_rows(v, turn_ids, max_turns) for v in (logprobs, old_logprobs, advantages)]
+    turn_mask = per_turn_rows(mask, turn_ids, max_turns)
+    pooled = {"sum": "product", "mean": "sequence"}[pooling]
+    parts = reinforce_loss(*split, turn_mask, clip_coef=clip_coef, level=pooled)
+    rows = logprobs.shape[0]
+    terms, units, clipped = (part.reshape(rows, max_turns).sum(1) for part in parts)
+    return terms, units, clipped
+
+
 # -- DPO -----------------------------------------------------------------------------------
 def dpo_margins(
     chosen: torch.Tensor,

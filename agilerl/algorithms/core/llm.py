@@ -203,6 +203,9 @@ class LLMAlgorithm(EvolvableAlgorithm):
     optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
+    #: Arguments of the base constructor a subclass sets from fields of its own (LLM-PPO
+    #: passes its ``lr_actor`` as ``lr``): not in its signature.
+    derived_args: ClassVar[tuple[str, ...]] = ()
     #: Loss normalisation over row chunks (GRPO's ``loss_norm`` field): the sum over all
     #: loss units of the step divided by their number, so chunking changes nothing.
     loss_norm: str = "accumulation_window"
@@ -231,7 +234,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
             return
         # Every base between it and LLMAlgorithm passes the rest on the same way.
-        names = {*own, "own_fields"}
+        names = {*own, "own_fields", *cls.derived_args}
         base = []
         for klass in cls.__mro__[1:]:
             if not issubclass(klass, LLMAlgorithm):
@@ -495,18 +498,21 @@ class LLMAlgorithm(EvolvableAlgorithm):
         return DataParallel.current()
 
     # -- optimisation ---------------------------------------------------------------------
-    def _current_lr(self) -> float:
+    def _current_lr(self, lr_attr: str = "lr") -> float:
+        """The learning rate ``lr_attr`` (an optimiser's, per :attr:`optimizer_specs`) at
+        this step of the schedule."""
+        lr = float(getattr(self, lr_attr))
         config = self.cosine_lr_schedule_config
         if config is None:
-            return self.lr
-        return self.lr * cosine_factor(self.updates, config.num_epochs, config.warmup_proportion)
+            return lr
+        return lr * cosine_factor(self.updates, config.num_epochs, config.warmup_proportion)
 
     def train_step(
         self,
         units: torch.Tensor,
         chunk_loss: Callable[[Any, slice], tuple[torch.Tensor, dict[str, torch.Tensor]]],
     ) -> tuple[float, dict[str, float]]:
-        """``update_epochs`` optimiser steps on one batch of ``len(units)`` rows.
+        """``update_epochs`` steps of every optimiser on one batch of ``len(units)`` rows.
 
         ``units[i]``: how many loss units row ``i`` holds (tokens, or 1 per pair);
         ``chunk_loss(model, rows)`` returns the sum of the loss over the units of a row
@@ -533,10 +539,15 @@ class LLMAlgorithm(EvolvableAlgorithm):
             chunk_units[k] = units[sl].sum()
         chunk_units = dp.sum(chunk_units)
         total = dp.sum(units.sum()).clamp(min=1)
-        params = self.optimizer.param_groups[0]["params"]
+        # Every optimiser the algorithm declares steps (LLM-PPO's actor and critic), each
+        # at its own learning rate and with its own gradient-norm clip.
+        optimizers = [
+            (getattr(self, attr), lr_attr) for attr, (_, lr_attr) in self.optimizer_specs.items()
+        ]
         loss_value, sums = 0.0, {}
         for _ in range(self.update_epochs):
-            self.optimizer.zero_grad(set_to_none=True)
+            for optimizer, _ in optimizers:
+                optimizer.zero_grad(set_to_none=True)
             for k, sl in pieces:
                 with dp.own_stream(), self._offload(), self._policy(train=True) as model:
                     loss_sum, metrics = chunk_loss(model, sl)
@@ -548,12 +559,14 @@ class LLMAlgorithm(EvolvableAlgorithm):
                 loss_value += float(loss.detach()) / self.update_epochs
                 for key, value in metrics.items():
                     sums[key] = sums.get(key, 0.0) + float(value) / self.update_epochs
-            dp.sum_gradients(params)
-            if self.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
-            for group in self.optimizer.param_groups:
-                group["lr"] = self._current_lr()
-            self.optimizer.step()
+            for optimizer, lr_attr in optimizers:
+                params = [p for group in optimizer.param_groups for p in group["params"]]
+                dp.sum_gradients(params)
+                if self.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+                for group in optimizer.param_groups:
+                    group["lr"] = self._current_lr(lr_attr)
+                optimizer.step()
             self.updates += 1
         if not dp.alone:  # every rank reports the global batch's loss and metric sums
             loss_value, *values = dp.sum([loss_value, *sums.values()])

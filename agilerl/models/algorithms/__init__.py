@@ -16,6 +16,7 @@ from agilerl.models.algorithms.dqn import DQNSpec
 from agilerl.models.algorithms.grpo import GRPOSpec
 from agilerl.models.algorithms.gspo import GSPOSpec
 from agilerl.models.algorithms.ippo import IPPOSpec
+from agilerl.models.algorithms.llmppo import LLMPPOSpec
 from agilerl.models.algorithms.llmreinforce import LLMREINFORCESpec
 from agilerl.models.algorithms.maddpg import MADDPGSpec
 from agilerl.models.algorithms.matd3 import MATD3Spec
@@ -35,6 +36,7 @@ __all__ = [
     "GRPOSpec",
     "GSPOSpec",
     "IPPOSpec",
+    "LLMPPOSpec",
     "LLMREINFORCESpec",
     "MADDPGSpec",
     "MATD3Spec",
