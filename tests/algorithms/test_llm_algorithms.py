@@ -1,4 +1,4 @@
-"""The LLM algorithms (GRPO, GSPO, CISPO, LLM-REINFORCE, DPO, SFT) on the tiny local model: the shared base, clones,
+"""The LLM algorithms (GRPO, GSPO, CISPO, LLM-REINFORCE, LLM-PPO, DPO, SFT) on the tiny local model: the shared base, clones,
 mutation, checkpoints, the peft adapter output, the spec fields' effects and refusals,
 and the learning outcomes of the issue (fixed seeds, seconds each)."""
 
@@ -11,7 +11,8 @@ import torch
 from peft import PeftModel
 
 from agilerl import checkpoints
-from agilerl.algorithms import CISPO, DPO, GRPO, GSPO, LLMREINFORCE, SFT
+from agilerl.algorithms import CISPO, DPO, GRPO, GSPO, LLMPPO, LLMREINFORCE, SFT
+from agilerl.algorithms import llm_losses as L
 from agilerl.algorithms.core.llm import cosine_factor, refusals, row_chunks
 from agilerl.families.llm.environments import (
     PreferenceEnv,
@@ -24,7 +25,7 @@ from agilerl.llm.adapters import SharedBase
 from agilerl.llm.batches import Experience
 from agilerl.llm.models import LLMSetupError, load_causal_lm, load_tokenizer
 from agilerl.llm.rewards import load_reward_fn
-from agilerl.models import GRPOSpec
+from agilerl.models import GRPOSpec, LLMPPOSpec
 
 #: Settings of the quick agents here: no gradient clipping to speak of, a learning rate
 #: the tiny model learns with in tens of steps, no LoRA dropout (exact comparisons).
@@ -557,3 +558,137 @@ def test_sft_halves_held_out_perplexity(tokenizer, base, sft_env):
     assert after <= before / 2, (before, after)
     assert agent.test(sft_env) == pytest.approx(1 / after)
     assert math.isfinite(metrics["perplexity"]) and metrics["loss"] > 0
+
+
+# -- LLM-PPO -------------------------------------------------------------------------------
+def _ppo(tokenizer, base, **kwargs):
+    return _agent(LLMPPO, tokenizer, base, **kwargs)
+
+
+def test_llm_ppo_raises_the_mean_test_reward_by_at_least_0_4(tokenizer, base, reasoning_env):
+    agent = _ppo(tokenizer, base, lr_actor=3e-3, lr_critic=3e-3, beta=0.0, temperature=1.0,
+                 max_output_tokens=4)  # fmt: skip
+    before = agent.test(reasoning_env)
+    for _ in range(30):
+        prompts = reasoning_env.next_batch()
+        completions = agent.get_action(prompts)
+        metrics = agent.learn(Experience(completions, reasoning_env.rewards(prompts, completions)))
+    after = agent.test(reasoning_env)
+    assert after - before >= 0.4, (before, after)
+    assert set(metrics) == set(LLMPPO.learn_metrics)
+
+
+def test_llm_ppos_value_head_fits_the_returns_of_a_fixed_batch(tokenizer, base, reasoning_env):
+    # The actor does not move (lr_actor 0); with gamma = lambda = 1 the returns are the
+    # Monte-Carlo ones whatever the values, so the critic has a fixed target to fit.
+    agent = _ppo(tokenizer, base, lr_actor=0.0, lr_critic=1e-2, beta=0.0, gamma=1.0,
+                 gae_lambda=1.0, clip_coef=1.0, max_output_tokens=4, min_output_tokens=4)  # fmt: skip
+    prompts = reasoning_env.next_batch()
+    completions = agent.get_action(prompts)
+    rewards = reasoning_env.rewards(prompts, completions) + torch.arange(len(prompts))[:, None] / 8
+    experience = Experience(completions, rewards)
+    mask = completions.loss_mask.float()
+    returns = mask.flip(1).cumsum(1).flip(1) * rewards.reshape(-1, 1) * mask  # R * tokens left
+
+    def value_error():
+        values = agent.values(completions.ids, completions.attention_mask)
+        return float(((values - returns) ** 2 * mask).sum() / mask.sum())
+
+    variance = float(returns[mask.bool()].var())
+    before = value_error()
+    for _ in range(60):
+        agent.learn(experience)
+    after = value_error()
+    assert after < 0.15 * variance < before, (before, after, variance)
+
+
+def _two_turn_experience(agent, prompts):
+    """Each completion of 6 tokens cut into turn 0 (2 tokens), one feedback token (not an
+    action) and turn 1 (3 tokens); rows 0 and 1 stop after turn 0."""
+    completions = agent.get_action(prompts)
+    p = completions.prompt_length
+    turn_ids = torch.full_like(completions.loss_mask, -1, dtype=torch.long)
+    turn_ids[:, p - 1 : p + 1] = 0
+    turn_ids[:, p + 2 : p + 5] = 1
+    turn_ids[:2, p + 2 :] = -1
+    completions.turn_ids = turn_ids
+    completions.loss_mask = turn_ids >= 0
+    turn_rewards = torch.tensor([[1.0, 0.0], [0.0, 0.0]]).repeat(len(prompts) // 2, 1)
+    turn_rewards[2:, 1] = torch.linspace(0.0, 1.0, len(prompts) - 2)
+    turn_rewards[:2, 1] = 0.0
+    return Experience(completions, turn_rewards.sum(1), turn_rewards)
+
+
+def test_llm_ppo_learns_multi_turn_experience_per_turn(tokenizer, base, reasoning_env):
+    agent = _ppo(tokenizer, base, lr_actor=0.0, lr_critic=0.0, beta=0.0, gamma=0.9,
+                 gae_lambda=0.8, max_output_tokens=6, min_output_tokens=6)  # fmt: skip
+    experience = _two_turn_experience(agent, reasoning_env.next_batch())
+    c = experience.completions
+    turns = L.turn_values(torch.zeros(c.loss_mask.shape), c.turn_ids, 2)[1].sum(1)
+    assert agent.granularity(turns) == "turn" and agent.ratio_level("turn") == "turn"
+    metrics = agent.learn(experience)
+    # At rate 0 the values stay the old ones: the value loss is vf_coef / 2 times the
+    # mean over played turns of (G - V)^2, G from turn GAE on the last tokens' values.
+    values = agent.values(c.ids, c.attention_mask)
+    turn_v, played = L.turn_values(values, c.turn_ids, 2)
+    _, returns = L.turn_gae(experience.turn_rewards, turn_v, played, 0.9, 0.8)
+    expected = 0.5 * 0.5 * float(((returns - turn_v) ** 2 * played).sum() / played.sum())
+    assert metrics["vf_loss"] == pytest.approx(expected, rel=1e-4)
+    # Ratios are 1 and the advantages whitened over the played turns: the mean is 0.
+    assert metrics["pg_loss"] == pytest.approx(0.0, abs=1e-5)
+    assert metrics["clip_fraction"] == 0.0
+    # The same completions as one turn each: token granularity.
+    single = torch.ones(len(c), dtype=torch.long)
+    assert agent.granularity(single) == "token"
+    assert _ppo(tokenizer, base, turn_level_clip=False).ratio_level("turn") == "token"
+
+
+def test_llm_ppos_checkpoint_holds_the_critic_and_both_optimisers(
+    tiny_llm, tokenizer, base, reasoning_env, tmp_path
+):
+    agent = _ppo(tokenizer, base, lr_actor=1e-2, lr_critic=2e-2, max_output_tokens=3)
+    prompts = reasoning_env.next_batch()
+    completions = agent.get_action(prompts)
+    agent.learn(Experience(completions, reasoning_env.rewards(prompts, completions)))
+    agent.save_checkpoint(tmp_path / "agent.ckpt")
+    other = _ppo(tokenizer, base, lr_actor=1e-3, lr_critic=None)
+    assert other.lr_critic == 1e-3  # null: the actor's rate
+    other.load_checkpoint(tmp_path / "agent.ckpt")
+    assert (other.lr_actor, other.lr_critic, other.updates) == (1e-2, 2e-2, 1)
+    assert set(agent.state_dict()["networks"]) == {"actor", "critic"}
+    saved = agent.critic.state_dict()
+    assert any(k.startswith("head.") for k in saved) and any(k.startswith("adapter.") for k in saved)
+    for key, value in other.critic.state_dict().items():
+        torch.testing.assert_close(value, saved[key])
+    for attr in ("optimizer", "critic_optimizer"):
+        mine, theirs = (getattr(a, attr).state_dict() for a in (agent, other))
+        torch.testing.assert_close(theirs["state"][0]["exp_avg"], mine["state"][0]["exp_avg"])
+        assert theirs["param_groups"][0]["lr"] == mine["param_groups"][0]["lr"]
+    # The saved adapter is the actor's alone, as peft loads it.
+    agent.save_adapter(tmp_path / "adapter")
+    loaded = PeftModel.from_pretrained(load_causal_lm(tiny_llm / "model"), str(tmp_path / "adapter"))
+    with torch.no_grad(), agent._policy() as model:
+        mine = model(input_ids=prompts.input_ids).logits
+        theirs = loaded.eval()(input_ids=prompts.input_ids).logits
+    torch.testing.assert_close(theirs, mine)
+
+
+def test_llm_ppos_mutated_learning_rates_reach_their_optimisers(tokenizer, base):
+    ranges = {"lr_actor": {"min": 1e-5, "max": 1e-1}, "lr_critic": {"min": 1e-5, "max": 1e-1}}
+    agent = _ppo(tokenizer, base, lr_actor=1e-3, lr_critic=1e-3, hp_config=ranges)
+    seen = set()
+    for _ in range(8):
+        name, old, new = agent.mutate_hyperparameter(agent.rng)
+        seen.add(name)
+        attr = {"lr_actor": "optimizer", "lr_critic": "critic_optimizer"}[name]
+        assert getattr(agent, attr).param_groups[0]["lr"] == new != old
+    assert seen == set(ranges)
+    clone = agent.clone(index=1)
+    assert clone.critic_optimizer.param_groups[0]["lr"] == agent.lr_critic
+
+
+def test_the_llm_ppo_spec_builds_its_algorithm(tokenizer, base):
+    spec = LLMPPOSpec(lr_actor=1e-4, lr_critic=None, gradient_checkpointing=False)
+    agent = spec.build_algorithm(tokenizer=tokenizer, index=0, actor_network=base)
+    assert isinstance(agent, LLMPPO) and (agent.lr_actor, agent.lr_critic) == (1e-4, 1e-4)
+    assert agent.samples_per_prompt == 1

@@ -223,3 +223,67 @@ def test_masked_nll_counts_only_response_tokens():
     total, count = L.masked_nll(logp, mask)
     assert count.item() == 2
     assert total.item() == pytest.approx(math.log(2) + math.log(4))
+
+
+# -- LLM-PPO -------------------------------------------------------------------------------
+def test_token_gae_by_hand():
+    mask = torch.tensor([[0.0, 1.0, 1.0, 1.0]])  # a prompt prediction, then three actions
+    rewards = L.token_rewards(torch.tensor([[1.0]]), torch.tensor([[-1, 0, 0, 0]]))
+    close(rewards, [[0.0, 1.0, 1.0, 1.0]])  # the turn's whole reward on each of its tokens
+    values = torch.tensor([[9.0, 0.5, 0.2, 0.1]])
+    adv, returns = L.token_gae(rewards, values, mask, gamma=0.9, lam=0.5)
+    # t=3: 1 - 0.1 = 0.9; t=2: 1 + 0.9*0.1 - 0.2 = 0.89, + 0.45*0.9 = 1.295;
+    # t=1: 1 + 0.9*0.2 - 0.5 = 0.68, + 0.45*1.295 = 1.26275; the prompt column is 0.
+    close(adv, [[0.0, 1.26275, 1.295, 0.9]])
+    close(returns, [[0.0, 1.76275, 1.495, 1.0]])
+
+
+def test_turn_values_gae_and_broadcast_by_hand():
+    turn_ids = torch.tensor([[-1, 0, 0, -1, 1, 1, -1]])  # turn 0, feedback, turn 1, padding
+    values = torch.tensor([[9.0, 0.5, 0.6, 9.0, 0.7, 0.8, 9.0]])
+    turn_v, played = L.turn_values(values, turn_ids, 3)
+    close(turn_v, [[0.6, 0.8, 0.0]])  # each turn's last action token; turn 2 not played
+    close(played, [[1.0, 1.0, 0.0]])
+    close(L.token_rewards(torch.tensor([[1.0, 2.0, 0.0]]), turn_ids), [[0, 1, 1, 0, 2, 2, 0]])
+    adv, returns = L.turn_gae(
+        torch.tensor([[1.0, 2.0, 5.0]]), torch.tensor([[0.5, 1.0, 0.0]]), played, 0.9, 0.5
+    )
+    # k=1 (last played): 2 - 1 = 1; k=0: 1 + 0.9*1 - 0.5 = 1.4, + 0.45*1 = 1.85;
+    # the reward of the unplayed turn 2 counts for nothing.
+    close(adv, [[1.85, 1.0, 0.0]])
+    close(returns, [[2.35, 2.0, 0.0]])
+    close(L.per_token(adv, turn_ids), [[0.0, 1.85, 1.85, 0.0, 1.0, 1.0, 0.0]])
+
+
+def test_clipped_value_loss_by_hand():
+    values, old = torch.tensor([[1.0, 0.0]]), torch.tensor([[0.5, 0.5]])
+    returns, units = torch.tensor([[2.0, 0.45]]), torch.tensor([[1.0, 1.0]])
+    got = L.clipped_value_loss(values, old, returns, units, clip_coef=0.2, vf_coef=0.5)
+    # unit 0: max((2-1)^2, (2-0.7)^2) = 1.69; unit 1: max(0.45^2, (0.45-0.3)^2) = 0.2025
+    close(got, [0.5 * 0.5 * (1.69 + 0.2025)])
+    masked = L.clipped_value_loss(values, old, returns, torch.tensor([[1.0, 0.0]]),
+                                  clip_coef=0.2, vf_coef=0.5)  # fmt: skip
+    close(masked, [0.25 * 1.69])
+
+
+def test_ppo_policy_loss_pools_the_ratio_per_turn():
+    turn_ids = torch.tensor([[0, 0, 1, 1]])
+    mask = torch.ones(1, 4)
+    old = torch.log(torch.tensor([[0.25, 0.4, 0.25, 0.1]]))
+    logp = torch.log(torch.tensor([[0.5, 0.2, 0.5, 0.2]]))  # ratios 2, 0.5 | 2, 2
+    adv = torch.tensor([[1.0, 3.0, 2.0, 2.0]])
+    kw = {"clip_coef": 0.2}
+    # turn 0: product 1, advantage mean 2 -> -2; turn 1: product 4, clipped -> -2 * 1.2
+    total, units, clipped = L.ppo_policy_loss(logp, old, adv, mask, turn_ids, 2, level="turn", **kw)
+    assert (total.item(), units.item(), clipped.item()) == pytest.approx((-4.4, 2.0, 1.0))
+    # mean pooling: geometric means 1 and 2 (clipped): the same terms here
+    total, _, _ = L.ppo_policy_loss(logp, old, adv, mask, turn_ids, 2, level="turn",
+                                    pooling="mean", **kw)  # fmt: skip
+    assert total.item() == pytest.approx(-4.4)
+    # token: max(-2, -1.2) + max(-1.5, -2.4) + 2 * max(-4, -2.4) = -1.2 - 1.5 - 4.8
+    total, units, _ = L.ppo_policy_loss(logp, old, adv, mask, turn_ids, 2, level="token", **kw)
+    assert (total.item(), units.item()) == pytest.approx((-7.5, 4.0))
+    # trajectory: geometric mean of the four ratios 2^(1/2), advantage mean 2 -> clipped
+    total, units, _ = L.ppo_policy_loss(logp, old, adv, mask, turn_ids, 2, level="trajectory",
+                                        **kw)  # fmt: skip
+    assert (total.item(), units.item()) == pytest.approx((-2.4, 1.0))
