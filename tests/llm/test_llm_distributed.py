@@ -1,5 +1,6 @@
 """Data-parallel LLM fine-tuning (issue 15): GRPO (and LLM-REINFORCE, whose return
-normalisation sums moments over the ranks) on the tiny model over 2 CPU processes (gloo)
+normalisation sums moments over the ranks, and LLM-PPO, whose advantage whitening does and
+whose critic's gradients are summed too) on the tiny model over 2 CPU processes (gloo)
 against the same run on 1 process, with the same global batch.
 
 Each run is this file started as a script once per rank (``tests/support/distributed_runs.py``,
@@ -16,9 +17,9 @@ Tolerances of the 1- vs 2-process comparison (measured differences in brackets):
   reordered float32 sum changes a sum by about 1e-7 of its terms' size; a gradient
   averaged instead of summed over the ranks, or normalised by a rank's own token count,
   is off by a factor (2, or the ratio of the halves' counts);
-* losses: 1e-5 relative or 1e-7 absolute [3e-7 relative]; LLM-REINFORCE's 1e-6 absolute:
-  at ratio 1 its loss is the mean of batch-normalised advantages, 0 up to the float
-  noise of its O(1) terms [1.2e-7];
+* losses: 1e-5 relative or 1e-7 absolute [3e-7 relative]; LLM-REINFORCE's and LLM-PPO's
+  1e-6 absolute: at ratio 1 the policy loss is the mean of batch-normalised advantages,
+  0 up to the float noise of its O(1) terms [1.2e-7];
 * adapters: 1e-4 absolute, a hundredth of a step [1.5e-5 after two steps]. Adam moves a
   weight by about ``lr`` (1e-2) whatever its gradient's size, but by
   ``lr * g / (|g| + eps)`` for a gradient near ``eps`` (1e-8), which multiplies a
@@ -51,9 +52,11 @@ SETTINGS = {
     "lora_config": {"lora_r": 8, "lora_alpha": 16, "lora_dropout": 0.0},
 }
 #: Each algorithm's own settings (GSPO and CISPO learn through GRPO's step).
-OWN = {"GRPO": {"group_size": 4}, "LLMREINFORCE": {}}
+OWN = {"GRPO": {"group_size": 4}, "LLMREINFORCE": {}, "LLMPPO": {"lr_critic": 0.01}}
+#: The learning rate that SETTINGS' ``lr`` sets and that mutates (LLM-PPO's actor rate).
+RATE = {"LLMPPO": "lr_actor"}
 #: Absolute tolerance of the losses (see the module docstring).
-LOSS_ABS = {"GRPO": 1e-7, "LLMREINFORCE": 1e-6}
+LOSS_ABS = {"GRPO": 1e-7, "LLMREINFORCE": 1e-6, "LLMPPO": 1e-6}
 #: On one pytest-xdist worker with test_distributed.py's runs (see there).
 pytestmark = pytest.mark.xdist_group("distributed")
 
@@ -71,9 +74,11 @@ def worker(tiny: str, out: str, name: str) -> None:
     group = join("cpu")
     env, tokenizer, base = _reasoning_env(Path(tiny))
     cls = getattr(agilerl.algorithms, name)
+    rate = RATE.get(name, "lr")
+    settings = {**{k: v for k, v in SETTINGS.items() if k != "lr"}, rate: SETTINGS["lr"]}
     pop = [
-        cls(i, tokenizer=tokenizer, actor_network=base, seed=1 + i, **SETTINGS, **OWN[name],
-            hp_config={"lr": {"min": 0.001, "max": 0.1}})
+        cls(i, tokenizer=tokenizer, actor_network=base, seed=1 + i, **settings, **OWN[name],
+            hp_config={rate: {"min": 0.001, "max": 0.1}})
         for i in range(POP_SIZE)
     ]  # fmt: skip
     steps: list[dict] = []

@@ -13,6 +13,7 @@ from agilerl.models import (
     DQNSpec,
     GRPOSpec,
     GSPOSpec,
+    LLMPPOSpec,
     LLMREINFORCESpec,
     SFTSpec,
 )
@@ -42,6 +43,7 @@ def test_the_members_are_the_reference_values_and_are_strings():
         (GSPOSpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
         (CISPOSpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
         (LLMREINFORCESpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
+        (LLMPPOSpec, LLMEnvType.REASONING, LLMReasoningEnvSpec),
         (DPOSpec, LLMEnvType.PREFERENCE, LLMPreferenceEnvSpec),
         (SFTSpec, LLMEnvType.SFT, LLMSftEnvSpec),
     ],

@@ -362,6 +362,7 @@ ALGORITHM_MODULES = {
     "gspo": ("GSPOSpec", "llm_agent", False, None, "finetune_llm_reasoning"),
     "cispo": ("CISPOSpec", "llm_agent", False, None, "finetune_llm_reasoning"),
     "llmreinforce": ("LLMREINFORCESpec", "llm_agent", False, None, "finetune_llm_reasoning"),
+    "llmppo": ("LLMPPOSpec", "llm_agent", False, None, "finetune_llm_reasoning"),
     "dpo": ("DPOSpec", "llm_agent", False, None, "finetune_llm_preference"),
     "sft": ("SFTSpec", "llm_agent", False, None, "finetune_llm_sft"),
 }

@@ -5,13 +5,10 @@ shared by the manifest, corpus-training and multi-agent tests."""
 #: the corpus must validate; AgileRL's old spellings of keys (``replay_buffer.memory_size``)
 #: with a warning (agilerl/models/legacy.py). (docs/concepts/manifests.md: "Compatibility
 #: with AgileRL's manifests".)
-NOT_REGISTERED = "is not registered"
 #: Multi-turn LLM environments (GEM games) validate but are not trained yet.
 MULTI_TURN = "environment.env_type: multiturn"
 LATER_FIELDS = "algorithm.chunk_rows: unknown key"
 REFUSED = {
-    "configs/llm_finetuning/ppo_llm.yaml": NOT_REGISTERED,
-    "configs/llm_finetuning/ppo_llm_quant_bench.yaml": NOT_REGISTERED,
     # fields of a later AgileRL than the seeds' LLMAlgorithmSpec (which has
     # fused_logprobs_chunk_rows and fused_loss_chunk_rows), for multi-turn runs on CUDA
     "configs/llm_finetuning/cispo_gemma4_group5.yaml": LATER_FIELDS,

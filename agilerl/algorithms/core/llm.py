@@ -113,7 +113,8 @@ def refusals(spec: Any, device: str | torch.device | None = None) -> list[str]:
         found.append(
             f"use_liger_loss: the fused Liger kernel loss is not supported by this engine{missing}"
         )
-    if _field(spec, "quantization") is not None:
+    # AgileRL's preset ``none`` (its benchmarks' default) is no quantisation.
+    if _field(spec, "quantization") not in (None, "none"):
         needs = [
             what
             for what, ok in (

@@ -3,8 +3,9 @@ and ``configs/sft.yaml``) train a few steps here with the tiny local model, data
 reward put in place of the hub ones (``--set``, as a user without the hub would); those
 that generate with vLLM are refused as written.
 
-Their multi-turn siblings validate and are refused before a run's first step, the LLM-PPO
-ones at validation (``support.corpus``).
+Their multi-turn siblings validate and are refused before a run's first step
+(``support.corpus``); the LLM-PPO quantisation benchmark asks for the fused Liger loss,
+which a run refuses.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from support import TESTS
 from agilerl.cli import main
 
 CORPUS = TESTS / "agilerl_manifests" / "configs" / "llm_finetuning"
-REASONING = ("gspo", "cispo", "reinforce_llm")
+REASONING = ("gspo", "cispo", "reinforce_llm", "ppo_llm")
+#: ppo_llm.yaml evolves a population of 4 (lr_actor and beta mutate): two agents here,
+#: evolving after each step, so its clones (critic and both optimisers) are exercised.
+POPULATION = {"ppo_llm": {"training.pop_size": "2", "training.evo_steps": "1"}}
 
 
 def stand_ins(tiny, task: str = "reasoning") -> list[str]:
@@ -82,13 +86,30 @@ def test_without_vllm_the_manifest_trains_a_few_steps(tiny_llm, tmp_path, name, 
         "algorithm.max_output_tokens": "4",  # the tiny model's answers are one word
         "training.max_steps": "2",
         "training.evaluation_interval": "1",
+        **POPULATION.get(name, {}),
     }
     args = [arg for key, value in brief.items() for arg in ("--set", f"{key}={value}")]
     out = tmp_path / "run"
     rc = main(["train", str(CORPUS / f"{name}.yaml"), "--out", str(out), "--quiet",
                *stand_ins(tiny_llm), *args])  # fmt: skip
     assert rc == 0, capsys.readouterr().err
-    (generation,) = json.loads((out / "history.json").read_text())
-    (agent,) = generation["agents"]  # pop_size 1
+    history = json.loads((out / "history.json").read_text())
+    size = int(POPULATION.get(name, {}).get("training.pop_size", "1"))
+    assert history and all(len(generation["agents"]) == size for generation in history)
+    agent = history[-1]["agents"][0]
     assert agent["metrics"]["completion_length"] > 0 and "loss" in agent["metrics"]
     assert (out / "best_adapter" / "adapter_config.json").is_file()
+
+
+def test_the_ppo_quantisation_benchmark_is_refused_for_the_liger_loss(tiny_llm, tmp_path, capsys):
+    # Without vLLM (as the others train) it still asks for the fused Liger loss
+    # (quantization: none is no quantisation).
+    brief = {"algorithm.use_vllm": "false", "algorithm.vllm_config": "null"}
+    args = [arg for key, value in brief.items() for arg in ("--set", f"{key}={value}")]
+    rc = main(["train", str(CORPUS / "ppo_llm_quant_bench.yaml"), "--out", str(tmp_path),
+               *stand_ins(tiny_llm), *args])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 1
+    assert "algorithm.use_liger_loss: the fused Liger kernel loss is not supported" in err
+    assert "quantization" not in err
+    assert not (tmp_path / "checkpoint.pt").exists()

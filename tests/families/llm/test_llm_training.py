@@ -30,7 +30,7 @@ from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training.callbacks import Callback
 from agilerl.training.run_checkpoint import RunCheckpointer, load_run
 
-MANIFESTS = ("grpo", "gspo", "cispo", "llm_reinforce", "dpo", "sft")
+MANIFESTS = ("grpo", "gspo", "cispo", "llm_reinforce", "llm_ppo", "dpo", "sft")
 
 
 # -- fakes that follow agilerl/llm and the LLMAlgorithm contract ------------------------
