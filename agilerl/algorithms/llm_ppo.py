@@ -105,7 +105,9 @@ class LLMPPO(CompletionSampler):
         self.lr_actor = non_negative("lr_actor", lr_actor)
         # Null: the critic learns at the actor's rate (resolved here, so a checkpoint and
         # a clone hold the rate the critic's optimiser uses).
-        self.lr_critic = self.lr_actor if lr_critic is None else non_negative("lr_critic", lr_critic)
+        self.lr_critic = (
+            self.lr_actor if lr_critic is None else non_negative("lr_critic", lr_critic)
+        )
         self.vf_coef = non_negative("vf_coef", vf_coef)
         self.clip_coef = unit_interval("clip_coef", clip_coef)
         self.gamma = unit_interval("gamma", gamma)
@@ -152,7 +154,9 @@ class LLMPPO(CompletionSampler):
         config = peft_lora_config(self.lora_config, base, self.lora_target_scope)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed + 1)
-            adapter = LoraAdapter(self.shared, f"critic_agent{self.index}", self.lora_config, config)
+            adapter = LoraAdapter(
+                self.shared, f"critic_agent{self.index}", self.lora_config, config
+            )
             hidden = base.get_input_embeddings().embedding_dim
             self.critic = ValueCritic(adapter, hidden, self.device)
 

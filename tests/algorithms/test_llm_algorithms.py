@@ -657,7 +657,9 @@ def test_llm_ppos_checkpoint_holds_the_critic_and_both_optimisers(
     assert (other.lr_actor, other.lr_critic, other.updates) == (1e-2, 2e-2, 1)
     assert set(agent.state_dict()["networks"]) == {"actor", "critic"}
     saved = agent.critic.state_dict()
-    assert any(k.startswith("head.") for k in saved) and any(k.startswith("adapter.") for k in saved)
+    assert any(k.startswith("head.") for k in saved) and any(
+        k.startswith("adapter.") for k in saved
+    )
     for key, value in other.critic.state_dict().items():
         torch.testing.assert_close(value, saved[key])
     for attr in ("optimizer", "critic_optimizer"):
@@ -666,7 +668,9 @@ def test_llm_ppos_checkpoint_holds_the_critic_and_both_optimisers(
         assert theirs["param_groups"][0]["lr"] == mine["param_groups"][0]["lr"]
     # The saved adapter is the actor's alone, as peft loads it.
     agent.save_adapter(tmp_path / "adapter")
-    loaded = PeftModel.from_pretrained(load_causal_lm(tiny_llm / "model"), str(tmp_path / "adapter"))
+    loaded = PeftModel.from_pretrained(
+        load_causal_lm(tiny_llm / "model"), str(tmp_path / "adapter")
+    )
     with torch.no_grad(), agent._policy() as model:
         mine = model(input_ids=prompts.input_ids).logits
         theirs = loaded.eval()(input_ids=prompts.input_ids).logits
