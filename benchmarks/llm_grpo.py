@@ -1,5 +1,5 @@
-"""GRPO and its kin (GSPO, CISPO, LLM-REINFORCE) on the tiny local model
-(``configs/{grpo,gspo,cispo,llm_reinforce}.yaml``): throughput and memory.
+"""GRPO and its kin (GSPO, CISPO, LLM-REINFORCE, LLM-PPO) on the tiny local model
+(``configs/{grpo,gspo,cispo,llm_reinforce,llm_ppo}.yaml``): throughput and memory.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/llm_grpo.py [--steps 10] [--configs grpo gspo]
 
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 #: The manifests of ``configs/`` measured by default.
-CONFIGS = ("grpo", "gspo", "cispo", "llm_reinforce")
+CONFIGS = ("grpo", "gspo", "cispo", "llm_reinforce", "llm_ppo")
 
 
 def one_run(directory: Path, pop_size: int, steps: int, config: str) -> dict[str, Any]:

@@ -65,6 +65,7 @@ PAGES = {
     "gspo": ("GSPO", "gspo"),
     "cispo": ("CISPO", "cispo"),
     "llm-reinforce": ("LLMREINFORCE", "llm_reinforce"),
+    "llm-ppo": ("LLMPPO", "llm_ppo"),
     "dpo": ("DPO", "dpo"),
     "sft": ("SFT", "sft"),
 }
