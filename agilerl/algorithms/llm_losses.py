@@ -381,6 +381,17 @@ VALUE_UNITS = {
     "turn": lambda values, turn_ids, max_turns: turn_values(values, turn_ids, max_turns)[0],
 }
 
+#: Advantage granularity -> (the rewards of its units, the mask of its units) from the
+#: turns' rewards ``[rows, max_turns]``, the turn ids, the action mask and the played
+#: turns: each action token with its turn's reward, or each played turn.
+STEP_REWARDS = {
+    "token": lambda rewards, turn_ids, mask, played: (token_rewards(rewards, turn_ids), mask),
+    "turn": lambda rewards, turn_ids, mask, played: (rewards.float() * played, played),
+}
+
+#: Advantage granularity -> its units' values broadcast to the action tokens.
+TO_TOKENS = {"token": lambda values, turn_ids: values, "turn": per_token}
+
 
 def clipped_value_loss(
     values: torch.Tensor,

@@ -244,18 +244,18 @@ class LLMPPO(CompletionSampler):
         granularity = self.granularity(played.sum(1))
         level = self.ratio_level(granularity)
         # Advantages and value targets at the granularity's unit (tokens or turns).
+        # GAE over a row's tokens, or over its turns, is the same recursion on its units.
         unit_old = llm_losses.VALUE_UNITS[granularity](old_values, turn_ids, max_turns)
-        if granularity == "token":
-            step_rewards, units = llm_losses.token_rewards(turn_rewards, turn_ids), mask
-        else:
-            step_rewards, units = turn_rewards, played
+        step_rewards, units = llm_losses.STEP_REWARDS[granularity](
+            turn_rewards, turn_ids, mask, played
+        )
         adv, returns = llm_losses.token_gae(
-            step_rewards * units, unit_old, units, self.gamma, self.gae_lambda
+            step_rewards, unit_old, units, self.gamma, self.gae_lambda
         )
         if self.whiten_advantages:  # over the global batch's units (moments summed)
             moments = dp.sum(llm_losses.return_moments(adv, units))
             adv = llm_losses.rebn(adv, units, moments)
-        token_adv = adv if granularity == "token" else llm_losses.per_token(adv, turn_ids)
+        token_adv = llm_losses.TO_TOKENS[granularity](adv, turn_ids)
 
         # The reported means are the global batch's: sums over every rank's rows.
         tokens, logp_sum, reward_sum, rows, value_units = (float(v) for v in dp.sum(torch.stack([

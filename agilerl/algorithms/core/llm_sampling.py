@@ -1,5 +1,5 @@
 """``CompletionSampler``: the LLM algorithms that sample completions of prompts and learn
-from their rewards (GRPO, GSPO, CISPO, LLM-REINFORCE).
+from their rewards (GRPO, GSPO, CISPO, LLM-REINFORCE, LLM-PPO).
 
 What they share is the rollout: ``samples_per_prompt`` completions of each prompt sampled at
 ``temperature`` (between ``min_output_tokens`` and ``max_output_tokens`` new tokens, within
