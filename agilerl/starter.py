@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Collection
 from typing import Any
 
 from pydantic_core import PydanticUndefined
@@ -12,6 +13,7 @@ from pydantic_core import PydanticUndefined
 from agilerl.models.base import AlgorithmBase
 from agilerl.models.env import AtariPreprocessing
 from agilerl.models.kinds import uses_replay_memory
+from agilerl.models.limits import hyperparameter_limits
 from agilerl.models.manifest import repeated_algorithm_fields
 from agilerl.models.manifest_base import environment_spec_for, network_section_for
 
@@ -108,10 +110,12 @@ def _algorithm_section(spec_cls: type[AlgorithmBase]) -> dict[str, Any]:
     return section
 
 
-def _hyperparameter_ranges(section: dict[str, Any]) -> dict[str, Any]:
+def _hyperparameter_ranges(section: dict[str, Any], mutable: Collection[str]) -> dict[str, Any]:
+    """Ranges of the learning rates and the batch size among the ``mutable``
+    hyperparameters (a nullable rate, as LLM-PPO's ``lr_critic``, is not one)."""
     ranges = {}
     for name, value in section.items():
-        if name.startswith("lr") and isinstance(value, float) and value > 0:
+        if name in mutable and name.startswith("lr") and isinstance(value, float) and value > 0:
             ranges[name] = {"min": value / 10, "max": value * 10}
     if "batch_size" in section:
         ranges["batch_size"] = {"min": 8, "max": 512}
@@ -166,7 +170,9 @@ def starter_manifest(
         },
         "mutation": {
             "probabilities": dict(_PROBABILITIES[network_title]),
-            "rl_hp_selection": _hyperparameter_ranges(algorithm),
+            "rl_hp_selection": _hyperparameter_ranges(
+                algorithm, hyperparameter_limits(spec_cls)
+            ),
             "mutation_sd": 0.1,
             "rand_seed": 42,
         },

@@ -345,6 +345,14 @@ def test_cli_schema_is_self_contained(tmp_path):
         assert validator.is_valid(data) == validator_for("TrainingManifest").is_valid(data)
 
 
+def test_cli_init_proposes_ranges_only_for_mutable_rates(tmp_path, capsys):
+    # LLM-PPO's lr_critic is nullable (null: lr_actor), so no manifest may mutate it.
+    out = tmp_path / "llmppo.yaml"
+    assert main(["init", "LLMPPO", "-o", str(out)]) == 0
+    selection = load_manifest(out).mutation.rl_hp_selection
+    assert "lr_actor" in selection and "lr_critic" not in selection
+
+
 def test_cli_init_writes_a_valid_manifest_with_modeline(tmp_path, capsys):
     out = tmp_path / "sub" / "run.yaml"
     assert main(["init", "PPO", "--env", "LunarLander-v3", "-o", str(out)]) == 0
