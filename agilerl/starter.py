@@ -170,9 +170,7 @@ def starter_manifest(
         },
         "mutation": {
             "probabilities": dict(_PROBABILITIES[network_title]),
-            "rl_hp_selection": _hyperparameter_ranges(
-                algorithm, hyperparameter_limits(spec_cls)
-            ),
+            "rl_hp_selection": _hyperparameter_ranges(algorithm, hyperparameter_limits(spec_cls)),
             "mutation_sd": 0.1,
             "rand_seed": 42,
         },
