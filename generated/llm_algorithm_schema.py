@@ -226,7 +226,7 @@ MinOutputTokens = TypeAliasType(
 
 class CompletionSamplingFields(LLMAlgorithmFields):
     """
-    Fields of the LLM algorithms that sample completions of prompts and learn from their rewards (GRPO, GSPO, CISPO, LLM-REINFORCE).
+    Fields of the LLM algorithms that sample completions of prompts and learn from their rewards (GRPO, GSPO, CISPO, LLM-REINFORCE, LLM-PPO).
     """
 
     model_config = ConfigDict(
