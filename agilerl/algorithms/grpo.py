@@ -41,7 +41,7 @@ class GRPO(CompletionSampler):
     ``turn`` one per turn of a multi-turn episode (per completion when single-turn),
     ``trajectory`` one per episode or completion.
 
-    Multi-turn episodes (:mod:`agilerl.llm.multiturn`): ``advantage_granularity``
+    Multi-turn episodes (:mod:`agilerl.families.llm.multiturn`): ``advantage_granularity``
     ``trajectory`` (and ``auto``) gives every action token of an episode its episode
     return's group-relative advantage; ``turn`` gives turn ``k``'s tokens turn ``k``'s
     reward relative to the turn-``k`` rewards of the group members that played turn ``k``

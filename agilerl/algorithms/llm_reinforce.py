@@ -8,8 +8,9 @@ pi_ref`` (the only place the KL enters). Returns: at ``token`` granularity each 
 discounted sum ``G_t = r_t + gamma G_{t+1}`` of the shaped rewards; at ``turn``
 granularity one per turn: the mean of its shaped rewards ``r_k``, discounted over the
 turns ``G_k = r_k + gamma G_{k+1}`` (a single-turn completion is one turn; a multi-turn
-episode's turn reward sits on every token of its turn, :mod:`agilerl.llm.multiturn`). ReBN z-scores the returns over every unit of the batch (GEM, Liu et al. 2025),
-so no per-prompt group is needed. The loss is the clipped surrogate ``max(-A r, -A
+episode's turn reward sits on every token of its turn,
+:mod:`agilerl.families.llm.multiturn`). ReBN z-scores the returns over every unit of the
+batch (GEM, Liu et al. 2025), so no per-prompt group is needed. The loss is the clipped surrogate ``max(-A r, -A
 clip(r, 1 - clip_coef, 1 + clip_coef))`` averaged over the units of the importance ratio
 (``importance_sampling_level``: each token; ``turn``, the completion with its tokens'
 log-ratios summed or averaged per ``turn_ratio_pooling``; ``trajectory``, averaged).

@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from agilerl.families.llm.rendering import pad as _pad
+from agilerl.families.llm.rendering import prompt_ids as _prompt_ids
+from agilerl.families.llm.rendering import render_messages
 from agilerl.llm.batches import PreferenceBatch, PromptBatch, SFTBatch, TokenSequences
 from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.hub import (
@@ -259,43 +262,9 @@ def parse_template(template: dict[str, str], columns: list[str]) -> list[tuple[s
     return [messages[position] for position in sorted(messages)]
 
 
-def render_messages(tokenizer: Any, messages: list[dict[str, str]]) -> str:
-    """A conversation as prompt text: the tokenizer's chat template when it has one
-    (ending in a generation prompt, or continuing a final assistant message), otherwise
-    one ``role: text`` line per message and an ``assistant:`` line to answer on."""
-    ends_with_answer = messages[-1]["role"] == "assistant"
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            messages,
-            tokenize=False,
-            add_generation_prompt=not ends_with_answer,
-            continue_final_message=ends_with_answer,
-        )
-    lines = [f"{message['role']}: {message['content']}" for message in messages]
-    return "\n".join(lines if ends_with_answer else [*lines, "assistant:"])
-
-
-def _prompt_ids(tokenizer: Any, texts: list[str]) -> list[list[int]]:
-    """Token ids of rendered prompts."""
-    # A chat template writes its own special tokens; a plain rendering gets the usual ones.
-    special = not getattr(tokenizer, "chat_template", None)
-    return tokenizer(texts, add_special_tokens=special)["input_ids"]
-
-
 def _placeholders(text: str) -> list[str]:
     """The column names a (parsed, checked) template text fills in."""
     return [name for _, name, _, _ in string.Formatter().parse(text) if name]
-
-
-def _pad(rows: list[list[int]], pad_id: int, *, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(row) for row in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        span = slice(width - len(row), width) if left else slice(0, len(row))
-        ids[i, span] = torch.tensor(row, dtype=torch.long)
-        mask[i, span] = 1
-    return ids, mask
 
 
 def _sequences(

@@ -46,7 +46,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from agilerl.families.llm.environments import _pad, _prompt_ids, render_messages
+from agilerl.families.llm.rendering import pad, prompt_ids, render_messages
 from agilerl.llm.batches import Completions, Experience, PromptBatch
 from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.models import LLMSetupError
@@ -242,7 +242,7 @@ class MultiTurnEpisodes:
         system = getattr(env, "system_prompt", None)
         messages = [{"role": "system", "content": str(system)}] if system else []
         messages.append({"role": "user", "content": self._text(observation, "reset")})
-        ids = _prompt_ids(self.tokenizer, [render_messages(self.tokenizer, messages)])[0]
+        ids = prompt_ids(self.tokenizer, [render_messages(self.tokenizer, messages)])[0]
         return _Episode(env, messages, list(ids), prompt_length=len(ids))
 
     def _text(self, observation: Any, where: str) -> str:
@@ -254,7 +254,7 @@ class MultiTurnEpisodes:
         return observation
 
     def _prompts(self, episodes: list[_Episode], active: list[int]) -> PromptBatch:
-        ids, mask = _pad(
+        ids, mask = pad(
             [episodes[row].ids for row in active], self.tokenizer.pad_token_id, left=True
         )
         return PromptBatch(ids, mask, texts=[""] * len(active), rows=[{}] * len(active))
@@ -293,8 +293,9 @@ class MultiTurnEpisodes:
 
     def _experience(self, episodes: list[_Episode], group: int) -> Experience:
         """The episodes as the algorithms' batch (see the module docstring)."""
-        prompt = max(e.prompt_length for e in episodes)
-        rest = max(len(e.ids) - e.prompt_length for e in episodes)
+        # (a process's share of a test batch may hold no episode: an empty batch)
+        prompt = max((e.prompt_length for e in episodes), default=0)
+        rest = max((len(e.ids) - e.prompt_length for e in episodes), default=0)
         rows, width = len(episodes), prompt + rest
         ids = torch.full((rows, width), self.tokenizer.pad_token_id, dtype=torch.long)
         attention = torch.zeros((rows, width), dtype=torch.long)
