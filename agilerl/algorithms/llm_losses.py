@@ -84,7 +84,9 @@ def turn_onehot(turn_ids: torch.Tensor, turns: int | None = None) -> torch.Tenso
     return (turn_ids[..., None] == torch.arange(max(count, 1), device=turn_ids.device)).float()
 
 
-def per_turn_sum(values: torch.Tensor, turn_ids: torch.Tensor, turns: int | None = None):
+def per_turn_sum(
+    values: torch.Tensor, turn_ids: torch.Tensor, turns: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Each row's sum of ``values`` ``[rows, T - 1]`` over each turn's predictions, and how
     many predictions each turn holds: two ``[rows, K]`` tensors."""
     onehot = turn_onehot(turn_ids, turns)
@@ -270,9 +272,6 @@ def turns_played(turn_ids: torch.Tensor, turns: int) -> torch.Tensor:
     return turn_onehot(turn_ids, turns).sum(1) > 0
 
 
-#: ``adv_norm`` -> advantages of values ``[B, G, K]`` relative to the group members that
-#: have a value (``present``, float ``[B, G, K]``): the same norms as :data:`ADV_NORMS`,
-#: each turn index normalised on its own.
 def _present_mean(values: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
     return (values * present).sum(1, keepdim=True) / present.sum(1, keepdim=True).clamp(min=1)
 
@@ -284,6 +283,9 @@ def _present_std(values: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
     return ((centred**2).sum(1, keepdim=True) / (count - 1).clamp(min=1)).sqrt()
 
 
+#: ``adv_norm`` -> advantages of values ``[B, G, K]`` relative to the group members that
+#: have a value (``present``, float ``[B, G, K]``): the same norms as :data:`ADV_NORMS`,
+#: each turn index normalised on its own.
 PRESENT_NORMS = {
     "mean_std": lambda r, p: (r - _present_mean(r, p)) / (_present_std(r, p) + EPS),
     "mean": lambda r, p: r - _present_mean(r, p),
