@@ -100,9 +100,15 @@ def on_turn_tokens(per_turn: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tens
     return taken * (turn_ids >= 0)
 
 
-def _turn_mean(log_ratio: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
-    sums, counts = per_turn_sum(log_ratio, turn_ids)
+def _turn_mean(values: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Each prediction's turn's mean of ``values`` (zero off the turns)."""
+    sums, counts = per_turn_sum(values, turn_ids)
     return on_turn_tokens(sums / counts.clamp(min=1), turn_ids)
+
+
+def _turn_sum(values: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Each prediction's turn's sum of ``values`` (zero off the turns)."""
+    return on_turn_tokens(per_turn_sum(values, turn_ids)[0], turn_ids)
 
 
 def importance_ratio(
@@ -126,13 +132,14 @@ def importance_ratio(
 #: from the token log-ratios, the mask and the turn ids. ``"token"``: each token's own;
 #: ``"sequence"``: their mean over the row, so the ratio is the geometric mean of the
 #: tokens' (length normalised, as GSPO's); ``"product"``: their sum, the ratio of the
-#: whole completion; ``"turn"``: their mean over the tokens of the token's turn (a
-#: single-turn completion is one turn: ``"sequence"``).
+#: whole completion; ``"turn"`` / ``"turn_product"``: their mean / sum over the tokens of
+#: the token's turn (a single-turn completion is one turn: ``"sequence"`` / ``"product"``).
 RATIO_LEVELS = {
     "token": lambda log_ratio, mask, turns: log_ratio,
     "sequence": lambda log_ratio, mask, turns: masked_mean(log_ratio, mask)[:, None],
     "product": lambda log_ratio, mask, turns: masked_sum(log_ratio, mask)[:, None],
     "turn": lambda log_ratio, mask, turns: _turn_mean(log_ratio * mask, turns),
+    "turn_product": lambda log_ratio, mask, turns: _turn_sum(log_ratio * mask, turns),
 }
 
 
@@ -407,21 +414,33 @@ def rebn(returns: torch.Tensor, mask: torch.Tensor, moments: torch.Tensor) -> to
     return (returns - mean) / (std + EPS) * mask
 
 
-def _one_per_completion(mask: torch.Tensor) -> torch.Tensor:
+def _one_per_completion(mask: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
     return mask / mask.sum(1, keepdim=True).clamp(min=1)
 
 
-def _completion_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _completion_mean(values: torch.Tensor, mask: torch.Tensor, turns: torch.Tensor):
     return masked_mean(values, mask)[:, None].expand_as(values)
 
 
+def _one_per_turn(mask: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
+    counts = per_turn_sum(mask, turns)[1]  # each turn's tokens
+    return on_turn_tokens(1 / counts.clamp(min=1), turns) * mask
+
+
+def _turn_mean_of(values: torch.Tensor, mask: torch.Tensor, turns: torch.Tensor):
+    return _turn_mean(values * mask, turns)
+
+
 #: Importance-ratio level -> (each token's share of a unit ``[rows, T - 1]`` from the
-#: mask; the advantage of each token's unit). A token is a unit of its own, or a
-#: completion is one: its tokens share it equally and its advantage is their mean.
+#: mask and the turn ids; the advantage of each token's unit). A token is a unit of its
+#: own, or a completion (episode) is one, or each turn is one: its tokens share it
+#: equally and its advantage is their mean.
 UNITS = {
-    "token": (lambda mask: mask, lambda adv, mask: adv),
+    "token": (lambda mask, turns: mask, lambda adv, mask, turns: adv),
     "sequence": (_one_per_completion, _completion_mean),
     "product": (_one_per_completion, _completion_mean),
+    "turn": (_one_per_turn, _turn_mean_of),
+    "turn_product": (_one_per_turn, _turn_mean_of),
 }
 
 
@@ -433,15 +452,19 @@ def reinforce_loss(
     *,
     clip_coef: float,
     level: str = "token",
+    turn_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """LLM-REINFORCE's clipped surrogate ``max(-A r, -A clip(r, 1 - e, 1 + e))`` per unit
     of the importance ratio: each token (``level`` ``"token"``), or each completion with
-    its tokens' log-ratios pooled (``"sequence"``: mean, ``"product"``: sum) and its token
-    advantages ``[rows, T - 1]`` averaged. Returns per row: the sum of its units' terms,
-    how many units it holds, how many of them were clipped."""
-    ratio = importance_ratio(logprobs, old_logprobs, mask, level)
+    its tokens' log-ratios pooled (``"sequence"``: mean, ``"product"``: sum), or each turn
+    of a multi-turn episode likewise (``"turn"``, ``"turn_product"``; ``turn_ids``: the
+    predictions' turns, None: single-turn), its token advantages ``[rows, T - 1]``
+    averaged. Returns per row: the sum of its units' terms, how many units it holds, how
+    many of them were clipped."""
+    turns = single_turn(mask) if turn_ids is None else turn_ids
+    ratio = importance_ratio(logprobs, old_logprobs, mask, level, turns)
     share, pool = UNITS[level]
-    weights, adv = share(mask), pool(advantages, mask)
+    weights, adv = share(mask, turns), pool(advantages, mask, turns)
     low, high = clip_bounds(clip_coef)
     term = torch.maximum(-adv * ratio, -adv * ratio.clamp(low, high))
     clipped = ((ratio < low) | (ratio > high)).float()

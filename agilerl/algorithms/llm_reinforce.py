@@ -12,8 +12,9 @@ episode's turn reward sits on every token of its turn,
 :mod:`agilerl.families.llm.multiturn`). ReBN z-scores the returns over every unit of the
 batch (GEM, Liu et al. 2025), so no per-prompt group is needed. The loss is the clipped surrogate ``max(-A r, -A
 clip(r, 1 - clip_coef, 1 + clip_coef))`` averaged over the units of the importance ratio
-(``importance_sampling_level``: each token; ``turn``, the completion with its tokens'
-log-ratios summed or averaged per ``turn_ratio_pooling``; ``trajectory``, averaged).
+(``importance_sampling_level``: each token; ``turn``, each turn (a single-turn
+completion: the completion) with its tokens' log-ratios summed or averaged per
+``turn_ratio_pooling``; ``trajectory``, the completion or episode, averaged).
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ GRANULARITIES = {"auto": "token", "token": "token", "turn": "turn"}
 RATIO_LEVELS = {
     ("token", "sum"): "token",
     ("token", "mean"): "token",
-    ("turn", "sum"): "product",
-    ("turn", "mean"): "sequence",
+    ("turn", "sum"): "turn_product",
+    ("turn", "mean"): "turn",
     ("trajectory", "sum"): "sequence",
     ("trajectory", "mean"): "sequence",
 }
@@ -157,11 +158,12 @@ class LLMREINFORCE(CompletionSampler):
         def chunk_loss(model: Any, sl: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             logp = self.forward_logprobs(model, ids[sl], attention[sl])
             loss, _, clipped = llm_losses.reinforce_loss(
-                logp, old[sl], adv[sl], mask[sl], clip_coef=self.clip_coef, level=level
-            )
+                logp, old[sl], adv[sl], mask[sl], clip_coef=self.clip_coef, level=level,
+                turn_ids=turn_ids[sl],
+            )  # fmt: skip
             return loss.sum(), {"clipped": clipped.sum().detach()}
 
-        row_units = share(mask).sum(1)
+        row_units = share(mask, turn_ids).sum(1)
         count = float(dp.sum(row_units.sum()))
         if not count > 0:  # no completion token anywhere: nothing to learn from
             return {"loss": 0.0, "clip_fraction": 0.0, **metrics}

@@ -303,3 +303,31 @@ def test_multi_turn_returns_discount_over_turns_and_skip_the_environments_tokens
     returns, units = L.RETURNS["token"](shaped, mask, 0.5, turns)
     close(returns, [[4.0, 6.0, 0.0, 6.0, 4.0, 0.0]])
     assert torch.equal(units, mask)
+
+
+def test_reinforce_loss_per_turn_pools_each_turns_tokens():
+    logp = torch.tensor([[0.0, 0.2, 0.4, 9.0, 0.6, 0.0]])
+    old = torch.zeros(1, 6)
+    turns = torch.tensor([[-1, 0, 0, -1, 1, -1]])
+    mask = (turns >= 0).float()
+    adv = torch.tensor([[0.0, 1.0, 3.0, 0.0, -1.0, 0.0]])
+    # turn 0: ratio exp(0.3) (mean) or exp(0.6) (sum), advantage 2; turn 1: exp(0.6), -1.
+    # clip 0.5: [0.5, 1.5]; A > 0 at exp(0.3) = 1.35 is not clipped: -2 * 1.35; A < 0 at
+    # exp(0.6) = 1.82: max(1.82, 1.5) = 1.82 (the pessimistic term keeps the larger).
+    total, units, clipped = L.reinforce_loss(
+        logp, old, adv, mask, clip_coef=0.5, level="turn", turn_ids=turns
+    )
+    assert units.tolist() == pytest.approx([2.0])  # two turns
+    assert total.tolist() == pytest.approx([-2 * math.exp(0.3) + math.exp(0.6)])
+    assert clipped.tolist() == pytest.approx([1.0])  # turn 1's ratio left the range
+    total, _, _ = L.reinforce_loss(
+        logp, old, adv, mask, clip_coef=0.5, level="turn_product", turn_ids=turns
+    )
+    # turn 0: exp(0.6) clipped to 1.5 for A = 2: max(-3.64, -3) = -3; turn 1: 1.82
+    assert total.tolist() == pytest.approx([-3.0 + math.exp(0.6)])
+    # single-turn (no turn ids): the turn is the completion, as "sequence" / "product"
+    for turn_level, level in (("turn", "sequence"), ("turn_product", "product")):
+        one = L.reinforce_loss(logp, old, adv, mask, clip_coef=0.5, level=turn_level)
+        other = L.reinforce_loss(logp, old, adv, mask, clip_coef=0.5, level=level)
+        for a, b in zip(one, other, strict=True):
+            torch.testing.assert_close(a, b)

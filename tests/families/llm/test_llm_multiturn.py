@@ -6,6 +6,7 @@ learning outcome of turn-level GRPO against the blind first-turn baseline."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
@@ -124,12 +125,14 @@ def test_a_transcript_past_max_model_len_ends_the_episode_truncated(tokenizer, b
 
 def test_reinforce_plays_one_episode_per_seed_and_learns_per_turn(tokenizer, base):
     agent = LLMREINFORCE(tokenizer=tokenizer, actor_network=base, max_output_tokens=2,
-                         advantage_granularity="turn", gamma=0.5, **QUICK)  # fmt: skip
+                         advantage_granularity="turn", gamma=0.5,
+                         importance_sampling_level="turn", update_epochs=2, **QUICK)  # fmt: skip
     experience = _episodes(tokenizer, batch_size=3).rollout(agent)
     assert experience.rewards.shape == (3, 1)
     assert agent.unit_of(experience.completions.turn_ids) == "turn"
-    metrics = agent.learn(experience)
+    metrics = agent.learn(experience)  # one ratio per turn; the second epoch off-policy
     assert set(metrics) == set(LLMREINFORCE.learn_metrics)
+    assert math.isfinite(metrics["loss"]) and metrics["completion_length"] > 0
 
 
 def test_a_broken_environment_is_named(tokenizer, base):
