@@ -103,7 +103,12 @@ def _pettingzoo_module(env: Any) -> Iterator[Named]:
 
 
 def _reward_function(env: Any) -> Iterator[Named]:
-    yield "reward_file_path", f"{env.reward_file_path}:{env.reward_fn_name}", env.reward_file_path
+    if env.reward_file_path is not None:  # a multi-turn section has none
+        yield (
+            "reward_file_path",
+            f"{env.reward_file_path}:{env.reward_fn_name}",
+            env.reward_file_path,
+        )
 
 
 @dataclass(frozen=True)
@@ -135,6 +140,8 @@ CODE_FIELDS: tuple[CodeField, ...] = (
     CodeField("environment", (PzEnvSpec,), _pettingzoo_module),
     CodeField("environment", (GymEnvFields, PzEnvSpec), _wrappers, under_path=True),
     CodeField("environment", (LLMReasoningEnvSpec,), _reward_function, manifest_relative=True),
+    # a multi-turn LLM environment's class or factory, looked up in the manifest's folder
+    CodeField("environment", (LLMReasoningEnvSpec,), _entrypoint, manifest_relative=True),
 )
 
 

@@ -732,7 +732,7 @@ class LocalTrainer:
             # TensorBoard, W&B: rank 0 reports for the whole run
             reporter = Reporter.open(training, self._document()) if group.is_main else Reporter([])
             try:
-                self.population, fitnesses = self.algorithm.get_training_fn()(
+                self.population, fitnesses = self.family.training_fn(self.context)(
                     env,
                     pop=population,
                     max_steps=training.max_steps,

@@ -55,7 +55,7 @@ EnvName = TypeAliasType(
     Annotated[
         str,
         Field(
-            description="A multi-turn environment's registered id (a GEM id such as `game:GuessTheNumber-v0-easy`); give it or `entrypoint`.",
+            description="A multi-turn environment's registered id (a GEM id such as `game:GuessTheNumber-v0-easy`); give it or `entrypoint`. GEM's games need the gem-llm package and its assets: every run refuses a GEM id before its first step (name a Python class with `entrypoint` instead).",
             examples=['game:GuessTheNumber-v0-easy'],
             min_length=1,
         ),
@@ -135,14 +135,14 @@ class LLMEnvFields(LLMEnvBase):
     env_name: Annotated[
         EnvName | None,
         Field(
-            description="A multi-turn environment's registered id (a GEM id such as `game:GuessTheNumber-v0-easy`); give it or `entrypoint`.",
+            description="A multi-turn environment's registered id (a GEM id such as `game:GuessTheNumber-v0-easy`); give it or `entrypoint`. GEM's games need the gem-llm package and its assets: every run refuses a GEM id before its first step (name a Python class with `entrypoint` instead).",
             examples=['game:GuessTheNumber-v0-easy'],
         ),
     ] = None
     entrypoint: Annotated[
         gym_env_schema.Entrypoint | None,
         Field(
-            description='Callable building a multi-turn environment (called with `env_config` as keyword arguments) instead of `env_name`.'
+            description='A class or factory building a multi-turn environment (`pkg.mod:Name` or `file.py:Name`, relative to the manifest; called with `env_config` as keyword arguments) instead of `env_name`: reset(seed) -> (observation, info), step(text) -> (observation, reward, terminated, truncated, info), max_turns, optional system_prompt.'
         ),
     ] = None
     env_config: Annotated[
@@ -175,6 +175,6 @@ class LLMEnvSpec(LLMEnvFields):
     env_type: Annotated[
         Literal['reasoning', 'preference', 'sft', 'multiturn'],
         Field(
-            description='Which LLM environment: `reasoning` (prompts scored by a reward function), `preference` (chosen and rejected responses), `sft` (prompt and target response) or `multiturn` (a multi-turn gym; validates, but no run trains one yet).'
+            description='Which LLM environment: `reasoning` (prompts scored by a reward function), `preference` (chosen and rejected responses), `sft` (prompt and target response) or `multiturn` (a multi-turn text environment, a Python class or factory named by `entrypoint`; a GEM `env_name` validates but every run refuses it).'
         ),
     ]

@@ -11,7 +11,7 @@ from .llm_env_schema import LLMEnvFields
 
 class LLMReasoningEnvSpec(LLMEnvFields):
     """
-    The environment section of a reasoning LLM algorithm (GRPO and friends): an LLMEnvSpec whose `env_type` defaults to `reasoning`. `multiturn` validates too (AgileRL's multi-turn gym), but no run trains it yet.
+    The environment section of a reasoning LLM algorithm (GRPO and friends): an LLMEnvSpec whose `env_type` defaults to `reasoning`. `multiturn`: a multi-turn text environment named by `entrypoint` (a GEM `env_name` validates, but every run refuses it).
     """
 
     model_config = ConfigDict(

@@ -16,13 +16,18 @@ from typing import Any, ClassVar
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice
+from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice, turn_rewards_of
 from agilerl.algorithms.hyperparameters import positive_int, unit_interval
-from agilerl.llm.batches import Experience
+from agilerl.llm.batches import Experience, turn_ids_of
 
-#: ``importance_sampling_level`` -> the ratio's level. Completions here are one turn, so
-#: a turn is the whole trajectory: both take one (length-normalised) ratio per sequence.
-IS_LEVELS = {None: "token", "token": "token", "turn": "sequence", "trajectory": "sequence"}
+#: ``importance_sampling_level`` -> the ratio's level: per token, per turn (one
+#: length-normalised ratio per turn of a multi-turn episode; a single-turn completion is
+#: one turn) or per trajectory (one per episode or completion).
+IS_LEVELS = {None: "token", "token": "token", "turn": "turn", "trajectory": "sequence"}
+
+#: ``advantage_granularity`` -> the advantages' unit. ``auto`` is the trajectory's
+#: (AgileRL's default); single-turn completions give the same advantages either way.
+GRANULARITIES = {"auto": "trajectory", "trajectory": "trajectory", "turn": "turn"}
 
 
 class GRPO(CompletionSampler):
@@ -33,9 +38,17 @@ class GRPO(CompletionSampler):
     them over the batch, ``adv_clip_range`` clips them and ``filter_zero_adv`` drops
     completions whose advantage is zero (a group that all scored alike) from the loss.
     ``importance_sampling_level`` ``token`` (and null) takes one ratio per token,
-    ``turn`` / ``trajectory`` one per completion (a completion is one turn);
-    ``advantage_granularity`` and ``turn_advantage_trajectory_fallback`` choose between
-    turn and trajectory advantages, which are the same for single-turn completions.
+    ``turn`` one per turn of a multi-turn episode (per completion when single-turn),
+    ``trajectory`` one per episode or completion.
+
+    Multi-turn episodes (:mod:`agilerl.families.llm.multiturn`): ``advantage_granularity``
+    ``trajectory`` (and ``auto``) gives every action token of an episode its episode
+    return's group-relative advantage; ``turn`` gives turn ``k``'s tokens turn ``k``'s
+    reward relative to the turn-``k`` rewards of the group members that played turn ``k``
+    (:func:`~agilerl.algorithms.llm_losses.turn_group_advantages`); a turn fewer than two
+    members played takes the trajectory advantage when
+    ``turn_advantage_trajectory_fallback``, else 0. Single-turn completions get the same
+    advantages either way.
     ``loss_norm``: ``micro_batch`` normalises each row chunk (``fused_loss_chunk_rows``) by
     its own completion tokens and averages the chunks; ``accumulation_window`` divides the
     whole step's token sum by its token count.
@@ -94,7 +107,7 @@ class GRPO(CompletionSampler):
             "importance_sampling_level", importance_sampling_level, self.is_levels
         )
         self.advantage_granularity = choice(
-            "advantage_granularity", advantage_granularity, ("auto", "trajectory", "turn")
+            "advantage_granularity", advantage_granularity, GRANULARITIES
         )
         self.whiten_advantages = bool(whiten_advantages)
         if adv_clip_range is not None and not adv_clip_range > 0:
@@ -122,20 +135,35 @@ class GRPO(CompletionSampler):
             rewards, self.adv_norm, whiten=self.whiten_advantages, clip_range=self.adv_clip_range
         )
 
+    def turn_advantages(
+        self, rewards: torch.Tensor, turn_rewards: torch.Tensor, played: torch.Tensor
+    ) -> torch.Tensor:
+        """Advantages ``[B * G, K]`` of each turn of each episode (zero on turns not
+        played) from the episode returns ``[B, G]`` and the turn rewards ``[B * G, K]``
+        at ``advantage_granularity`` (see the class docstring)."""
+        unit = UNIT_ADVANTAGES[GRANULARITIES[self.advantage_granularity]]
+        return unit(self, rewards, turn_rewards, played)
+
     def learn(self, experience: Experience) -> dict[str, float]:
         """``update_epochs`` optimiser steps on the completions and their rewards; returns
         :attr:`learn_metrics` (no step when ``filter_zero_adv`` leaves no completion)."""
         c = experience.completions
         dp = self.data_parallel
         rewards = experience.rewards.to(self.device).float()
+        turn_ids = turn_ids_of(c).to(self.device)
+        turn_rewards = turn_rewards_of(experience).to(self.device).float()
+        played = llm_losses.turns_played(turn_ids, turn_rewards.shape[1])
         # Data-parallel: the advantages (whitening included) and the reported means are
         # the global batch's; this rank keeps its own rows' advantages.
         everyone = dp.gather(rewards)
         mine = dp.share(len(everyone) * self.group_size, "rows")
-        adv = self.advantages(everyone)[mine]
+        turn_adv = self.turn_advantages(
+            everyone, dp.gather(turn_rewards), dp.gather(played.float()).bool()
+        )[mine]
+        adv = llm_losses.on_turn_tokens(turn_adv, turn_ids)
         mask = c.loss_mask.to(self.device).float()
         if self.filter_zero_adv:
-            mask = mask * (adv != 0).float()[:, None]
+            mask = mask * (adv != 0).float()
         lengths = dp.gather(c.loss_mask.to(self.device).sum(1).float())
         metrics = {
             "reward": float(everyone.mean()),
@@ -155,7 +183,7 @@ class GRPO(CompletionSampler):
             logp = self.forward_logprobs(model, ids[sl], attention[sl])
             loss, kl, clipped = token_loss(
                 logp, old[sl], None if ref is None else ref[sl], adv[sl], mask[sl],
-                clip_coef=self.clip_coef, beta=self.beta, level=level,
+                clip_coef=self.clip_coef, beta=self.beta, level=level, turn_ids=turn_ids[sl],
             )  # fmt: skip
             return loss.sum(), {"kl": kl.sum().detach(), "clipped": clipped.sum()}
 
@@ -167,3 +195,31 @@ class GRPO(CompletionSampler):
             "clip_fraction": sums["clipped"] / count,
             **metrics,
         }
+
+
+def _by_trajectory(
+    agent: GRPO, rewards: torch.Tensor, turn_rewards: torch.Tensor, played: torch.Tensor
+) -> torch.Tensor:
+    """Every turn of an episode takes the episode return's advantage."""
+    return agent.advantages(rewards)[:, None] * played
+
+
+def _by_turn(
+    agent: GRPO, rewards: torch.Tensor, turn_rewards: torch.Tensor, played: torch.Tensor
+) -> torch.Tensor:
+    """Each turn's reward relative to the group members' rewards of the same turn."""
+    fallback = (
+        llm_losses.group_advantages(rewards, agent.adv_norm)
+        if agent.turn_advantage_trajectory_fallback
+        else None
+    )
+    adv = llm_losses.turn_group_advantages(
+        turn_rewards, played, agent.group_size, agent.adv_norm, fallback=fallback
+    )
+    return llm_losses.whiten_and_clip(
+        adv, played, whiten=agent.whiten_advantages, clip_range=agent.adv_clip_range
+    )
+
+
+#: The advantages' unit -> the advantages ``[B * G, K]`` of each turn of each episode.
+UNIT_ADVANTAGES = {"trajectory": _by_trajectory, "turn": _by_turn}

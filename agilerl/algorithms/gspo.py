@@ -7,7 +7,8 @@ geometric mean of its tokens' ratios, clipped to ``[1 - clip_coef, 1 + clip_coef
 ``-min(s A, clip(s) A)`` (plus ``beta`` times the k3 KL per token). A token-level ratio is
 one noisy sample per token whose errors grow with the length; one per sequence matches
 the reward, which is per sequence too. ``importance_sampling_level``: ``trajectory`` or
-``turn`` (a completion is one turn) or null; ``token`` is refused (it would be GRPO).
+null (one ratio per completion or episode) or ``turn`` (one per turn of a multi-turn
+episode; a single-turn completion is one turn); ``token`` is refused (it would be GRPO).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class GSPO(GRPO):
     loss_name: ClassVar[str] = "gspo"
     is_levels: ClassVar[dict[str | None, str]] = {
         None: "sequence",
-        "turn": "sequence",
+        "turn": "turn",
         "trajectory": "sequence",
     }
     learn_metrics: ClassVar[dict[str, str]] = {

@@ -71,25 +71,75 @@ def group_advantages(
     return adv
 
 
+def single_turn(mask: torch.Tensor) -> torch.Tensor:
+    """The turn ids ``[rows, T - 1]`` of single-turn completions: 0 on every masked
+    prediction, -1 elsewhere (:func:`agilerl.llm.batches.turn_ids_of`)."""
+    return torch.where(mask.bool(), 0, -1)
+
+
+def turn_onehot(turn_ids: torch.Tensor, turns: int | None = None) -> torch.Tensor:
+    """``[rows, T - 1, K]``: 1 where prediction ``j`` belongs to turn ``k`` (``turn_ids``
+    -1 belongs to none); ``K`` = ``turns``, or one more than the largest turn id."""
+    count = int(turn_ids.max()) + 1 if turns is None else turns
+    return (turn_ids[..., None] == torch.arange(max(count, 1), device=turn_ids.device)).float()
+
+
+def per_turn_sum(
+    values: torch.Tensor, turn_ids: torch.Tensor, turns: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's sum of ``values`` ``[rows, T - 1]`` over each turn's predictions, and how
+    many predictions each turn holds: two ``[rows, K]`` tensors."""
+    onehot = turn_onehot(turn_ids, turns)
+    return (values[..., None] * onehot).sum(1), onehot.sum(1)
+
+
+def on_turn_tokens(per_turn: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Broadcast ``per_turn`` ``[rows, K]`` to the predictions of each turn ``[rows, T - 1]``
+    (zero off the turns)."""
+    taken = per_turn.gather(1, turn_ids.clamp(min=0).long())
+    return taken * (turn_ids >= 0)
+
+
+def _turn_mean(values: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Each prediction's turn's mean of ``values`` (zero off the turns)."""
+    sums, counts = per_turn_sum(values, turn_ids)
+    return on_turn_tokens(sums / counts.clamp(min=1), turn_ids)
+
+
+def _turn_sum(values: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
+    """Each prediction's turn's sum of ``values`` (zero off the turns)."""
+    return on_turn_tokens(per_turn_sum(values, turn_ids)[0], turn_ids)
+
+
 def importance_ratio(
-    logprobs: torch.Tensor, old_logprobs: torch.Tensor, mask: torch.Tensor, level: str
+    logprobs: torch.Tensor,
+    old_logprobs: torch.Tensor,
+    mask: torch.Tensor,
+    level: str,
+    turn_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """``pi / pi_old`` per token ``[rows, T - 1]`` at a level of :data:`RATIO_LEVELS`."""
+    """``pi / pi_old`` per token ``[rows, T - 1]`` at a level of :data:`RATIO_LEVELS`
+    (``turn_ids``: the turn of each prediction; None: single-turn completions)."""
     if level not in RATIO_LEVELS:
         known = ", ".join(map(repr, RATIO_LEVELS))
         raise ValueError(f"importance sampling level must be one of {known}, got {level!r}")
     log_ratio = logprobs - old_logprobs
-    return RATIO_LEVELS[level](log_ratio, mask).exp().expand_as(log_ratio)
+    turns = single_turn(mask) if turn_ids is None else turn_ids
+    return RATIO_LEVELS[level](log_ratio, mask, turns).exp().expand_as(log_ratio)
 
 
 #: Level -> the log-ratio of each token ``[rows, T - 1]`` (or ``[rows, 1]``, one per row)
-#: from the token log-ratios and the mask. ``"token"``: each token's own; ``"sequence"``:
-#: their mean over the row, so the ratio is the geometric mean of the tokens' (length
-#: normalised, as GSPO's); ``"product"``: their sum, the ratio of the whole completion.
+#: from the token log-ratios, the mask and the turn ids. ``"token"``: each token's own;
+#: ``"sequence"``: their mean over the row, so the ratio is the geometric mean of the
+#: tokens' (length normalised, as GSPO's); ``"product"``: their sum, the ratio of the
+#: whole completion; ``"turn"`` / ``"turn_product"``: their mean / sum over the tokens of
+#: the token's turn (a single-turn completion is one turn: ``"sequence"`` / ``"product"``).
 RATIO_LEVELS = {
-    "token": lambda log_ratio, mask: log_ratio,
-    "sequence": lambda log_ratio, mask: masked_mean(log_ratio, mask)[:, None],
-    "product": lambda log_ratio, mask: masked_sum(log_ratio, mask)[:, None],
+    "token": lambda log_ratio, mask, turns: log_ratio,
+    "sequence": lambda log_ratio, mask, turns: masked_mean(log_ratio, mask)[:, None],
+    "product": lambda log_ratio, mask, turns: masked_sum(log_ratio, mask)[:, None],
+    "turn": lambda log_ratio, mask, turns: _turn_mean(log_ratio * mask, turns),
+    "turn_product": lambda log_ratio, mask, turns: _turn_sum(log_ratio * mask, turns),
 }
 
 
@@ -108,10 +158,17 @@ def clipped_surrogate(
     ratio: torch.Tensor, advantages: torch.Tensor, clip_coef: float
 ) -> torch.Tensor:
     """Per-token loss of the clipped objective, ``-min(r A, clip(r, 1 - e, 1 + e) A)``, with
-    ``advantages`` ``[rows]`` broadcast over each row's tokens: ``[rows, T - 1]``."""
-    adv = advantages[:, None]
+    ``advantages`` ``[rows]`` broadcast over each row's tokens (or ``[rows, T - 1]``, one
+    per token): ``[rows, T - 1]``."""
+    adv = per_token(advantages)
     clipped = ratio.clamp(1.0 - clip_coef, 1.0 + clip_coef)
     return -torch.minimum(ratio * adv, clipped * adv)
+
+
+def per_token(values: torch.Tensor) -> torch.Tensor:
+    """``[rows]`` (one per row) as ``[rows, 1]``, which broadcasts over the row's tokens;
+    ``[rows, T - 1]`` as it is."""
+    return values.reshape(len(values), -1)
 
 
 def k3_kl(logprobs: torch.Tensor, ref_logprobs: torch.Tensor) -> torch.Tensor:
@@ -150,11 +207,13 @@ def grpo_token_loss(
     clip_coef: float,
     beta: float,
     level: str = "token",
+    turn_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GRPO per-token loss ``[rows, T - 1]`` (clipped surrogate plus ``beta`` times the k3
     KL to the reference; zero outside ``mask``), the per-token KL, and whether each
-    token's ratio was clipped."""
-    ratio = importance_ratio(logprobs, old_logprobs, mask, level)
+    token's ratio was clipped. ``advantages``: ``[rows]`` or per token ``[rows, T - 1]``;
+    ``turn_ids``: the predictions' turns (the ``"turn"`` level; None: single-turn)."""
+    ratio = importance_ratio(logprobs, old_logprobs, mask, level, turn_ids)
     loss = clipped_surrogate(ratio, advantages, clip_coef)
     bounds = clip_bounds(clip_coef)
     return _with_kl(loss, logprobs, ref_logprobs, ratio, mask, bounds, beta)
@@ -170,16 +229,18 @@ def gspo_token_loss(
     clip_coef: float,
     beta: float,
     level: str = "sequence",
+    turn_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """GSPO (Zheng et al. 2025): GRPO's loss with one ratio per completion, the geometric
     mean of its tokens' ``s = exp(mean_t(log pi - log pi_old))``, clipped at the sequence
     level: every token of a completion carries ``-min(s A, clip(s) A)`` (plus ``beta`` k3),
-    so the row's token mean is the sequence's term. ``level`` must be ``"sequence"``."""
-    if level != "sequence":
+    so the row's token mean is the sequence's term. ``level`` must be ``"sequence"`` (or
+    ``"turn"``: one ratio per turn of a multi-turn episode)."""
+    if level not in ("sequence", "turn"):
         raise ValueError(f"importance sampling level: GSPO's ratio is per sequence, got {level!r}")
     return grpo_token_loss(
         logprobs, old_logprobs, ref_logprobs, advantages, mask,
-        clip_coef=clip_coef, beta=beta, level=level,
+        clip_coef=clip_coef, beta=beta, level=level, turn_ids=turn_ids,
     )  # fmt: skip
 
 
@@ -193,15 +254,16 @@ def cispo_token_loss(
     clip_coef: float | Sequence[float],
     beta: float,
     level: str = "token",
+    turn_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """CISPO (MiniMax-M1, 2025): ``-sg(clip(r, low, high)) A log pi`` per token (plus
     ``beta`` k3): the clipped ratio only weighs the REINFORCE term, without a gradient,
     so a clipped token still has one (PPO's clip zeroes it). ``clip_coef``: ``e`` for
     ``[1 - e, 1 + e]`` or the pair ``[low, high]``."""
     bounds = clip_bounds(clip_coef)
-    ratio = importance_ratio(logprobs, old_logprobs, mask, level)
+    ratio = importance_ratio(logprobs, old_logprobs, mask, level, turn_ids)
     weight = ratio.detach().clamp(*bounds)
-    loss = -(weight * advantages[:, None] * logprobs)
+    loss = -(weight * per_token(advantages) * logprobs)
     return _with_kl(loss, logprobs, ref_logprobs, ratio, mask, bounds, beta)
 
 
@@ -209,6 +271,68 @@ def cispo_token_loss(
 #: log-probabilities, sampling-policy and reference ones, advantages ``[rows]``, the mask
 #: -> per-token loss, KL and clipped tokens.
 GROUP_LOSSES = {"grpo": grpo_token_loss, "gspo": gspo_token_loss, "cispo": cispo_token_loss}
+
+
+# -- multi-turn episodes (GRPO and its kin) ------------------------------------------------
+def turns_played(turn_ids: torch.Tensor, turns: int) -> torch.Tensor:
+    """``[rows, turns]``: whether each episode played each turn (took an action in it)."""
+    return turn_onehot(turn_ids, turns).sum(1) > 0
+
+
+def _present_mean(values: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+    return (values * present).sum(1, keepdim=True) / present.sum(1, keepdim=True).clamp(min=1)
+
+
+def _present_std(values: torch.Tensor, present: torch.Tensor) -> torch.Tensor:
+    """Sample standard deviation over the present members (0 with fewer than two)."""
+    count = present.sum(1, keepdim=True)
+    centred = (values - _present_mean(values, present)) * present
+    return ((centred**2).sum(1, keepdim=True) / (count - 1).clamp(min=1)).sqrt()
+
+
+#: ``adv_norm`` -> advantages of values ``[B, G, K]`` relative to the group members that
+#: have a value (``present``, float ``[B, G, K]``): the same norms as :data:`ADV_NORMS`,
+#: each turn index normalised on its own.
+PRESENT_NORMS = {
+    "mean_std": lambda r, p: (r - _present_mean(r, p)) / (_present_std(r, p) + EPS),
+    "mean": lambda r, p: r - _present_mean(r, p),
+    "none": lambda r, p: r,
+}
+
+
+def turn_group_advantages(
+    turn_rewards: torch.Tensor,
+    played: torch.Tensor,
+    group_size: int,
+    adv_norm: str = "mean_std",
+    *,
+    fallback: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Per-turn group-relative advantages ``[B * G, K]`` of turn rewards ``[B * G, K]``
+    (row ``b * G + g``): turn ``k``'s reward relative to the rewards of turn ``k`` of the
+    group members that played it (``played`` ``[B * G, K]``). A turn fewer than two
+    members played has no group to compare with: it takes ``fallback`` ``[B * G]`` (the
+    episode's trajectory advantage) when given, else 0. Turns not played are 0."""
+    rows, turns = turn_rewards.shape
+    shape = (rows // group_size, group_size, turns)
+    present = played.reshape(shape).float()
+    adv = PRESENT_NORMS[adv_norm](turn_rewards.float().reshape(shape), present).reshape(rows, turns)
+    compared = (present.sum(1, keepdim=True) >= 2).expand(shape).reshape(rows, turns)
+    other = torch.zeros_like(adv) if fallback is None else fallback[:, None].expand_as(adv)
+    return torch.where(compared, adv, other.float()) * played
+
+
+def whiten_and_clip(
+    adv: torch.Tensor, units: torch.Tensor, *, whiten: bool, clip_range: float | None
+) -> torch.Tensor:
+    """Advantages standardised over the batch's ``units`` (a mask of ``adv``'s shape;
+    sample std) when ``whiten``, then clipped to ``[-clip_range, clip_range]``."""
+    if whiten and units.sum() > 1:
+        values = adv[units.bool()]
+        adv = torch.where(units.bool(), (adv - values.mean()) / (values.std() + EPS), adv)
+    if clip_range is not None:
+        adv = adv.clamp(-clip_range, clip_range)
+    return adv
 
 
 # -- LLM-REINFORCE ---------------------------------------------------------------------------
@@ -220,39 +344,55 @@ def shaped_rewards(
     beta: float,
 ) -> torch.Tensor:
     """Per-token rewards ``[rows, T - 1]``: each completion's reward ``[rows]`` on every
-    one of its tokens, minus ``beta`` times the k1 KL ``log pi_old - log pi_ref`` (the KL
-    enters REINFORCE only here); zero outside ``mask``."""
-    shaped = rewards[:, None].expand_as(old_logprobs).float()
+    one of its tokens (or each token's own ``[rows, T - 1]``: a multi-turn episode's turn
+    reward on every token of its turn), minus ``beta`` times the k1 KL ``log pi_old - log
+    pi_ref`` (the KL enters REINFORCE only here); zero outside ``mask``."""
+    shaped = per_token(rewards).expand_as(old_logprobs).float()
     if ref_logprobs is not None:
         shaped = shaped - beta * (old_logprobs - ref_logprobs)
     return shaped * mask
 
 
-def _token_returns(shaped: torch.Tensor, mask: torch.Tensor, gamma: float) -> torch.Tensor:
-    """``G_t = r_t + gamma m_{t+1} G_{t+1}`` over each row's tokens."""
+def _token_returns(
+    shaped: torch.Tensor, mask: torch.Tensor, gamma: float, turns: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``G_t = r_t + gamma G_{t'}`` over each row's action tokens, ``t'`` the next action
+    token (the tokens between turns, the environment's, are skipped); one unit per
+    token."""
     returns = torch.zeros_like(shaped)
     following = torch.zeros_like(shaped[:, 0])
     for t in range(shaped.shape[1] - 1, -1, -1):
-        nxt = mask[:, t + 1] if t + 1 < shaped.shape[1] else torch.zeros_like(following)
-        following = shaped[:, t] + gamma * nxt * following
+        acting = mask[:, t].bool()
+        following = torch.where(acting, shaped[:, t] + gamma * following, following)
         returns[:, t] = following
-    return returns * mask
+    return returns * mask, mask
 
 
-def _turn_returns(shaped: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    turn = masked_mean(shaped, mask)[:, None] * mask
-    first = mask.bool() & (mask.cumsum(1) == 1)
-    return turn, first.float()
+def _turn_returns(
+    shaped: torch.Tensor, mask: torch.Tensor, gamma: float, turns: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each turn's reward: the mean of its shaped token rewards ``r_k``; its return ``G_k =
+    r_k + gamma G_{k+1}`` over the turns the episode played (0 after its last), on every
+    token of the turn; one unit per turn, on its first token."""
+    turn_ids = single_turn(mask) if turns is None else turns
+    sums, counts = per_turn_sum(shaped * mask, turn_ids)
+    reward = sums / counts.clamp(min=1)
+    returns = torch.zeros_like(reward)
+    following = torch.zeros_like(reward[:, 0])
+    for k in range(reward.shape[1] - 1, -1, -1):
+        following = (reward[:, k] + gamma * following) * (counts[:, k] > 0)
+        returns[:, k] = following
+    first = turn_onehot(turn_ids, reward.shape[1]).cumsum(1) == 1  # a turn's first token
+    units = (first & (turn_onehot(turn_ids, reward.shape[1]) > 0)).any(-1) & mask.bool()
+    return on_turn_tokens(returns, turn_ids) * mask, units.float()
 
 
-#: ``advantage_granularity`` -> (returns ``[rows, T - 1]`` of shaped rewards, mask, gamma;
-#: the mask of the returns' units). ``"token"``: each token's discounted return, one unit
-#: per token; ``"turn"``: a completion is one turn, its return the mean of its shaped
-#: rewards, one unit per completion (on its first token; broadcast by :func:`rebn`).
-RETURNS = {
-    "token": lambda shaped, mask, gamma: (_token_returns(shaped, mask, gamma), mask),
-    "turn": lambda shaped, mask, gamma: _turn_returns(shaped, mask),
-}
+#: ``advantage_granularity`` -> (returns ``[rows, T - 1]`` of shaped rewards, mask, gamma,
+#: turn ids (None: single-turn); the mask of the returns' units). ``"token"``: each
+#: token's discounted return over the action tokens, one unit per token; ``"turn"``: each
+#: turn's return over the turns (a single-turn completion: the mean of its shaped
+#: rewards), one unit per turn (on its first token; broadcast by :func:`rebn`).
+RETURNS = {"token": _token_returns, "turn": _turn_returns}
 
 
 def return_moments(returns: torch.Tensor, units: torch.Tensor) -> torch.Tensor:
@@ -274,21 +414,33 @@ def rebn(returns: torch.Tensor, mask: torch.Tensor, moments: torch.Tensor) -> to
     return (returns - mean) / (std + EPS) * mask
 
 
-def _one_per_completion(mask: torch.Tensor) -> torch.Tensor:
+def _one_per_completion(mask: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
     return mask / mask.sum(1, keepdim=True).clamp(min=1)
 
 
-def _completion_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _completion_mean(values: torch.Tensor, mask: torch.Tensor, turns: torch.Tensor):
     return masked_mean(values, mask)[:, None].expand_as(values)
 
 
+def _one_per_turn(mask: torch.Tensor, turns: torch.Tensor) -> torch.Tensor:
+    counts = per_turn_sum(mask, turns)[1]  # each turn's tokens
+    return on_turn_tokens(1 / counts.clamp(min=1), turns) * mask
+
+
+def _turn_mean_of(values: torch.Tensor, mask: torch.Tensor, turns: torch.Tensor):
+    return _turn_mean(values * mask, turns)
+
+
 #: Importance-ratio level -> (each token's share of a unit ``[rows, T - 1]`` from the
-#: mask; the advantage of each token's unit). A token is a unit of its own, or a
-#: completion is one: its tokens share it equally and its advantage is their mean.
+#: mask and the turn ids; the advantage of each token's unit). A token is a unit of its
+#: own, or a completion (episode) is one, or each turn is one: its tokens share it
+#: equally and its advantage is their mean.
 UNITS = {
-    "token": (lambda mask: mask, lambda adv, mask: adv),
+    "token": (lambda mask, turns: mask, lambda adv, mask, turns: adv),
     "sequence": (_one_per_completion, _completion_mean),
     "product": (_one_per_completion, _completion_mean),
+    "turn": (_one_per_turn, _turn_mean_of),
+    "turn_product": (_one_per_turn, _turn_mean_of),
 }
 
 
@@ -300,15 +452,19 @@ def reinforce_loss(
     *,
     clip_coef: float,
     level: str = "token",
+    turn_ids: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """LLM-REINFORCE's clipped surrogate ``max(-A r, -A clip(r, 1 - e, 1 + e))`` per unit
     of the importance ratio: each token (``level`` ``"token"``), or each completion with
-    its tokens' log-ratios pooled (``"sequence"``: mean, ``"product"``: sum) and its token
-    advantages ``[rows, T - 1]`` averaged. Returns per row: the sum of its units' terms,
-    how many units it holds, how many of them were clipped."""
-    ratio = importance_ratio(logprobs, old_logprobs, mask, level)
+    its tokens' log-ratios pooled (``"sequence"``: mean, ``"product"``: sum), or each turn
+    of a multi-turn episode likewise (``"turn"``, ``"turn_product"``; ``turn_ids``: the
+    predictions' turns, None: single-turn), its token advantages ``[rows, T - 1]``
+    averaged. Returns per row: the sum of its units' terms, how many units it holds, how
+    many of them were clipped."""
+    turns = single_turn(mask) if turn_ids is None else turn_ids
+    ratio = importance_ratio(logprobs, old_logprobs, mask, level, turns)
     share, pool = UNITS[level]
-    weights, adv = share(mask), pool(advantages, mask)
+    weights, adv = share(mask, turns), pool(advantages, mask, turns)
     low, high = clip_bounds(clip_coef)
     term = torch.maximum(-adv * ratio, -adv * ratio.clamp(low, high))
     clipped = ((ratio < low) | (ratio > high)).float()

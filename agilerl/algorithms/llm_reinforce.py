@@ -6,12 +6,15 @@ One completion per prompt (no group), sampled as GRPO's are
 reward sits on every one of its tokens, less ``beta`` times the k1 KL ``log pi_old - log
 pi_ref`` (the only place the KL enters). Returns: at ``token`` granularity each token's
 discounted sum ``G_t = r_t + gamma G_{t+1}`` of the shaped rewards; at ``turn``
-granularity one per completion (a completion is one turn): the mean of its shaped
-rewards. ReBN z-scores the returns over every unit of the batch (GEM, Liu et al. 2025),
-so no per-prompt group is needed. The loss is the clipped surrogate ``max(-A r, -A
+granularity one per turn: the mean of its shaped rewards ``r_k``, discounted over the
+turns ``G_k = r_k + gamma G_{k+1}`` (a single-turn completion is one turn; a multi-turn
+episode's turn reward sits on every token of its turn,
+:mod:`agilerl.families.llm.multiturn`). ReBN z-scores the returns over every unit of the
+batch (GEM, Liu et al. 2025), so no per-prompt group is needed. The loss is the clipped surrogate ``max(-A r, -A
 clip(r, 1 - clip_coef, 1 + clip_coef))`` averaged over the units of the importance ratio
-(``importance_sampling_level``: each token; ``turn``, the completion with its tokens'
-log-ratios summed or averaged per ``turn_ratio_pooling``; ``trajectory``, averaged).
+(``importance_sampling_level``: each token; ``turn``, each turn (a single-turn
+completion: the completion) with its tokens' log-ratios summed or averaged per
+``turn_ratio_pooling``; ``trajectory``, the completion or episode, averaged).
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ from typing import Any, ClassVar
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice
+from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice, turn_rewards_of
 from agilerl.algorithms.hyperparameters import unit_interval
-from agilerl.llm.batches import Experience
+from agilerl.llm.batches import Experience, turn_ids_of
 
-#: ``advantage_granularity`` -> the returns' unit. A completion is one turn here, so
-#: ``auto`` (token when every sample has one turn) is ``token``.
+#: ``advantage_granularity`` -> the returns' unit. ``auto`` is ``token`` when every sample
+#: has one turn (single-turn completions), else ``turn`` (:meth:`LLMREINFORCE.unit_of`).
 GRANULARITIES = {"auto": "token", "token": "token", "turn": "turn"}
 
 #: (``importance_sampling_level``, ``turn_ratio_pooling``) -> the ratio's level in
@@ -35,8 +38,8 @@ GRANULARITIES = {"auto": "token", "token": "token", "turn": "turn"}
 RATIO_LEVELS = {
     ("token", "sum"): "token",
     ("token", "mean"): "token",
-    ("turn", "sum"): "product",
-    ("turn", "mean"): "sequence",
+    ("turn", "sum"): "turn_product",
+    ("turn", "mean"): "turn",
     ("trajectory", "sum"): "sequence",
     ("trajectory", "mean"): "sequence",
 }
@@ -106,6 +109,15 @@ class LLMREINFORCE(CompletionSampler):
             chosen = self.action_granularity
         return GRANULARITIES[chosen]
 
+    def unit_of(self, turn_ids: torch.Tensor) -> str:
+        """The returns' unit for a batch of these turn ids: :attr:`granularity`, except
+        that ``auto`` is ``turn`` when some sample played more than one turn."""
+        chosen = self.advantage_granularity
+        if self.action_granularity != "auto":
+            chosen = self.action_granularity
+        several = bool(turn_ids.numel()) and int(turn_ids.max()) > 0
+        return {"auto": "turn" if several else "token", "token": "token", "turn": "turn"}[chosen]
+
     def learn(self, experience: Experience) -> dict[str, float]:
         """``update_epochs`` optimiser steps on the completions and their rewards
         ``[B, 1]``; returns :attr:`learn_metrics`."""
@@ -113,11 +125,18 @@ class LLMREINFORCE(CompletionSampler):
         dp = self.data_parallel
         rewards = experience.rewards.to(self.device).float().reshape(-1)
         mask = c.loss_mask.to(self.device).float()
+        turn_ids = turn_ids_of(c).to(self.device)
+        # Each turn's reward on every token of its turn (a completion is one turn).
+        token_rewards = llm_losses.on_turn_tokens(
+            turn_rewards_of(experience).to(self.device).float(), turn_ids
+        )
         ids, attention = c.ids.to(self.device), c.attention_mask.to(self.device)
         old = self.logprobs(ids, attention)
         ref = self.logprobs(ids, attention, reference=True) if self.beta > 0 else None
-        shaped = llm_losses.shaped_rewards(rewards, old, ref, mask, self.beta)
-        returns, units = llm_losses.RETURNS[self.granularity](shaped, mask, self.gamma)
+        shaped = llm_losses.shaped_rewards(token_rewards, old, ref, mask, self.beta)
+        returns, units = llm_losses.RETURNS[self.unit_of(turn_ids)](
+            shaped, mask, self.gamma, turn_ids
+        )
         # Data-parallel: the normalisation is the global batch's (its moments summed).
         moments = dp.sum(llm_losses.return_moments(returns, units))
         adv = llm_losses.rebn(returns, mask, moments)
@@ -139,11 +158,12 @@ class LLMREINFORCE(CompletionSampler):
         def chunk_loss(model: Any, sl: slice) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
             logp = self.forward_logprobs(model, ids[sl], attention[sl])
             loss, _, clipped = llm_losses.reinforce_loss(
-                logp, old[sl], adv[sl], mask[sl], clip_coef=self.clip_coef, level=level
-            )
+                logp, old[sl], adv[sl], mask[sl], clip_coef=self.clip_coef, level=level,
+                turn_ids=turn_ids[sl],
+            )  # fmt: skip
             return loss.sum(), {"clipped": clipped.sum().detach()}
 
-        row_units = share(mask).sum(1)
+        row_units = share(mask, turn_ids).sum(1)
         count = float(dp.sum(row_units.sum()))
         if not count > 0:  # no completion token anywhere: nothing to learn from
             return {"loss": 0.0, "clip_fraction": 0.0, **metrics}

@@ -106,6 +106,10 @@ class Family(ABC):
             "not a Python object"
         )
 
+    def training_fn(self, ctx: RunContext) -> Any:
+        """The run's training function: the algorithm's (``get_training_fn()``)."""
+        return ctx.algorithm.get_training_fn()
+
     @abstractmethod
     def make_env(self, ctx: RunContext) -> Any:
         """The environment the run trains and evaluates on."""

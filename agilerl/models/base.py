@@ -441,6 +441,25 @@ class LLMAlgorithmBase(AlgorithmBase):
     agent_type: ClassVar[AgentType | None] = AgentType.LLMAgent
     default_evo_steps: ClassVar[int] = 5
 
+    @classmethod
+    def get_training_fn(cls, multiturn: bool = False) -> Any:
+        """The training function: the schema's (``finetune_llm_reasoning``, ...), or,
+        with ``multiturn``, ``finetune_llm_multiturn``, which only the sampling
+        algorithms (those of reasoning environments) train with."""
+        if not multiturn:
+            return super().get_training_fn()
+        if cls.env_type is not LLMEnvType.REASONING:
+            raise NotImplementedError(
+                f"{cls.__name__} trains on {cls.env_type} datasets, not in multi-turn "
+                "environments (GRPO, GSPO, CISPO and LLMREINFORCE do)"
+            )
+        return engine_attribute(
+            "agilerl.training",
+            "finetune_llm_multiturn",
+            f"{cls.__name__} trains multi-turn with agilerl.training.finetune_llm_multiturn, "
+            "which this installation does not provide yet.",
+        )
+
     def build_algorithm(
         self,
         tokenizer: Any = None,

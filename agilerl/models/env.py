@@ -117,16 +117,19 @@ def remote_dataset(environment: Any) -> str | None:
     )
 
 
-def multiturn_not_trained(environment: Any) -> str | None:
-    """Why an LLM environment cannot run here (None: it can). ``env_type: multiturn``
-    (AgileRL's multi-turn gym) validates, so AgileRL's manifests of it read as theirs,
-    but this project has no multi-turn rollout yet."""
-    if environment.env_type != LLMEnvType.MULTITURN:
+def gem_env_name(environment: Any) -> str | None:
+    """Why an LLM environment cannot run here (None: it can). A multi-turn section that
+    names a GEM environment (``env_name``, AgileRL's multi-turn gym) validates, so
+    AgileRL's manifests read as theirs, but GEM's games need the gem-llm package and its
+    assets, which this project does not install; a Python class or factory named by
+    ``entrypoint`` is trained instead."""
+    if environment.env_type != LLMEnvType.MULTITURN or environment.env_name is None:
         return None
     return (
-        "environment.env_type: multiturn environments (AgileRL's multi-turn gym: env_name "
-        "or entrypoint) are not trained by this project yet; use env_type reasoning, "
-        "preference or sft (docs/differences.md)"
+        f"environment.env_name: {environment.env_name!r} is a GEM environment, which needs "
+        "the gem-llm package and its assets (not installed here); name a Python class or "
+        "factory of a multi-turn environment with environment.entrypoint instead "
+        "(docs/concepts/multiturn.md)"
     )
 
 
@@ -135,9 +138,9 @@ def multiturn_not_trained(environment: Any) -> str | None:
 #: the engine refuses the same when it builds the environment).
 RUN_REFUSALS: dict[type, Callable[[Any], str | None]] = {
     BanditEnvSpec: missing_bandit_tables,
-    LLMEnvSpec: multiturn_not_trained,
+    LLMEnvSpec: gem_env_name,
     OfflineEnvSpec: remote_dataset,
-    LLMReasoningEnvSpec: multiturn_not_trained,
+    LLMReasoningEnvSpec: gem_env_name,
 }
 
 __all__ = [
@@ -165,5 +168,5 @@ __all__ = [
     "WrapperTarget",
     "missing_bandit_tables",
     "remote_dataset",
-    "multiturn_not_trained",
+    "gem_env_name",
 ]

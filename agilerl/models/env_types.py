@@ -14,9 +14,9 @@ from enum import Enum
 
 
 class LLMEnvType(str, Enum):
-    """The LLM environments. ``MULTITURN`` is AgileRL's multi-turn gym, which no spec of
-    this project trains in yet: an environment section tagged ``multiturn`` is refused
-    naming the tags there are."""
+    """The LLM environments. ``MULTITURN``: a multi-turn text environment (a Python class
+    or factory named by ``entrypoint``), which the sampling algorithms (GRPO, GSPO,
+    CISPO, LLM-REINFORCE) train in besides their reasoning datasets."""
 
     REASONING = "reasoning"
     PREFERENCE = "preference"

@@ -30,6 +30,7 @@ ENTRY_POINTS = {
     "finetune_llm_reasoning": "agilerl.families.llm.loop",
     "finetune_llm_preference": "agilerl.families.llm.loop",
     "finetune_llm_sft": "agilerl.families.llm.loop",
+    "finetune_llm_multiturn": "agilerl.families.llm.loop",
     "LocalTrainer": "agilerl.trainer",
     "TrainerError": "agilerl.training.errors",
 }

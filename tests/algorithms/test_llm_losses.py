@@ -287,3 +287,109 @@ def test_ppo_policy_loss_pools_the_ratio_per_turn():
     total, units, _ = L.ppo_policy_loss(logp, old, adv, mask, turn_ids, 2, level="trajectory",
                                         **kw)  # fmt: skip
     assert (total.item(), units.item()) == pytest.approx((-2.4, 1.0))
+# -- multi-turn episodes -------------------------------------------------------------------
+#: Two groups of two episodes; turn ids of 6 predictions (-1: prompt, environment, padding).
+TURNS = torch.tensor([
+    [-1, 0, 0, -1, 1, 1],   # group 0, member 0: two turns
+    [-1, 0, -1, -1, -1, -1],  # group 0, member 1: one turn
+    [-1, 0, -1, 1, -1, -1],  # group 1, member 0: two turns
+    [-1, 0, 0, -1, 1, -1],  # group 1, member 1: two turns
+])  # fmt: skip
+TURN_REWARDS = torch.tensor([[0.0, 1.0], [0.5, 0.0], [0.0, 1.0], [1.0, 3.0]])
+
+
+def test_turns_played_and_per_turn_sums_follow_the_turn_ids():
+    played = L.turns_played(TURNS, 2)
+    assert played.tolist() == [[True, True], [True, False], [True, True], [True, True]]
+    sums, counts = L.per_turn_sum(torch.ones(4, 6), TURNS, 2)
+    assert counts.tolist() == [[2, 2], [1, 0], [1, 1], [2, 1]]
+    tokens = L.on_turn_tokens(torch.tensor([[10.0, 20.0]] * 4), TURNS)
+    assert tokens[0].tolist() == [0, 10, 10, 0, 20, 20] and tokens[1].tolist() == [
+        0,
+        10,
+        0,
+        0,
+        0,
+        0,
+    ]
+
+
+def test_turn_advantages_compare_each_turn_with_the_group_members_that_played_it():
+    played = L.turns_played(TURNS, 2)
+    fallback = torch.tensor([7.0, 8.0, 9.0, 10.0])
+    adv = L.turn_group_advantages(TURN_REWARDS, played, 2, "mean", fallback=fallback)
+    # turn 0: group 0 rewards 0, 0.5 (mean 0.25); group 1: 0, 1 (mean 0.5). Turn 1: group
+    # 0 has one player (member 0): the fallback, 7; member 1 did not play it: 0. Group 1:
+    # 1, 3 (mean 2).
+    close(adv, [[-0.25, 7.0], [0.25, 0.0], [-0.5, -1.0], [0.5, 1.0]])
+    without = L.turn_group_advantages(TURN_REWARDS, played, 2, "mean")
+    close(without, [[-0.25, 0.0], [0.25, 0.0], [-0.5, -1.0], [0.5, 1.0]])
+    std = L.turn_group_advantages(TURN_REWARDS, played, 2, "mean_std")
+    s = math.sqrt(0.125)  # sample std of (0, 0.5); (0, 1) has sqrt(0.5), (1, 3) sqrt(2)
+    close(std, [[-0.25 / s, 0.0], [0.25 / s, 0.0],
+                [-0.5 / math.sqrt(0.5), -1 / math.sqrt(2)], [0.5 / math.sqrt(0.5), 1 / math.sqrt(2)]])  # fmt: skip
+
+
+def test_whitening_counts_the_played_turns_only():
+    adv = torch.tensor([[1.0, 5.0], [3.0, 0.0]])
+    units = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    got = L.whiten_and_clip(adv, units, whiten=True, clip_range=None)
+    s = math.sqrt(2.0)  # sample std of 1, 3
+    close(got, [[-1 / s, 5.0], [1 / s, 0.0]])
+    assert L.whiten_and_clip(adv, units, whiten=False, clip_range=2.0).max() == 2.0
+
+
+def test_the_turn_level_ratio_is_the_geometric_mean_over_each_turns_tokens():
+    logp = torch.tensor([[0.0, 0.2, 0.4, 9.0, 0.6, 0.0]])
+    old = torch.zeros(1, 6)
+    turns = torch.tensor([[-1, 0, 0, -1, 1, -1]])
+    mask = (turns >= 0).float()
+    ratio = L.importance_ratio(logp, old, mask, "turn", turns)
+    close(ratio * mask, [[0.0, math.exp(0.3), math.exp(0.3), 0.0, math.exp(0.6), 0.0]])
+    # single-turn (no turn ids): one turn, the sequence's ratio
+    seq = L.importance_ratio(logp, old, mask, "sequence")
+    close(L.importance_ratio(logp, old, mask, "turn") * mask, (seq * mask).tolist())
+
+
+def test_multi_turn_returns_discount_over_turns_and_skip_the_environments_tokens():
+    turns = torch.tensor([[0, 0, -1, 1, 1, -1]])
+    mask = (turns >= 0).float()
+    shaped = torch.tensor([[1.0, 3.0, 0.0, 4.0, 4.0, 0.0]])
+    # turn rewards (means): 2 and 4; gamma 0.5: G_1 = 4, G_0 = 2 + 0.5 * 4 = 4
+    returns, units = L.RETURNS["turn"](shaped, mask, 0.5, turns)
+    close(returns, [[4.0, 4.0, 0.0, 4.0, 4.0, 0.0]])
+    assert units.tolist() == [[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]]  # each turn's first token
+    returns, _ = L.RETURNS["turn"](shaped, mask, 0.0, turns)
+    close(returns, [[2.0, 2.0, 0.0, 4.0, 4.0, 0.0]])  # gamma 0: each turn's own reward
+    # tokens: 4 -> 4 + 0.5*0 ; 4 + 0.5*4 = 6 ; (env token skipped) 3 + 0.5*6 = 6 ; 1 + 3 = 4
+    returns, units = L.RETURNS["token"](shaped, mask, 0.5, turns)
+    close(returns, [[4.0, 6.0, 0.0, 6.0, 4.0, 0.0]])
+    assert torch.equal(units, mask)
+
+
+def test_reinforce_loss_per_turn_pools_each_turns_tokens():
+    logp = torch.tensor([[0.0, 0.2, 0.4, 9.0, 0.6, 0.0]])
+    old = torch.zeros(1, 6)
+    turns = torch.tensor([[-1, 0, 0, -1, 1, -1]])
+    mask = (turns >= 0).float()
+    adv = torch.tensor([[0.0, 1.0, 3.0, 0.0, -1.0, 0.0]])
+    # turn 0: ratio exp(0.3) (mean) or exp(0.6) (sum), advantage 2; turn 1: exp(0.6), -1.
+    # clip 0.5: [0.5, 1.5]; A > 0 at exp(0.3) = 1.35 is not clipped: -2 * 1.35; A < 0 at
+    # exp(0.6) = 1.82: max(1.82, 1.5) = 1.82 (the pessimistic term keeps the larger).
+    total, units, clipped = L.reinforce_loss(
+        logp, old, adv, mask, clip_coef=0.5, level="turn", turn_ids=turns
+    )
+    assert units.tolist() == pytest.approx([2.0])  # two turns
+    assert total.tolist() == pytest.approx([-2 * math.exp(0.3) + math.exp(0.6)])
+    assert clipped.tolist() == pytest.approx([1.0])  # turn 1's ratio left the range
+    total, _, _ = L.reinforce_loss(
+        logp, old, adv, mask, clip_coef=0.5, level="turn_product", turn_ids=turns
+    )
+    # turn 0: exp(0.6) clipped to 1.5 for A = 2: max(-3.64, -3) = -3; turn 1: 1.82
+    assert total.tolist() == pytest.approx([-3.0 + math.exp(0.6)])
+    # single-turn (no turn ids): the turn is the completion, as "sequence" / "product"
+    for turn_level, level in (("turn", "sequence"), ("turn_product", "product")):
+        one = L.reinforce_loss(logp, old, adv, mask, clip_coef=0.5, level=turn_level)
+        other = L.reinforce_loss(logp, old, adv, mask, clip_coef=0.5, level=level)
+        for a, b in zip(one, other, strict=True):
+            torch.testing.assert_close(a, b)

@@ -169,11 +169,15 @@ def test_name_is_the_dataset_first():
     assert LLMEnvSpec(env_type="reasoning", **REASONING).name == "d.jsonl"
 
 
-def test_multiturn_is_refused_before_a_run_naming_the_field():
+def test_a_gem_multiturn_env_is_refused_before_a_run_naming_the_field():
     from agilerl.models.env import LLMReasoningEnvSpec
 
     spec = LLMReasoningEnvSpec(env_type="multiturn", env_name="g")
-    assert RUN_REFUSALS[type(spec)](spec).startswith("environment.env_type: multiturn")
+    refusal = RUN_REFUSALS[type(spec)](spec)
+    assert refusal.startswith("environment.env_name: 'g' is a GEM environment")
+    assert "gem-llm" in refusal and "environment.entrypoint" in refusal
+    python = LLMReasoningEnvSpec(env_type="multiturn", entrypoint="envs:make")
+    assert RUN_REFUSALS[type(python)](python) is None  # a Python class or factory trains
     assert RUN_REFUSALS[LLMEnvSpec](LLMEnvSpec(env_type="sft", dataset="d")) is None
 
 

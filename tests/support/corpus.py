@@ -5,8 +5,9 @@ shared by the manifest, corpus-training and multi-agent tests."""
 #: the corpus must validate; AgileRL's old spellings of keys (``replay_buffer.memory_size``)
 #: with a warning (agilerl/models/legacy.py). (docs/concepts/manifests.md: "Compatibility
 #: with AgileRL's manifests".)
-#: Multi-turn LLM environments (GEM games) validate but are not trained yet.
-MULTI_TURN = "environment.env_type: multiturn"
+#: Multi-turn LLM environments named by a GEM id (env_name) validate, but GEM needs the
+#: gem-llm package and its assets: a run trains a Python class named by entrypoint only.
+GEM = "is a GEM environment, which needs the gem-llm package"
 LATER_FIELDS = "algorithm.chunk_rows: unknown key"
 REFUSED = {
     # fields of a later AgileRL than the seeds' LLMAlgorithmSpec (which has
@@ -28,6 +29,6 @@ IMAGES = {
 #: Corpus manifests that validate (AgileRL's schema, read as theirs) but that every run
 #: refuses before its first step (``agilerl validate`` says so), with the reason.
 RUN_REFUSED = {
-    "configs/llm_finetuning/grpo_multiturn.yaml": MULTI_TURN,
-    "configs/llm_finetuning/reinforce_quant_bench.yaml": MULTI_TURN,
+    "configs/llm_finetuning/grpo_multiturn.yaml": GEM,
+    "configs/llm_finetuning/reinforce_quant_bench.yaml": GEM,
 }

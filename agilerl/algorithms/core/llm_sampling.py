@@ -9,13 +9,14 @@ the environment's test split). They differ in how they learn from the rewards.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import torch
 
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.algorithms.hyperparameters import positive_int
-from agilerl.llm.batches import Completions, PromptBatch
+from agilerl.llm.batches import Completions, Experience, PromptBatch
 
 
 class CompletionSampler(LLMAlgorithm):
@@ -86,11 +87,31 @@ class CompletionSampler(LLMAlgorithm):
     def get_action(self, prompts: PromptBatch, training: bool = True) -> Completions:
         """:attr:`samples_per_prompt` completions per prompt sampled at ``temperature``
         when ``training`` (from this agent's seeded stream), else one greedy completion."""
+        group = self.samples_per_prompt if training else 1
+        first = prompts.first_row * group
+        return self._generate(prompts, group, training, range(first, first + len(prompts) * group))
+
+    def sample(
+        self, prompts: PromptBatch, training: bool = True, rows: Sequence[int] | None = None
+    ) -> Completions:
+        """One completion per prompt row (no group repetition: a multi-turn rollout's rows
+        are already its episodes, a group's members among them), sampled at
+        ``temperature`` when ``training``, else greedy. ``rows``: the global row each
+        prompt samples from (its stream, :class:`~agilerl.llm.sampling.RowSampler`);
+        by default the batch's own rows from ``first_row``."""
+        first = prompts.first_row
+        keys = range(first, first + len(prompts)) if rows is None else rows
+        return self._generate(prompts, 1, training, keys)
+
+    def _generate(
+        self, prompts: PromptBatch, group: int, training: bool, rows: Sequence[int]
+    ) -> Completions:
+        """``group`` completions of each prompt; sampled rows draw from the streams of
+        ``rows`` (one per completion)."""
         from transformers import GenerationConfig, LogitsProcessorList
 
         from agilerl.llm.sampling import RowSampler
 
-        group = self.samples_per_prompt if training else 1
         ids = prompts.input_ids.to(self.device).repeat_interleave(group, 0)
         mask = prompts.attention_mask.to(self.device).repeat_interleave(group, 0)
         prompt_length = ids.shape[1]
@@ -114,8 +135,7 @@ class CompletionSampler(LLMAlgorithm):
         processors = []
         if training:
             draw = int(self.rng.integers(2**63))
-            first = prompts.first_row * group
-            processors.append(RowSampler(draw, range(first, first + len(ids)), self.temperature))
+            processors.append(RowSampler(draw, rows, self.temperature))
         with torch.no_grad(), self._policy() as model:
             out = model.generate(
                 input_ids=ids,
@@ -161,12 +181,14 @@ class CompletionSampler(LLMAlgorithm):
         )  # fmt: skip
 
     def test(self, env: Any, loop: int = 1) -> float:
-        """Mean reward of greedy completions over the environment's test split (``loop``
-        passes; greedy decoding makes them equal), appended to ``fitness``."""
+        """The environment's test score of this agent's greedy behaviour (``loop`` passes;
+        greedy decoding makes them equal), appended to ``fitness``: the mean reward of
+        completions over a reasoning environment's test split, the mean episode return
+        over a multi-turn environment's test seeds (``env.test_rewards(agent)``: what the
+        environment makes of the agent is the environment's to say)."""
         total, count = 0.0, 0
         for _ in range(loop):
-            for prompts in env.test_batches():
-                rewards = env.rewards(prompts, self.get_action(prompts, training=False))
+            for rewards in env.test_rewards(self):
                 total += float(rewards.sum())
                 count += rewards.numel()
         if not self.data_parallel.alone:  # each process scored its share of the split
@@ -174,6 +196,14 @@ class CompletionSampler(LLMAlgorithm):
         fitness = total / max(count, 1)
         self.fitness.append(fitness)
         return fitness
+
+
+def turn_rewards_of(experience: Experience) -> torch.Tensor:
+    """Each episode's turn rewards ``[rows, max_turns]``: the experience's own, or, for
+    single-turn completions, their one turn's reward (the completion's) ``[rows, 1]``."""
+    if experience.turn_rewards is not None:
+        return experience.turn_rewards
+    return experience.rewards.reshape(-1, 1)
 
 
 def choice(field: str, value: Any, allowed: Any) -> Any:

@@ -29,6 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from agilerl.families.llm.rendering import pad as _pad
+from agilerl.families.llm.rendering import prompt_ids as _prompt_ids
+from agilerl.families.llm.rendering import render_messages
 from agilerl.llm.batches import PreferenceBatch, PromptBatch, SFTBatch, TokenSequences
 from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.hub import (
@@ -259,43 +262,9 @@ def parse_template(template: dict[str, str], columns: list[str]) -> list[tuple[s
     return [messages[position] for position in sorted(messages)]
 
 
-def render_messages(tokenizer: Any, messages: list[dict[str, str]]) -> str:
-    """A conversation as prompt text: the tokenizer's chat template when it has one
-    (ending in a generation prompt, or continuing a final assistant message), otherwise
-    one ``role: text`` line per message and an ``assistant:`` line to answer on."""
-    ends_with_answer = messages[-1]["role"] == "assistant"
-    if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(
-            messages,
-            tokenize=False,
-            add_generation_prompt=not ends_with_answer,
-            continue_final_message=ends_with_answer,
-        )
-    lines = [f"{message['role']}: {message['content']}" for message in messages]
-    return "\n".join(lines if ends_with_answer else [*lines, "assistant:"])
-
-
-def _prompt_ids(tokenizer: Any, texts: list[str]) -> list[list[int]]:
-    """Token ids of rendered prompts."""
-    # A chat template writes its own special tokens; a plain rendering gets the usual ones.
-    special = not getattr(tokenizer, "chat_template", None)
-    return tokenizer(texts, add_special_tokens=special)["input_ids"]
-
-
 def _placeholders(text: str) -> list[str]:
     """The column names a (parsed, checked) template text fills in."""
     return [name for _, name, _, _ in string.Formatter().parse(text) if name]
-
-
-def _pad(rows: list[list[int]], pad_id: int, *, left: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(row) for row in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):
-        span = slice(width - len(row), width) if left else slice(0, len(row))
-        ids[i, span] = torch.tensor(row, dtype=torch.long)
-        mask[i, span] = 1
-    return ids, mask
 
 
 def _sequences(
@@ -500,6 +469,12 @@ class ReasoningEnv(_DatasetEnv):
             first_row=first_row,
         )
 
+    def test_rewards(self, agent: Any) -> Iterator[torch.Tensor]:
+        """The rewards of ``agent``'s greedy completions of this process's share of the
+        test split, a batch at a time (``agent.test`` averages them)."""
+        for prompts in self.test_batches():
+            yield self.rewards(prompts, agent.get_action(prompts, training=False))
+
     def rewards(self, prompts: PromptBatch, completions: Completions) -> torch.Tensor:
         """``[B, G]`` rewards of the ``group_size`` completions of each prompt."""
         group = completions.group_size
@@ -574,7 +549,13 @@ class SFTEnv(_DatasetEnv):
 
 
 # ----------------------------------------------------------------------- from a spec
-def _reasoning(spec: Any, train: Dataset, test: Dataset, tokenizer: Any, base_dir, **common):
+def _splits(spec: Any, base_dir: Path | None, seed: int) -> tuple[Dataset, Dataset]:
+    table = load_table(spec.dataset, base_dir=base_dir, columns=spec.columns)
+    return split_dataset(table, spec.train_test_split, seed)
+
+
+def _reasoning(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> ReasoningEnv:
+    train, test = _splits(spec, base_dir, common["seed"])
     reward_fn = load_reward_fn(spec.reward_file_path, spec.reward_fn_name, base_dir=base_dir)
     return ReasoningEnv(
         train,
@@ -587,16 +568,50 @@ def _reasoning(spec: Any, train: Dataset, test: Dataset, tokenizer: Any, base_di
     )
 
 
-def _preference(spec: Any, train: Dataset, test: Dataset, tokenizer: Any, base_dir, **common):
-    return PreferenceEnv(train, test, tokenizer, **common)
+def _preference(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> PreferenceEnv:
+    return PreferenceEnv(*_splits(spec, base_dir, common["seed"]), tokenizer, **common)
 
 
-def _sft(spec: Any, train: Dataset, test: Dataset, tokenizer: Any, base_dir, **common):
+def _sft(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> SFTEnv:
+    train, test = _splits(spec, base_dir, common["seed"])
     return SFTEnv(train, test, tokenizer, response_column=spec.response_column, **common)
 
 
-#: How each ``env_type`` of an LLM environment spec becomes an environment.
-ENV_BUILDERS = {"reasoning": _reasoning, "preference": _preference, "sft": _sft}
+def _multiturn(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> Any:
+    """The rollout over the environment ``entrypoint`` makes (``env_config`` its keyword
+    arguments; :mod:`agilerl.families.llm.multiturn`)."""
+    from agilerl.families.llm.multiturn import MultiTurnEpisodes
+    from agilerl.families.single_agent.envs import EnvironmentSpecError, import_target
+
+    where = "environment.entrypoint"
+    try:
+        target = import_target(spec.entrypoint, where, None if base_dir is None else str(base_dir))
+    except EnvironmentSpecError as err:
+        raise LLMSetupError(str(err)) from None
+    if not callable(target):
+        raise LLMSetupError(
+            f"{where}: {spec.entrypoint} is a {type(target).__name__}, not a class or factory"
+        )
+    config = dict(spec.env_config or {})
+    return MultiTurnEpisodes(
+        lambda: target(**config),
+        tokenizer,
+        batch_size=common["batch_size"],
+        max_turns=spec.max_turns,
+        max_reward=spec.max_reward,
+        seed=common["seed"],
+        name=f"{where} {spec.entrypoint}",
+    )
+
+
+#: How each ``env_type`` of an LLM environment spec becomes an environment: (spec,
+#: tokenizer, the manifest's directory, batch_size / max_context_length / seed).
+ENV_BUILDERS: dict[str, Callable[..., Any]] = {
+    "reasoning": _reasoning,
+    "preference": _preference,
+    "sft": _sft,
+    "multiturn": _multiturn,
+}
 
 
 def build_llm_env(
@@ -607,13 +622,14 @@ def build_llm_env(
     max_context_length: int | None,
     seed: int,
     base_dir: Path | None,
-) -> ReasoningEnv | PreferenceEnv | SFTEnv:
+) -> Any:
     """The environment an ``LLMEnvSpec`` (or a manifest's section built on its fields)
     describes; relative paths resolve against ``base_dir`` (the manifest's directory).
-    ``env_type: multiturn`` is refused: no multi-turn rollout yet."""
-    from agilerl.models.env import multiturn_not_trained
+    A multi-turn section naming a GEM environment (``env_name``) is refused
+    (:func:`agilerl.models.env.gem_env_name`)."""
+    from agilerl.models.env import gem_env_name
 
-    refusal = multiturn_not_trained(env_spec)
+    refusal = gem_env_name(env_spec)
     if refusal is not None:
         raise LLMSetupError(refusal)
     builder = ENV_BUILDERS.get(env_spec.env_type)
@@ -622,12 +638,8 @@ def build_llm_env(
             f"environment.env_type: {env_spec.env_type!r} is not an LLM environment "
             f"(known: {', '.join(ENV_BUILDERS)})"
         )
-    table = load_table(env_spec.dataset, base_dir=base_dir, columns=env_spec.columns)
-    train, test = split_dataset(table, env_spec.train_test_split, seed)
     return builder(
         env_spec,
-        train,
-        test,
         tokenizer,
         base_dir,
         batch_size=batch_size,

@@ -12,6 +12,7 @@ from agilerl.families.llm import setup
 from agilerl.families.llm.preflight import check_llm_run
 from agilerl.families.llm.sizing import llm_work
 from agilerl.models.base import AgentType, spec_class
+from agilerl.models.env_types import LLMEnvType
 from agilerl.training.preflight import Estimate
 from agilerl.training.work import Work
 
@@ -26,6 +27,11 @@ class LLMFamily(Family):
     # The best agent's peft adapter directory, tokenizer beside it.
     outputs = {"adapter": Output("best_adapter", lambda best, path: best.save_adapter(path))}
     network_spec = spec_class("FinetuningNetworkSpec")
+
+    def training_fn(self, ctx: RunContext) -> Any:
+        """The multi-turn loop for a multi-turn environment section, else the schema's."""
+        multiturn = ctx.environment.env_type == LLMEnvType.MULTITURN
+        return ctx.algorithm.get_training_fn(multiturn=multiturn)
 
     def make_env(self, ctx: RunContext) -> Any:
         return setup.make_llm_env(ctx)
@@ -43,8 +49,9 @@ class LLMFamily(Family):
         return setup.llm_spec_fields(ctx)
 
     def env_name(self, environment: Any) -> str:
-        # the dataset's file name; a multi-turn section has none (LLMEnvSpec.name)
-        return Path(environment.name).stem
+        # the dataset's file name, or a multi-turn entry point's class or factory
+        # (``pkg.mod:Name`` -> Name): LLMEnvSpec.name is whichever the section gives
+        return Path(environment.name.replace(":", "/")).stem
 
     def computes(self, ctx: RunContext, agent: Any) -> HasParameters:
         return setup.BaseCompute(ctx, agent)

@@ -1,6 +1,7 @@
 """``finetune_llm``: one training loop for the LLM family (GRPO, DPO, SFT), with evolution.
 
-A *step* is one batch of the environment's training split. Each generation every agent
+A *step* is one batch of the environment's training split (of a multi-turn environment:
+one batch of episodes). Each generation every agent
 takes ``evo_steps`` steps on the same batches (the environment's position is put back
 before each agent, so the agents compete on equal data), is evaluated on the test split
 (``agent.test``: GRPO's mean reward, DPO's preference accuracy, SFT's score) and, with
@@ -10,7 +11,9 @@ per-generation table, run checkpoints and resuming are the RL ones. How an agent
 one step depends only on the environment's type (:data:`STEPS`).
 
 The schemas name three training functions (``finetune_llm_reasoning``,
-``finetune_llm_preference``, ``finetune_llm_sft``); each is this loop on its environment.
+``finetune_llm_preference``, ``finetune_llm_sft``), and the sampling algorithms'
+``get_training_fn(multiturn=True)`` a fourth, ``finetune_llm_multiturn``; each is this
+loop on its environment.
 """
 
 from __future__ import annotations
@@ -44,6 +47,13 @@ def reasoning_step(agent: Any, env: Any) -> tuple[dict[str, float], float | None
     return metrics, float(DataParallel.current().gather(rewards.float()).mean())
 
 
+def multiturn_step(agent: Any, env: Any) -> tuple[dict[str, float], float | None]:
+    # A batch of episodes played in lock-step (agilerl.families.llm.multiturn).
+    experience = env.rollout(agent)
+    metrics = dict(agent.learn(experience))
+    return metrics, float(DataParallel.current().gather(experience.rewards.float()).mean())
+
+
 def batch_step(agent: Any, env: Any) -> tuple[dict[str, float], float | None]:
     return dict(agent.learn(env.next_batch())), None
 
@@ -51,6 +61,7 @@ def batch_step(agent: Any, env: Any) -> tuple[dict[str, float], float | None]:
 #: Environment type (``env_type`` of the environment spec) -> how an agent takes a step.
 STEPS: dict[str, Step] = {
     "reasoning": reasoning_step,
+    "multiturn": multiturn_step,
     "preference": batch_step,
     "sft": batch_step,
 }
@@ -67,10 +78,11 @@ class ScoreColumn:
 
 
 #: Environment type -> its training score's column. GRPO's score is the mean reward of
-#: its completions, which its ``reward`` metric also is; DPO and SFT batches carry no
-#: reward, so they have no training score.
+#: its completions, which its ``reward`` metric also is (a multi-turn step's: the mean
+#: episode return); DPO and SFT batches carry no reward, so they have no training score.
 SCORE_COLUMNS: dict[str, ScoreColumn] = {
     "reasoning": ScoreColumn("train reward", repeats="reward"),
+    "multiturn": ScoreColumn("train return", repeats="reward"),
     "preference": ScoreColumn(None),
     "sft": ScoreColumn(None),
 }
@@ -213,11 +225,15 @@ def _entry_point(env_type: str) -> Callable[..., tuple[list[Any], list[float]]]:
 finetune_llm_reasoning = _entry_point("reasoning")
 finetune_llm_preference = _entry_point("preference")
 finetune_llm_sft = _entry_point("sft")
+#: Multi-turn environments (``get_training_fn(multiturn=True)`` of the sampling algorithms):
+#: a step is one batch of episodes; the test score the mean return of greedy episodes.
+finetune_llm_multiturn = _entry_point("multiturn")
 
 __all__ = [
     "SCORE_COLUMNS",
     "STEPS",
     "finetune_llm",
+    "finetune_llm_multiturn",
     "finetune_llm_preference",
     "finetune_llm_reasoning",
     "finetune_llm_sft",

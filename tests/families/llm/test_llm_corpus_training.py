@@ -3,9 +3,11 @@ and ``configs/sft.yaml``) train a few steps here with the tiny local model, data
 reward put in place of the hub ones (``--set``, as a user without the hub would); those
 that generate with vLLM are refused as written.
 
-Their multi-turn siblings validate and are refused before a run's first step
-(``support.corpus``); the LLM-PPO quantisation benchmark asks for the fused Liger loss,
-which a run refuses.
+Their multi-turn siblings validate and, naming a GEM environment (``env_name``), are
+refused before a run's first step (``support.corpus``); ``grpo_multiturn.yaml`` trains a
+few steps with the tiny two-turn environment named by ``entrypoint`` in the GEM game's
+place. The LLM-PPO quantisation benchmark asks for the fused Liger loss, which a run
+refuses.
 """
 
 from __future__ import annotations
@@ -113,3 +115,27 @@ def test_the_ppo_quantisation_benchmark_is_refused_for_the_liger_loss(tiny_llm, 
     assert "algorithm.use_liger_loss: the fused Liger kernel loss is not supported" in err
     assert "quantization" not in err
     assert not (tmp_path / "checkpoint.pt").exists()
+def test_grpo_multiturn_trains_a_few_steps_with_the_tiny_environment_in_the_gems_place(
+    tiny_llm, tmp_path, capsys
+):
+    sets = {
+        "environment.env_name": "null",
+        "environment.entrypoint": "agilerl.testing.multiturn:RevealedTopic",
+        "network.pretrained_model_name_or_path": tiny_llm / "model",
+        "algorithm.use_vllm": "false",
+        "algorithm.vllm_config": "null",
+        "algorithm.max_output_tokens": "2",  # the tiny model's answers are a word or two
+        "algorithm.batch_size": "4",
+        "training.max_steps": "2",
+        "training.evaluation_interval": "1",
+    }
+    args = [arg for key, value in sets.items() for arg in ("--set", f"{key}={value}")]
+    out = tmp_path / "run"
+    manifest = CORPUS / "grpo_multiturn.yaml"
+    rc = main(["train", str(manifest), "--out", str(out), "--quiet", *args])
+    assert rc == 0, capsys.readouterr().err
+    (generation,) = json.loads((out / "history.json").read_text())
+    (agent,) = generation["agents"]  # pop_size 1
+    assert agent["metrics"]["completion_length"] > 0 and "loss" in agent["metrics"]
+    assert 0.0 <= agent["fitness"] <= 1.0  # the mean return of greedy test episodes
+    assert (out / "best_adapter" / "adapter_config.json").is_file()

@@ -536,10 +536,10 @@ def test_build_llm_env_refuses_an_unknown_env_type(tokenizer):
         )
 
 
-def test_build_llm_env_refuses_multiturn_naming_the_field(tokenizer):
-    with pytest.raises(LLMSetupError, match=r"environment\.env_type: multiturn environments"):
+def test_build_llm_env_refuses_a_gem_multiturn_env_naming_the_field(tokenizer):
+    with pytest.raises(LLMSetupError, match=r"environment\.env_name: 'game:X' is a GEM"):
         build_llm_env(
-            SimpleNamespace(env_type="multiturn"),
+            SimpleNamespace(env_type="multiturn", env_name="game:X"),
             tokenizer,
             batch_size=1,
             max_context_length=None,

@@ -30,7 +30,7 @@ from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training.callbacks import Callback
 from agilerl.training.run_checkpoint import RunCheckpointer, load_run
 
-MANIFESTS = ("grpo", "gspo", "cispo", "llm_reinforce", "llm_ppo", "dpo", "sft")
+MANIFESTS = ("grpo", "gspo", "cispo", "llm_reinforce", "llm_ppo", "dpo", "sft", "grpo_multiturn")
 
 
 # -- fakes that follow agilerl/llm and the LLMAlgorithm contract ------------------------
@@ -140,7 +140,7 @@ def test_every_agent_of_a_generation_trains_on_the_same_batches():
 
 
 def test_a_step_of_each_environment_type_is_in_the_table():
-    assert set(STEPS) == set(SCORE_COLUMNS) == {"reasoning", "preference", "sft"}
+    assert set(STEPS) == set(SCORE_COLUMNS) == {"reasoning", "multiturn", "preference", "sft"}
     with pytest.raises(ValueError, match="env_type: 'chat'"):
         run([FakeAgent()], FakeEnv(), env_type="chat")
 
@@ -297,7 +297,8 @@ def test_each_llm_manifest_trains_end_to_end_through_agilerl_train(tiny, name, c
     # The manifest it writes stands on its own in its new directory: absolute paths.
     written = load_manifest(out / "manifest.yaml")
     assert Path(written.network.pretrained_model_name_or_path).is_absolute()
-    assert Path(written.environment.dataset).is_file()
+    # a dataset, or a multi-turn environment's entry point (an installed module here)
+    assert written.environment.entrypoint or Path(written.environment.dataset).is_file()
     assert written.algorithm.pretrained_model_name_or_path is None  # the network's to say
 
 
