@@ -472,14 +472,6 @@ def reinforce_loss(
 
 
 # -- LLM-PPO -------------------------------------------------------------------------------
-def token_rewards(turn_rewards: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
-    """Each action token's reward ``[rows, T - 1]``: its turn's whole reward (from
-    ``turn_rewards`` ``[rows, max_turns]``) on every token of the turn, zero off the
-    actions (``turn_ids`` -1)."""
-    on = turn_ids >= 0
-    return turn_rewards.float().gather(1, turn_ids.clamp(min=0)) * on
-
-
 def token_gae(
     rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor, gamma: float, lam: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -524,12 +516,6 @@ def turn_gae(
     return token_gae(rewards.float() * played, values, played, gamma, lam)
 
 
-def per_token(turn_values: torch.Tensor, turn_ids: torch.Tensor) -> torch.Tensor:
-    """Per-turn values ``[rows, max_turns]`` broadcast to their turns' action tokens
-    ``[rows, T - 1]`` (zero off the actions)."""
-    return turn_values.gather(1, turn_ids.clamp(min=0)) * (turn_ids >= 0)
-
-
 #: Advantage granularity -> the value of each unit from the per-token values, the turn
 #: ids and the number of turns: a token's own, or a turn's (its last token's).
 VALUE_UNITS = {
@@ -541,12 +527,15 @@ VALUE_UNITS = {
 #: turns' rewards ``[rows, max_turns]``, the turn ids, the action mask and the played
 #: turns: each action token with its turn's reward, or each played turn.
 STEP_REWARDS = {
-    "token": lambda rewards, turn_ids, mask, played: (token_rewards(rewards, turn_ids), mask),
+    "token": lambda rewards, turn_ids, mask, played: (
+        on_turn_tokens(rewards.float(), turn_ids),
+        mask,
+    ),
     "turn": lambda rewards, turn_ids, mask, played: (rewards.float() * played, played),
 }
 
 #: Advantage granularity -> its units' values broadcast to the action tokens.
-TO_TOKENS = {"token": lambda values, turn_ids: values, "turn": per_token}
+TO_TOKENS = {"token": lambda values, turn_ids: values, "turn": on_turn_tokens}
 
 
 def clipped_value_loss(

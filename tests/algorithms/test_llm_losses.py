@@ -228,7 +228,7 @@ def test_masked_nll_counts_only_response_tokens():
 # -- LLM-PPO -------------------------------------------------------------------------------
 def test_token_gae_by_hand():
     mask = torch.tensor([[0.0, 1.0, 1.0, 1.0]])  # a prompt prediction, then three actions
-    rewards = L.token_rewards(torch.tensor([[1.0]]), torch.tensor([[-1, 0, 0, 0]]))
+    rewards = L.on_turn_tokens(torch.tensor([[1.0]]), torch.tensor([[-1, 0, 0, 0]]))
     close(rewards, [[0.0, 1.0, 1.0, 1.0]])  # the turn's whole reward on each of its tokens
     values = torch.tensor([[9.0, 0.5, 0.2, 0.1]])
     adv, returns = L.token_gae(rewards, values, mask, gamma=0.9, lam=0.5)
@@ -244,7 +244,7 @@ def test_turn_values_gae_and_broadcast_by_hand():
     turn_v, played = L.turn_values(values, turn_ids, 3)
     close(turn_v, [[0.6, 0.8, 0.0]])  # each turn's last action token; turn 2 not played
     close(played, [[1.0, 1.0, 0.0]])
-    close(L.token_rewards(torch.tensor([[1.0, 2.0, 0.0]]), turn_ids), [[0, 1, 1, 0, 2, 2, 0]])
+    close(L.on_turn_tokens(torch.tensor([[1.0, 2.0, 0.0]]), turn_ids), [[0, 1, 1, 0, 2, 2, 0]])
     adv, returns = L.turn_gae(
         torch.tensor([[1.0, 2.0, 5.0]]), torch.tensor([[0.5, 1.0, 0.0]]), played, 0.9, 0.5
     )
@@ -252,7 +252,7 @@ def test_turn_values_gae_and_broadcast_by_hand():
     # the reward of the unplayed turn 2 counts for nothing.
     close(adv, [[1.85, 1.0, 0.0]])
     close(returns, [[2.35, 2.0, 0.0]])
-    close(L.per_token(adv, turn_ids), [[0.0, 1.85, 1.85, 0.0, 1.0, 1.0, 0.0]])
+    close(L.on_turn_tokens(adv, turn_ids), [[0.0, 1.85, 1.85, 0.0, 1.0, 1.0, 0.0]])
 
 
 def test_clipped_value_loss_by_hand():
@@ -287,6 +287,8 @@ def test_ppo_policy_loss_pools_the_ratio_per_turn():
     total, units, _ = L.ppo_policy_loss(logp, old, adv, mask, turn_ids, 2, level="trajectory",
                                         **kw)  # fmt: skip
     assert (total.item(), units.item()) == pytest.approx((-2.4, 1.0))
+
+
 # -- multi-turn episodes -------------------------------------------------------------------
 #: Two groups of two episodes; turn ids of 6 predictions (-1: prompt, environment, padding).
 TURNS = torch.tensor([

@@ -115,6 +115,8 @@ def test_the_ppo_quantisation_benchmark_is_refused_for_the_liger_loss(tiny_llm, 
     assert "algorithm.use_liger_loss: the fused Liger kernel loss is not supported" in err
     assert "quantization" not in err
     assert not (tmp_path / "checkpoint.pt").exists()
+
+
 def test_grpo_multiturn_trains_a_few_steps_with_the_tiny_environment_in_the_gems_place(
     tiny_llm, tmp_path, capsys
 ):

@@ -13,7 +13,7 @@ import pytest
 import torch
 from support import ROOT
 
-from agilerl.algorithms import GRPO, LLMREINFORCE
+from agilerl.algorithms import GRPO, LLMPPO, LLMREINFORCE
 from agilerl.cli import main
 from agilerl.families.llm.environments import build_llm_env
 from agilerl.families.llm.loop import STEPS, finetune_llm_multiturn
@@ -133,6 +133,24 @@ def test_reinforce_plays_one_episode_per_seed_and_learns_per_turn(tokenizer, bas
     metrics = agent.learn(experience)  # one ratio per turn; the second epoch off-policy
     assert set(metrics) == set(LLMREINFORCE.learn_metrics)
     assert math.isfinite(metrics["loss"]) and metrics["completion_length"] > 0
+
+
+def test_llm_ppo_plays_one_episode_per_seed_and_learns_by_turn_gae(tokenizer, base):
+    agent = LLMPPO(tokenizer=tokenizer, actor_network=base, max_output_tokens=2,
+                   lr_critic=0.01, update_epochs=2, **QUICK)  # fmt: skip
+    experience = _episodes(tokenizer, batch_size=3).rollout(agent)
+    assert experience.rewards.shape == (3, 1) and experience.turn_rewards is not None
+    turns = experience.completions.turn_ids
+    assert turns is not None and int(turns.max()) == 1  # both turns played
+    # auto: more than one turn per row -> GAE over turns, the ratio per turn
+    played = (turns[:, :, None] == torch.arange(2)).any(1)
+    assert agent.granularity(played.sum(1)) == "turn" and agent.ratio_level("turn") == "turn"
+    head = {k: v.clone() for k, v in agent.critic.state_dict().items()}
+    metrics = agent.learn(experience)
+    assert set(metrics) == set(LLMPPO.learn_metrics)
+    assert all(math.isfinite(v) for v in metrics.values()) and metrics["vf_loss"] > 0
+    moved = [k for k, v in agent.critic.state_dict().items() if not torch.equal(v, head[k])]
+    assert moved  # the critic learned from the turns' returns
 
 
 def test_a_broken_environment_is_named(tokenizer, base):
