@@ -1,6 +1,6 @@
 """Multi-turn LLM environments: the text-level protocol a user's environment follows, and
 the tokenised, batched, lock-step rollout that turns its episodes into what the sampling
-algorithms (GRPO, GSPO, CISPO, LLM-REINFORCE) learn from.
+algorithms (GRPO, GSPO, CISPO, LLM-REINFORCE, LLM-PPO) learn from.
 
 **The protocol** (:class:`MultiTurnEnv`): ``max_turns``; ``reset(seed=None) ->
 (observation, info)``; ``step(action_text) -> (observation, reward, terminated,
@@ -8,7 +8,7 @@ truncated, info)``; optionally a ``system_prompt`` string. Observations and acti
 text: the environment never sees a token.
 
 **The rollout** (:class:`MultiTurnEpisodes`): a step plays ``batch_size`` episodes ×
-the agent's ``samples_per_prompt`` (GRPO's group; one for LLM-REINFORCE), one environment
+the agent's ``samples_per_prompt`` (GRPO's group; one for LLM-REINFORCE and LLM-PPO), one environment
 per episode; the members of a group are reset with the same seed, so GRPO compares like
 with like. Every active episode takes its turn together: the transcripts are rendered
 with the tokenizer's chat template (the system prompt, then each observation as a user
