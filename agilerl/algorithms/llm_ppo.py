@@ -29,7 +29,6 @@ every row has one turn.
 from __future__ import annotations
 
 import contextlib
-import warnings
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -37,31 +36,24 @@ import torch
 
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm import row_chunks
-from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice
+from agilerl.algorithms.core.llm_sampling import TurnCredit, choice, turn_rewards_of
 from agilerl.algorithms.hyperparameters import non_negative, unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
 
-#: ``advantage_granularity`` (or its deprecated alias) values.
-GRANULARITIES = ("turn", "token", "auto")
 
-
-class LLMPPO(CompletionSampler):
-    """LLM-PPO (see the module docstring). ``action_granularity``, a deprecated alias,
-    overrides ``advantage_granularity`` (with a DeprecationWarning) unless it is
-    ``auto``."""
+class LLMPPO(TurnCredit):
+    """LLM-PPO (see the module docstring; the advantages' unit: :class:`TurnCredit`)."""
 
     init_args: ClassVar[tuple[str, ...]] = (
-        *(name for name in CompletionSampler.init_args if name != "lr"),
+        *(name for name in TurnCredit.init_args if name != "lr"),
         "lr_actor",
         "lr_critic",
         "vf_coef",
         "clip_coef",
         "gamma",
         "gae_lambda",
-        "action_granularity",
         "turn_level_clip",
         "importance_sampling_level",
-        "advantage_granularity",
         "turn_ratio_pooling",
         "whiten_advantages",
     )
@@ -94,10 +86,8 @@ class LLMPPO(CompletionSampler):
         clip_coef: float = 0.2,
         gamma: float = 0.99,
         gae_lambda: float = 0.95,
-        action_granularity: str = "auto",
         turn_level_clip: bool = True,
         importance_sampling_level: str = "auto",
-        advantage_granularity: str = "auto",
         turn_ratio_pooling: str = "sum",
         whiten_advantages: bool = True,
         **common: Any,
@@ -112,17 +102,6 @@ class LLMPPO(CompletionSampler):
         self.clip_coef = unit_interval("clip_coef", clip_coef)
         self.gamma = unit_interval("gamma", gamma)
         self.gae_lambda = unit_interval("gae_lambda", gae_lambda)
-        self.action_granularity = choice("action_granularity", action_granularity, GRANULARITIES)
-        self.advantage_granularity = choice(
-            "advantage_granularity", advantage_granularity, GRANULARITIES
-        )
-        if self.action_granularity != "auto":
-            warnings.warn(
-                "action_granularity is a deprecated alias of advantage_granularity; "
-                f"advantage_granularity={action_granularity!r} is used",
-                DeprecationWarning,
-                stacklevel=2,
-            )
         self.turn_level_clip = bool(turn_level_clip)
         self.importance_sampling_level = choice(
             "importance_sampling_level",
@@ -204,18 +183,6 @@ class LLMPPO(CompletionSampler):
         return torch.cat(parts)
 
     # -- learning -------------------------------------------------------------------------
-    def granularity(self, turns_per_row: torch.Tensor) -> str:
-        """The advantages' unit for a batch whose rows played ``turns_per_row`` turns:
-        the field (or its alias, when set); ``auto``: ``token`` when every row of the
-        global batch has one turn, else ``turn``."""
-        chosen = self.advantage_granularity
-        if self.action_granularity != "auto":
-            chosen = self.action_granularity
-        if chosen != "auto":
-            return chosen
-        several = float(self.data_parallel.sum((turns_per_row > 1).sum().float()))
-        return "turn" if several > 0 else "token"
-
     def ratio_level(self, granularity: str) -> str:
         """The importance ratio's unit: the field; ``auto``, the advantages' unit with
         ``turn_level_clip``, else each token."""
@@ -229,10 +196,7 @@ class LLMPPO(CompletionSampler):
         c = experience.completions
         dp = self.data_parallel
         rewards = experience.rewards.to(self.device).float().reshape(-1)
-        turn_rewards = experience.turn_rewards
-        if turn_rewards is None:  # single turn: the completion's reward is turn 0's
-            turn_rewards = rewards[:, None]
-        turn_rewards = turn_rewards.to(self.device).float()
+        turn_rewards = turn_rewards_of(experience).to(self.device).float()
         max_turns = turn_rewards.shape[1]
         mask = c.loss_mask.to(self.device).float()
         turn_ids = turn_ids_of(c).to(self.device).long()

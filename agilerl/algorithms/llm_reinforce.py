@@ -19,19 +19,19 @@ completion: the completion) with its tokens' log-ratios summed or averaged per
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, ClassVar
 
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice, turn_rewards_of
+from agilerl.algorithms.core.llm_sampling import (
+    TurnCredit,
+    choice,
+    turn_rewards_of,
+    turns_per_row,
+)
 from agilerl.algorithms.hyperparameters import unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
-
-#: ``advantage_granularity`` -> the returns' unit. ``auto`` is ``token`` when every sample
-#: has one turn (single-turn completions), else ``turn`` (:meth:`LLMREINFORCE.unit_of`).
-GRANULARITIES = {"auto": "token", "token": "token", "turn": "turn"}
 
 #: (``importance_sampling_level``, ``turn_ratio_pooling``) -> the ratio's level in
 #: :data:`~agilerl.algorithms.llm_losses.RATIO_LEVELS`.
@@ -45,17 +45,13 @@ RATIO_LEVELS = {
 }
 
 
-class LLMREINFORCE(CompletionSampler):
-    """LLM-REINFORCE (see the module docstring). ``action_granularity``, a deprecated
-    alias, overrides ``advantage_granularity`` (with a DeprecationWarning) unless it is
-    ``auto``."""
+class LLMREINFORCE(TurnCredit):
+    """LLM-REINFORCE (see the module docstring; the returns' unit: :class:`TurnCredit`)."""
 
     init_args: ClassVar[tuple[str, ...]] = (
-        *CompletionSampler.init_args,
+        *TurnCredit.init_args,
         "clip_coef",
         "gamma",
-        "action_granularity",
-        "advantage_granularity",
         "importance_sampling_level",
         "turn_ratio_pooling",
     )
@@ -76,47 +72,17 @@ class LLMREINFORCE(CompletionSampler):
         lr: float = 5e-06,
         clip_coef: float = 0.2,
         gamma: float = 0.99,
-        action_granularity: str = "auto",
-        advantage_granularity: str = "auto",
         importance_sampling_level: str = "token",
         turn_ratio_pooling: str = "sum",
         **common: Any,
     ) -> None:
         self.clip_coef = unit_interval("clip_coef", clip_coef)
         self.gamma = unit_interval("gamma", gamma)
-        self.action_granularity = choice("action_granularity", action_granularity, GRANULARITIES)
-        self.advantage_granularity = choice(
-            "advantage_granularity", advantage_granularity, GRANULARITIES
-        )
-        if self.action_granularity != "auto":
-            warnings.warn(
-                "action_granularity is a deprecated alias of advantage_granularity; "
-                f"advantage_granularity={action_granularity!r} is used",
-                DeprecationWarning,
-                stacklevel=2,
-            )
         self.importance_sampling_level = choice(
             "importance_sampling_level", importance_sampling_level, ("token", "turn", "trajectory")
         )
         self.turn_ratio_pooling = choice("turn_ratio_pooling", turn_ratio_pooling, ("sum", "mean"))
         super().__init__(index, lr=lr, **common)
-
-    @property
-    def granularity(self) -> str:
-        """The returns' unit: ``token`` or ``turn`` (the alias, when set, wins)."""
-        chosen = self.advantage_granularity
-        if self.action_granularity != "auto":
-            chosen = self.action_granularity
-        return GRANULARITIES[chosen]
-
-    def unit_of(self, turn_ids: torch.Tensor) -> str:
-        """The returns' unit for a batch of these turn ids: :attr:`granularity`, except
-        that ``auto`` is ``turn`` when some sample played more than one turn."""
-        chosen = self.advantage_granularity
-        if self.action_granularity != "auto":
-            chosen = self.action_granularity
-        several = bool(turn_ids.numel()) and int(turn_ids.max()) > 0
-        return {"auto": "turn" if several else "token", "token": "token", "turn": "turn"}[chosen]
 
     def learn(self, experience: Experience) -> dict[str, float]:
         """``update_epochs`` optimiser steps on the completions and their rewards
@@ -134,7 +100,7 @@ class LLMREINFORCE(CompletionSampler):
         old = self.logprobs(ids, attention)
         ref = self.logprobs(ids, attention, reference=True) if self.beta > 0 else None
         shaped = llm_losses.shaped_rewards(token_rewards, old, ref, mask, self.beta)
-        returns, units = llm_losses.RETURNS[self.unit_of(turn_ids)](
+        returns, units = llm_losses.RETURNS[self.granularity(turns_per_row(turn_ids))](
             shaped, mask, self.gamma, turn_ids
         )
         # Data-parallel: the normalisation is the global batch's (its moments summed).

@@ -536,8 +536,9 @@ def test_llm_reinforce_samples_one_completion_per_prompt(tokenizer, base, reason
 def test_llm_reinforces_action_granularity_alias_overrides_with_a_warning(tokenizer, base):
     with pytest.warns(DeprecationWarning, match="action_granularity is a deprecated alias"):
         agent = _agent(LLMREINFORCE, tokenizer, base, action_granularity="turn")
-    assert agent.granularity == "turn"
-    assert _agent(LLMREINFORCE, tokenizer, base).granularity == "token"  # auto: single turn
+    one_turn = torch.ones(3, dtype=torch.long)
+    assert agent.granularity(one_turn) == "turn"
+    assert _agent(LLMREINFORCE, tokenizer, base).granularity(one_turn) == "token"  # auto
 
 
 def test_dpo_prefers_the_chosen_response_on_90_percent_of_held_out_pairs(

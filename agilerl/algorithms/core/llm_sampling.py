@@ -9,6 +9,7 @@ the environment's test split). They differ in how they learn from the rewards.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -204,6 +205,62 @@ def turn_rewards_of(experience: Experience) -> torch.Tensor:
     if experience.turn_rewards is not None:
         return experience.turn_rewards
     return experience.rewards.reshape(-1, 1)
+
+
+#: ``advantage_granularity`` (and its deprecated alias ``action_granularity``) values.
+GRANULARITIES = ("auto", "token", "turn")
+
+
+class TurnCredit(CompletionSampler):
+    """Base of the algorithms that credit each token or each turn of one completion per
+    prompt (LLM-REINFORCE, LLM-PPO): ``advantage_granularity`` says which; ``auto`` is
+    ``token`` when every episode of the batch has one turn, else ``turn``.
+    ``action_granularity``, a deprecated alias, overrides it (with a DeprecationWarning)
+    unless it is ``auto``."""
+
+    init_args: ClassVar[tuple[str, ...]] = (
+        *CompletionSampler.init_args,
+        "action_granularity",
+        "advantage_granularity",
+    )
+
+    def __init__(
+        self,
+        index: int = 0,
+        *,
+        action_granularity: str = "auto",
+        advantage_granularity: str = "auto",
+        **common: Any,
+    ) -> None:
+        self.action_granularity = choice("action_granularity", action_granularity, GRANULARITIES)
+        self.advantage_granularity = choice(
+            "advantage_granularity", advantage_granularity, GRANULARITIES
+        )
+        if self.action_granularity != "auto":
+            warnings.warn(
+                "action_granularity is a deprecated alias of advantage_granularity; "
+                f"advantage_granularity={action_granularity!r} is used",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+        super().__init__(index, **common)
+
+    def granularity(self, turns_per_row: torch.Tensor) -> str:
+        """The credit's unit, ``token`` or ``turn``, for a batch whose rows played
+        ``turns_per_row`` turns: the field (the alias, when set); ``auto``: ``turn`` when
+        some row of the global batch (every rank's) played more than one."""
+        chosen = self.advantage_granularity
+        if self.action_granularity != "auto":
+            chosen = self.action_granularity
+        if chosen != "auto":
+            return chosen
+        several = float(self.data_parallel.sum((turns_per_row > 1).sum().float()))
+        return "turn" if several > 0 else "token"
+
+
+def turns_per_row(turn_ids: torch.Tensor) -> torch.Tensor:
+    """How many turns each row played ``[rows]`` (turns are numbered from 0)."""
+    return turn_ids.max(1).values.clamp(min=-1) + 1
 
 
 def choice(field: str, value: Any, allowed: Any) -> Any:

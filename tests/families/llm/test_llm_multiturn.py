@@ -14,6 +14,7 @@ import torch
 from support import ROOT
 
 from agilerl.algorithms import GRPO, LLMPPO, LLMREINFORCE
+from agilerl.algorithms.core.llm_sampling import turns_per_row
 from agilerl.cli import main
 from agilerl.families.llm.environments import build_llm_env
 from agilerl.families.llm.loop import STEPS, finetune_llm_multiturn
@@ -129,7 +130,7 @@ def test_reinforce_plays_one_episode_per_seed_and_learns_per_turn(tokenizer, bas
                          importance_sampling_level="turn", update_epochs=2, **QUICK)  # fmt: skip
     experience = _episodes(tokenizer, batch_size=3).rollout(agent)
     assert experience.rewards.shape == (3, 1)
-    assert agent.unit_of(experience.completions.turn_ids) == "turn"
+    assert agent.granularity(turns_per_row(experience.completions.turn_ids)) == "turn"
     metrics = agent.learn(experience)  # one ratio per turn; the second epoch off-policy
     assert set(metrics) == set(LLMREINFORCE.learn_metrics)
     assert math.isfinite(metrics["loss"]) and metrics["completion_length"] > 0
