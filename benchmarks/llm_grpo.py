@@ -1,12 +1,14 @@
 """GRPO and its kin (GSPO, CISPO, LLM-REINFORCE, LLM-PPO) on the tiny local model
-(``configs/{grpo,gspo,cispo,llm_reinforce,llm_ppo}.yaml``): throughput and memory.
+(``configs/{grpo,gspo,cispo,llm_reinforce,llm_ppo}.yaml``, and GRPO in the tiny
+multi-turn environment, ``configs/grpo_multiturn.yaml``): throughput and memory.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/llm_grpo.py [--steps 10] [--configs grpo gspo]
 
 Builds the tiny assets (``agilerl.llm.tiny``) in a temporary directory, then trains each
 manifest with a population of 4 and, for comparison, of 1, each in its own process (so
-each peak resident memory is that run's alone). Prints, for each: prompts/s and generated
-tokens/s over the training steps (sampling, scoring and learning; not evaluation),
+each peak resident memory is that run's alone). Prints, for each: prompts/s (multi-turn:
+episodes/s, an episode starting from one prompt) and generated tokens/s over the training
+steps (sampling, scoring and learning; not evaluation),
 seconds per generation (training and test-split evaluation of every agent, selection,
 mutation) and the process's peak resident memory. The population shares one base model,
 so 4 agents should cost little more than 1 (four LoRA adapters and optimiser states).
@@ -29,7 +31,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 #: The manifests of ``configs/`` measured by default.
-CONFIGS = ("grpo", "gspo", "cispo", "llm_reinforce", "llm_ppo")
+CONFIGS = ("grpo", "gspo", "cispo", "llm_reinforce", "llm_ppo", "grpo_multiturn")
+
+#: Environment type -> (the environment's method that every training step calls once
+#: with its sampled completions, and what it counts: (prompts, generated tokens) from
+#: its arguments and result). A reasoning environment scores the completions of a batch
+#: of prompts; a multi-turn one plays a batch of episodes, one start prompt each.
+COUNTED = {
+    "reasoning": (
+        "rewards",
+        lambda args, result: (len(args[0]), int(args[1].loss_mask.sum())),
+    ),
+    "multiturn": (
+        "rollout",
+        lambda args, result: (len(result.rewards), int(result.completions.loss_mask.sum())),
+    ),
+}
 
 
 def one_run(directory: Path, pop_size: int, steps: int, config: str) -> dict[str, Any]:
@@ -40,27 +57,36 @@ def one_run(directory: Path, pop_size: int, steps: int, config: str) -> dict[str
     from agilerl.trainer import LocalTrainer
 
     counted = {"prompts": 0, "tokens": 0, "seconds": 0.0}
-    train_step = llm_loop.STEPS["reasoning"]
+    # Only calls inside a training step count: evaluation calls the same method.
+    training = {"now": False}
+    doc, _ = load_document(directory / "configs" / f"{config}.yaml")
+    env_type = doc["environment"].get("env_type", "reasoning")
+    train_step = llm_loop.STEPS[env_type]
+    method, count = COUNTED[env_type]
 
-    def counting(rewards):  # the environment scores every sampled completion once
-        def scored(prompts, completions):
-            counted["prompts"] += len(prompts)
-            counted["tokens"] += int(completions.loss_mask.sum())
-            return rewards(prompts, completions)
+    def counting(call):  # every training step calls it once
+        def counted_call(*args):
+            result = call(*args)
+            if training["now"]:
+                prompts, tokens = count(args, result)
+                counted["prompts"] += prompts
+                counted["tokens"] += tokens
+            return result
 
-        return scored
+        return counted_call
 
     def timed_step(agent, env):  # the loop's own step, timed and counted
         if not getattr(env, "counted", False):
-            env.rewards, env.counted = counting(env.rewards), True
-        started = time.perf_counter()
+            setattr(env, method, counting(getattr(env, method)))
+            env.counted = True
+        started, training["now"] = time.perf_counter(), True
         try:
             return train_step(agent, env)
         finally:
             counted["seconds"] += time.perf_counter() - started
+            training["now"] = False
 
-    llm_loop.STEPS["reasoning"] = timed_step
-    doc, _ = load_document(directory / "configs" / f"{config}.yaml")
+    llm_loop.STEPS[env_type] = timed_step
     doc["training"].update(max_steps=steps, pop_size=pop_size)
     trainer = LocalTrainer.from_manifest(parse_manifest(doc), base_dir=directory / "configs")
     trainer.train(verbose=False)
