@@ -52,6 +52,10 @@ from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.models import LLMSetupError
 from agilerl.user_code import UserCodeError, call_user
 
+#: The most turns an episode may have: each episode's per-turn rewards take this many
+#: columns of every batch, so a larger limit is refused before anything is allocated
+#: (AgileRL's longest shipped game, Sudoku, plays 50).
+MAX_TURNS = 4096
 #: Greedy episodes the test score averages over, from fixed seeds.
 TEST_EPISODES = 32
 #: The seed streams of training and test episodes (so the two never share a seed draw).
@@ -142,6 +146,12 @@ class MultiTurnEpisodes:
                 f"environment.max_turns: {turns!r}: a multi-turn environment needs a positive "
                 f"number of turns (set environment.max_turns, or give {name}'s environment "
                 "a max_turns attribute)"
+            )
+        if turns > MAX_TURNS:
+            raise LLMSetupError(
+                f"environment.max_turns: {turns} turns is more than this engine plays in an "
+                f"episode ({MAX_TURNS}; every batch holds a reward column per turn); set "
+                "environment.max_turns"
             )
         self.max_turns = turns
         #: Training episodes played so far (the position in the seed stream).

@@ -19,6 +19,7 @@ from agilerl.cli import main
 from agilerl.families.llm.environments import build_llm_env
 from agilerl.families.llm.loop import STEPS, finetune_llm_multiturn
 from agilerl.families.llm.multiturn import (
+    MAX_TURNS,
     TEST_STREAM,
     MultiTurnEnv,
     MultiTurnEnvError,
@@ -152,6 +153,17 @@ def test_llm_ppo_plays_one_episode_per_seed_and_learns_by_turn_gae(tokenizer, ba
     assert all(math.isfinite(v) for v in metrics.values()) and metrics["vf_loss"] > 0
     moved = [k for k, v in agent.critic.state_dict().items() if not torch.equal(v, head[k])]
     assert moved  # the critic learned from the turns' returns
+
+
+def test_more_turns_than_the_engine_plays_is_refused_before_anything_is_allocated(tokenizer):
+    def endless():
+        env = RevealedTopic()
+        env.max_turns = 10**9
+        return env
+
+    with pytest.raises(LLMSetupError, match=r"environment\.max_turns: 1000000000 turns is more"):
+        MultiTurnEpisodes(endless, tokenizer, batch_size=2)
+    assert _episodes(tokenizer, max_turns=MAX_TURNS).max_turns == MAX_TURNS
 
 
 def test_a_broken_environment_is_named(tokenizer, base):
