@@ -35,7 +35,6 @@ from typing import Any, ClassVar
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.core.llm import row_chunks
 from agilerl.algorithms.core.llm_sampling import TurnCredit, choice, turn_rewards_of
 from agilerl.algorithms.hyperparameters import non_negative, unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
@@ -174,13 +173,7 @@ class LLMPPO(TurnCredit):
     def values(self, ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """:meth:`forward_values` without a gradient, ``fused_logprobs_chunk_rows`` rows at
         a time (one with ``reduce_memory_peak``)."""
-        size = 1 if self.reduce_memory_peak else self.fused_logprobs_chunk_rows
-        with torch.no_grad():
-            parts = [
-                self.forward_values(ids[sl], attention_mask[sl])
-                for sl in row_chunks(len(ids), size)
-            ]
-        return torch.cat(parts)
+        return self.without_grad(self.forward_values, ids, attention_mask)
 
     # -- learning -------------------------------------------------------------------------
     def ratio_level(self, granularity: str) -> str:

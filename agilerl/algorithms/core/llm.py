@@ -466,13 +466,23 @@ class LLMAlgorithm(EvolvableAlgorithm):
         """Token log-probabilities ``[rows, T - 1]`` without a gradient, under the policy
         (or the reference policy), ``fused_logprobs_chunk_rows`` rows at a time (one with
         ``reduce_memory_peak``)."""
-        size = 1 if self.reduce_memory_peak else self.fused_logprobs_chunk_rows
         context = self._reference() if reference else self._policy()
-        with torch.no_grad(), context as model:
-            parts = [
-                self.forward_logprobs(model, ids[sl], attention_mask[sl])
-                for sl in row_chunks(len(ids), size)
-            ]
+        with context as model:
+            return self.without_grad(
+                lambda i, m: self.forward_logprobs(model, i, m), ids, attention_mask
+            )
+
+    def without_grad(
+        self,
+        forward: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+        ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+    ) -> torch.Tensor:
+        """``forward(ids, attention_mask)`` without a gradient, ``fused_logprobs_chunk_rows``
+        rows at a time (one with ``reduce_memory_peak``), the parts joined."""
+        size = 1 if self.reduce_memory_peak else self.fused_logprobs_chunk_rows
+        with torch.no_grad():
+            parts = [forward(ids[sl], attention_mask[sl]) for sl in row_chunks(len(ids), size)]
         return torch.cat(parts)
 
     def clip_length(self, seqs: Any) -> Any:
