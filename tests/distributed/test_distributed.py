@@ -90,6 +90,15 @@ TIMING = ("seconds", "env_steps_per_s")
 pytestmark = pytest.mark.xdist_group("distributed")
 
 
+def test_the_distributed_group_keeps_to_one_worker(request):
+    """pytest-xdist's loadgroup keeps a group on one worker by suffixing its tests' node
+    ids with the group's name; under pytest 9.2 the suffix was lost without a word (the
+    pin in pyproject.toml). Checked where the suite runs under ``--dist loadgroup``."""
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("not run by pytest-xdist with --dist loadgroup")
+    assert request.node.nodeid.endswith("@distributed"), request.node.nodeid
+
+
 def manifest(tmp_path: Path, document: dict, name: str = "run.yaml", **training) -> Path:
     doc = {**document, "training": {**document["training"], **training}}
     path = tmp_path / name
