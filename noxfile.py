@@ -93,6 +93,9 @@ def install_node(session: nox.Session) -> None:
 #: ``xdist_group`` on one worker. Options given after ``--`` come later and win
 #: (``nox -s tests -- -n 0`` runs serially, ``-- -m "not slow"`` is the fast tier).
 PARALLEL = ("-n", "auto", "--dist", "loadgroup")
+#: The 25 slowest tests, printed at the end of every run: CI must stay under 30 minutes on
+#: 2 cores, and this is where to look first when it creeps up.
+SLOWEST = ("--durations=25",)
 #: One BLAS/OpenMP thread per process: the workers (and the ranks the distributed tests
 #: start) already use every core; more threads each only contend for them.
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
@@ -107,7 +110,13 @@ def tests(session: nox.Session) -> None:
     install_engine(session)
     install_node(session)
     ENGINE.run(
-        session, "pytest", *PARALLEL, *session.posargs, AGILERL_REQUIRE_NODE="1", **ONE_THREAD
+        session,
+        "pytest",
+        *PARALLEL,
+        *SLOWEST,
+        *session.posargs,
+        AGILERL_REQUIRE_NODE="1",
+        **ONE_THREAD,
     )
 
 
