@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from support import ROOT
-from support.page_runs import PageRun, run_page
+from support.page_runs import RUN_ENV, PageRun, run_page
 
 TUTORIALS = ROOT / "examples" / "tutorials"
 PAGES = ROOT / "docs" / "tutorials"
@@ -37,7 +37,7 @@ def run(*args: str | Path, cwd: Path, timeout: int = 600) -> str:
         if first.endswith(".py")
         else [sys.executable, "-m", "agilerl", *map(str, args)]
     )
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "WANDB_MODE": "offline"}
+    env = {**os.environ, **RUN_ENV}
     done = subprocess.run(
         command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )

@@ -28,6 +28,9 @@ from support.snippets import Block, blocks
 LANGUAGES = ("python", "bash")
 #: Where the driver writes each bash command's output, in the scratch directory.
 RECORD = ".page_run.json"
+#: What every run of a page's commands or a tutorial's files sets: one torch thread,
+#: plots to files, W&B offline.
+RUN_ENV = {"OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "WANDB_MODE": "offline"}
 
 # Run in the fresh interpreter: the steps come as JSON on stdin, each Python step is
 # compiled under the page's name with its page line numbers, so a traceback names them.
@@ -46,10 +49,10 @@ for kind, page, line, code in json.load(sys.stdin):
     sys.stderr.write(done.stderr)
     sys.stderr.flush()
     record.append({"line": line + 1, "code": code, "stdout": done.stdout, "stderr": done.stderr})
-    with open(sys.argv[1], "w") as f:
-        json.dump(record, f)
     if done.returncode:
         sys.exit(f"{page}:{line + 1}: exit status {done.returncode}: {code}")
+with open(sys.argv[1], "w") as f:
+    json.dump(record, f)
 """
 
 
@@ -114,9 +117,7 @@ def run_page(page: Path, cwd: Path) -> PageRun:
     env = {
         **os.environ,
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
-        "OMP_NUM_THREADS": "1",
-        "MPLBACKEND": "Agg",
-        "WANDB_MODE": "offline",
+        **RUN_ENV,
     }
     result = subprocess.run(
         [sys.executable, "-c", DRIVER, str(cwd / RECORD)],
@@ -131,5 +132,4 @@ def run_page(page: Path, cwd: Path) -> PageRun:
     assert result.returncode == 0, (
         f"{page.relative_to(ROOT)}: a snippet failed\n{result.stdout[-3000:]}\n{result.stderr[-4000:]}"
     )
-    record = cwd / RECORD
-    return PageRun(cwd, json.loads(record.read_text()) if record.is_file() else [])
+    return PageRun(cwd, json.loads((cwd / RECORD).read_text()))
