@@ -58,19 +58,21 @@ VECTORISATIONS: dict[str, Vectorisation] = {
 BY_SYNC_FLAG = {True: "sync", False: "async"}
 
 
-def _reset_cartpole_rows(env: Any, rows: np.ndarray) -> np.ndarray:
-    """Start new episodes in ``rows`` of a ``CartPoleVectorEnv`` now: what its own
-    ``step`` would do one step later (next-step autoreset), drawn from the same generator
-    and bounds, and its pending reset of those rows cleared. Returns their observations."""
-    env.state[:, rows] = env.np_random.uniform(low=env.low, high=env.high, size=(4, rows.size))
+def _reset_cartpole_rows(env: Any, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Start new episodes in ``rows`` of a ``CartPoleVectorEnv`` now, their starts drawn
+    from ``rng``: what its own ``step`` would do one step later (next-step autoreset),
+    from the same bounds, and its pending reset of those rows cleared. With the env's own
+    generator this continues its episodes; with a generator seeded ``s`` over all of an
+    ``n``-copy env's rows it is that env's ``reset(seed=s)``. Returns their observations."""
+    env.state[:, rows] = rng.uniform(low=env.low, high=env.high, size=(4, rows.size))
     env.steps[rows] = 0
     env.prev_done[rows] = False
     return env.state[:, rows].T.astype(np.float32)
 
 
-#: A native vector environment's reset of some rows: ``(env, row indices) -> their
-#: first observations``.
-RowReset = Callable[[Any, np.ndarray], np.ndarray]
+#: A native vector environment's reset of some rows: ``(env, row indices, generator) ->
+#: their first observations``, the rows' starts drawn from the generator.
+RowReset = Callable[[Any, np.ndarray, np.random.Generator], np.ndarray]
 
 #: The natively vectorised environments this engine steps, by Gymnasium vector entry
 #: point: how to start new episodes in some of their rows at once (what same-step

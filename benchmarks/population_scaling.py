@@ -3,7 +3,8 @@
 Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|rainbow|td3] [--steps 2000]
 [--pops 1,4,8,16,32] [--width 128] [--reference-steps 10000] [--skip-reference]``.
 
-Two tables, one torch thread, synchronous environments, the same seed for both paths:
+Two tables, one torch thread, environments in this process (CartPole natively
+vectorised, Pendulum synchronously), the same seed for both paths:
 
 1. **Scaling** (``--algo dqn``: DQN on CartPole-v1, the reference manifest
    ``benchmarks/agilerl_dqn_cartpole.yaml``; ``--algo ppo``: PPO on CartPole-v1,

@@ -10,7 +10,8 @@ for the env steps per agent the reference actually trained when measured with
 ``max_steps`` 25k (DQN) and 50k (PPO): its loops start a whole generation whenever an
 agent is below the budget, so those runs trained 3 x 10,000 = 30,000 (DQN) and
 5 x 10,240 = 51,200 (PPO) steps per agent; this engine stops at the budget, so it is
-given exactly those. Synchronous environments, the given seeds, and the project's
+given exactly those. Environments in this process (CartPole natively vectorised: the
+manifest's ``sync: true`` with ``vectorize`` left to its default), the given seeds, and the project's
 thread rule (one torch thread for these agents). Printed per seed: env steps/s counting training and evaluation,
 training-only env steps/s (training env steps of all agents over the run's wall time, the
 reference's definition), and best / mean fitness of the final population; then the seed

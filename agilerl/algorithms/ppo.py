@@ -441,6 +441,11 @@ class PPO(RLAlgorithm):
         return -(-self.learn_step // self.num_envs)
 
     @property
+    def use_gae(self) -> bool:
+        """Whether advantages are GAE (``rollout_buffer_config.use_gae``)."""
+        return bool(self.rollout_buffer_config.use_gae)
+
+    @property
     def rollout_steps(self) -> int:
         """Environment steps one :meth:`collect_rollouts` call takes (all environments)."""
         return self.rollout_length * self.num_envs
@@ -490,7 +495,7 @@ class PPO(RLAlgorithm):
             self.rollout_buffer = buffer
         buffer.gamma = self.gamma
         buffer.gae_lambda = self.gae_lambda
-        buffer.use_gae = self.rollout_buffer_config.use_gae
+        buffer.use_gae = self.use_gae
         return buffer
 
     def collect_rollouts(

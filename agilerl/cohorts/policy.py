@@ -5,14 +5,16 @@ Collection runs :func:`~agilerl.components.on_policy.collect_rollout` (the loop 
 on-policy agent collects with) over the cohort's environments joined into one vector env
 (agent ``p``'s copies the ``p``-th block): the cohort acts for every row with one
 forward of the stacked networks (the first agent's own ``_forward_x``, its networks
-holding the stacked modules), and each agent's own rollout collector stores its block
-into its own rollout buffer (its episode returns, its advantages with its ``gamma`` and
-``gae_lambda``). Actions are sampled from torch's global generator, which the generation
+holding the stacked modules) and stores every row at once into one rollout buffer of
+the cohort, whose columns are the agents' blocks; each column's advantages are computed
+with its agent's ``gamma`` and ``gae_lambda``, each agent's episode returns counted on
+its own block. Actions are sampled from torch's global generator, which the generation
 loop seeds per cohort.
 
 Learning replays :meth:`~agilerl.algorithms.ppo.PPO.learn` for all agents at once: each
-agent's epochs draw its own order of its samples (its own generator), minibatch ``k``
-of every agent runs through the stacked networks together, and
+agent's epochs draw its own order of its samples (its own generator, over its samples
+numbered as its own rollout buffer numbers them), minibatch ``k`` of every agent runs
+through the stacked networks together, and
 :func:`~agilerl.algorithms.ppo.clipped_ppo_loss` reduces each agent's rows with its own
 ``clip_coef``, ``ent_coef`` and ``vf_coef``. Each agent's gradient is clipped to its own
 ``max_grad_norm``, and ``target_kl`` stops each agent on its own: the minibatch whose KL
@@ -21,8 +23,8 @@ after it (weights and Adam moments untouched), as its own ``learn`` would stop. 
 of fewer ``update_epochs`` is masked out the same way once its epochs are done.
 
 Agents of a cohort share what shapes a rollout and its minibatches: ``num_envs``,
-``learn_step`` (the rollout length) and ``batch_size`` (:data:`PolicyCohort.same`, part
-of the cohort key), so their minibatches line up. Recurrent agents (LSTM encoders) do not
+``learn_step`` (the rollout length), ``batch_size`` and ``use_gae``
+(:data:`PolicyCohort.same`, part of the cohort key), so their minibatches line up. Recurrent agents (LSTM encoders) do not
 stack (torch's LSTM kernel takes one set of weights) and train alone.
 """
 
@@ -36,12 +38,12 @@ import numpy as np
 import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.algorithms.ppo import METRICS, _RolloutCollector, clipped_ppo_loss
+from agilerl.algorithms.ppo import METRICS, clipped_ppo_loss
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.components import on_policy
-from agilerl.components.rollout_buffer import RolloutBatch
-from agilerl.observations import split_tree, stack_tree
+from agilerl.components.rollout_buffer import RolloutBatch, RolloutBuffer
+from agilerl.observations import stack_tree
 
 
 class PolicyCohort:
@@ -54,6 +56,7 @@ class PolicyCohort:
         "batch_size",
         "share_encoders",
         "recurrent",
+        "use_gae",
     )
 
     def __init__(self, agents: Sequence[Any]) -> None:
@@ -84,8 +87,11 @@ class PolicyCohort:
         self.vf_coef = per_agent("vf_coef").unsqueeze(1)
         self.max_grad_norm = per_agent("max_grad_norm")
         self.target_kl = [agent.target_kl for agent in self.agents]
-        #: Each agent's episode returns in flight, carried from rollout to rollout.
-        self.returns: list[np.ndarray] | None = None
+        #: The cohort's rollouts: agent ``p``'s rows the ``p``-th block of its columns
+        #: (built at the first rollout, when the number of copies is known).
+        self.buffer: RolloutBuffer | None = None
+        #: Every row's episode return in flight, carried from rollout to rollout.
+        self.returns: np.ndarray | None = None
 
     # -- collection -------------------------------------------------------------------------
     def collect_rollouts(
@@ -95,24 +101,46 @@ class PolicyCohort:
         copies the ``p``-th block), from ``obs``/``info``; each agent's advantages are
         computed. Returns the observation and info to continue from and each agent's
         returns of the episodes that ended."""
-        count = len(self.agents)
-        per_agent = env.num_envs // count
-        collectors = []
-        if self.returns is None:
-            self.returns = [np.zeros(per_agent) for _ in self.agents]
-        for agent, returns in zip(self.agents, self.returns, strict=True):
+        per_agent = env.num_envs // len(self.agents)
+        for agent in self.agents:
             agent.num_envs = per_agent
-            buffer = agent._ensure_buffer()
-            buffer.reset()
-            collectors.append(_RolloutCollector(agent, buffer, None, returns))
-        joint = _CohortCollector(self, collectors, per_agent)
-        steps = self.template.rollout_length
+        buffer = self._rollout_buffer(env.num_envs)
+        buffer.reset()
+        if self.returns is None:
+            self.returns = np.zeros(env.num_envs)
+        collector = _CohortCollector(self, buffer, self.returns, per_agent)
         with self.actor.bound(), self.critic.bound():
-            obs, info = on_policy.collect_rollout(env, joint, obs, info, steps)
+            obs, info = on_policy.collect_rollout(
+                env, collector, obs, info, self.template.rollout_length
+            )
             last = self.template._value(obs)
-        for collector, own in zip(collectors, split_tree(last, count), strict=True):
-            collector.buffer.compute_returns_and_advantages(own)
-        return obs, info, [collector.completed for collector in collectors]
+        buffer.compute_returns_and_advantages(last)
+        return obs, info, collector.completed
+
+    def _rollout_buffer(self, num_envs: int) -> RolloutBuffer:
+        """The cohort's rollout buffer of ``num_envs`` columns, each with its agent's
+        discounts (what each agent's own buffer would be given)."""
+        template = self.template
+        if self.buffer is None or self.buffer.num_envs != num_envs:
+            self.buffer = RolloutBuffer(
+                template.rollout_length,
+                num_envs,
+                template.observation_space,
+                template.action_space,
+                template.device,
+                use_gae=template.use_gae,
+            )
+        per_agent = num_envs // len(self.agents)
+
+        def by_column(name: str) -> torch.Tensor:
+            # float64, as the numbers of an agent's own buffer (on_policy.gae rounds them).
+            values = [float(getattr(agent, name)) for agent in self.agents]
+            column = torch.tensor(values, dtype=torch.float64, device=self.buffer.device)
+            return column.repeat_interleave(per_agent)
+
+        self.buffer.gamma = by_column("gamma")
+        self.buffer.gae_lambda = by_column("gae_lambda")
+        return self.buffer
 
     # -- learning ---------------------------------------------------------------------------
     def learn(self, generators: Sequence[torch.Generator]) -> list[dict[str, float]]:
@@ -120,12 +148,18 @@ class PolicyCohort:
         drawn from ``generators`` (one per agent); each agent's metrics as its own
         :meth:`~agilerl.algorithms.ppo.PPO.learn` reports them."""
         count = len(self.agents)
-        samples = [agent.rollout_buffer.samples() for agent in self.agents]  # type: ignore[union-attr]
-        size = int(samples[0].log_probs.shape[0])
-        every = _joined(samples)
+        assert self.buffer is not None  # collect_rollouts came first
+        every = self.buffer.samples()
+        size = len(self.buffer) // count
         batch_size = self.template.batch_size
         device = self.adam.params[0].device
-        offsets = (torch.arange(count) * size).unsqueeze(1)
+        # Agent p's sample i, numbered as its own buffer numbers it (step by step, its
+        # own n copies), is row (i // n) * P * n + p * n + i % n of the cohort's samples.
+        n = self.buffer.num_envs // count
+        own = torch.arange(size)
+        where = (own // n * n * count + own % n).unsqueeze(0) + (torch.arange(count) * n).unsqueeze(
+            1
+        )
         epochs = np.array([agent.update_epochs for agent in self.agents])
         stopped = np.zeros(count, dtype=bool)  # by its target_kl
         totals = torch.zeros(len(METRICS), count, device=device)
@@ -149,7 +183,7 @@ class PolicyCohort:
             for start in range(0, size, batch_size):
                 if not active.any():
                     break
-                index = (orders[:, start : start + batch_size] + offsets).reshape(-1)
+                index = where.gather(1, orders[:, start : start + batch_size]).reshape(-1)
                 batch = every.rows(index.to(device))
                 loss, stats = self._loss(batch, count)
                 totals += stats * torch.as_tensor(active, device=device)
@@ -204,31 +238,25 @@ class PolicyCohort:
         self.adam.write_back([agent.optimizer for agent in self.agents])
 
 
-def _joined(batches: Sequence[RolloutBatch]) -> RolloutBatch:
-    """Flat batches of several agents as one, agent by agent (an agent's rollout that
-    saw no action mask counts every action allowed)."""
-    known = next((b.action_masks for b in batches if b.action_masks is not None), None)
-    if known is not None:
-        batches = [
-            b if b.action_masks is not None else replace(b, action_masks=torch.ones_like(known))
-            for b in batches
-        ]
-    return batches[0].map(lambda *leaves: torch.cat(leaves), *batches[1:])
-
-
 class _CohortCollector(on_policy.RolloutCollector):
     """The cohort's hooks of :func:`~agilerl.components.on_policy.collect_rollout`: one
-    forward acts for every agent's block; each agent's own collector stores its block."""
+    forward acts for every row, and every row is stored at once into the cohort's
+    buffer; each agent's episode returns are counted on its own block."""
 
     def __init__(
-        self, cohort: PolicyCohort, collectors: list[_RolloutCollector], per_agent: int
+        self, cohort: PolicyCohort, buffer: RolloutBuffer, returns: np.ndarray, per_agent: int
     ) -> None:
         self.cohort = cohort
-        self.collectors = collectors
+        self.buffer = buffer
+        self.returns = returns
+        self.per_agent = per_agent
+        #: Each agent's returns of the episodes that ended in this rollout.
+        self.completed: list[list[float]] = [[] for _ in cohort.agents]
         #: Each row's agent's discount, for the time-limit bootstrap.
         self.gamma = np.repeat(
             np.array([agent.gamma for agent in cohort.agents], dtype=np.float32), per_agent
         )
+        self._acted: tuple[Any, ...] = ()
 
     def act(self, obs: Any, info: Any) -> np.ndarray:
         template = self.cohort.template
@@ -237,17 +265,7 @@ class _CohortCollector(on_policy.RolloutCollector):
             dist, value, _ = template._forward_x(template._preprocess(obs), mask, None)
             sample = dist.sample()
             log_prob = dist.log_prob(sample)
-        count = len(self.collectors)
-        masks = [None] * count if mask is None else split_tree(mask, count)
-        for collector, *acted in zip(
-            self.collectors,
-            split_tree(sample, count),
-            split_tree(log_prob, count),
-            split_tree(value, count),
-            masks,
-            strict=True,
-        ):
-            collector._acted = (*acted, None)
+        self._acted = (sample, log_prob, value, mask)
         return template.actor.distribution.env_actions(sample)
 
     def outcome(
@@ -269,32 +287,9 @@ class _CohortCollector(on_policy.RolloutCollector):
         return self.cohort.template._value(rows).cpu().numpy()
 
     def store(self, step: on_policy.VectorStep) -> None:
-        count = len(self.collectors)
-        parts = [
-            split_tree(field, count)
-            for field in (
-                step.obs,
-                step.env_reward,
-                step.reward,
-                step.terminated,
-                step.truncated,
-                step.done,
-            )
-        ]
-        for collector, (obs, env_reward, reward, terminated, truncated, done) in zip(
-            self.collectors, zip(*parts, strict=True), strict=True
-        ):
-            collector.store(
-                on_policy.VectorStep(
-                    obs=obs,
-                    info=None,
-                    action=None,
-                    env_reward=env_reward,
-                    reward=reward,
-                    terminated=terminated,
-                    truncated=truncated,
-                    done=done,
-                    next_obs=None,
-                    next_info=None,
-                )
-            )
+        sample, log_prob, value, mask = self._acted
+        self.buffer.add(step.obs, sample, step.reward, step.done, value, log_prob, mask)
+        self.returns += step.env_reward
+        for i in np.flatnonzero(step.done):
+            self.completed[i // self.per_agent].append(float(self.returns[i]))
+            self.returns[i] = 0.0

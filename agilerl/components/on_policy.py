@@ -106,21 +106,25 @@ def gae(
     values: torch.Tensor,
     dones: torch.Tensor,
     last_value: torch.Tensor,
-    gamma: float,
-    gae_lambda: float,
+    gamma: float | torch.Tensor,
+    gae_lambda: float | torch.Tensor,
     active: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """GAE advantages ``[T, N]`` (module docstring).
 
     ``rewards``, ``values``, ``dones`` (1 where the episode ended with the step) and
     ``active`` (bool; None: every step active) are ``[T, N]``; ``last_value`` is ``[N]``,
-    the value of the observations after step ``T - 1``. Inactive steps get 0 and are
-    passed over by the recursion.
+    the value of the observations after step ``T - 1``; ``gamma`` and ``gae_lambda``
+    are numbers, or ``[N]`` float64 tensors where the environments differ in them (a
+    cohort's rollout, its agents' blocks). Inactive steps get 0 and are passed over by the recursion.
     """
     if dones.dtype == torch.bool:
         dones = dones.to(rewards.dtype)
     not_done = 1.0 - dones
+    # In double, then rounded once to the rewards' dtype: numbers and float64 tensors
+    # give the same discounts.
     discount = gamma * gae_lambda
+    gamma, discount = _like(gamma, rewards), _like(discount, rewards)
     advantages = torch.zeros_like(rewards)
     running = torch.zeros_like(last_value)
     next_value = last_value
@@ -139,11 +143,17 @@ def gae(
     return advantages
 
 
+def _like(factor: float | torch.Tensor, values: torch.Tensor) -> float | torch.Tensor:
+    """A discount factor as the recursions use it: a number as it is (torch rounds it to
+    ``values``' dtype in each product), a tensor rounded to that dtype."""
+    return factor.to(values.dtype) if isinstance(factor, torch.Tensor) else factor
+
+
 def discounted_returns(
     rewards: torch.Tensor,
     dones: torch.Tensor,
     last_value: torch.Tensor,
-    gamma: float,
+    gamma: float | torch.Tensor,
     active: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Discounted returns ``[T, N]`` bootstrapped from ``last_value`` (module docstring:
@@ -151,6 +161,7 @@ def discounted_returns(
     if dones.dtype == torch.bool:
         dones = dones.to(rewards.dtype)
     not_done = 1.0 - dones
+    gamma = _like(gamma, rewards)
     returns = torch.zeros_like(rewards)
     running = last_value
     for t in range(rewards.shape[0] - 1, -1, -1):
@@ -170,8 +181,8 @@ def advantages_and_returns(
     values: torch.Tensor,
     dones: torch.Tensor,
     last_value: torch.Tensor,
-    gamma: float,
-    gae_lambda: float,
+    gamma: float | torch.Tensor,
+    gae_lambda: float | torch.Tensor,
     *,
     use_gae: bool = True,
     active: torch.Tensor | None = None,

@@ -186,8 +186,11 @@ class RolloutBuffer:
         self.observation_space = observation_space
         self.action_space = action_space
         self.device = torch.device(device)
-        self.gamma = float(gamma)
-        self.gae_lambda = float(gae_lambda)
+        #: Numbers, or one per environment (``(num_envs,)`` float64 tensors on
+        #: :attr:`device`) where the environments' agents differ in them (a cohort's
+        #: rollout).
+        self.gamma: float | torch.Tensor = float(gamma)
+        self.gae_lambda: float | torch.Tensor = float(gae_lambda)
         self.use_gae = bool(use_gae)
 
         rows = (self.capacity, self.num_envs)

@@ -17,6 +17,7 @@ from agilerl.components import on_policy
 from agilerl.families.single_agent.cohort_envs import JoinedEnvs
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models import GymEnvSpec
+from agilerl.observations import map_tree
 
 NET = {
     "latent_dim": 16,
@@ -63,16 +64,32 @@ def spaces(name="CartPole-v1"):
         env.close()
 
 
-def with_rollouts(population, name="CartPole-v1"):
-    """Each agent with a rollout collected on its own env (the same data for both sides
-    of a comparison: the copies are taken after)."""
-    own = envs(len(population), name=name)
-    for p, (agent, env) in enumerate(zip(population, own, strict=True)):
-        obs, info = env.reset(seed=p)
-        torch.manual_seed(100 + p)
-        agent.collect_rollouts(env, obs, info)
-        env.close()
-    return population
+def cohort_with_rollouts(population, name="CartPole-v1"):
+    """``population`` as a cohort that collected one rollout on its agents' own envs
+    joined (agent ``p``'s reset with seed ``p``)."""
+    cohort = PolicyCohort(population)
+    joined = JoinedEnvs(envs(len(population), name=name))
+    obs, info = joined.reset_each(list(range(len(population))))
+    torch.manual_seed(100)
+    cohort.collect_rollouts(joined, obs, info)
+    joined.close()
+    return cohort
+
+
+def own_rollout(cohort, p, agent):
+    """Agent ``p``'s block of the cohort's rollout, as ``agent``'s own rollout buffer
+    would hold it (its ``n`` columns, advantages included)."""
+    joint = cohort.buffer
+    n = joint.num_envs // len(cohort.agents)
+    block = slice(p * n, (p + 1) * n)
+    agent.num_envs = n
+    own = agent._ensure_buffer()
+    own.reset()
+    for name in ("actions", "rewards", "dones", "values", "log_probs", "advantages", "returns"):
+        getattr(own, name).copy_(getattr(joint, name)[:, block])
+    map_tree(lambda mine, theirs: mine.copy_(theirs[:, block]), own.obs, joint.obs)
+    own.pos, own.ready = joint.pos, joint.ready
+    return own
 
 
 @pytest.mark.parametrize(
@@ -80,15 +97,18 @@ def with_rollouts(population, name="CartPole-v1"):
     [(True, "CartPole-v1"), (False, "CartPole-v1"), (True, "Pendulum-v1")],
 )
 def test_a_cohort_update_is_each_agents_own_ppo_update(share_encoders, name):
-    """Discrete actions, and Box actions (each agent's own learnt log_std)."""
-    alone = with_rollouts(agents(share_encoders, name, target_kl=0.02), name)
-    alone[1].target_kl = 1e-4  # stops early, on its own
-    together = copy.deepcopy(alone)
+    """Discrete actions, and Box actions (each agent's own learnt log_std). Each agent
+    alone learns from its block of the cohort's rollout, numbered as its own buffer
+    numbers it, so its minibatches are the cohort's rows of it."""
+    together = agents(share_encoders, name, target_kl=0.02)
+    together[1].target_kl = 1e-4  # stops early, on its own
+    cohort = cohort_with_rollouts(together, name)
+    alone = copy.deepcopy(together)
     expected = []
     for p, agent in enumerate(alone):
+        own_rollout(cohort, p, agent)
         torch.manual_seed(7 + p)  # its own turn's stream: its minibatch orders
         expected.append(agent.learn())
-    cohort = PolicyCohort(together)
     got = cohort.learn([torch.Generator().manual_seed(7 + p) for p in range(3)])
     cohort.write_back()
     assert expected[1]["early_stop"] == 1.0 and expected[0]["early_stop"] == 0.0
@@ -109,9 +129,9 @@ def test_a_cohort_update_is_each_agents_own_ppo_update(share_encoders, name):
 
 
 def test_an_agent_stopped_by_its_target_kl_or_its_epochs_is_left_bit_equal():
-    together = with_rollouts(agents())
+    together = agents()
     together[1].target_kl = 0.0  # a fresh rollout's first KL is 0: one step, then stopped
-    cohort = PolicyCohort(together)
+    cohort = cohort_with_rollouts(together)
     seen = []  # every agent's weights and moments after every step of the cohort
 
     def snapshot():
@@ -143,7 +163,7 @@ def test_each_agents_rollout_is_its_own():
     for p, agent in enumerate(population):
         # its steps are those of its own env, reset with its own seed (CartPole's first
         # episodes last longer than these four steps)
-        stored = agent.rollout_buffer.samples()
+        stored = own_rollout(cohort, p, copy.deepcopy(agent)).samples()
         alone = envs(1)[0]
         seen, _ = alone.reset(seed=10 + p)
         for t in range(4):
@@ -152,7 +172,7 @@ def test_each_agents_rollout_is_its_own():
         alone.close()
     obs, _, _ = cohort.collect_rollouts(joined, obs, info)
     for p, agent in enumerate(population):
-        buffer = agent.rollout_buffer
+        buffer = own_rollout(cohort, p, copy.deepcopy(agent))
         every = buffer.samples()
         assert agent.num_envs == 2 and len(buffer) == 32
         # its values and log-probabilities are its own networks'

@@ -1,12 +1,14 @@
-"""The environments a cohort (:mod:`agilerl.cohorts`) steps: a vector env of the run's
-spec per agent, built in this process, and those P envs stepped as one.
+"""The environments a cohort (:mod:`agilerl.cohorts`) steps: one vector env of ``P x
+num_envs`` copies for its P agents, agent ``p``'s the ``p``-th block, built in this
+process, so the collection code of one agent (which acts on a vector env) runs unchanged
+for the cohort, and :func:`lockstep_evaluation` evaluates the cohort's agents together.
 
-Each agent of a cohort keeps its own vector env (its own ``num_envs`` copies, reset with
-the seeds its own turn would use), so what it experiences does not depend on the other
-agents. :class:`JoinedEnvs` steps them together as one vector env of ``P x num_envs``
-copies, agent ``p``'s the ``p``-th block, so the collection code of one agent (which acts
-on a vector env) runs unchanged for the cohort, and :func:`lockstep_evaluation`
-evaluates the cohort's agents together.
+Each block is reset with the seeds its agent's own turn would use and draws its own
+episodes, so what an agent experiences does not depend on the other agents: natively
+vectorised copies are one native environment whose blocks restart from generators of
+their own (:meth:`~agilerl.families.single_agent.native.SameStepAutoreset.reset_each`;
+the whole cohort's physics is one step), other copies a vector env per agent stepped
+together (:class:`JoinedEnvs`).
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import torch
 
 from agilerl.algorithms.core.rl_algorithm import play_episodes
 from agilerl.cohorts.stacking import StackedNetwork
+from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import concat_tree
 from agilerl.training.state import RunState, reset_seed
+from agilerl.vectorize import resolve_vectorize
 
 
 def in_process(spec: Any) -> Any:
@@ -35,23 +39,28 @@ def in_process(spec: Any) -> Any:
 
 
 class CohortEnvs:
-    """The agents' environments of the cohorts: one vector env of ``num_envs`` copies per
-    agent of a cohort (the ``p``-th for its ``p``-th agent), built when first needed and
-    kept for the run (building one costs as much as thousands of steps)."""
+    """The environments of a run's cohorts, of one spec: for a cohort of P agents, one
+    vector env of ``P x num_envs`` copies, agent ``p``'s the ``p``-th block, reset with
+    :meth:`reset_each <JoinedEnvs.reset_each>` (each block with the seed its agent's own
+    turn would use). How the copies are joined depends on how they run
+    (:data:`JOINS`); what is built is kept for the run (building costs as much as
+    thousands of steps)."""
 
-    def __init__(self, make_env: Callable[[], Any]) -> None:
-        self.make_env = make_env
-        self.envs: list[Any] = []
+    def __init__(self, spec: Any) -> None:
+        self.spec = in_process(spec)
+        self.join = JOINS[resolve_vectorize(self.spec).kind]
+        self.built: dict[int, Any] = {}
 
-    def take(self, count: int) -> list[Any]:
-        while len(self.envs) < count:
-            self.envs.append(self.make_env())
-        return self.envs[:count]
+    def take(self, count: int) -> Any:
+        """The joined environments of a cohort of ``count`` agents."""
+        if count not in self.built:
+            self.built[count] = self.join(self.spec, count)
+        return self.built[count]
 
     def close(self) -> None:
-        for env in self.envs:
+        for env in self.built.values():
             env.close()
-        self.envs.clear()
+        self.built.clear()
 
 
 class JoinedEnvs:
@@ -63,6 +72,10 @@ class JoinedEnvs:
         self.envs = list(envs)
         self.sizes = [int(env.num_envs) for env in self.envs]
         self.num_envs = sum(self.sizes)
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
 
     def reset_each(self, seeds: Sequence[int]) -> tuple[Any, dict[str, Any]]:
         """Every env reset with its own seed; their first observations and infos joined."""
@@ -84,12 +97,33 @@ class JoinedEnvs:
         )
 
 
+def _one_native_env(spec: Any, count: int) -> Any:
+    """One native environment of every agent's copies, in blocks (its ``reset_each``:
+    :class:`~agilerl.families.single_agent.native.SameStepAutoreset`): the physics of
+    the whole cohort is one step, and each block draws its agent's own episodes."""
+    return make_vector_env(spec, count * spec.num_envs)
+
+
+def _joined_copies(spec: Any, count: int) -> JoinedEnvs:
+    """A vector env of ``num_envs`` copies per agent, stepped together."""
+    return JoinedEnvs([make_vector_env(spec) for _ in range(count)])
+
+
+#: How a cohort's copies are joined, by how they run (:func:`in_process` leaves no
+#: ``async``): natively, one environment of all of them; synchronously, an environment
+#: per agent stepped as one.
+JOINS: dict[str, Callable[[Any, int], Any]] = {
+    "native": _one_native_env,
+    "sync": _joined_copies,
+}
+
+
 def start_turn(
     envs: CohortEnvs, slots: Sequence[int], run: RunState
 ) -> tuple[JoinedEnvs, Any, dict[str, Any]]:
     """A cohort turn's environments joined, each agent's reset with the seed its own
     turn would use; the first observations and infos."""
-    env = JoinedEnvs(envs.take(len(slots)))
+    env = envs.take(len(slots))
     return (env, *env.reset_each([reset_seed(run, slot, 0) for slot in slots]))
 
 
@@ -137,7 +171,7 @@ def lockstep_evaluation(
 
     def evaluate(agents: list[Any], slots: list[int], state: RunState) -> list[tuple[float, int]]:
         count = len(agents)
-        env = JoinedEnvs(envs.take(count))
+        env = envs.take(count)
         n = env.num_envs // count
         template = agents[0]
         policy = StackedNetwork([agent.actor for agent in agents], trainable=False)

@@ -17,10 +17,8 @@ from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, Epsilo
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
-    in_process,
     start_turn,
 )
-from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.families.single_agent.scoring import Scoring
 from agilerl.observations import replace_rows
 from agilerl.training.evolution import (
@@ -61,7 +59,7 @@ def off_policy_turns(
     eps_start: float = EPS_START,
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
-    make_env: Callable[[], Any] | None = None,
+    cohort_spec: Any = None,
     scoring: Scoring | None = None,
 ) -> Turns:
     """Each agent in turn explores (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`:
@@ -80,8 +78,8 @@ def off_policy_turns(
     filled beside it; :class:`~agilerl.components.replay.Replay` stores the steps and draws
     the batches (an agent that cannot learn from them is refused before it trains).
 
-    With ``make_env`` (another vector env of the same spec: one per agent of a cohort),
-    agents of one cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`,
+    With ``cohort_spec`` (the environment section ``env`` was built from), agents of one
+    cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`,
     with the replay :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` has for ``memory``);
     otherwise, and for every agent alone, as above. Agents are evaluated where
     ``scoring`` says (:mod:`.scoring`; default: on ``env``).
@@ -131,9 +129,9 @@ def off_policy_turns(
 
     sharing = ExperienceSharing(memory, n_step_memory)
     evaluation = scoring.evaluation(eval_steps, eval_loop)
-    if make_env is None or type(memory) not in LOCKSTEP_REPLAYS:
+    if cohort_spec is None or type(memory) not in LOCKSTEP_REPLAYS:
         return Turns(train_agent, evaluation, sharing=sharing, close=scoring.close)
-    cohort_envs = CohortEnvs(make_env)
+    cohort_envs = CohortEnvs(cohort_spec)
     lockstep = functools.partial(
         LOCKSTEP_REPLAYS[type(memory)], memory, n_step_memory, max_steps=max_steps
     )
@@ -246,9 +244,6 @@ def train_off_policy(
     Returns ``(population, fitnesses)``.
     """
     config = run_config(algo, env_name, loop, memory=memory, n_step_memory=n_step_memory)
-    make_env = (
-        None if env_spec is None else functools.partial(make_vector_env, in_process(env_spec))
-    )
     turns = off_policy_turns(
         env,
         memory,
@@ -261,7 +256,7 @@ def train_off_policy(
         eps_start=eps_start,
         eps_end=eps_end,
         eps_decay=eps_decay,
-        make_env=make_env,
+        cohort_spec=env_spec,
         scoring=Scoring(env, env_spec),
     )
     return evolve(pop, turns, config)

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any, cast
 
 from typing_extensions import Unpack
@@ -13,10 +11,8 @@ from agilerl.cohorts.learners import LEARNERS
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
-    in_process,
     start_turn,
 )
-from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.families.single_agent.scoring import Scoring
 from agilerl.training.evolution import (
     LoopArguments,
@@ -35,15 +31,15 @@ def on_policy_turns(
     env: Any,
     eval_steps: int | None = None,
     eval_loop: int = 1,
-    make_env: Callable[[], Any] | None = None,
+    cohort_spec: Any = None,
     scoring: Scoring | None = None,
 ) -> Turns:
     """Each agent in turn collects rollouts of ``learn_step`` env steps (rounded up to
     whole vector steps) on the vectorised ``env`` and learns from each, until its
     ``evo_steps`` share is used; then it is evaluated by its mean return.
 
-    With ``make_env`` (another vector env of the same spec: one per agent of a cohort),
-    agents of one cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`).
+    With ``cohort_spec`` (the environment section ``env`` was built from), agents of one
+    cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`).
     Agents are evaluated where ``scoring`` says (:mod:`.scoring`; default: on ``env``).
     """
     scoring = scoring or Scoring(env)
@@ -66,9 +62,9 @@ def on_policy_turns(
         return taken, completed, metrics.means()
 
     evaluation = scoring.evaluation(eval_steps, eval_loop)
-    if make_env is None:
+    if cohort_spec is None:
         return Turns(train_agent, evaluation, close=scoring.close)
-    cohort_envs = CohortEnvs(make_env)
+    cohort_envs = CohortEnvs(cohort_spec)
     return Turns(
         train_agent,
         evaluation,
@@ -134,10 +130,7 @@ def train_on_policy(
     the same spec per agent.
     Returns ``(population, fitnesses)``.
     """
-    make_env = (
-        None if env_spec is None else functools.partial(make_vector_env, in_process(env_spec))
-    )
     turns = on_policy_turns(
-        env, loop.get("eval_steps"), loop.get("eval_loop", 1), make_env, Scoring(env, env_spec)
+        env, loop.get("eval_steps"), loop.get("eval_loop", 1), env_spec, Scoring(env, env_spec)
     )
     return evolve(pop, turns, run_config(algo, env_name, loop))

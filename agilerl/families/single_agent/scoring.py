@@ -9,12 +9,11 @@ training environments themselves.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import Any
 
 from agilerl.families.single_agent.atari import scoring_spec
-from agilerl.families.single_agent.cohort_envs import CohortEnvs, in_process, lockstep_evaluation
+from agilerl.families.single_agent.cohort_envs import CohortEnvs, lockstep_evaluation
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.training.evolution import EvaluateAgent, episode_evaluation
 
@@ -26,11 +25,12 @@ class Scoring:
 
     def __init__(self, env: Any, env_spec: Any = None) -> None:
         spec = None if env_spec is None else scoring_spec(env_spec)
-        self.make_env: Callable[[], Any] | None = None
+        #: The scoring spec where it is not the training one (its environments are built here).
+        self.spec: Any = None
         self.env = env
         if spec is not None and spec is not env_spec:
             self.env = make_vector_env(spec, env.num_envs)
-            self.make_env = functools.partial(make_vector_env, in_process(spec))
+            self.spec = spec
         self._cohorts: CohortEnvs | None = None
 
     def evaluation(self, eval_steps: int | None, eval_loop: int) -> EvaluateAgent:
@@ -42,12 +42,12 @@ class Scoring:
     ) -> Callable[..., Any]:
         """A cohort's agents evaluated together: on the cohort's own training envs, or on
         envs of the scoring spec, one per agent."""
-        self._cohorts = training if self.make_env is None else CohortEnvs(self.make_env)
+        self._cohorts = training if self.spec is None else CohortEnvs(self.spec)
         return lockstep_evaluation(self._cohorts, eval_steps, eval_loop)
 
     def close(self) -> None:
         """Close the environments built here (the training ones are the loop's)."""
-        if self.make_env is None:
+        if self.spec is None:
             return
         self.env.close()
         if self._cohorts is not None:

@@ -269,20 +269,20 @@ def test_the_loops_evaluate_on_environments_of_the_scoring_spec():
         assert scoring.env is not env and scoring.env.num_envs == 2
         copy = scoring.env.envs[0]
         assert EpisodicLife not in _chain(copy) and ClipReward not in _chain(copy)
-        training_cohorts = CohortEnvs(lambda: make_vector_env(spec))
+        training_cohorts = CohortEnvs(spec)
         scoring.cohort_evaluation(training_cohorts, None, 1)
-        (cohort_env,) = scoring._cohorts.take(1)  # a cohort's agent: one of its own
-        assert EpisodicLife not in _chain(cohort_env.envs[0])
-        assert training_cohorts.envs == []
+        (own,) = scoring._cohorts.take(1).envs  # a cohort's agent: one of its own
+        assert EpisodicLife not in _chain(own.envs[0])
+        assert training_cohorts.built == {}
     finally:
         scoring.close()
         env.close()
-    assert scoring._cohorts.envs == []  # what it built, it closed
+    assert scoring._cohorts.built == {}  # what it built, it closed
     cartpole = make_vector_env(GymEnvSpec(name="CartPole-v1", num_envs=2))
     try:
         unshaped = Scoring(cartpole, GymEnvSpec(name="CartPole-v1", num_envs=2))
-        assert unshaped.env is cartpole and unshaped.make_env is None
-        shared = CohortEnvs(lambda: None)
+        assert unshaped.env is cartpole and unshaped.spec is None
+        shared = CohortEnvs(GymEnvSpec(name="CartPole-v1", num_envs=2))
         unshaped.cohort_evaluation(shared, None, 1)
         assert unshaped._cohorts is shared  # the cohort's own training envs
     finally:

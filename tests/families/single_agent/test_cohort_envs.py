@@ -1,5 +1,7 @@
-"""A cohort's environments: each agent's own env stepped as one joined vector env, infos
-joined copy by copy, and the agents evaluated together as each is evaluated alone."""
+"""A cohort's environments: each agent's copies a block of one vector env (natively one
+environment whose blocks draw their own agents' episodes; otherwise each agent's own env
+stepped as one, infos joined copy by copy), and the agents evaluated together as each
+is evaluated alone."""
 
 from __future__ import annotations
 
@@ -49,15 +51,67 @@ def test_joined_infos_keep_each_copys_entries_in_order():
     assert joined["final_info"]["_x"].tolist() == [False, False, False, True, False]
 
 
-@pytest.mark.parametrize("case", CASES)
-def test_a_cohort_is_evaluated_as_each_agent_alone(case):
+def test_native_blocks_step_as_each_agents_own_native_environment():
+    """One native CartPole of 3 blocks of 4 copies, reset with a seed per block, gives
+    each block exactly what 4 copies alone, reset with that seed, give: starts, rewards,
+    flags, final observations and the restarts drawn after them, over many episodes."""
+    spec = GymEnvSpec(name="CartPole-v1", num_envs=4)
+    seeds = [11, 12, 13]
+    cohort = CohortEnvs(spec)
+    joined = cohort.take(3)
+    assert joined.num_envs == 12 and cohort.take(3) is joined  # built once
+    own = [make_vector_env(spec) for _ in seeds]
+    obs, _ = joined.reset_each(seeds)
+    starts = [env.reset(seed=seed)[0] for env, seed in zip(own, seeds, strict=True)]
+    np.testing.assert_array_equal(obs, np.concatenate(starts))
+    rng = np.random.default_rng(0)
+    ended = 0
+    for _ in range(400):
+        actions = rng.integers(0, 2, size=12)
+        step = joined.step(actions)
+        alone = [env.step(actions[4 * b : 4 * b + 4]) for b, env in enumerate(own)]
+        for field in range(4):
+            np.testing.assert_array_equal(step[field], np.concatenate([a[field] for a in alone]))
+        if "final_obs" in step[4]:
+            for b, (*_, info) in enumerate(alone):
+                mine = step[4]["final_obs"][4 * b : 4 * b + 4]
+                theirs = info.get("final_obs", np.full(4, None, dtype=object))
+                for x, y in zip(mine, theirs, strict=True):
+                    assert (x is None and y is None) or np.array_equal(x, y)
+        ended += int(np.logical_or(step[2], step[3]).sum())
+    assert ended > 100  # the blocks restarted many episodes from their own generators
+    cohort.close()
+    assert cohort.built == {}
+    with pytest.raises(ValueError, match="12 copies do not split into 5 equal blocks"):
+        joined.reset_each([1, 2, 3, 4, 5])
+
+
+def test_a_plain_reset_after_blocks_is_one_environment_again():
+    spec = GymEnvSpec(name="CartPole-v1", num_envs=6)
+    env, alone = make_vector_env(spec), make_vector_env(spec)
+    env.reset_each([1, 2, 3])
+    np.testing.assert_array_equal(env.reset(seed=5)[0], alone.reset(seed=5)[0])
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        actions = rng.integers(0, 2, size=6)
+        np.testing.assert_array_equal(env.step(actions)[0], alone.step(actions)[0])
+
+
+#: Each case synchronously, and natively where its environment has a native one.
+EVALUATED = [(case, "sync") for case in CASES] + [
+    (case, "native") for case, (name, _) in CASES.items() if name == "CartPole-v1"
+]
+
+
+@pytest.mark.parametrize(("case", "vectorize"), EVALUATED)
+def test_a_cohort_is_evaluated_as_each_agent_alone(case, vectorize):
     name, cls = CASES[case]
-    spec = GymEnvSpec(name=name, num_envs=2, vectorize="sync")
+    spec = GymEnvSpec(name=name, num_envs=2, vectorize=vectorize)
     torch.manual_seed(0)
     agents = [cls(*spaces(spec), index=i, net_config=NET, seed=i) for i in range(3)]
     twins = copy.deepcopy(agents)
     state = RunState(seed=3, generation=2)
-    envs = CohortEnvs(lambda: make_vector_env(spec))
+    envs = CohortEnvs(spec)
     together = lockstep_evaluation(envs, eval_steps=60, eval_loop=2)(agents, [4, 5, 6], state)
     envs.close()
     env = make_vector_env(spec)
