@@ -106,9 +106,9 @@ class PolicyCohort:
             agent.num_envs = per_agent
         buffer = self._rollout_buffer(env.num_envs)
         buffer.reset()
-        if self.returns is None:
-            self.returns = np.zeros(env.num_envs)
-        collector = _CohortCollector(self, buffer, self.returns, per_agent)
+        returns = self.returns if self.returns is not None else np.zeros(env.num_envs)
+        self.returns = returns
+        collector = _CohortCollector(self, buffer, returns, per_agent)
         with self.actor.bound(), self.critic.bound():
             obs, info = on_policy.collect_rollout(
                 env, collector, obs, info, self.template.rollout_length
@@ -121,8 +121,9 @@ class PolicyCohort:
         """The cohort's rollout buffer of ``num_envs`` columns, each with its agent's
         discounts (what each agent's own buffer would be given)."""
         template = self.template
-        if self.buffer is None or self.buffer.num_envs != num_envs:
-            self.buffer = RolloutBuffer(
+        buffer = self.buffer
+        if buffer is None or buffer.num_envs != num_envs:
+            buffer = RolloutBuffer(
                 template.rollout_length,
                 num_envs,
                 template.observation_space,
@@ -130,17 +131,18 @@ class PolicyCohort:
                 template.device,
                 use_gae=template.use_gae,
             )
+            self.buffer = buffer
         per_agent = num_envs // len(self.agents)
 
         def by_column(name: str) -> torch.Tensor:
             # float64, as the numbers of an agent's own buffer (on_policy.gae rounds them).
             values = [float(getattr(agent, name)) for agent in self.agents]
-            column = torch.tensor(values, dtype=torch.float64, device=self.buffer.device)
+            column = torch.tensor(values, dtype=torch.float64, device=buffer.device)
             return column.repeat_interleave(per_agent)
 
-        self.buffer.gamma = by_column("gamma")
-        self.buffer.gae_lambda = by_column("gae_lambda")
-        return self.buffer
+        buffer.gamma = by_column("gamma")
+        buffer.gae_lambda = by_column("gae_lambda")
+        return buffer
 
     # -- learning ---------------------------------------------------------------------------
     def learn(self, generators: Sequence[torch.Generator]) -> list[dict[str, float]]:

@@ -14,7 +14,7 @@ together (:class:`JoinedEnvs`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -38,6 +38,21 @@ def in_process(spec: Any) -> Any:
     return spec.model_copy(update={"sync": True, "vectorize": None})
 
 
+class CohortEnv(Protocol):
+    """What a cohort steps (:data:`JOINS` builds one): a vector env of ``P x num_envs``
+    copies whose blocks are reset each with their own seed."""
+
+    num_envs: int
+
+    def reset_each(self, seeds: Sequence[int]) -> tuple[Any, dict[str, Any]]: ...
+
+    def step(
+        self, actions: Any
+    ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]: ...
+
+    def close(self) -> None: ...
+
+
 class CohortEnvs:
     """The environments of a run's cohorts, of one spec: for a cohort of P agents, one
     vector env of ``P x num_envs`` copies, agent ``p``'s the ``p``-th block, reset with
@@ -49,9 +64,9 @@ class CohortEnvs:
     def __init__(self, spec: Any) -> None:
         self.spec = in_process(spec)
         self.join = JOINS[resolve_vectorize(self.spec).kind]
-        self.built: dict[int, Any] = {}
+        self.built: dict[int, CohortEnv] = {}
 
-    def take(self, count: int) -> Any:
+    def take(self, count: int) -> CohortEnv:
         """The joined environments of a cohort of ``count`` agents."""
         if count not in self.built:
             self.built[count] = self.join(self.spec, count)
@@ -97,11 +112,11 @@ class JoinedEnvs:
         )
 
 
-def _one_native_env(spec: Any, count: int) -> Any:
+def _one_native_env(spec: Any, count: int) -> CohortEnv:
     """One native environment of every agent's copies, in blocks (its ``reset_each``:
     :class:`~agilerl.families.single_agent.native.SameStepAutoreset`): the physics of
     the whole cohort is one step, and each block draws its agent's own episodes."""
-    return make_vector_env(spec, count * spec.num_envs)
+    return cast(CohortEnv, make_vector_env(spec, count * spec.num_envs))
 
 
 def _joined_copies(spec: Any, count: int) -> JoinedEnvs:
@@ -112,7 +127,7 @@ def _joined_copies(spec: Any, count: int) -> JoinedEnvs:
 #: How a cohort's copies are joined, by how they run (:func:`in_process` leaves no
 #: ``async``): natively, one environment of all of them; synchronously, an environment
 #: per agent stepped as one.
-JOINS: dict[str, Callable[[Any, int], Any]] = {
+JOINS: dict[str, Callable[[Any, int], CohortEnv]] = {
     "native": _one_native_env,
     "sync": _joined_copies,
 }
@@ -120,7 +135,7 @@ JOINS: dict[str, Callable[[Any, int], Any]] = {
 
 def start_turn(
     envs: CohortEnvs, slots: Sequence[int], run: RunState
-) -> tuple[JoinedEnvs, Any, dict[str, Any]]:
+) -> tuple[CohortEnv, Any, dict[str, Any]]:
     """A cohort turn's environments joined, each agent's reset with the seed its own
     turn would use; the first observations and infos."""
     env = envs.take(len(slots))
