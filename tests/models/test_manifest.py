@@ -78,7 +78,16 @@ def test_one_example_config_per_algorithm():
     assert {load_manifest(path).algorithm.name for path in CONFIGS} == set(ALGO_REGISTRY.names())
 
 
-# --- benchmark manifests (configs/benchmarks) ----------------------------------------------
+# --- benchmark manifests (configs/benchmarks, and the benchmark scripts' own) ---------------
+
+SCRIPT_MANIFESTS = sorted((ROOT / "benchmarks").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SCRIPT_MANIFESTS, ids=lambda path: path.name)
+def test_the_benchmark_scripts_manifests_validate(path):
+    """The manifests benchmarks/ runs and the docs cite (AgileRL's verbatim copies included)."""
+    assert load_manifest(path).algorithm.name
+
 
 BENCHMARKS = sorted((ROOT / "configs" / "benchmarks").glob("*.yaml"))
 
