@@ -36,6 +36,9 @@ SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
     database=None,
+    # The same examples on every run: a random draw of 15 OfflineEnvSpec documents once
+    # held no valid one, and the mutation test's "some mutant was checked" failed in CI.
+    derandomize=True,
     suppress_health_check=[
         HealthCheck.too_slow,
         HealthCheck.data_too_large,

@@ -548,6 +548,7 @@ def test_generated_manifests_are_accepted_or_refused_clearly(tmp_path, monkeypat
         max_examples=60,
         deadline=None,
         database=None,
+        derandomize=True,  # the same manifests on every run: CI must not depend on a draw
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     @given(generated_manifests())
