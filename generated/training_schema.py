@@ -224,6 +224,12 @@ class TrainingSpec(SpecBase):
     learning_delay: Annotated[
         int, Field(description='Steps collected before learning starts (off-policy).', ge=0)
     ] = 0
+    warmup_actions: Annotated[
+        Literal['policy', 'uniform'],
+        Field(
+            description="How an off-policy agent acts before its learning starts (while the replay buffer holds no more than learning_delay steps, or less than a batch): policy, its own exploration (the actor plus noise, epsilon-greedy); uniform, actions drawn uniformly from the action space (among the allowed ones) by the agent's own generator, as Stable-Baselines3 and CleanRL do before learning_starts. Single-agent off-policy algorithms (DQN, RainbowDQN, DDPG, TD3); refused by the other families' runs."
+        ),
+    ] = 'policy'
     eps_start: Annotated[
         EpsStart | None,
         Field(

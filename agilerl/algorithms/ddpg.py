@@ -46,6 +46,7 @@ from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSp
 from agilerl.modules.base import respec
 from agilerl.networks.base import preprocess
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor
+from agilerl.observations import leading_size
 
 
 class DDPG(RLAlgorithm):
@@ -246,6 +247,11 @@ class DDPG(RLAlgorithm):
         """The actor's actions plus the exploration noise (``action_mask`` is for discrete
         actions; a Box has none)."""
         return self.get_action(obs, training=True)
+
+    def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Uniform in the bounds (uniform in the normalised [-1, 1] per dimension)."""
+        normalised = self.rng.uniform(-1.0, 1.0, (leading_size(obs), self._mid.size))
+        return self._to_env(normalised)
 
     def episodes_ended(self, ended: np.ndarray) -> None:
         """Restart the noise of the sub-environments whose episode ended."""

@@ -244,6 +244,10 @@ class DQN(RLAlgorithm):
     def configure_exploration(self, schedule: EpsilonSchedule) -> None:
         self.epsilon_schedule = schedule
 
+    def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        batch = leading_size(obs)
+        return self._to_actions(self._random_index(batch, self._mask(action_mask, batch)))
+
     def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Epsilon-greedy actions at the schedule's epsilon for this agent's ``steps``
         (decayed once per vector step of ``batch`` envs)."""

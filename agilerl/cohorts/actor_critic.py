@@ -37,10 +37,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from agilerl.cohorts.acting import cohort_actions
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import Stacked, StackedNetwork, bound
 from agilerl.cohorts.updates import reported, soft_update
-from agilerl.observations import split_tree
 
 
 class ActorCriticCohort:
@@ -109,21 +109,22 @@ class ActorCriticCohort:
             yield
 
     # -- acting -----------------------------------------------------------------------
-    def explore(self, obs: Any, mask: Any) -> np.ndarray:
+    def explore(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
         """Every agent's exploring actions for the cohort's observations ``obs`` (agent
         ``p``'s the ``p``-th block): one forward of the stacked actor, then each agent's
         own ``explore`` (its noise state, its generator) on its block of the actor's
-        actions (``mask`` is for discrete actions; a Box has none)."""
-        count = len(self.agents)
-        with self.actor.bound():
-            policy = self.template._policy(obs)
-        actions = []
-        for agent, own, block in zip(
-            self.agents, split_tree(obs, count), split_tree(policy, count), strict=True
-        ):
-            with bound(agent, _policy=lambda _obs, block=block: block):
-                actions.append(agent.explore(own))
-        return np.concatenate(actions)
+        actions (``mask`` is for discrete actions; a Box has none); uniform actions for
+        the agents ``uniform`` names (:func:`~agilerl.cohorts.acting.cohort_actions`)."""
+
+        def forward(rows: Any) -> np.ndarray:
+            with self.actor.bound():
+                return self.template._policy(rows)
+
+        def own_action(agent: Any, own: Any, own_mask: Any, block: Any) -> np.ndarray:
+            with bound(agent, _policy=lambda _obs: block):
+                return agent.explore(own)
+
+        return cohort_actions(self.agents, obs, mask, uniform, forward, own_action)
 
     # -- learning ---------------------------------------------------------------------
     def learn(

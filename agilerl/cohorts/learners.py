@@ -54,10 +54,11 @@ class Learner(Protocol):
 
 class ReplayLearner(Learner, Protocol):
     """A learner from replayed batches (:func:`~agilerl.families.single_agent.off_policy.
-    lockstep_turn`, the offline turn): it acts for every agent and learns for those a
-    mask names, each on its block of a batch."""
+    lockstep_turn`, the offline turn): it acts for every agent (uniformly at random for
+    those ``uniform`` names: :mod:`~agilerl.cohorts.acting`) and learns for those a mask
+    names, each on its block of a batch."""
 
-    def explore(self, obs: Any, mask: Any) -> np.ndarray: ...
+    def explore(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray: ...
 
     def learn(
         self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]

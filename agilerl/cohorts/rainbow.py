@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from agilerl.cohorts.acting import cohort_actions
 from agilerl.cohorts.stacking import bound
 from agilerl.cohorts.updates import reported, soft_update
 from agilerl.cohorts.value import ValueCohort
@@ -38,11 +39,18 @@ class RainbowCohort(ValueCohort):
     #: ``combined_reward`` decides which losses the networks' part sums.
     same: ClassVar[tuple[str, ...]] = ("combined_reward",)
 
-    def explore(self, obs: Any, mask: Any) -> np.ndarray:
+    def explore(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
         """Every agent's actions for the cohort's observations: the greedy actions of its
-        noisy network (its current noise sample) on its block, in one forward."""
-        with self.online.bound():
-            return self.template.explore(obs, mask)
+        noisy network (its current noise sample) on its block, in one forward (which
+        draws nothing); uniform actions for the agents ``uniform`` names."""
+
+        def forward(rows: Any) -> np.ndarray:
+            with self.online.bound():
+                return self.template.explore(rows, mask)
+
+        return cohort_actions(
+            self.agents, obs, mask, uniform, forward, lambda _agent, _own, _mask, out: out
+        )
 
     def learn(
         self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]

@@ -18,10 +18,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from agilerl.cohorts.acting import cohort_actions
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import StackedNetwork, bound
 from agilerl.cohorts.updates import reported, soft_update
-from agilerl.observations import split_tree
 
 
 class Precomputed:
@@ -65,22 +65,22 @@ class ValueCohort:
         self.sizes = [int(agent.batch_size) for agent in self.agents]
 
     # -- acting -----------------------------------------------------------------------
-    def explore(self, obs: Any, mask: Any) -> np.ndarray:
+    def explore(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
         """Every agent's exploring actions for the cohort's observations ``obs`` (agent
         ``p``'s the ``p``-th block, ``mask`` its action masks' rows alike): one forward
         for the cohort, then each agent's own ``explore`` (its epsilon, its generator, its
-        action masks) on its block of the outputs."""
-        count = len(self.agents)
-        with torch.no_grad():
-            q_values = self.online(obs)
-        masks = [None] * count if mask is None else split_tree(mask, count)
-        actions = []
-        for agent, own, output, own_mask in zip(
-            self.agents, split_tree(obs, count), split_tree(q_values, count), masks, strict=True
-        ):
+        action masks) on its block of the outputs; uniform actions for the agents
+        ``uniform`` names (:func:`~agilerl.cohorts.acting.cohort_actions`)."""
+
+        def forward(rows: Any) -> torch.Tensor:
+            with torch.no_grad():
+                return self.online(rows)
+
+        def own_action(agent: Any, own: Any, own_mask: Any, output: Any) -> np.ndarray:
             with bound(agent, actor=Precomputed(output)):
-                actions.append(agent.explore(own, own_mask))
-        return np.concatenate(actions)
+                return agent.explore(own, own_mask)
+
+        return cohort_actions(self.agents, obs, mask, uniform, forward, own_action)
 
     # -- learning ---------------------------------------------------------------------
     def learn(

@@ -94,6 +94,9 @@ OFF_POLICY_KWARGS = (
     _training("eps_decay", optional=True),
     TrainingKwarg("n_step_memory", "n_step_memory", optional=True),
 )
+#: How a single-agent off-policy agent acts before it learns (the other families' runs
+#: refuse ``uniform``).
+WARMUP_KWARGS = (_training("warmup_actions"),)
 #: Whether agents that share an architecture train as cohorts.
 COHORTS_FLAG = (_training("cohorts", optional=True),)
 #: What a single-agent online loop adds: the environment spec (to step a cohort's
@@ -145,7 +148,7 @@ AGENT_KINDS: dict[AgentType, AgentKind] = {
         replay_memory=False,
         training_kwargs={
             False: RUN_KWARGS + COHORT_KWARGS,
-            True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS + COHORT_KWARGS,
+            True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS + WARMUP_KWARGS + COHORT_KWARGS,
         },
     ),
     AgentType.MultiAgent: AgentKind(

@@ -282,12 +282,17 @@ def check_outputs(training: Any, output_dir: str | Path | None = None) -> None:
 
 def set_fields(ctx: Any, unused: dict[str, str]) -> list[str]:
     """The fields of ``unused`` (a family's table of ``section.field`` -> why it has no
-    use for it) that the run sets."""
+    use for it) that the run sets: to anything but None, False, 0 or the field's
+    default (``warmup_actions: policy`` is what every family does)."""
     found = []
     for name in unused:
         section, key = name.split(".")
         spec = getattr(ctx, section, None)
-        if spec is not None and getattr(spec, key, None) not in (None, False):
+        if spec is None:
+            continue
+        field = getattr(type(spec), "model_fields", {}).get(key)
+        default = None if field is None else field.default
+        if getattr(spec, key, None) not in (None, False, default):
             found.append(name)
     return found
 

@@ -213,15 +213,23 @@ def test_an_agent_whose_actor_is_not_due_steps_only_its_critics(cls, share_encod
 
 
 def test_exploring_in_a_cohort_is_each_agents_own_exploration():
+    """Each agent explores (or, still warming up, draws uniform actions) as alone: the
+    same actions, noise state and generator state, whichever agents of the cohort warm
+    up at the step."""
     alone, together = agents(TD3), agents(TD3)
     cohort = ActorCriticCohort(together)
     for agent in [*alone, *together]:
         agent.episodes_ended(np.ones(2, dtype=bool))
     g = torch.Generator().manual_seed(3)
-    for _ in range(3):
+    for uniform in ([True, True, True], [True, False, True], [False, False, False]):
         obs = [(torch.rand(2, 3, generator=g) * 2 - 1).numpy() for _ in range(3)]
-        expected = np.concatenate([a.explore(o) for a, o in zip(alone, obs, strict=True)])
-        got = cohort.explore(np.concatenate(obs), None)
+        expected = np.concatenate(
+            [
+                a.uniform_actions(o) if warming else a.explore(o)
+                for a, o, warming in zip(alone, obs, uniform, strict=True)
+            ]
+        )
+        got = cohort.explore(np.concatenate(obs), None, np.array(uniform))
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
     for a, b in zip(alone, together, strict=True):
         np.testing.assert_array_equal(a.noise.state, b.noise.state)  # its own noise process

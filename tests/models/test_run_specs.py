@@ -401,6 +401,7 @@ def test_training_defaults():
         "eval_loop": 1,
         "target_score": None,
         "learning_delay": 0,
+        "warmup_actions": "policy",
         "eps_start": None,
         "eps_end": None,
         "eps_decay": None,

@@ -59,6 +59,7 @@ FULL = TrainingSpec(
     eval_loop=3,
     target_score=195.5,
     learning_delay=1000,
+    warmup_actions="uniform",
     eps_start=0.9,
     eps_end=0.05,
     eps_decay=0.995,
@@ -230,15 +231,26 @@ def _cohorts(scenario: str) -> dict[str, Any]:
     return {"env_spec": _environments(max_reward)["GymEnvSpec"], "cohorts": training.cohorts}
 
 
+def _warmup(scenario: str) -> dict[str, Any]:
+    """What a single-agent off-policy loop gained with uniform warm-up actions (issue 26):
+    ``training.warmup_actions``."""
+    return {"warmup_actions": SCENARIOS[scenario][0].warmup_actions}
+
+
 def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
     """What ``get_training_kwargs`` returned for ``name`` before the refactor (plus the
     cohort arguments of the single-agent online loops, :func:`_cohorts`)."""
     s = scenario
     return {
-        "DQN": {**_common(s, "DQN", GYM), **OFF_POLICY[s], **_cohorts(s)},
-        "RainbowDQN": {**_common(s, "RainbowDQN", GYM), **OFF_POLICY[s], **_cohorts(s)},
-        "DDPG": {**_common(s, "DDPG", GYM), **OFF_POLICY[s], **_cohorts(s)},
-        "TD3": {**_common(s, "TD3", GYM), **OFF_POLICY[s], **_cohorts(s)},
+        "DQN": {**_common(s, "DQN", GYM), **OFF_POLICY[s], **_warmup(s), **_cohorts(s)},
+        "RainbowDQN": {
+            **_common(s, "RainbowDQN", GYM),
+            **OFF_POLICY[s],
+            **_warmup(s),
+            **_cohorts(s),
+        },
+        "DDPG": {**_common(s, "DDPG", GYM), **OFF_POLICY[s], **_warmup(s), **_cohorts(s)},
+        "TD3": {**_common(s, "TD3", GYM), **OFF_POLICY[s], **_warmup(s), **_cohorts(s)},
         "PPO": {**_common(s, "PPO", GYM), **_cohorts(s)},
         "CQN": {**_common(s, "CQN", OFFLINE), **MEMORY[s], "cohorts": SCENARIOS[s][0].cohorts},
         "NeuralUCB": {**_common(s, "NeuralUCB", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},

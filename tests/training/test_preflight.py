@@ -790,3 +790,20 @@ def test_agilerl_train_threads_above_the_cores_is_one_line(two_cores, tmp_path, 
 def test_threads_up_to_the_cores_are_accepted(two_cores) -> None:
     trainer = LocalTrainer.from_manifest(parse_manifest(manifest()), num_threads=2)
     assert trainer.preflight(available=GiB) is not None
+
+
+def test_a_familys_unused_fields_count_as_set_only_off_their_defaults():
+    """``refuse_unused`` refuses what a run sets, not what every run has: a field at its
+    default (``warmup_actions: policy``, ``learning_delay: 0``) passes, another value
+    is named with the family's reason."""
+    from agilerl.models.training import TrainingSpec
+    from agilerl.training.preflight import refuse_unused
+
+    unused = {"training.warmup_actions": "why not", "training.learning_delay": "why not"}
+    at_defaults = SimpleNamespace(training=TrainingSpec(warmup_actions="policy"))
+    assert refuse_unused(at_defaults, unused) == []
+    both = SimpleNamespace(training=TrainingSpec(warmup_actions="uniform", learning_delay=5))
+    assert sorted(refuse_unused(both, unused)) == [
+        "training.learning_delay: why not; remove it",
+        "training.warmup_actions: why not; remove it",
+    ]

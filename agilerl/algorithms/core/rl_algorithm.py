@@ -196,6 +196,13 @@ class RLAlgorithm(EvolvableAlgorithm):
         schedule's epsilon for its :attr:`steps`, action noise, noisy networks)."""
         raise NotImplementedError(f"{self.name} does not explore off-policy")
 
+    def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+        """Actions drawn uniformly from the action space (among the allowed ones), one per
+        observation of the batch, by the agent's own generator: how it acts before its
+        learning starts when the run's ``warmup_actions`` is ``uniform``. Its exploration
+        state (epsilon, action noise) is left as it was."""
+        raise NotImplementedError(f"{self.name} has no uniform warm-up actions")
+
     def episodes_ended(self, ended: np.ndarray) -> None:
         """Sub-environments (a boolean row per env) whose episodes just ended: per-env
         exploration state (Ornstein-Uhlenbeck noise, a hidden state) starts afresh there."""

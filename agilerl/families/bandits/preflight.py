@@ -23,6 +23,7 @@ from agilerl.training.preflight import (
 
 #: Settings of the other RL loops a bandit run has no use for: field -> why.
 BANDIT_UNUSED = {
+    "training.warmup_actions": "bandit agents learn once the memory holds a batch, with no warm-up",
     "training.learning_delay": "bandit agents learn once the memory holds a batch",
     **{
         f"training.{name}": "bandit agents explore by their confidence bound or posterior "

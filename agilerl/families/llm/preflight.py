@@ -26,6 +26,7 @@ ARCHITECTURE_MUTATIONS = {
 
 #: Training settings of RL loops that an LLM run has no use for: refused, not ignored.
 LLM_UNUSED = {
+    "training.warmup_actions": "LLM agents learn from their first batch",
     "training.learning_delay": "LLM agents learn from their first batch",
     "training.eval_steps": "LLM agents are evaluated on the whole test split "
     "(training.eval_loop passes)",

@@ -30,6 +30,9 @@ from agilerl.training.preflight import (
 
 #: Single-agent settings a multi-agent run has no use for: field -> why.
 MULTI_AGENT_UNUSED = {
+    "training.warmup_actions": "multi-agent teams act with their own exploration until "
+    "they learn (uniform warm-up actions are implemented for single-agent off-policy "
+    "agents)",
     "replay_buffer.per_buffer": "prioritised replay is not implemented for multi-agent teams",
     "replay_buffer.n_step_buffer": "n-step returns are not implemented for multi-agent teams",
     "training.eps_start": "multi-agent teams explore with their own noise or sampling, not "

@@ -35,6 +35,10 @@ from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
+#: ``training.warmup_actions`` -> whether an agent acts uniformly at random until it
+#: starts learning (else with its own exploration, as after).
+WARMUP_UNIFORM = {"policy": False, "uniform": True}
+
 
 def with_final_obs(next_obs: Any, info: dict[str, Any]) -> Any:
     """``next_obs`` with the true last observation of every episode that just ended
@@ -56,6 +60,7 @@ def off_policy_turns(
     eval_steps: int | None = None,
     eval_loop: int = 1,
     learning_delay: int = 0,
+    warmup_actions: str = "policy",
     eps_start: float = EPS_START,
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
@@ -67,7 +72,11 @@ def off_policy_turns(
     ``eps_start`` -> ``eps_end``, decayed by ``eps_decay`` per vector step of the agent's
     steps, so it carries across generations) for its ``evo_steps`` share, storing every
     transition in the shared ``memory`` and learning every ``learn_step`` env steps once
-    the buffer holds a batch and ``learning_delay`` steps. The sharing is
+    the buffer holds a batch and more than ``learning_delay`` steps; until then it acts
+    with its own exploration (``warmup_actions="policy"``) or uniformly at random from
+    its own generator (``"uniform"``, :meth:`~agilerl.algorithms.core.rl_algorithm.
+    RLAlgorithm.uniform_actions`: Stable-Baselines3's and CleanRL's warm-up before
+    ``learning_starts``). The sharing is
     generation-synchronous (:mod:`agilerl.training.sharing`): an agent learns from the
     buffer as the generation found it plus its own transitions; every agent's are added,
     in slot order, when the generation ends.
@@ -90,6 +99,7 @@ def off_policy_turns(
         replay.check(agent)
     num_envs = env.num_envs
     schedule = EpsilonSchedule(eps_start, eps_end, eps_decay)
+    uniform_warmup = WARMUP_UNIFORM[warmup_actions]
 
     def train_agent(
         agent: Any, slot: int, budget: int, run: RunState
@@ -102,8 +112,13 @@ def off_policy_turns(
         metrics = MeanMetrics()
         pending = 0  # env steps since the last learn
         n_steps = vector_steps(budget, num_envs)
+
+        def learning() -> bool:
+            return len(replay) >= agent.batch_size and len(replay) > learning_delay
+
         for _ in range(n_steps):
-            action = agent.explore(obs, action_mask_from_info(info))
+            act = agent.uniform_actions if uniform_warmup and not learning() else agent.explore
+            action = act(obs, action_mask_from_info(info))
             next_obs, reward, terminated, truncated, info = env.step(action)
             agent.steps += num_envs
             replay.add(obs, action, reward, with_final_obs(next_obs, info), terminated, truncated)
@@ -115,7 +130,7 @@ def off_policy_turns(
                 agent.episodes_ended(ended)
             obs = next_obs
             pending += num_envs
-            if len(replay) >= agent.batch_size and len(replay) > learning_delay:
+            if learning():
                 while pending >= agent.learn_step:
                     metrics.add(replay.learn(agent))
                     pending -= agent.learn_step
@@ -139,7 +154,9 @@ def off_policy_turns(
         train_agent,
         evaluation,
         sharing=sharing,
-        train_cohort=lockstep_turn(lockstep, num_envs, schedule, learning_delay, cohort_envs),
+        train_cohort=lockstep_turn(
+            lockstep, num_envs, schedule, learning_delay, uniform_warmup, cohort_envs
+        ),
         evaluate_cohort=scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop),
         close=closing(cohort_envs.close, scoring.close),
     )
@@ -150,6 +167,7 @@ def lockstep_turn(
     num_envs: int,
     schedule: EpsilonSchedule,
     learning_delay: int,
+    uniform_warmup: bool,
     envs: CohortEnvs,
 ) -> Any:
     """The off-policy turn of a cohort. Its P agents step their own environments together,
@@ -159,7 +177,8 @@ def lockstep_turn(
     buffer plus their own rows, their own priorities and n-step sums). Each agent learns every ``learn_step`` of its own env steps, from batches
     drawn by its own generator, seeded as its own turn seeds torch's: what an agent
     draws and sees does not depend on the other agents of its cohort, so a run split
-    over processes (other cohorts) gives the same history. Returns each agent's (steps,
+    over processes (other cohorts) gives the same history. With ``uniform_warmup``,
+    agents not learning yet act uniformly at random, as alone. Returns each agent's (steps,
     returns, metrics) and journal."""
 
     def train_cohort(
@@ -180,8 +199,13 @@ def lockstep_turn(
         pending = np.zeros(count, dtype=np.int64)
         learn_step = np.array([agent.learn_step for agent in agents])
         batch_size = np.array([agent.batch_size for agent in agents])
+
+        def learning() -> np.ndarray:
+            return (len(view) >= batch_size) & (len(view) > learning_delay)
+
         for _ in range(n_steps):
-            actions = learner.explore(obs, action_mask_from_info(info))
+            uniform = ~learning() if uniform_warmup else np.zeros(count, dtype=bool)
+            actions = learner.explore(obs, action_mask_from_info(info), uniform)
             next_obs, reward, terminated, truncated, info = env.step(actions)
             view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
             returns += reward.reshape(count, num_envs)
@@ -193,7 +217,7 @@ def lockstep_turn(
                     returns[p][ended[p]] = 0.0
                     agent.episodes_ended(ended[p])
             obs = next_obs
-            ready = (len(view) >= batch_size) & (len(view) > learning_delay)
+            ready = learning()
             pending = np.where(ready, pending + num_envs, 0)  # no backlog before learning
             due = np.where(ready, pending // learn_step, 0)
             pending -= due * learn_step
@@ -225,6 +249,7 @@ def train_off_policy(
     memory: Any,
     *,
     learning_delay: int = 0,
+    warmup_actions: str = "policy",
     eps_start: float = EPS_START,
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
@@ -253,6 +278,7 @@ def train_off_policy(
         eval_steps=loop.get("eval_steps"),
         eval_loop=loop.get("eval_loop", 1),
         learning_delay=learning_delay,
+        warmup_actions=warmup_actions,
         eps_start=eps_start,
         eps_end=eps_end,
         eps_decay=eps_decay,

@@ -486,6 +486,11 @@ TRAIN_REFUSALS = {
     "one label": ({"targets": "one.csv"}, [], "one.csv: every row has the label 'setosa'"),
     "epsilon-greedy": ({}, ["--set", "training.eps_start=0.5"], "training.eps_start"),
     "learning delay": ({}, ["--set", "training.learning_delay=10"], "training.learning_delay"),
+    "uniform warm-up": (
+        {},
+        ["--set", "training.warmup_actions=uniform"],
+        "training.warmup_actions",
+    ),
     "batch beyond memory": ({}, ["--set", "replay_buffer.max_size=4"], "algorithm.batch_size"),
     "summed-reward target": ({}, ["--set", "training.target_score=96"], "training.target_score"),
 }

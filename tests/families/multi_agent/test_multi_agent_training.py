@@ -283,6 +283,7 @@ def test_a_killed_multi_agent_run_resumes_where_it_stood(tmp_path, capsys):
 
 REFUSALS = {
     "epsilon-greedy": (["--set", "training.eps_start=0.5"], "training.eps_start"),
+    "uniform warm-up": (["--set", "training.warmup_actions=uniform"], "training.warmup_actions"),
     "prioritised replay": (["--set", "replay_buffer.per_buffer=true"], "replay_buffer.per_buffer"),
     "n-step replay": (["--set", "replay_buffer.n_step_buffer=true"], "replay_buffer.n_step_buffer"),
     "torch.compile": (["--set", "algorithm.torch_compiler=default"], "algorithm: torch_compiler"),
