@@ -99,13 +99,17 @@ def test_a_cohort_run_is_the_same_run_for_the_same_seed(formed, algo):
     assert len(set(losses)) == 3
 
 
+@pytest.mark.parametrize("warmup", ["policy", "uniform"])
 @pytest.mark.parametrize("algo", ["DQN", "RainbowDQN"])
-def test_a_short_run_gives_the_same_agents_both_ways(algo):
+def test_a_short_run_gives_the_same_agents_both_ways(algo, warmup):
     """Four generations of two agents, sharing and merging experience: cohorts and one
     at a time end with the same weights up to the rounding of batched matrix products,
-    and Rainbow's noise samples (drawn from each agent's own stream) bit for bit."""
+    and Rainbow's noise samples (drawn from each agent's own stream) bit for bit; with
+    uniform warm-up actions until the buffer holds 150 rows too."""
     document = copy.deepcopy(COHORTS[algo][0])
     document["training"].update(pop_size=2, max_steps=400, evo_steps=100)
+    if warmup == "uniform":
+        document["training"].update(learning_delay=150, warmup_actions=warmup)
     populations = {}
     for cohorts in (True, False):
         document["training"]["cohorts"] = cohorts
