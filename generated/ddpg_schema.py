@@ -4,9 +4,22 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from agilerl.models.base import SpecBase
 from pydantic import ConfigDict, Field
+from typing_extensions import TypeAliasType
 
 from .rl_algorithm_schema import RLAlgorithmFields
+
+MaxGradNorm = TypeAliasType(
+    "MaxGradNorm",
+    Annotated[
+        float,
+        Field(
+            description="Clip the gradients of every actor and critic update to this global 2-norm; null for no clip, as AgileRL's, CleanRL's and Stable-Baselines3's DDPG and TD3 (this engine's default, 10, bounds the step of a rare huge TD error; on Hopper it held TD3 back: see the benchmarks).",
+            gt=0.0,
+        ),
+    ],
+)
 
 
 class DDPGFields(RLAlgorithmFields):
@@ -47,6 +60,12 @@ class DDPGFields(RLAlgorithmFields):
     share_encoders: Annotated[
         bool, Field(description='Share the observation encoder between actor and critic.')
     ] = False
+    max_grad_norm: Annotated[
+        MaxGradNorm | None,
+        Field(
+            description="Clip the gradients of every actor and critic update to this global 2-norm; null for no clip, as AgileRL's, CleanRL's and Stable-Baselines3's DDPG and TD3 (this engine's default, 10, bounds the step of a rare huge TD error; on Hopper it held TD3 back: see the benchmarks)."
+        ),
+    ] = 10.0
 
 
 class DDPGSpec(DDPGFields):

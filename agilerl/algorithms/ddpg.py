@@ -68,6 +68,7 @@ class DDPG(RLAlgorithm):
         "theta",
         "dt",
         "share_encoders",
+        "max_grad_norm",
     )
     default_mutable: ClassVar[tuple[str, ...]] = (
         "lr_actor",
@@ -96,9 +97,6 @@ class DDPG(RLAlgorithm):
     #: deviation and clip of the noise on the target actor's action, in normalised units.
     policy_noise: ClassVar[float] = 0.2
     noise_clip: ClassVar[float] = 0.5
-    #: Gradient-norm clip of every update, as DQN's: a rare huge TD error moves the
-    #: weights by a bounded step instead of wrecking the networks.
-    max_grad_norm: ClassVar[float] = 10.0
 
     def __init__(
         self,
@@ -120,6 +118,7 @@ class DDPG(RLAlgorithm):
         theta: float = 0.15,
         dt: float = 0.01,
         share_encoders: bool = False,
+        max_grad_norm: float | None = 10.0,
         hp_config: Any = None,
         net_config: Any = None,
         device: str | torch.device = "cpu",
@@ -148,6 +147,11 @@ class DDPG(RLAlgorithm):
         self.lr_critic = non_negative("lr_critic", lr_critic)
         self.tau = unit_interval("tau", tau)
         self.O_U_noise = bool(O_U_noise)
+        # The gradient-norm clip of every update (None: none, as AgileRL's DDPG and TD3):
+        # a rare huge TD error moves the weights by a bounded step.
+        self.max_grad_norm = (
+            None if max_grad_norm is None else non_negative("max_grad_norm", max_grad_norm)
+        )
         self.expl_noise = float(expl_noise)
         self.mean_noise = float(mean_noise)
         self.theta = float(theta)

@@ -49,8 +49,9 @@ class ActorCriticCohort:
     #: Attributes the networks' part reads that must be equal across the cohort:
     #: ``share_encoders`` decides which modules the critics run (their own encoder or the
     #: actor's) and which parameters each optimiser holds, so agents that differ in it
-    #: run different code and cannot share one forward.
-    same: ClassVar[tuple[str, ...]] = ("share_encoders",)
+    #: run different code and cannot share one forward; ``max_grad_norm`` is the one clip
+    #: of the cohort's stacked step.
+    same: ClassVar[tuple[str, ...]] = ("share_encoders", "max_grad_norm")
 
     def __init__(self, agents: Sequence[Any]) -> None:
         self.agents = list(agents)

@@ -94,9 +94,10 @@ OFF_POLICY_KWARGS = (
     _training("eps_decay", optional=True),
     TrainingKwarg("n_step_memory", "n_step_memory", optional=True),
 )
-#: How a single-agent off-policy agent acts before it learns (the other families' runs
+#: How a single-agent off-policy agent acts before it learns (optional: a training object
+#: of an older shape, without it, keeps the loop's default; the other families' runs
 #: refuse ``uniform``).
-WARMUP_KWARGS = (_training("warmup_actions"),)
+WARMUP_KWARGS = (_training("warmup_actions", optional=True),)
 #: Whether agents that share an architecture train as cohorts.
 COHORTS_FLAG = (_training("cohorts", optional=True),)
 #: What a single-agent online loop adds: the environment spec (to step a cohort's
