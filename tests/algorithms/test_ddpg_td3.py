@@ -104,12 +104,38 @@ def test_default_mutable_hyperparameters_are_the_two_learning_rates_batch_and_st
         ({"lr_actor": -1.0}, "lr_actor must be non-negative"),
         ({"dt": 0.0}, "dt must be positive"),
         ({"expl_noise": -0.1}, "expl_noise must be non-negative"),
+        ({"max_grad_norm": -1.0}, "max_grad_norm must be non-negative"),
         ({"hp_config": {"lr": {"min": 0.1, "max": 1}}}, "hp_config.lr: DDPG has no numeric"),
     ],
 )
 def test_bad_arguments_are_refused_clearly(kwargs, message):
     with pytest.raises(ValueError, match=message):
         agent_of("DDPG", **kwargs)
+
+
+@pytest.mark.parametrize("name", ALGOS)
+@pytest.mark.parametrize("max_grad_norm", [10.0, None])
+def test_every_update_clips_its_gradients_to_max_grad_norm_or_none(name, max_grad_norm):
+    """The critic and actor steps clip to the agent's ``max_grad_norm`` (10 by default);
+    None steps on the raw gradients, as AgileRL's, CleanRL's and SB3's DDPG and TD3."""
+    import agilerl.algorithms.optim as optim
+
+    agent = agent_of(name, policy_freq=1, max_grad_norm=max_grad_norm)
+    clips = []
+    real = optim.clip_grad_norm
+
+    def recording(params, max_norm):
+        clips.append(max_norm)
+        return real(params, max_norm)
+
+    optim.clip_grad_norm = recording
+    try:
+        agent.learn(batch())
+    finally:
+        optim.clip_grad_norm = real
+    assert clips == ([] if max_grad_norm is None else [10.0, 10.0])  # critic, then actor
+    assert agent_of(name).max_grad_norm == 10.0
+    assert agent.hyperparameters()["max_grad_norm"] == max_grad_norm  # saved and cloned
 
 
 def test_discrete_and_unbounded_action_spaces_are_refused():

@@ -244,11 +244,12 @@ def test_cohorts_group_ddpg_and_td3_agents_by_what_their_code_needs_equal():
     wider = DDPG(OBS, ACTIONS, index=7, net_config={**NET, "latent_dim": 20})
     other_bounds = DDPG(OBS, spaces.Box(-1.0, 1.0, (2,)), index=8, net_config=NET)
     other_batch = agents(DDPG, count=1, batch_size=64)[0]
+    unclipped = agents(DDPG, count=1, max_grad_norm=None)[0]  # the stacked step's one clip
     population = dict(
         enumerate([ddpg[0], td3[0], ddpg[1], shared, wider, other_bounds, other_batch,
-                   td3[1], ddpg[2]])
+                   td3[1], ddpg[2], unclipped])
     )  # fmt: skip
     # per-agent hyperparameters (gamma, tau, learning rates, policy_freq) and batch sizes
     # (padded batches) do not split one
-    assert form_cohorts(population) == [[0, 2, 6, 8], [1, 7], [3], [4], [5]]
+    assert form_cohorts(population) == [[0, 2, 6, 8], [1, 7], [3], [4], [5], [9]]
     assert cohort_key(ddpg[0]) != cohort_key(other_bounds)  # the actor's action bounds
