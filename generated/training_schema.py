@@ -227,7 +227,7 @@ class TrainingSpec(SpecBase):
     warmup_actions: Annotated[
         Literal['policy', 'uniform'],
         Field(
-            description="How an off-policy agent acts before its learning starts (while the replay buffer holds no more than learning_delay steps, or less than a batch): policy, its own exploration (the actor plus noise, epsilon-greedy); uniform, actions drawn uniformly from the action space (among the allowed ones) by the agent's own generator, as Stable-Baselines3 and CleanRL do before learning_starts. Single-agent off-policy algorithms (DQN, RainbowDQN, DDPG, TD3); refused by the other families' runs."
+            description="How an off-policy agent acts before its learning starts (while the replay buffer holds no more than learning_delay steps, or less than a batch): policy, its own exploration (the actor plus noise, epsilon-greedy); uniform, actions drawn uniformly from the action space (among the allowed ones) by the agent's own generator, as Stable-Baselines3 and CleanRL do before learning_starts. Read by single-agent off-policy runs (DQN, RainbowDQN, DDPG, TD3); multi-agent, bandit and LLM runs refuse uniform; on-policy and offline runs, which have no warm-up, ignore it as they ignore learning_delay."
         ),
     ] = 'policy'
     eps_start: Annotated[

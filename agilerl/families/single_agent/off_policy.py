@@ -35,9 +35,8 @@ from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
-#: ``training.warmup_actions`` -> whether an agent acts uniformly at random until it
-#: starts learning (else with its own exploration, as after).
-WARMUP_UNIFORM = {"policy": False, "uniform": True}
+#: The values of ``training.warmup_actions``: how an agent acts until it starts learning.
+WARMUP_ACTIONS = ("policy", "uniform")
 
 
 def with_final_obs(next_obs: Any, info: dict[str, Any]) -> Any:
@@ -99,7 +98,9 @@ def off_policy_turns(
         replay.check(agent)
     num_envs = env.num_envs
     schedule = EpsilonSchedule(eps_start, eps_end, eps_decay)
-    uniform_warmup = WARMUP_UNIFORM[warmup_actions]
+    if warmup_actions not in WARMUP_ACTIONS:
+        raise ValueError(f"warmup_actions must be one of {WARMUP_ACTIONS}, got {warmup_actions!r}")
+    uniform_warmup = warmup_actions == "uniform"
 
     def train_agent(
         agent: Any, slot: int, budget: int, run: RunState
@@ -199,12 +200,13 @@ def lockstep_turn(
         pending = np.zeros(count, dtype=np.int64)
         learn_step = np.array([agent.learn_step for agent in agents])
         batch_size = np.array([agent.batch_size for agent in agents])
+        exploring = np.zeros(count, dtype=bool)  # no agent acts uniformly
 
         def learning() -> np.ndarray:
             return (len(view) >= batch_size) & (len(view) > learning_delay)
 
         for _ in range(n_steps):
-            uniform = ~learning() if uniform_warmup else np.zeros(count, dtype=bool)
+            uniform = ~learning() if uniform_warmup else exploring
             actions = learner.explore(obs, action_mask_from_info(info), uniform)
             next_obs, reward, terminated, truncated, info = env.step(actions)
             view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
