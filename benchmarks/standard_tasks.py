@@ -200,7 +200,8 @@ def _dqn(doc: dict[str, Any]) -> dict[str, Any]:
     eps_start = float(training.get("eps_start", 1.0))
     eps_end = float(training.get("eps_end", 0.1))
     # This project's epsilon decays by eps_decay per vector step; SB3's falls linearly
-    # over exploration_fraction of the run: the fraction where this one reaches eps_end.
+    # over exploration_fraction of the run: the fraction where this one reaches eps_end,
+    # above 1 when the run ends before that (SB3's schedule then never gets there either).
     decay_steps = n_envs * math.log(eps_end / eps_start) / math.log(training["eps_decay"])
     learn_step = int(algo.get("learn_step", 4))
     return {
@@ -219,7 +220,7 @@ def _dqn(doc: dict[str, Any]) -> dict[str, Any]:
             "target_update_interval": learn_step,
             "exploration_initial_eps": eps_start,
             "exploration_final_eps": eps_end,
-            "exploration_fraction": min(1.0, decay_steps / int(training["max_steps"])),
+            "exploration_fraction": decay_steps / int(training["max_steps"]),
         },
         "policy_kwargs": {"net_arch": hidden, "activation": activation},
     }

@@ -98,3 +98,12 @@ def test_dqns_epsilon_schedule_becomes_sb3s_exploration_fraction(harness):
     assert (kwargs["train_freq"], kwargs["gradient_steps"]) == (1, 2)
     tau = doc["algorithm"]["tau"]
     assert kwargs["tau"] == pytest.approx(1 - (1 - tau) ** 2)
+
+
+def test_a_budget_shorter_than_the_decay_keeps_the_published_schedule_on_sb3s_side(harness):
+    # 125k steps (500k frames) end an eighth of the way through the decay: SB3's epsilon
+    # must fall as slowly (a fraction above 1, which its LinearSchedule takes), not reach
+    # 0.01 at the end of the short run while this project's is still at 0.56.
+    doc = harness._manifest(harness.TASKS["dqn-pong"], 125_000, None)
+    kwargs = harness.SB3_TRANSLATIONS["DQN"](doc)["kwargs"]
+    assert kwargs["exploration_fraction"] == pytest.approx(1_000_000 / 125_000, rel=0.01)
