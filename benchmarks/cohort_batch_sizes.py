@@ -1,13 +1,15 @@
-"""Why ``batch_size`` is part of the cohort key: padding against a cohort per batch size.
+"""Why ``batch_size`` is not part of a value cohort's key: padding against a cohort per
+batch size.
 
 Usage: ``python benchmarks/cohort_batch_sizes.py [--sizes 32,64,128,256] [--width 64]
 [--updates 300]``.
 
 Four DQN agents whose batch sizes differ (as after HPO mutates them) can learn either
 
-* **padded**: as one cohort, every agent's batch padded to the largest (the padded rows
-  masked out of the loss: their arithmetic is spent all the same), or
-* **keyed** (what the engine does): one cohort per batch size.
+* **padded** (what the engine does): as one cohort, every agent's batch padded to the
+  largest (the padded rows masked out of the loss: their arithmetic is spent all the
+  same), or
+* **keyed**: one cohort per batch size.
 
 Printed: milliseconds per learning round (one update of every agent) both ways, one
 torch thread, CartPole-sized observations, layers ``--width`` wide. The padded cohort's
