@@ -20,10 +20,10 @@ computes.
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
 import torch
+from cohort_learn_step import ms_per_call
 from gymnasium import spaces
 
 from agilerl.algorithms.dqn import DQN
@@ -49,13 +49,12 @@ def _batch(rows: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
 
 def _time(rounds: list[tuple[ValueCohort, dict[str, torch.Tensor]]], updates: int) -> float:
     """Milliseconds per round of ``rounds`` (each a cohort and its joined batch)."""
-    for cohort, batch in rounds:  # first calls, not timed
-        cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool), [])
-    started = time.perf_counter()
-    for _ in range(updates):
+
+    def round_() -> None:
         for cohort, batch in rounds:
             cohort.learn(batch, np.ones(len(cohort.agents), dtype=bool), [])
-    return 1000 * (time.perf_counter() - started) / updates
+
+    return ms_per_call(round_, updates, warmup=1)
 
 
 def main() -> None:

@@ -68,8 +68,10 @@ def _td3(count: int, width: int, batch: int) -> tuple[list[Any], Callable[[int],
 ALGORITHMS = {"dqn": _dqn, "td3": _td3}
 
 
-def _ms(step: Callable[[], Any], steps: int) -> float:
-    for _ in range(20):  # first calls (allocations, lazy state), not timed
+def ms_per_call(step: Callable[[], Any], steps: int, warmup: int = 20) -> float:
+    """Milliseconds per call of ``step`` over ``steps`` calls, after ``warmup`` untimed
+    ones (allocations, lazy state)."""
+    for _ in range(warmup):
         step()
     started = time.perf_counter()
     for _ in range(steps):
@@ -81,11 +83,11 @@ def measure(name: str, population: int, width: int, batch: int, steps: int, prof
     """Time (and with ``prof`` profile) one algorithm's round both ways; print it."""
     agents, draw = ALGORITHMS[name](population, width, batch)
     own = draw(batch)
-    alone = _ms(lambda: [agent.learn(own) for agent in agents], steps)
+    alone = ms_per_call(lambda: [agent.learn(own) for agent in agents], steps)
     cohort = LEARNERS[type(agents[0])](agents)
     joined, live = draw(batch * len(agents)), np.ones(len(agents), dtype=bool)
     generators = [torch.Generator().manual_seed(i) for i in range(len(agents))]
-    together = _ms(lambda: cohort.learn(joined, live, generators), steps)
+    together = ms_per_call(lambda: cohort.learn(joined, live, generators), steps)
     print(
         f"{name.upper()}: {len(agents)} agents, {width} wide, batch {batch}, one thread: "
         f"{alone:.2f} ms one after another, {together:.2f} ms as a cohort "

@@ -200,13 +200,12 @@ def lockstep_turn(
         pending = np.zeros(count, dtype=np.int64)
         learn_step = np.array([agent.learn_step for agent in agents])
         batch_size = np.array([agent.batch_size for agent in agents])
-        exploring = np.zeros(count, dtype=bool)  # no agent acts uniformly
 
         def learning() -> np.ndarray:
             return (len(view) >= batch_size) & (len(view) > learning_delay)
 
         for _ in range(n_steps):
-            uniform = ~learning() if uniform_warmup else exploring
+            uniform = ~learning() & uniform_warmup  # all False without the warm-up
             actions = learner.explore(obs, action_mask_from_info(info), uniform)
             next_obs, reward, terminated, truncated, info = env.step(actions)
             view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
