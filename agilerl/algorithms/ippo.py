@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -40,6 +40,7 @@ from agilerl.algorithms.core.multi_agent import PerAgent
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
+    concat_tree,
     leading,
     rows_of,
 )
@@ -52,7 +53,7 @@ from agilerl.observations import map_tree
 
 
 @dataclass
-class _Samples:
+class GroupSamples:
     """A group's learning samples (active rows of every member, pooled), as
     :func:`clipped_ppo_loss` reads them."""
 
@@ -64,8 +65,8 @@ class _Samples:
     returns: torch.Tensor
     masks: torch.Tensor | None
 
-    def rows(self, index: torch.Tensor) -> _Samples:
-        return _Samples(
+    def rows(self, index: torch.Tensor) -> GroupSamples:
+        return GroupSamples(
             map_tree(lambda x: x[index], self.obs),
             self.actions[index],
             self.log_probs[index],
@@ -73,6 +74,21 @@ class _Samples:
             self.advantages[index],
             self.returns[index],
             None if self.masks is None else self.masks[index],
+        )
+
+    @staticmethod
+    def joined(parts: list[GroupSamples]) -> GroupSamples:
+        """Several teams' samples of a group as one, in order (team ``p``'s the ``p``-th
+        block); either every part has masks or none has."""
+        first = parts[0].masks
+        return GroupSamples(
+            concat_tree([part.obs for part in parts]),
+            torch.cat([part.actions for part in parts]),
+            torch.cat([part.log_probs for part in parts]),
+            torch.cat([part.values for part in parts]),
+            torch.cat([part.advantages for part in parts]),
+            torch.cat([part.returns for part in parts]),
+            None if first is None else torch.cat([cast(torch.Tensor, p.masks) for p in parts]),
         )
 
 
@@ -214,24 +230,19 @@ class IPPO(MultiAgentActorCritic):
             members = self.present(obs, group)
             if not members:
                 continue
-            actor, critic = self.net("actor", group), self.net("critic", group)
             x = self.group_obs(obs, members)
             mask = self.group_mask(obs, infos, members)
             rows = leading(x)
-            parts = []
-            with torch.no_grad():
-                for start, stop in self._chunks(rows):
-                    xs = rows_of(x, start, stop)
-                    ms = None if mask is None else mask[start:stop]
-                    dist = actor.distribution(actor.head(actor.encoder(xs)), ms)
-                    env_action = actor.distribution.env_actions(dist.sample(deterministic))
-                    if record:
-                        sample = actor.distribution.samples(torch.as_tensor(env_action))
-                        log_prob = dist.log_prob(sample.to(self.device)).cpu().numpy()
-                        value = critic.head(critic.encoder(xs)).reshape(-1).cpu().numpy()
-                        parts.append((env_action, log_prob, value))
-                    else:
-                        parts.append((env_action,))
+            parts = [
+                self.group_act(
+                    group,
+                    rows_of(x, start, stop),
+                    None if mask is None else mask[start:stop],
+                    deterministic,
+                    record,
+                )
+                for start, stop in self._chunks(rows)
+            ]
             joined = [np.concatenate(p) for p in zip(*parts, strict=True)]
             n = rows // len(members)
             for i, agent in enumerate(members):
@@ -242,6 +253,37 @@ class IPPO(MultiAgentActorCritic):
         if record:
             self.last_step = {"log_prob": log_probs, "value": values}
         return actions
+
+    def group_act(
+        self, group: str, x: Any, mask: torch.Tensor | None, deterministic: bool, record: bool
+    ) -> tuple[np.ndarray, ...]:
+        """Actions of ``group``'s policy for the preprocessed rows ``x`` (within ``mask``):
+        ``(env_action,)``, or with ``record`` ``(env_action, log_prob, value)``; every
+        row's values, whichever member or team it is (a cohort acts for its teams'
+        rows in one call)."""
+        actor = self.net("actor", group)
+        with torch.no_grad():
+            dist = actor.distribution(actor.head(actor.encoder(x)), mask)
+            env_action = actor.distribution.env_actions(dist.sample(deterministic))
+            if not record:
+                return (env_action,)
+            sample = actor.distribution.samples(torch.as_tensor(env_action))
+            log_prob = dist.log_prob(sample.to(self.device)).cpu().numpy()
+            value = self.group_values(group, x).cpu().numpy()
+        return env_action, log_prob, value
+
+    def group_values(self, group: str, x: Any) -> torch.Tensor:
+        """``V`` ``[rows]`` of ``group``'s critic for the preprocessed rows ``x``."""
+        critic = self.net("critic", group)
+        return critic.head(critic.encoder(x)).reshape(-1)
+
+    def group_forward(
+        self, group: str, x: Any, mask: torch.Tensor | None
+    ) -> tuple[Any, torch.Tensor]:
+        """The policy's distribution and the values of the rows ``x`` (with gradients):
+        what a PPO loss of ``group`` reads."""
+        actor = self.net("actor", group)
+        return actor.distribution(actor.head(actor.encoder(x)), mask), self.group_values(group, x)
 
     def explore(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
         """Actions sampled from every agent's policy (within its mask); records their
@@ -260,17 +302,16 @@ class IPPO(MultiAgentActorCritic):
                 members = self.present(obs, group)
                 if not members:
                     continue
-                critic = self.net("critic", group)
-                value = critic.head(critic.encoder(self.group_obs(obs, members))).reshape(-1)
+                value = self.group_values(group, self.group_obs(obs, members))
                 n = value.shape[0] // len(members)
                 for i, agent in enumerate(members):
                     out[agent] = value[i * n : (i + 1) * n].cpu().numpy()
         return out
 
     # -- learning -------------------------------------------------------------------------
-    def _group_samples(
+    def group_samples(
         self, group: str, rollout: Any, last_values: PerAgent, last_done: PerAgent | None
-    ) -> _Samples | None:
+    ) -> GroupSamples | None:
         """The active samples of every member of ``group``, with their advantages."""
         parts = []
         given: PerAgent = {}
@@ -320,12 +361,13 @@ class IPPO(MultiAgentActorCritic):
             return torch.cat([p[i] for p in parts])
 
         # actions, log_probs, values, advantages, returns
-        return _Samples(obs, joined(1), joined(2), joined(3), joined(4), joined(5), masks)
+        return GroupSamples(obs, joined(1), joined(2), joined(3), joined(4), joined(5), masks)
 
-    def _update_group(self, group: str, samples: _Samples) -> tuple[torch.Tensor, int, int, bool]:
+    def update_group(
+        self, group: str, samples: GroupSamples
+    ) -> tuple[torch.Tensor, int, int, bool]:
         """PPO epochs on one group's samples: summed :data:`METRICS`, minibatches
         evaluated, optimiser steps, whether target_kl stopped them."""
-        actor, critic = self.net("actor", group), self.net("critic", group)
         optimizer = getattr(self, self.net_name("optimizer", group))
         kl_index = METRICS.index("approx_kl")
         totals = torch.zeros(len(METRICS), device=self.device)
@@ -335,8 +377,7 @@ class IPPO(MultiAgentActorCritic):
             order = torch.randperm(count).to(self.device)
             for start in range(0, count, self.batch_size):
                 batch = samples.rows(order[start : start + self.batch_size])
-                dist = actor.distribution(actor.head(actor.encoder(batch.obs)), batch.masks)
-                value = critic.head(critic.encoder(batch.obs)).reshape(-1)
+                dist, value = self.group_forward(group, batch.obs, batch.masks)
                 loss, stats = clipped_ppo_loss(
                     dist.log_prob(batch.actions), dist.entropy(), value, batch,
                     self.clip_coef, self.ent_coef, self.vf_coef,
@@ -360,22 +401,28 @@ class IPPO(MultiAgentActorCritic):
         buffer's). Returns :attr:`learn_metrics`: the means over the groups of PPO's
         figures, the optimiser steps of all groups and the share stopped by target_kl."""
         last_values = self.values(last_obs)
-        means, updates, stopped = [], 0, 0
+        updated = []
         for group in self.groups:
-            samples = self._group_samples(group, rollout, last_values, last_done)
+            samples = self.group_samples(group, rollout, last_values, last_done)
             if samples is None:  # no member acted in this rollout
                 continue
-            totals, evaluated, steps, early = self._update_group(group, samples)
-            means.append(totals / max(evaluated, 1))
-            updates += steps
-            stopped += int(early)
-        if not means:
-            return {}
-        figures = torch.stack(means).mean(dim=0).tolist()
-        metrics = dict(zip(METRICS, figures, strict=True))
-        metrics["updates"] = float(updates)
-        metrics["early_stop"] = stopped / len(means)
-        return metrics
+            totals, evaluated, steps, early = self.update_group(group, samples)
+            updated.append((totals / max(evaluated, 1), steps, early))
+        return team_metrics(updated)
+
+
+def team_metrics(updated: list[tuple[torch.Tensor, int, bool]]) -> dict[str, float]:
+    """A team's :attr:`IPPO.learn_metrics` from its groups' updates, each ``(mean of
+    every figure of METRICS, optimiser steps, stopped by target_kl)``: the figures'
+    means over the groups, the steps of all groups, the share stopped early; empty when
+    no group learnt."""
+    if not updated:
+        return {}
+    figures = torch.stack([means for means, _, _ in updated]).mean(dim=0).tolist()
+    metrics = dict(zip(METRICS, figures, strict=True))
+    metrics["updates"] = float(sum(steps for _, steps, _ in updated))
+    metrics["early_stop"] = sum(int(early) for _, _, early in updated) / len(updated)
+    return metrics
 
 
 def _flat_rows(x: Any, keep: torch.Tensor) -> Any:

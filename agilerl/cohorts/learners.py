@@ -13,8 +13,9 @@ subclass that learns differently, RainbowDQN, has its own entry): DQN and CQN th
 :class:`~agilerl.cohorts.value.ValueCohort`, RainbowDQN through
 :class:`~agilerl.cohorts.rainbow.RainbowCohort`, DDPG and TD3 through
 :class:`~agilerl.cohorts.actor_critic.ActorCriticCohort`, PPO through
-:class:`~agilerl.cohorts.policy.PolicyCohort`. :func:`cohort_key` says which agents may
-share a cohort.
+:class:`~agilerl.cohorts.policy.PolicyCohort`, IPPO's teams through
+:class:`~agilerl.cohorts.team_policy.TeamPolicyCohort`. :func:`cohort_key` says which
+agents may share a cohort.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import torch
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.dqn import DQN
+from agilerl.algorithms.ippo import IPPO
 from agilerl.algorithms.ppo import PPO
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
 from agilerl.algorithms.td3 import TD3
@@ -35,6 +37,7 @@ from agilerl.cohorts.actor_critic import ActorCriticCohort
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.cohorts.rainbow import RainbowCohort
 from agilerl.cohorts.stacking import outside_buffers, stackable
+from agilerl.cohorts.team_policy import TeamPolicyCohort
 from agilerl.cohorts.value import ValueCohort
 
 
@@ -82,21 +85,27 @@ LEARNERS: dict[type, type[Learner]] = {
     DDPG: ActorCriticCohort,
     TD3: ActorCriticCohort,
     PPO: PolicyCohort,
+    IPPO: TeamPolicyCohort,
 }
+
+
+#: Attributes that, set on an agent, keep it alone: running normalisation statistics are
+#: each agent's own (and the stacked code runs the first agent's preprocessing for every
+#: row); IPPO's ``action_batch_size`` bounds the rows of one forward, where a cohort acts
+#: for all its teams' rows at once.
+ALONE_IF = ("normalization", "action_batch_size")
 
 
 def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     """What agents must share to form a cohort, or None for an agent that trains alone
-    (one that normalises by running statistics, PPO's ``normalize``): the algorithm (one
+    (one holding an attribute of :data:`ALONE_IF`): the algorithm (one
     with a learner), every network's architecture and buffers (the
     constants of its spaces, such as an actor's action bounds), the attributes its
     learner needs equal (:attr:`Learner.same`: PPO's batch size, not DQN's, whose
     batches are padded), the device; every network must be
     :func:`~agilerl.cohorts.stacking.stackable` (MLP modules holding no buffers)."""
     learner = LEARNERS.get(type(agent))
-    # Running normalisation statistics are each agent's own, and the stacked code runs
-    # the first agent's preprocessing for every row: such agents train alone.
-    if learner is None or getattr(agent, "normalization", None) is not None:
+    if learner is None or any(getattr(agent, name, None) is not None for name in ALONE_IF):
         return None
     networks = [getattr(agent, attr) for attr in agent._network_attrs()]
     if not all(stackable(net) for net in networks):

@@ -38,8 +38,9 @@ import numpy as np
 import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.algorithms.ppo import METRICS, clipped_ppo_loss
+from agilerl.algorithms.ppo import clipped_ppo_loss
 from agilerl.cohorts.adam import StackedAdam
+from agilerl.cohorts.ppo_epochs import ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.components import on_policy
 from agilerl.components.rollout_buffer import RolloutBatch, RolloutBuffer
@@ -153,8 +154,6 @@ class PolicyCohort:
         assert self.buffer is not None  # collect_rollouts came first
         every = self.buffer.samples()
         size = len(self.buffer) // count
-        batch_size = self.template.batch_size
-        device = self.adam.params[0].device
         # Agent p's sample i, numbered as its own buffer numbers it (step by step, its
         # own n copies), is row (i // n) * P * n + p * n + i % n of the cohort's samples.
         n = self.buffer.num_envs // count
@@ -162,55 +161,16 @@ class PolicyCohort:
         where = (own // n * n * count + own % n).unsqueeze(0) + (torch.arange(count) * n).unsqueeze(
             1
         )
-        epochs = np.array([agent.update_epochs for agent in self.agents])
-        stopped = np.zeros(count, dtype=bool)  # by its target_kl
-        totals = torch.zeros(len(METRICS), count, device=device)
-        evaluated = np.zeros(count)
-        updates = np.zeros(count)
-        kl_index = METRICS.index("approx_kl")
-        watch_kl = any(limit is not None for limit in self.target_kl)
-        limits = np.array([np.inf if limit is None else limit for limit in self.target_kl])
-        unused = torch.arange(size)  # the rows of an agent that has finished
-        for epoch in range(int(epochs.max())):
-            active = ~stopped & (epoch < epochs)
-            if not active.any():
-                break
-            # Only an agent still learning draws its order, as its own learn would.
-            orders = torch.stack(
-                [
-                    torch.randperm(size, generator=g) if active[p] else unused
-                    for p, g in enumerate(generators)
-                ]
-            )
-            for start in range(0, size, batch_size):
-                if not active.any():
-                    break
-                index = where.gather(1, orders[:, start : start + batch_size]).reshape(-1)
-                batch = every.rows(index.to(device))
-                loss, stats = self._loss(batch, count)
-                totals += stats * torch.as_tensor(active, device=device)
-                evaluated += active
-                step = active.copy()
-                if watch_kl:
-                    # One read of every agent's KL decides which of them step: the
-                    # minibatch that exceeded it is measured, not stepped on.
-                    exceeded = active & (stats[kl_index].cpu().numpy() > limits)
-                    stopped |= exceeded
-                    step &= ~exceeded
-                if step.any():
-                    stepping = torch.as_tensor(step, device=device)
-                    self.adam.minimise((loss * stepping).sum(), stepping, self.max_grad_norm)
-                    updates += step
-                active = step
-        means = (totals / torch.as_tensor(np.maximum(evaluated, 1), device=device)).T.tolist()
-        return [
-            {
-                **dict(zip(METRICS, means[p], strict=True)),
-                "updates": float(updates[p]),
-                "early_stop": float(stopped[p]),
-            }
-            for p in range(count)
-        ]
+        return ppo_epochs(
+            where,
+            self.template.batch_size,
+            [agent.update_epochs for agent in self.agents],
+            self.target_kl,
+            generators,
+            lambda index: self._loss(every.rows(index), count),
+            self.adam,
+            self.max_grad_norm,
+        ).metrics()
 
     def _loss(self, batch: RolloutBatch, count: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Each agent's PPO loss ``(P,)`` and metrics ``(6, P)`` of a joined minibatch."""

@@ -224,11 +224,12 @@ LLM_OTHER = {  # preference and SFT environments have no max_reward
 GYM, OFFLINE, BANDIT, PZ = "CartPole-v1", "CartPole-v1", "IRIS", "mpe2.simple_speaker_listener_v4"
 
 
-def _cohorts(scenario: str) -> dict[str, Any]:
-    """What a single-agent off-policy loop gained with cohorts (issue 25): the environment
-    spec (to step a cohort's copies) and ``training.cohorts``."""
+def _cohorts(scenario: str, env_title: str = "GymEnvSpec") -> dict[str, Any]:
+    """What a single-agent online loop (and the multi-agent on-policy one) gained with
+    cohorts (issue 25): the environment spec (to step a cohort's copies) and
+    ``training.cohorts``."""
     training, max_reward, _, _ = SCENARIOS[scenario]
-    return {"env_spec": _environments(max_reward)["GymEnvSpec"], "cohorts": training.cohorts}
+    return {"env_spec": _environments(max_reward)[env_title], "cohorts": training.cohorts}
 
 
 def _warmup(scenario: str) -> dict[str, Any]:
@@ -255,7 +256,7 @@ def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
         "CQN": {**_common(s, "CQN", OFFLINE), **MEMORY[s], "cohorts": SCENARIOS[s][0].cohorts},
         "NeuralUCB": {**_common(s, "NeuralUCB", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
         "NeuralTS": {**_common(s, "NeuralTS", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
-        "IPPO": {**_common(s, "IPPO", PZ), **SUM_SCORES[s]},
+        "IPPO": {**_common(s, "IPPO", PZ), **SUM_SCORES[s], **_cohorts(s, "PzEnvSpec")},
         "MADDPG": {**_common(s, "MADDPG", PZ), **OFF_POLICY[s], **SUM_SCORES[s]},
         "MATD3": {**_common(s, "MATD3", PZ), **OFF_POLICY[s], **SUM_SCORES[s]},
         "GRPO": LLM_REASONING[s],
@@ -267,7 +268,11 @@ def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
         "SFT": LLM_OTHER[s],
         "Algorithm": _common(s, "Algorithm", GYM),
         "RLAlgorithm": {**_common(s, "RLAlgorithm", GYM), **_cohorts(s)},
-        "MultiAgentRLAlgorithm": {**_common(s, "MultiAgentRLAlgorithm", PZ), **SUM_SCORES[s]},
+        "MultiAgentRLAlgorithm": {
+            **_common(s, "MultiAgentRLAlgorithm", PZ),
+            **SUM_SCORES[s],
+            **_cohorts(s, "PzEnvSpec"),
+        },
         "LLMAlgorithm": LLM_REASONING[s],
     }[name]
 

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, cast
 
 import numpy as np
 from typing_extensions import Unpack
 
+from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.team_policy import TeamPolicyCohort
 from agilerl.components import on_policy
 from agilerl.families.multi_agent.buffers import (
     MultiAgentRollout,
@@ -34,6 +37,7 @@ from agilerl.families.multi_agent.buffers import (
     active_of,
     masks_of,
 )
+from agilerl.families.multi_agent.cohort_envs import TeamCohortEnvs
 from agilerl.families.multi_agent.vector import FINAL
 from agilerl.training.evolution import (
     LoopArguments,
@@ -45,6 +49,7 @@ from agilerl.training.evolution import (
     vector_steps,
 )
 from agilerl.training.sharing import ExperienceSharing
+from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
 #: One agent's turn: (agent, slot, budget, run) -> (env steps, episode returns, metrics).
@@ -215,6 +220,7 @@ def multi_agent_on_policy_turns(
     sum_scores: bool = True,
     eval_steps: int | None = None,
     eval_loop: int = 1,
+    cohort_spec: Any = None,
 ) -> Turns:
     """The turns of on-policy teams (IPPO) on a vectorised parallel ``env``.
 
@@ -228,6 +234,9 @@ def multi_agent_on_policy_turns(
     observations after the rollout), until its ``evo_steps`` share is used. Time-limit
     cuts are bootstrapped by adding ``gamma * V`` of the last observation to that step's
     reward (:func:`~agilerl.components.on_policy.bootstrap_time_limits`).
+
+    With ``cohort_spec`` (the environment section ``env`` was built from), teams of one
+    cohort (:mod:`agilerl.cohorts`) train together (:func:`team_lockstep_turn`).
     """
     num_envs = env.num_envs
 
@@ -257,9 +266,62 @@ def multi_agent_on_policy_turns(
         agent.scores.extend(returns.completed)
         return taken, returns.completed, metrics.means()
 
-    return _team_turns(
+    turns = _team_turns(
         env, pop, train_agent, sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop
     )
+    if cohort_spec is None:
+        return turns
+    cohort_envs = TeamCohortEnvs(cohort_spec)
+    return replace(
+        turns, train_cohort=team_lockstep_turn(cohort_envs, sum_scores), close=cohort_envs.close
+    )
+
+
+def team_lockstep_turn(envs: TeamCohortEnvs, sum_scores: bool) -> Any:
+    """The turn of a cohort of IPPO teams (:class:`~agilerl.cohorts.team_policy.
+    TeamPolicyCohort`): the teams step their own copies together (each block reset with
+    the seed its team's own turn would use), collect a rollout each at a time with one
+    forward per group and step, and learn from them together, minibatch orders drawn
+    from each team's own generator, until their ``evo_steps`` share is used. Returns
+    each team's (steps, returns, metrics); an on-policy turn keeps no journal."""
+
+    def train_cohort(
+        agents: list[Any], slots: list[int], budget: int, run: RunState
+    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
+        count = len(agents)
+        env = envs.take(count)
+        n = env.num_envs // count
+        obs, infos = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
+        returns = [_Returns(n, _scale(sum_scores, agent)) for agent in agents]
+        for agent in agents:
+            agent.episodes_ended(np.ones(n, dtype=bool))
+
+        def episodes(step: on_policy.VectorStep) -> None:
+            ended = step.next_info[FINAL]["ended"]
+            for p, agent in enumerate(agents):
+                own = slice(p * n, (p + 1) * n)
+                returns[p].add({a: r[own] for a, r in step.env_reward.items()}, ended[own])
+                if ended[own].any():
+                    agent.episodes_ended(ended[own])
+
+        generators = turn_generators(run, slots)
+        learner = cast(TeamPolicyCohort, LEARNERS[type(agents[0])](agents))  # this turn's kind
+        metrics = [MeanMetrics() for _ in agents]
+        taken = 0
+        while taken < budget:
+            rollout, obs, infos = learner.collect(env, obs, infos, episodes)
+            for p, figures in enumerate(learner.learn(rollout, obs, generators)):
+                metrics[p].add(figures)
+            taken += len(rollout) * n
+        learner.write_back()
+        results = []
+        for p, agent in enumerate(agents):
+            agent.steps += taken
+            agent.scores.extend(returns[p].completed)
+            results.append((taken, returns[p].completed, metrics[p].means()))
+        return results, [None] * count
+
+    return train_cohort
 
 
 def train_multi_agent_on_policy(
@@ -269,17 +331,22 @@ def train_multi_agent_on_policy(
     pop: list[Any],
     *,
     sum_scores: bool = True,
+    env_spec: Any = None,
     **loop: Unpack[LoopArguments],
 ) -> tuple[list[Any], list[float]]:
     """Train a population of on-policy teams (IPPO) on a vectorised parallel ``env``
-    (:func:`multi_agent_on_policy_turns`). The other keyword arguments are
-    :class:`~agilerl.training.evolution.LoopArguments`. Returns ``(population,
-    fitnesses)``."""
+    (:func:`multi_agent_on_policy_turns`). With ``env_spec`` (the
+    :class:`~agilerl.models.env.PzEnvSpec` ``env`` was built from), teams that share an
+    architecture and a loop shape train as cohorts (``cohorts=False`` in the loop
+    arguments: one at a time), stepping copies of the same spec. The other keyword
+    arguments are :class:`~agilerl.training.evolution.LoopArguments`. Returns
+    ``(population, fitnesses)``."""
     turns = multi_agent_on_policy_turns(
         env,
         pop,
         sum_scores=sum_scores,
         eval_steps=loop.get("eval_steps"),
         eval_loop=loop.get("eval_loop", 1),
+        cohort_spec=env_spec,
     )
     return evolve(pop, turns, run_config(algo, env_name, loop))

@@ -294,11 +294,23 @@ class ParallelVecEnv:
     def reset(self, seed: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
         """First observations of every copy (copy ``i`` seeded with ``seed + i``) and the
         infos (``active``: present; ``action_mask`` where given)."""
-        seeds = [None if seed is None else int(seed) + i for i in range(self.num_envs)]
+        return self._reset([None if seed is None else int(seed) + i for i in range(self.num_envs)])
+
+    def reset_each(self, seeds: Sequence[int]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Every block of ``num_envs / len(seeds)`` copies reset as a vector env of its own
+        with its seed: copy ``i`` of block ``b`` seeded with ``seeds[b] + i`` (a cohort's
+        teams' copies, each team's reset as its own turn resets its environment)."""
+        if not seeds or self.num_envs % len(seeds):
+            raise ValueError(
+                f"reset_each: {len(seeds)} seeds do not split {self.num_envs} copies into "
+                "equal blocks"
+            )
+        block = self.num_envs // len(seeds)
+        return self._reset([int(seed) + i for seed in seeds for i in range(block)])
+
+    def _reset(self, seeds: list[int | None]) -> tuple[dict[str, Any], dict[str, Any]]:
         results = self._envs.call("reset", seeds)
-        obs = self._stack_obs([r["obs"] for r in results])
-        infos = self._infos(results, "present")
-        return obs, infos
+        return self._stack_obs([r["obs"] for r in results]), self._infos(results, "present")
 
     def step(self, actions: dict[str, Any]) -> tuple[dict[str, Any], ...]:
         """One step of every copy: ``(obs, rewards, terminated, truncated, infos)``."""
