@@ -1,16 +1,19 @@
 """What cohorts buy: a population trained as one against one agent at a time.
 
-Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|rainbow|td3] [--steps 2000]
+Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|rainbow|td3|ippo] [--steps 2000]
 [--pops 1,4,8,16,32] [--width 128] [--reference-steps 10000] [--skip-reference]``.
 
 Two tables, one torch thread, environments in this process (CartPole natively
-vectorised, Pendulum synchronously), the same seed for both paths:
+vectorised, Pendulum and MPE synchronously), the same seed for both paths:
 
 1. **Scaling** (``--algo dqn``: DQN on CartPole-v1, the reference manifest
    ``benchmarks/agilerl_dqn_cartpole.yaml``; ``--algo ppo``: PPO on CartPole-v1,
    ``benchmarks/agilerl_ppo_cartpole.yaml``; ``--algo rainbow``: RainbowDQN on
    CartPole-v1 with prioritised and n-step replay, ``configs/rainbow_dqn.yaml``;
-   ``--algo td3``: TD3 on Pendulum-v1, ``configs/td3.yaml``; each manifest's hyperparameters and network, its layers
+   ``--algo td3``: TD3 on Pendulum-v1, ``configs/td3.yaml``; ``--algo ippo``: IPPO teams
+   on MPE's speaker-listener, ``configs/ippo.yaml``, 8 copies each in this process (give
+   ``--steps`` of at least its ``learn_step``, 2048: a turn collects whole rollouts);
+   each manifest's hyperparameters and network, its layers
    ``--width`` wide where given, evolution off so the population stays one cohort): for
    each population size, the wall time of one generation of ``--steps`` env steps per
    agent and the training env steps per second of the whole population, cohorts on and
@@ -45,6 +48,7 @@ MANIFESTS = {
     "ppo": HERE / "agilerl_ppo_cartpole.yaml",
     "rainbow": HERE.parent / "configs" / "rainbow_dqn.yaml",
     "td3": HERE.parent / "configs" / "td3.yaml",
+    "ippo": HERE.parent / "configs" / "ippo.yaml",
 }
 
 

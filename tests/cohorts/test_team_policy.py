@@ -247,3 +247,57 @@ def test_cohorts_learn_the_cue_game_as_teams_one_at_a_time_do():
     for cohorts, best in both.items():
         assert np.mean(best) > 4.0, (cohorts, best)
     assert abs(np.mean(both[True]) - np.mean(both[False])) < 1.0, both
+
+
+def ippo_manifest(cohorts=True):
+    """No mutation: the three teams stay one cohort."""
+    return {
+        "version": 1,
+        "algorithm": {"name": "IPPO", "batch_size": 32, "learn_step": 64, "update_epochs": 2},
+        "environment": {"name": "cue", "entrypoint": "agilerl.testing.cooperative:cue_game",
+                        "num_envs": 4},
+        "network": NET,
+        "training": {"max_steps": 256, "evo_steps": 128, "pop_size": 3, "cohorts": cohorts,
+                     "seed": 1},
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("cohorts", [True, False])
+def test_the_preflight_counts_a_team_cohorts_copies_and_rollouts(cohorts):
+    from agilerl.trainer import LocalTrainer
+
+    needs = {
+        n.field: n for n in LocalTrainer.from_manifest(ippo_manifest(cohorts)).preflight().needs
+    }
+    if not cohorts:
+        assert "training.cohorts" not in needs
+        return
+    need = needs["training.cohorts"]
+    assert need.detail == (
+        "3 x 4 environment copies stepped together in this process, and 2 more teams' "
+        "rollouts held at once"
+    )
+    # at least two more rollouts of 64 steps of both agents' observations (float32)
+    observations = sum(s.shape[0] for s in teams()[0].observation_spaces.values())
+    assert need.bytes > 2 * 64 * observations * 4
+
+
+def test_a_manifest_trains_its_teams_in_cohorts(monkeypatch, tmp_path):
+    """``agilerl train``'s path: the environment section reaches the loop, the teams
+    step copies of it in this process and learn as one cohort, and every team is
+    saved as a team trained alone would be."""
+    from agilerl.trainer import LocalTrainer
+
+    sizes = []
+    real = TeamPolicyCohort.__init__
+
+    def spy(self, agents):
+        sizes.append(len(agents))
+        real(self, agents)
+
+    monkeypatch.setattr(TeamPolicyCohort, "__init__", spy)
+    trainer = LocalTrainer.from_manifest(ippo_manifest())
+    population, _ = trainer.train(verbose=False, output_dir=tmp_path / "run")
+    assert sizes == [3, 3]  # both generations, one cohort of three
+    assert all(team.steps == 256 for team in population)
+    assert (tmp_path / "run" / "population.pt").exists()

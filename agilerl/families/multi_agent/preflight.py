@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from agilerl.cohorts.learners import LEARNERS
 from agilerl.families.context import RunContext
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.python_env import close_made
@@ -121,4 +122,15 @@ def estimate_multi_agent(ctx: RunContext) -> Estimate:
                 steps * per_step,  # one team trains at a time
             )
         )
+        if training.cohorts and pop > 1 and type(team) in LEARNERS:
+            # A cohort of teams steps a copy of the environments per team, in this
+            # process, and holds every team's rollout at once.
+            needs.append(
+                Need(
+                    "training.cohorts",
+                    f"{pop:,} x {num_envs:,} environment copies stepped together in this "
+                    f"process, and {pop - 1:,} more teams' rollouts held at once",
+                    pop * num_envs * (env_bytes + 2 * obs) + (pop - 1) * steps * per_step,
+                )
+            )
     return Estimate(needs)
