@@ -253,16 +253,28 @@ def agilerl(*args, cwd):
                           capture_output=True, text=True)  # fmt: skip
 
 
+#: manifest -> what its kill-and-resume run adds: IPPO's three teams, unmutated, train as
+#: one cohort (its copies stepped in this process, the rest of the run on workers).
+RESUMED = {
+    "maddpg.yaml": [],
+    "ippo.yaml": ["--set", "training.pop_size=3", "--set",
+                  "mutation.probabilities={no_mut: 1.0, arch_mut: 0, new_layer: 0, "
+                  "params_mut: 0, act_mut: 0, rl_hp_mut: 0}"],
+}  # fmt: skip
+
+
 @pytest.mark.slow
-def test_a_killed_multi_agent_run_resumes_where_it_stood(tmp_path, capsys):
-    """Killed at its first checkpoint and resumed, a MADDPG run on worker processes
-    gives the fitnesses an uninterrupted run gives (teams, buffer, RNG came back)."""
+@pytest.mark.parametrize("manifest", sorted(RESUMED))
+def test_a_killed_multi_agent_run_resumes_where_it_stood(manifest, tmp_path, capsys):
+    """Killed at its first checkpoint and resumed, a MADDPG run on worker processes, or
+    IPPO teams trained as a cohort, gives the fitnesses an uninterrupted run gives
+    (teams, buffer, RNG came back)."""
     from support.killed_runs import kill_at_first_checkpoint
 
-    steps = [*BRIEF, "--set", "training.max_steps=75", "--quiet"]
+    steps = [*BRIEF, "--set", "training.max_steps=75", *RESUMED[manifest], "--quiet"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    assert train(capsys, ROOT / "configs" / "maddpg.yaml", whole, *steps)[0] == 0
-    command = [sys.executable, "-m", "agilerl.cli", "train", str(ROOT / "configs/maddpg.yaml"),
+    assert train(capsys, ROOT / "configs" / manifest, whole, *steps)[0] == 0
+    command = [sys.executable, "-m", "agilerl.cli", "train", str(ROOT / "configs" / manifest),
                "--out", str(killed), *steps]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
     kill_at_first_checkpoint(command, killed / "checkpoint.pt", env)
