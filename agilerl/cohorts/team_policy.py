@@ -8,9 +8,12 @@ optimiser per agent group. The cohort stacks them group by group across its P te
 code (:meth:`~agilerl.algorithms.ippo.IPPO.group_act`, ``group_values``,
 ``group_forward``) on the rows of every team, team ``p``'s the ``p``-th block.
 
-Collection runs :func:`~agilerl.components.on_policy.collect_rollout` with the team's
-own :class:`~agilerl.families.multi_agent.buffers.TeamRolloutCollector`, the cohort
-standing in for the team, on one vector env of the teams' copies (team ``p``'s the
+Collection (the family's turn,
+:func:`~agilerl.families.multi_agent.loops.team_lockstep_turn`) runs
+:func:`~agilerl.components.on_policy.collect_rollout` with the team's own
+:class:`~agilerl.families.multi_agent.buffers.TeamRolloutCollector`, the cohort standing
+in for the team (:meth:`TeamPolicyCohort.explore`, ``values``, ``last_step``,
+``gamma``), on one vector env of the teams' copies (team ``p``'s the
 ``p``-th block of ``num_envs``), into one rollout of every copy. Time-limit cuts are
 bootstrapped with each row's team's ``gamma``. Actions are sampled from torch's global
 generator, which the generation loop seeds per cohort.
@@ -29,7 +32,6 @@ stacked again), each with minibatch orders from its own generator.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -44,8 +46,6 @@ from agilerl.algorithms.ppo import clipped_ppo_loss
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.ppo_epochs import ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
-from agilerl.components import on_policy
-from agilerl.families.multi_agent.buffers import MultiAgentRollout, TeamRolloutCollector
 from agilerl.observations import map_tree
 
 
@@ -103,8 +103,8 @@ class TeamPolicyCohort:
         self.ent_coef = per_agent("ent_coef").unsqueeze(1)
         self.vf_coef = per_agent("vf_coef").unsqueeze(1)
         self.max_grad_norm = per_agent("max_grad_norm")
-        #: Every row's team's discount (set per environment by :meth:`collect`): what
-        #: the collector bootstraps time-limit cuts with.
+        #: Every row's team's discount (:meth:`use_copies`): what a rollout collector
+        #: bootstraps time-limit cuts with.
         self.gamma: np.ndarray = np.zeros(0, dtype=np.float32)
         #: The step :meth:`explore` acted last, as a team's ``last_step``.
         self.last_step: dict[str, dict[str, Any]] = {"log_prob": {}, "value": {}}
@@ -169,26 +169,14 @@ class TeamPolicyCohort:
 
         return self._by_group(obs, None, run)[0]
 
-    # -- collection --------------------------------------------------------------------------
-    def collect(
-        self,
-        env: Any,
-        obs: Any,
-        infos: Any,
-        on_step: Callable[[on_policy.VectorStep], None] | None = None,
-    ) -> tuple[Any, Any, Any]:
-        """One rollout of every team (``learn_step`` env steps of its copies, rounded up
-        to whole vector steps) on ``env`` from ``obs``/``infos``: the rollout of every
-        copy and the observations and infos to continue from."""
-        per_team = env.num_envs // len(self.agents)
+    def use_copies(self, per_team: int) -> None:
+        """Collection on ``per_team`` copies per team (a vector env of every team's
+        copies, team ``p``'s the ``p``-th block): each row's time-limit cuts are
+        bootstrapped with its team's ``gamma`` (:attr:`gamma`, what a rollout collector
+        reads of the team it collects for)."""
         self.gamma = np.repeat(
             np.array([agent.gamma for agent in self.agents], dtype=np.float32), per_team
         )
-        length = math.ceil(self.template.learn_step / per_team)
-        rollout = MultiAgentRollout(length, env.num_envs, device=self.template.device)
-        collector = TeamRolloutCollector(self, rollout, env.agent_ids, on_step=on_step)
-        obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
-        return rollout, obs, infos
 
     # -- learning ----------------------------------------------------------------------------
     def learn(

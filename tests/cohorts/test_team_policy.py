@@ -15,6 +15,8 @@ import torch
 from agilerl.algorithms.ippo import IPPO, team_metrics
 from agilerl.cohorts.learners import cohort_key, form_cohorts
 from agilerl.cohorts.team_policy import TeamBlock, TeamPolicyCohort
+from agilerl.components import on_policy
+from agilerl.families.multi_agent.buffers import MultiAgentRollout, TeamRolloutCollector
 from agilerl.families.multi_agent.vector import ParallelVecEnv
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 
@@ -61,10 +63,14 @@ def collected(population, make=cue_game, seeds=(10, 11, 12)):
     """``population`` as a cohort that collected one rollout on its teams' copies joined
     (team ``p``'s reset with ``seeds[p]``): the cohort, the rollout, the last obs."""
     cohort = TeamPolicyCohort(population)
+    cohort.use_copies(N)
     env = vec(make, N * len(population))
     obs, infos = env.reset_each(list(seeds))
     torch.manual_seed(100)
-    rollout, obs, _ = cohort.collect(env, obs, infos)
+    length = population[0].learn_step // N
+    rollout = MultiAgentRollout(length, env.num_envs)
+    collector = TeamRolloutCollector(cohort, rollout, env.agent_ids)
+    obs, _ = on_policy.collect_rollout(env, collector, obs, infos, length)
     env.close()
     return cohort, rollout, obs
 

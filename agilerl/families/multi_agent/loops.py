@@ -306,13 +306,17 @@ def team_lockstep_turn(envs: TeamCohortEnvs, sum_scores: bool) -> Any:
 
         generators = turn_generators(run, slots)
         learner = cast(TeamPolicyCohort, LEARNERS[type(agents[0])](agents))  # this turn's kind
+        learner.use_copies(n)
         metrics = [MeanMetrics() for _ in agents]
         taken = 0
         while taken < budget:
-            rollout, obs, infos = learner.collect(env, obs, infos, episodes)
+            length = math.ceil(agents[0].learn_step / n)
+            rollout = MultiAgentRollout(length, env.num_envs, device=agents[0].device)
+            collector = TeamRolloutCollector(learner, rollout, env.agent_ids, on_step=episodes)
+            obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
             for p, figures in enumerate(learner.learn(rollout, obs, generators)):
                 metrics[p].add(figures)
-            taken += len(rollout) * n
+            taken += length * n
         learner.write_back()
         results = []
         for p, agent in enumerate(agents):
