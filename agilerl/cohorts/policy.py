@@ -31,16 +31,14 @@ stack (torch's LSTM kernel takes one set of weights) and train alone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.algorithms.ppo import clipped_ppo_loss
 from agilerl.cohorts.adam import StackedAdam
-from agilerl.cohorts.ppo_epochs import ppo_epochs
+from agilerl.cohorts.ppo_epochs import cohort_ppo_loss, ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.components import on_policy
 from agilerl.components.rollout_buffer import RolloutBatch, RolloutBuffer
@@ -176,21 +174,9 @@ class PolicyCohort:
         """Each agent's PPO loss ``(P,)`` and metrics ``(6, P)`` of a joined minibatch."""
         with self.actor.bound(), self.critic.bound():
             dist, value = self.template._forward(batch.obs, batch.action_masks)
-        log_prob, entropy = dist.log_prob(batch.actions), dist.entropy()
-
-        def agent_rows(x: torch.Tensor) -> torch.Tensor:
-            return x.reshape(count, -1)
-
-        rows = replace(
-            batch,
-            log_probs=agent_rows(batch.log_probs),
-            advantages=agent_rows(batch.advantages),
-            values=agent_rows(batch.values),
-            returns=agent_rows(batch.returns),
-        )
-        return clipped_ppo_loss(
-            agent_rows(log_prob), agent_rows(entropy), agent_rows(value), rows,
-            self.clip_coef, self.ent_coef, self.vf_coef,
+        return cohort_ppo_loss(
+            dist.log_prob(batch.actions), dist.entropy(), value, batch, count,
+            (self.clip_coef, self.ent_coef, self.vf_coef),
         )  # fmt: skip
 
     def write_back(self) -> None:

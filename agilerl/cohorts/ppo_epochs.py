@@ -14,12 +14,13 @@ of fewer ``update_epochs`` is masked out the same way once its epochs are done.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import torch
 
-from agilerl.algorithms.ppo import METRICS
+from agilerl.algorithms.ppo import METRICS, clipped_ppo_loss
 from agilerl.cohorts.adam import StackedAdam
 
 #: ``minibatch(index) -> (loss (P,), metrics (len(METRICS), P))`` of the joined rows
@@ -109,3 +110,33 @@ def ppo_epochs(
                 updates += step
             active = step
     return EpochFigures(totals, evaluated, updates, stopped)
+
+
+def cohort_ppo_loss(
+    log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    value: torch.Tensor,
+    batch: Any,
+    count: int,
+    coefficients: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each of ``count`` agents' PPO loss ``(P,)`` and metrics ``(len(METRICS), P)`` of
+    a joined minibatch (agent ``p``'s rows the ``p``-th block of ``batch``, a dataclass
+    with ``log_probs``, ``advantages``, ``values`` and ``returns``, and of the stacked
+    networks' ``log_prob``, ``entropy`` and ``value``): :func:`~agilerl.algorithms.ppo.
+    clipped_ppo_loss` reducing each agent's rows with its own ``(clip_coef, ent_coef,
+    vf_coef)``, each ``(P, 1)``."""
+
+    def agent_rows(x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(count, -1)
+
+    rows = replace(
+        batch,
+        log_probs=agent_rows(batch.log_probs),
+        advantages=agent_rows(batch.advantages),
+        values=agent_rows(batch.values),
+        returns=agent_rows(batch.returns),
+    )
+    return clipped_ppo_loss(
+        agent_rows(log_prob), agent_rows(entropy), agent_rows(value), rows, *coefficients
+    )

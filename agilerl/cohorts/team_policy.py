@@ -34,7 +34,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -42,9 +41,8 @@ import torch
 
 from agilerl.algorithms.ippo import GroupSamples, team_metrics
 from agilerl.algorithms.multi_agent_actor_critic import leading
-from agilerl.algorithms.ppo import clipped_ppo_loss
 from agilerl.cohorts.adam import StackedAdam
-from agilerl.cohorts.ppo_epochs import ppo_epochs
+from agilerl.cohorts.ppo_epochs import cohort_ppo_loss, ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.observations import map_tree
 
@@ -222,20 +220,9 @@ class TeamPolicyCohort:
             batch = every.rows(index)
             with stack.bound():
                 dist, value = template.group_forward(group, batch.obs, batch.masks)
-
-            def team_rows(x: torch.Tensor) -> torch.Tensor:
-                return x.reshape(count, -1)
-
-            rows = replace(
-                batch,
-                log_probs=team_rows(batch.log_probs),
-                advantages=team_rows(batch.advantages),
-                values=team_rows(batch.values),
-                returns=team_rows(batch.returns),
-            )
-            return clipped_ppo_loss(
-                team_rows(dist.log_prob(batch.actions)), team_rows(dist.entropy()),
-                team_rows(value), rows, self.clip_coef, self.ent_coef, self.vf_coef,
+            return cohort_ppo_loss(
+                dist.log_prob(batch.actions), dist.entropy(), value, batch, count,
+                (self.clip_coef, self.ent_coef, self.vf_coef),
             )  # fmt: skip
 
         where = torch.arange(size).unsqueeze(0) + (torch.arange(count) * size).unsqueeze(1)

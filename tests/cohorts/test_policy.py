@@ -9,6 +9,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from support.ppo_cohorts import NET, OWN
 
 from agilerl.algorithms.ppo import PPO
 from agilerl.cohorts.learners import cohort_key, form_cohorts
@@ -18,21 +19,6 @@ from agilerl.families.single_agent.cohort_envs import JoinedEnvs
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models import GymEnvSpec
 from agilerl.observations import map_tree
-
-NET = {
-    "latent_dim": 16,
-    "encoder_config": {"hidden_size": [16]},
-    "head_config": {"hidden_size": [16]},
-}
-#: Each agent its own hyperparameters (agent 2 unclipped gradients, one more epoch).
-OWN = [
-    {"lr": 1e-3, "gamma": 0.99, "gae_lambda": 0.95, "clip_coef": 0.2, "ent_coef": 0.01,
-     "vf_coef": 0.5, "max_grad_norm": 0.5},
-    {"lr": 3e-3, "gamma": 0.9, "gae_lambda": 0.8, "clip_coef": 0.1, "ent_coef": 0.05,
-     "vf_coef": 1.0, "max_grad_norm": 0.1},
-    {"lr": 5e-4, "gamma": 0.95, "gae_lambda": 1.0, "clip_coef": 0.3, "ent_coef": 0.0,
-     "vf_coef": 0.25, "max_grad_norm": 0.0, "update_epochs": 3},
-]  # fmt: skip
 
 
 def envs(count, num_envs=2, name="CartPole-v1"):

@@ -11,6 +11,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from support.ppo_cohorts import NET, OWN
 
 from agilerl.algorithms.ippo import IPPO, team_metrics
 from agilerl.cohorts.learners import cohort_key, form_cohorts
@@ -20,20 +21,6 @@ from agilerl.families.multi_agent.buffers import MultiAgentRollout, TeamRolloutC
 from agilerl.families.multi_agent.vector import ParallelVecEnv
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 
-NET = {
-    "latent_dim": 16,
-    "encoder_config": {"hidden_size": [16]},
-    "head_config": {"hidden_size": [16]},
-}
-#: Each team its own hyperparameters (team 2 unclipped gradients, one more epoch).
-OWN = [
-    {"lr": 1e-3, "gamma": 0.99, "gae_lambda": 0.95, "clip_coef": 0.2, "ent_coef": 0.01,
-     "vf_coef": 0.5, "max_grad_norm": 0.5},
-    {"lr": 3e-3, "gamma": 0.9, "gae_lambda": 0.8, "clip_coef": 0.1, "ent_coef": 0.05,
-     "vf_coef": 1.0, "max_grad_norm": 0.1},
-    {"lr": 5e-4, "gamma": 0.95, "gae_lambda": 1.0, "clip_coef": 0.3, "ent_coef": 0.0,
-     "vf_coef": 0.25, "max_grad_norm": 0.0, "update_epochs": 3},
-]  # fmt: skip
 N = 2  # copies per team
 
 
