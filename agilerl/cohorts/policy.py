@@ -38,7 +38,7 @@ import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.adam import StackedAdam
-from agilerl.cohorts.ppo_epochs import cohort_ppo_loss, ppo_epochs
+from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.components import on_policy
 from agilerl.components.rollout_buffer import RolloutBatch, RolloutBuffer
@@ -76,16 +76,8 @@ class PolicyCohort:
             [agent.optimizer for agent in self.agents],
             [agent.lr for agent in self.agents],
         )
-        device = params[0].device
-
-        def per_agent(name: str) -> torch.Tensor:
-            return torch.tensor([float(getattr(a, name)) for a in self.agents], device=device)
-
-        self.clip_coef = per_agent("clip_coef").unsqueeze(1)
-        self.ent_coef = per_agent("ent_coef").unsqueeze(1)
-        self.vf_coef = per_agent("vf_coef").unsqueeze(1)
-        self.max_grad_norm = per_agent("max_grad_norm")
-        self.target_kl = [agent.target_kl for agent in self.agents]
+        #: Each agent's own settings of its update.
+        self.own = OwnSettings.of(self.agents, params[0].device)
         #: The cohort's rollouts: agent ``p``'s rows the ``p``-th block of its columns
         #: (built at the first rollout, when the number of copies is known).
         self.buffer: RolloutBuffer | None = None
@@ -162,12 +154,10 @@ class PolicyCohort:
         return ppo_epochs(
             where,
             self.template.batch_size,
-            [agent.update_epochs for agent in self.agents],
-            self.target_kl,
+            self.own,
             generators,
             lambda index: self._loss(every.rows(index), count),
             self.adam,
-            self.max_grad_norm,
         ).metrics()
 
     def _loss(self, batch: RolloutBatch, count: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -175,9 +165,8 @@ class PolicyCohort:
         with self.actor.bound(), self.critic.bound():
             dist, value = self.template._forward(batch.obs, batch.action_masks)
         return cohort_ppo_loss(
-            dist.log_prob(batch.actions), dist.entropy(), value, batch, count,
-            (self.clip_coef, self.ent_coef, self.vf_coef),
-        )  # fmt: skip
+            dist.log_prob(batch.actions), dist.entropy(), value, batch, count, self.own
+        )
 
     def write_back(self) -> None:
         """Every agent's weights and optimiser state back into it."""

@@ -29,6 +29,32 @@ Minibatch = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclass
+class OwnSettings:
+    """Each agent's own settings of a PPO update, as a cohort reads them."""
+
+    clip_coef: torch.Tensor  # (P, 1)
+    ent_coef: torch.Tensor  # (P, 1)
+    vf_coef: torch.Tensor  # (P, 1)
+    max_grad_norm: torch.Tensor  # (P,)
+    target_kl: list[float | None]
+    update_epochs: list[int]
+
+    @classmethod
+    def of(cls, agents: Sequence[Any], device: torch.device) -> OwnSettings:
+        def column(name: str) -> torch.Tensor:
+            return torch.tensor([float(getattr(a, name)) for a in agents], device=device)
+
+        return cls(
+            column("clip_coef").unsqueeze(1),
+            column("ent_coef").unsqueeze(1),
+            column("vf_coef").unsqueeze(1),
+            column("max_grad_norm"),
+            [agent.target_kl for agent in agents],
+            [int(agent.update_epochs) for agent in agents],
+        )
+
+
+@dataclass
 class EpochFigures:
     """What a cohort's epochs did, per agent."""
 
@@ -58,19 +84,18 @@ class EpochFigures:
 def ppo_epochs(
     where: torch.Tensor,
     batch_size: int,
-    epochs: Sequence[int],
-    target_kl: Sequence[float | None],
+    own: OwnSettings,
     generators: Sequence[torch.Generator],
     minibatch: Minibatch,
     adam: StackedAdam,
-    max_grad_norm: torch.Tensor,
 ) -> EpochFigures:
     """The epochs of P agents' PPO updates (module docstring). ``where[p, i]``: the
     joined row of agent ``p``'s sample ``i`` (``(P, size)``, every agent ``size``
-    samples); ``epochs``, ``target_kl``, ``generators``: each agent's own."""
+    samples); ``own`` and ``generators``: each agent's own."""
     count, size = where.shape
     device = adam.params[0].device
-    epochs_left = np.asarray(epochs)
+    target_kl, max_grad_norm = own.target_kl, own.max_grad_norm
+    epochs_left = np.asarray(own.update_epochs)
     stopped = np.zeros(count, dtype=bool)
     totals = torch.zeros(len(METRICS), count, device=device)
     evaluated = np.zeros(count)
@@ -118,14 +143,14 @@ def cohort_ppo_loss(
     value: torch.Tensor,
     batch: Any,
     count: int,
-    coefficients: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    own: OwnSettings,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Each of ``count`` agents' PPO loss ``(P,)`` and metrics ``(len(METRICS), P)`` of
     a joined minibatch (agent ``p``'s rows the ``p``-th block of ``batch``, a dataclass
     with ``log_probs``, ``advantages``, ``values`` and ``returns``, and of the stacked
     networks' ``log_prob``, ``entropy`` and ``value``): :func:`~agilerl.algorithms.ppo.
-    clipped_ppo_loss` reducing each agent's rows with its own ``(clip_coef, ent_coef,
-    vf_coef)``, each ``(P, 1)``."""
+    clipped_ppo_loss` reducing each agent's rows with its own ``clip_coef``,
+    ``ent_coef`` and ``vf_coef``."""
 
     def agent_rows(x: torch.Tensor) -> torch.Tensor:
         return x.reshape(count, -1)
@@ -138,5 +163,6 @@ def cohort_ppo_loss(
         returns=agent_rows(batch.returns),
     )
     return clipped_ppo_loss(
-        agent_rows(log_prob), agent_rows(entropy), agent_rows(value), rows, *coefficients
-    )
+        agent_rows(log_prob), agent_rows(entropy), agent_rows(value), rows,
+        own.clip_coef, own.ent_coef, own.vf_coef,
+    )  # fmt: skip

@@ -42,7 +42,7 @@ import torch
 from agilerl.algorithms.ippo import GroupSamples, team_metrics
 from agilerl.algorithms.multi_agent_actor_critic import leading
 from agilerl.cohorts.adam import StackedAdam
-from agilerl.cohorts.ppo_epochs import cohort_ppo_loss, ppo_epochs
+from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.observations import map_tree
 
@@ -92,15 +92,8 @@ class TeamPolicyCohort:
         self.agents = list(agents)
         self.template = self.agents[0]
         self.stacks = {group: _GroupStack(self.agents, group) for group in self.template.groups}
-        device = self.template.device
-
-        def per_agent(name: str) -> torch.Tensor:
-            return torch.tensor([float(getattr(a, name)) for a in self.agents], device=device)
-
-        self.clip_coef = per_agent("clip_coef").unsqueeze(1)
-        self.ent_coef = per_agent("ent_coef").unsqueeze(1)
-        self.vf_coef = per_agent("vf_coef").unsqueeze(1)
-        self.max_grad_norm = per_agent("max_grad_norm")
+        #: Each team's own settings of its update.
+        self.own = OwnSettings.of(self.agents, self.template.device)
         #: Every row's team's discount (:meth:`use_copies`): what a rollout collector
         #: bootstraps time-limit cuts with.
         self.gamma: np.ndarray = np.zeros(0, dtype=np.float32)
@@ -221,20 +214,17 @@ class TeamPolicyCohort:
             with stack.bound():
                 dist, value = template.group_forward(group, batch.obs, batch.masks)
             return cohort_ppo_loss(
-                dist.log_prob(batch.actions), dist.entropy(), value, batch, count,
-                (self.clip_coef, self.ent_coef, self.vf_coef),
-            )  # fmt: skip
+                dist.log_prob(batch.actions), dist.entropy(), value, batch, count, self.own
+            )
 
         where = torch.arange(size).unsqueeze(0) + (torch.arange(count) * size).unsqueeze(1)
         figures = ppo_epochs(
             where,
             template.batch_size,
-            [team.update_epochs for team in self.agents],
-            [team.target_kl for team in self.agents],
+            self.own,
             generators,
             minibatch,
             stack.adam,
-            self.max_grad_norm,
         )
         means = figures.totals / torch.as_tensor(
             np.maximum(figures.evaluated, 1), device=figures.totals.device
