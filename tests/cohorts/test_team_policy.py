@@ -294,3 +294,42 @@ def test_a_manifest_trains_its_teams_in_cohorts(monkeypatch, tmp_path):
     assert sizes == [3, 3]  # both generations, one cohort of three
     assert all(team.steps == 256 for team in population)
     assert (tmp_path / "run" / "population.pt").exists()
+
+
+def test_a_group_of_three_members_with_box_actions_learns_as_each_teams_own():
+    """MPE's simple_spread: one group of three agents (its rows batched member by member,
+    so the cohort reorders them team by team and back) with Gaussian Box actions (each
+    team's own learnt log_std)."""
+    from agilerl.families.multi_agent.vector import make_vector_env
+    from agilerl.models.env import PzEnvSpec
+
+    spec = PzEnvSpec(name="mpe2.simple_spread_v3", num_envs=N, sync=True,
+                     config={"continuous_actions": True, "N": 3})  # fmt: skip
+    with make_vector_env(spec, 1) as one:
+        spaces = (one.observation_spaces, one.action_spaces)
+    torch.manual_seed(0)
+    together = [
+        IPPO(*spaces, index=i, seed=i, net_config=NET, batch_size=16, learn_step=32,
+             action_std_init=0.5, **{"update_epochs": 2, **own})
+        for i, own in enumerate(OWN)
+    ]  # fmt: skip
+    assert list(together[0].groups) == ["agent"] and len(together[0].groups["agent"]) == 3
+    cohort = TeamPolicyCohort(together)
+    cohort.use_copies(N)
+    with make_vector_env(spec, 3 * N) as env:
+        obs, infos = env.reset_each([1, 2, 3])
+        rollout = MultiAgentRollout(16, env.num_envs)
+        collector = TeamRolloutCollector(cohort, rollout, env.agent_ids)
+        obs, _ = on_policy.collect_rollout(env, collector, obs, infos, 16)
+    alone = copy.deepcopy(together)
+    expected = []
+    for p, team in enumerate(alone):
+        torch.manual_seed(7 + p)
+        expected.append(team.learn(TeamBlock(rollout, p, N), block(obs, p)))
+    got = cohort.learn(rollout, obs, [torch.Generator().manual_seed(7 + p) for p in range(3)])
+    cohort.write_back()
+    for e, g in zip(expected, got, strict=True):
+        for name in e:
+            assert g[name] == pytest.approx(e[name], rel=1e-4, abs=1e-6), name
+    for a, b in zip(alone, together, strict=True):
+        assert_same_team(a, b)
