@@ -63,11 +63,12 @@ class EpochFigures:
     updates: np.ndarray  # (P,) optimiser steps taken
     stopped: np.ndarray  # (P,) bool: its target_kl ended its epochs
 
-    def means(self) -> list[list[float]]:
-        """Each agent's mean of every figure of :data:`~agilerl.algorithms.ppo.METRICS`
-        over the minibatches it evaluated (zeros where it evaluated none)."""
+    def means(self) -> torch.Tensor:
+        """``(len(METRICS), P)``: each agent's mean of every figure of
+        :data:`~agilerl.algorithms.ppo.METRICS` over the minibatches it evaluated (zeros
+        where it evaluated none)."""
         evaluated = torch.as_tensor(np.maximum(self.evaluated, 1), device=self.totals.device)
-        return (self.totals / evaluated).T.tolist()
+        return self.totals / evaluated
 
     def metrics(self) -> list[dict[str, float]]:
         """Each agent's figures as its own PPO ``learn`` reports them."""
@@ -77,7 +78,7 @@ class EpochFigures:
                 "updates": float(self.updates[p]),
                 "early_stop": float(self.stopped[p]),
             }
-            for p, means in enumerate(self.means())
+            for p, means in enumerate(self.means().T.tolist())
         ]
 
 

@@ -55,7 +55,8 @@ class _GroupStack:
         self.group = group
         self.actor = StackedNetwork([team.net("actor", group) for team in teams])
         self.critic = StackedNetwork([team.net("critic", group) for team in teams])
-        optimizer = teams[0].net_name("optimizer", group)
+        #: The teams' attribute holding the group's optimiser.
+        self.optimizer = teams[0].net_name("optimizer", group)
         self.adam = StackedAdam(
             self.actor.parameters() + self.critic.parameters(),
             [
@@ -63,7 +64,7 @@ class _GroupStack:
                 + self.critic.agent_parameters(team.net("critic", group))
                 for team in teams
             ],
-            [getattr(team, optimizer) for team in teams],
+            [getattr(team, self.optimizer) for team in teams],
             [team.lr for team in teams],
         )
 
@@ -76,8 +77,7 @@ class _GroupStack:
     def write_back(self) -> None:
         self.actor.write_back([team.net("actor", self.group) for team in self.teams])
         self.critic.write_back([team.net("critic", self.group) for team in self.teams])
-        optimizer = self.teams[0].net_name("optimizer", self.group)
-        self.adam.write_back([getattr(team, optimizer) for team in self.teams])
+        self.adam.write_back([getattr(team, self.optimizer) for team in self.teams])
 
 
 class TeamPolicyCohort:
@@ -226,9 +226,7 @@ class TeamPolicyCohort:
             minibatch,
             stack.adam,
         )
-        means = figures.totals / torch.as_tensor(
-            np.maximum(figures.evaluated, 1), device=figures.totals.device
-        )
+        means = figures.means()
         return [
             (means[:, p], int(figures.updates[p]), bool(figures.stopped[p])) for p in range(count)
         ]

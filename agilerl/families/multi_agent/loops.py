@@ -257,9 +257,7 @@ def multi_agent_on_policy_turns(
         taken = 0
         while taken < budget:
             length = math.ceil(agent.learn_step / num_envs)  # learn_step may mutate
-            rollout = MultiAgentRollout(length, num_envs, device=agent.device)
-            collector = TeamRolloutCollector(agent, rollout, env.agent_ids, on_step=episodes)
-            obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
+            rollout, obs, infos = _collect(agent, env, obs, infos, length, episodes, agent.device)
             metrics.add(agent.learn(rollout, obs))
             taken += length * num_envs
         agent.steps += taken
@@ -275,6 +273,24 @@ def multi_agent_on_policy_turns(
     return replace(
         turns, train_cohort=team_lockstep_turn(cohort_envs, sum_scores), close=cohort_envs.close
     )
+
+
+def _collect(
+    team: Any,
+    env: Any,
+    obs: Any,
+    infos: Any,
+    length: int,
+    on_step: Callable[[on_policy.VectorStep], None],
+    device: Any,
+) -> tuple[MultiAgentRollout, Any, Any]:
+    """A rollout of ``length`` vector steps of ``env`` from ``obs``/``infos``, acted by
+    ``team`` (an IPPO team, or a cohort standing in for its teams): the rollout and the
+    observations and infos to continue from."""
+    rollout = MultiAgentRollout(length, env.num_envs, device=device)
+    collector = TeamRolloutCollector(team, rollout, env.agent_ids, on_step=on_step)
+    obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
+    return rollout, obs, infos
 
 
 def team_lockstep_turn(envs: TeamCohortEnvs, sum_scores: bool) -> Any:
@@ -311,9 +327,9 @@ def team_lockstep_turn(envs: TeamCohortEnvs, sum_scores: bool) -> Any:
         taken = 0
         while taken < budget:
             length = math.ceil(agents[0].learn_step / n)
-            rollout = MultiAgentRollout(length, env.num_envs, device=agents[0].device)
-            collector = TeamRolloutCollector(learner, rollout, env.agent_ids, on_step=episodes)
-            obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
+            rollout, obs, infos = _collect(
+                learner, env, obs, infos, length, episodes, agents[0].device
+            )
             for p, figures in enumerate(learner.learn(rollout, obs, generators)):
                 metrics[p].add(figures)
             taken += length * n
