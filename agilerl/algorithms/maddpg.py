@@ -36,6 +36,7 @@ sub-environment and agent, restarted where an episode ended (:meth:`episodes_end
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -132,6 +133,22 @@ class ActionCodec:
                 block = block - (-torch.rand_like(block).log()).log()  # Gumbel-max sample
             out.append(functional.one_hot(block.argmax(dim=-1), block.shape[-1]).to(block))
         return torch.cat(out, dim=-1)
+
+
+@dataclass(frozen=True)
+class LearningInputs:
+    """What every group's update of one learning call reads: the batch, each agent's
+    activity ``weight`` per row, its preprocessed observations (``features``, and
+    ``next_features``), the batch's actions and the target actors' next actions as
+    critic features, and the action masks of the batch's observations."""
+
+    batch: Mapping[str, Any]
+    weight: PerAgent
+    features: PerAgent
+    next_features: PerAgent
+    actions: PerAgent
+    next_actions: PerAgent
+    masks: PerAgent
 
 
 class MADDPG(MultiAgentActorCritic):
@@ -348,10 +365,15 @@ class MADDPG(MultiAgentActorCritic):
     ) -> torch.Tensor:
         """Critic features of the group's actions for preprocessed observations ``x``:
         ``mode`` "greedy", "sample" (categorical) or "relaxed" (with gradient)."""
-        actor = self.net("actor_target" if target else "actor", group)
-        out = actor.head(actor.encoder(x))
+        out = self._actor_out(group, x, target)
         codec = self.codecs[self.groups[group][0]]
         return out if codec.continuous else codec.choose(out, mask, mode)
+
+    def _actor_out(self, group: str, x: Any, target: bool = False) -> torch.Tensor:
+        """The group's actor's (or target actor's) output for ``x``: normalised Box
+        actions or logits (the one place the actors run; a cohort runs its stacked ones)."""
+        actor = self.net("actor_target" if target else "actor", group)
+        return actor.head(actor.encoder(x))
 
     def _act(self, obs: PerAgent, infos: PerAgent | None, explore: bool) -> PerAgent:
         actions: PerAgent = {}
@@ -365,13 +387,18 @@ class MADDPG(MultiAgentActorCritic):
             with torch.no_grad():
                 features = self._policy(group, x, mask, "sample" if explore else "greedy")
             if explore and codec.continuous:
-                noise = self.noise[group].sample(self.rng, features.shape[0])
+                noise = self._exploration_noise(group, features.shape[0])
                 features = features + torch.as_tensor(noise).to(features)
             env_actions = codec.to_env(features)
             n = leading(x) // len(members)
             for i, agent in enumerate(members):
                 actions[agent] = env_actions[i * n : (i + 1) * n]
         return actions
+
+    def _exploration_noise(self, group: str, rows: int) -> np.ndarray:
+        """The group's next exploration noise ``[rows, dim]`` (its noise state, this
+        team's generator; a cohort draws each team's rows from the team's own)."""
+        return self.noise[group].sample(self.rng, rows)
 
     def explore(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
         """Exploratory actions: Box actions plus the noise (one state per sub-environment
@@ -397,14 +424,17 @@ class MADDPG(MultiAgentActorCritic):
             mask = None if any(m is None for m in masks) else torch.cat(masks)
             action = self._policy(group, x, mask, "greedy", target=True)
             if self.policy_noise > 0 and self.codecs[members[0]].continuous:
-                smoothing = torch.as_tensor(
-                    self.rng.standard_normal(tuple(action.shape)) * self.policy_noise
-                ).to(action)
-                smoothing = smoothing.clamp(-self.noise_clip, self.noise_clip)
+                smoothing = torch.as_tensor(self._smoothing(tuple(action.shape))).to(action)
                 action = (action + smoothing).clamp(-1.0, 1.0)
             n = action.shape[0] // len(members)
             out.update({a: action[i * n : (i + 1) * n] for i, a in enumerate(members)})
         return out
+
+    def _smoothing(self, shape: tuple[int, ...]) -> np.ndarray:
+        """Target policy smoothing noise of ``shape`` from this team's generator, clipped
+        (a cohort draws each team's rows from the team's own)."""
+        smoothing = self.rng.standard_normal(shape) * self.policy_noise
+        return np.clip(smoothing, -self.noise_clip, self.noise_clip)
 
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
         """The target value from the target critics' values: MADDPG's one critic's."""
@@ -429,32 +459,28 @@ class MADDPG(MultiAgentActorCritic):
         = terminated, ``active``: each per agent ``[B, ...]``). See the module docstring.
         Returns :attr:`learn_metrics` (``actor_loss`` on the calls that update the actors:
         every ``policy_freq``-th)."""
-        obs, next_obs = batch["obs"], batch["next_obs"]
-        rows = leading(obs[self.agent_ids[0]])
-        weight = {a: active_rows(batch["active"], a, rows, self.device) for a in self.agent_ids}
-        features, next_features = self._features(obs), self._features(next_obs)
-        actions = {
-            a: self.codecs[a].to_critic(batch["action"][a], self.device) for a in self.agent_ids
-        }
-        with torch.no_grad():
-            next_actions = self._target_actions(
-                next_features, self._masks(next_obs, batch, "next_action_mask")
-            )
+        inputs = self.learning_inputs(batch)
         critic_losses, q_means = [], []
         for group, members in self.groups.items():
-            loss, q_mean = self._critic_step(
-                group, members, features, next_features, actions, next_actions, batch, weight
+            qs, target, own = self.critic_values(group, members, inputs)
+            loss = self.critic_loss(qs, target, own)
+            gradient_step(
+                getattr(self, self.net_name("critic_optimizer", group)), loss, self.max_grad_norm
             )
-            critic_losses.append(loss)
-            q_means.append(q_mean)
+            critic_losses.append(loss.detach())
+            q_means.append(masked_mean(qs[0].detach(), own))
         self.learn_counter += 1
         figures = [torch.stack(critic_losses).mean(), torch.stack(q_means).mean()]
         if self.learn_counter % self.policy_freq == 0:
-            masks = self._masks(obs, batch, "action_mask")
-            losses = [
-                self._actor_step(group, members, features, actions, masks, weight)
-                for group, members in self.groups.items()
-            ]
+            losses = []
+            for group, members in self.groups.items():
+                loss = self.actor_loss(*self.policy_values(group, members, inputs))
+                gradient_step(
+                    getattr(self, self.net_name("actor_optimizer", group)),
+                    loss,
+                    self.max_grad_norm,
+                )
+                losses.append(loss.detach())
             figures.append(torch.stack(losses).mean())
             self.soft_update()
         values = torch.stack(figures).tolist()
@@ -463,62 +489,86 @@ class MADDPG(MultiAgentActorCritic):
             metrics["actor_loss"] = values[2]
         return metrics
 
-    def _critic_step(
-        self,
-        group: str,
-        members: list[str],
-        features: PerAgent,
-        next_features: PerAgent,
-        actions: PerAgent,
-        next_actions: PerAgent,
-        batch: Mapping[str, Any],
-        weight: PerAgent,
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    # The learning step in parts: the networks' parts (``learning_inputs``,
+    # ``critic_values``, ``policy_values``) run once for a cohort of teams on its stacked
+    # networks, each team's losses (``critic_loss``, ``actor_loss``) on its own rows.
+    def learning_inputs(self, batch: Mapping[str, Any]) -> LearningInputs:
+        """What every group's update of one learning call reads (:class:`LearningInputs`)."""
+        obs, next_obs = batch["obs"], batch["next_obs"]
+        rows = leading(obs[self.agent_ids[0]])
+        weight = {a: active_rows(batch["active"], a, rows, self.device) for a in self.agent_ids}
+        next_features = self._features(next_obs)
+        with torch.no_grad():
+            next_actions = self._target_actions(
+                next_features, self._masks(next_obs, batch, "next_action_mask")
+            )
+        return LearningInputs(
+            batch=batch,
+            weight=weight,
+            features=self._features(obs),
+            next_features=next_features,
+            actions={
+                a: self.codecs[a].to_critic(batch["action"][a], self.device) for a in self.agent_ids
+            },
+            next_actions=next_actions,
+            masks=self._masks(obs, batch, "action_mask"),
+        )
+
+    def critic_values(
+        self, group: str, members: list[str], inputs: LearningInputs
+    ) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+        """Every critic's ``Q`` of the group's rows (member by member), their (no-gradient)
+        TD targets, and the rows' activity."""
+        weight = inputs.weight
         own = torch.cat([weight[a] for a in members])
         with torch.no_grad():
-            x_next = self._critic_obs(next_features, members, weight)
-            a_next = self._critic_actions(next_actions, members, weight)
+            x_next = self._critic_obs(inputs.next_features, members, weight)
+            a_next = self._critic_actions(inputs.next_actions, members, weight)
             next_q = self._combine(
                 [self._q(f"{name}_target", group, x_next, a_next) for name in self.critics]
             )
-            reward = torch.cat([_flat(batch["reward"][a], self.device) for a in members])
-            done = torch.cat([_flat(batch["done"][a], self.device) for a in members])
-            target = reward + self.gamma * (1.0 - done) * next_q
-        x = self._critic_obs(features, members, weight)
-        a = self._critic_actions(actions, members, weight)
-        qs = [self._q(name, group, x, a) for name in self.critics]
-        loss = sum(masked_mean((q - target) ** 2, own) for q in qs)
-        gradient_step(
-            getattr(self, self.net_name("critic_optimizer", group)), loss, self.max_grad_norm
-        )
-        return loss.detach(), masked_mean(qs[0].detach(), own)
+            reward, done = inputs.batch["reward"], inputs.batch["done"]
+            # Member by member: a cohort's ``gamma`` is one per row of a member's batch.
+            target = torch.cat(
+                [
+                    _flat(reward[a], self.device)
+                    + self.gamma * (1.0 - _flat(done[a], self.device)) * q
+                    for a, q in zip(members, next_q.chunk(len(members)), strict=True)
+                ]
+            )
+        x = self._critic_obs(inputs.features, members, weight)
+        a = self._critic_actions(inputs.actions, members, weight)
+        return [self._q(name, group, x, a) for name in self.critics], target, own
 
-    def _actor_step(
-        self,
-        group: str,
-        members: list[str],
-        features: PerAgent,
-        actions: PerAgent,
-        masks: PerAgent,
-        weight: PerAgent,
+    def critic_loss(
+        self, qs: list[torch.Tensor], target: torch.Tensor, own: torch.Tensor
     ) -> torch.Tensor:
+        """The critics' loss: the sum of their mean squared TD errors over active rows."""
+        return sum(masked_mean((q - target) ** 2, own) for q in qs)  # type: ignore[return-value]
+
+    def policy_values(
+        self, group: str, members: list[str], inputs: LearningInputs
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The first critic's ``Q`` of the group's rows with each member's own action from
+        its actor (differentiable in the actor), and the rows' activity."""
+        features, actions, weight = inputs.features, inputs.actions, inputs.weight
         x = _cat_tree([features[a] for a in members])
-        found = [masks.get(a) for a in members]
+        found = [inputs.masks.get(a) for a in members]
         mask = None if any(m is None for m in found) else torch.cat(found)
         mine = self._policy(group, x, mask, "relaxed")
         n = mine.shape[0] // len(members)
         # Each member's critic input has its own new action; the others' are the batch's.
-        inputs = [
+        with_own = [
             self._critic_actions({**actions, a: mine[i * n : (i + 1) * n]}, [a], weight)
             for i, a in enumerate(members)
         ]
         q = self._q(self.critics[0], group, self._critic_obs(features, members, weight),
-                    torch.cat(inputs))  # fmt: skip
-        loss = -masked_mean(q, torch.cat([weight[a] for a in members]))
-        gradient_step(
-            getattr(self, self.net_name("actor_optimizer", group)), loss, self.max_grad_norm
-        )
-        return loss.detach()
+                    torch.cat(with_own))  # fmt: skip
+        return q, torch.cat([weight[a] for a in members])
+
+    def actor_loss(self, q: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
+        """The actors' loss: minus the mean ``Q`` of the active rows."""
+        return -masked_mean(q, own)
 
     def _q(self, name: str, group: str, x: Any, action: torch.Tensor) -> torch.Tensor:
         critic = self.net(name, group)

@@ -14,7 +14,8 @@ subclass that learns differently, RainbowDQN, has its own entry): DQN and CQN th
 :class:`~agilerl.cohorts.rainbow.RainbowCohort`, DDPG and TD3 through
 :class:`~agilerl.cohorts.actor_critic.ActorCriticCohort`, PPO through
 :class:`~agilerl.cohorts.policy.PolicyCohort`, IPPO's teams through
-:class:`~agilerl.cohorts.team_policy.TeamPolicyCohort`. :func:`cohort_key` says which
+:class:`~agilerl.cohorts.team_policy.TeamPolicyCohort`, MADDPG's and MATD3's through
+:class:`~agilerl.cohorts.team_actor_critic.TeamActorCriticCohort`. :func:`cohort_key` says which
 agents may share a cohort.
 """
 
@@ -30,6 +31,8 @@ from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.ippo import IPPO
+from agilerl.algorithms.maddpg import MADDPG
+from agilerl.algorithms.matd3 import MATD3
 from agilerl.algorithms.ppo import PPO
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
 from agilerl.algorithms.td3 import TD3
@@ -37,6 +40,7 @@ from agilerl.cohorts.actor_critic import ActorCriticCohort
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.cohorts.rainbow import RainbowCohort
 from agilerl.cohorts.stacking import outside_buffers, stackable
+from agilerl.cohorts.team_actor_critic import TeamActorCriticCohort
 from agilerl.cohorts.team_policy import TeamPolicyCohort
 from agilerl.cohorts.value import ValueCohort
 
@@ -86,6 +90,8 @@ LEARNERS: dict[type, type[Learner]] = {
     TD3: ActorCriticCohort,
     PPO: PolicyCohort,
     IPPO: TeamPolicyCohort,
+    MADDPG: TeamActorCriticCohort,
+    MATD3: TeamActorCriticCohort,
 }
 
 

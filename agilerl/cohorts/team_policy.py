@@ -44,6 +44,7 @@ from agilerl.algorithms.multi_agent_actor_critic import leading
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
+from agilerl.cohorts.team_rows import team_major
 from agilerl.observations import map_tree
 
 
@@ -121,10 +122,7 @@ class TeamPolicyCohort:
             x = template.group_obs(obs, members)
             mask = template.group_mask(obs, infos, members)
             rows = leading(x) // (len(members) * count)  # each team's copies
-            # team-major row (p, member, i) <- member-major row (member, p, i)
-            order = torch.arange(len(members) * count * rows)
-            order = order.reshape(len(members), count, rows).transpose(0, 1).reshape(-1)
-            back = torch.argsort(order)
+            order, back = team_major(len(members), count, rows)
             with stack.bound():
                 found = run(
                     group,

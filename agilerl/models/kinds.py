@@ -100,7 +100,7 @@ OFF_POLICY_KWARGS = (
 WARMUP_KWARGS = (_training("warmup_actions", optional=True),)
 #: Whether agents that share an architecture train as cohorts.
 COHORTS_FLAG = (_training("cohorts", optional=True),)
-#: What a loop of agents that train in cohorts adds (single-agent online, IPPO): the
+#: What a loop of agents that train in cohorts adds (single-agent online, multi-agent): the
 #: environment spec (to step a cohort's copies together) and the flag.
 COHORT_KWARGS = (TrainingKwarg("env_spec", "env_spec"), *COHORTS_FLAG)
 #: A contextual bandit's episode length.
@@ -159,7 +159,11 @@ AGENT_KINDS: dict[AgentType, AgentKind] = {
         replay_memory=False,
         training_kwargs={
             False: RUN_KWARGS + MULTI_AGENT_KWARGS + COHORT_KWARGS,
-            True: RUN_KWARGS + MEMORY_KWARGS + OFF_POLICY_KWARGS + MULTI_AGENT_KWARGS,
+            True: RUN_KWARGS
+            + MEMORY_KWARGS
+            + OFF_POLICY_KWARGS
+            + MULTI_AGENT_KWARGS
+            + COHORT_KWARGS,
         },
     ),
     AgentType.OfflineAgent: AgentKind(

@@ -240,7 +240,7 @@ def _warmup(scenario: str) -> dict[str, Any]:
 
 def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
     """What ``get_training_kwargs`` returned for ``name`` before the refactor (plus the
-    cohort arguments of the single-agent online loops, :func:`_cohorts`)."""
+    cohort arguments of the single-agent online and multi-agent loops, :func:`_cohorts`)."""
     s = scenario
     return {
         "DQN": {**_common(s, "DQN", GYM), **OFF_POLICY[s], **_warmup(s), **_cohorts(s)},
@@ -257,8 +257,18 @@ def expected_kwargs(name: str, scenario: str) -> dict[str, Any]:
         "NeuralUCB": {**_common(s, "NeuralUCB", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
         "NeuralTS": {**_common(s, "NeuralTS", BANDIT), **MEMORY[s], **EPISODE_STEPS[s]},
         "IPPO": {**_common(s, "IPPO", PZ), **SUM_SCORES[s], **_cohorts(s, "PzEnvSpec")},
-        "MADDPG": {**_common(s, "MADDPG", PZ), **OFF_POLICY[s], **SUM_SCORES[s]},
-        "MATD3": {**_common(s, "MATD3", PZ), **OFF_POLICY[s], **SUM_SCORES[s]},
+        "MADDPG": {
+            **_common(s, "MADDPG", PZ),
+            **OFF_POLICY[s],
+            **SUM_SCORES[s],
+            **_cohorts(s, "PzEnvSpec"),
+        },
+        "MATD3": {
+            **_common(s, "MATD3", PZ),
+            **OFF_POLICY[s],
+            **SUM_SCORES[s],
+            **_cohorts(s, "PzEnvSpec"),
+        },
         "GRPO": LLM_REASONING[s],
         "GSPO": LLM_REASONING[s],
         "CISPO": LLM_REASONING[s],

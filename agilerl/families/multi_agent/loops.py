@@ -29,9 +29,13 @@ import numpy as np
 from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.replay import CohortReplay
+from agilerl.cohorts.rounds import LearningRounds
+from agilerl.cohorts.team_actor_critic import TeamActorCriticCohort
 from agilerl.cohorts.team_policy import TeamPolicyCohort
 from agilerl.components import on_policy
 from agilerl.families.multi_agent.buffers import (
+    MA_FIELDS,
     MultiAgentRollout,
     TeamRolloutCollector,
     active_of,
@@ -125,6 +129,7 @@ def multi_agent_off_policy_turns(
     eval_steps: int | None = None,
     eval_loop: int = 1,
     learning_delay: int = 0,
+    cohort_spec: Any = None,
 ) -> Turns:
     """The turns of off-policy teams (MADDPG, MATD3) on a vectorised parallel ``env``,
     sharing one :class:`~agilerl.families.multi_agent.buffers.MultiAgentReplayBuffer`
@@ -139,6 +144,9 @@ def multi_agent_off_policy_turns(
     the environment gave (those acted within and those of the next observations), and
     learns from a sample of ``batch_size`` rows every ``learn_step`` env steps once the
     buffer holds a batch and more than ``learning_delay`` rows.
+
+    With ``cohort_spec`` (the environment section ``env`` was built from), teams of one
+    cohort (:mod:`agilerl.cohorts`) train together (:func:`team_replay_turn`).
     """
     num_envs = env.num_envs
 
@@ -153,13 +161,10 @@ def multi_agent_off_policy_turns(
         n_steps = vector_steps(budget, num_envs)
         for _ in range(n_steps):
             actions = agent.explore(obs, infos)
-            next_obs, rewards, terminated, _, next_infos = env.step(actions)
+            step = env.step(actions)
+            memory.add(*_transition(env.agent_ids, obs, infos, actions, step))
+            next_obs, rewards, _, _, next_infos = step
             final = next_infos[FINAL]
-            memory.add(
-                obs, actions, rewards, final["obs"], terminated,
-                active_of(next_infos, env.agent_ids), masks_of(infos, env.agent_ids),
-                final["action_mask"],
-            )  # fmt: skip
             returns.add(rewards, final["ended"])
             if final["ended"].any():
                 agent.episodes_ended(final["ended"])
@@ -175,7 +180,7 @@ def multi_agent_off_policy_turns(
         agent.scores.extend(returns.completed)
         return n_steps * num_envs, returns.completed, metrics.means()
 
-    return _team_turns(
+    turns = _team_turns(
         env,
         pop,
         train_agent,
@@ -184,6 +189,87 @@ def multi_agent_off_policy_turns(
         eval_loop=eval_loop,
         sharing=ExperienceSharing(memory),
     )
+    if cohort_spec is None:
+        return turns
+    cohort_envs = TeamCohortEnvs(cohort_spec)
+    return replace(
+        turns,
+        train_cohort=team_replay_turn(cohort_envs, memory, learning_delay, sum_scores),
+        close=cohort_envs.close,
+    )
+
+
+def _transition(
+    agent_ids: list[str], obs: Any, infos: Any, actions: Any, step: tuple[Any, ...]
+) -> tuple[Any, ...]:
+    """What a replay buffer stores of one vector step from ``obs``/``infos`` (``step``:
+    what ``env.step(actions)`` returned), in the order of :data:`~agilerl.families.
+    multi_agent.buffers.MA_FIELDS`: the true next observations, ``done`` = terminated
+    (a time-limit cut bootstraps), each agent's activity, the masks acted within and
+    those of the next observations."""
+    _, rewards, terminated, _, next_infos = step
+    final = next_infos[FINAL]
+    return (
+        obs, actions, rewards, final["obs"], terminated, active_of(next_infos, agent_ids),
+        masks_of(infos, agent_ids), final["action_mask"],
+    )  # fmt: skip
+
+
+def team_replay_turn(
+    envs: TeamCohortEnvs, memory: Any, learning_delay: int, sum_scores: bool
+) -> Any:
+    """The turn of a cohort of MADDPG or MATD3 teams (:class:`~agilerl.cohorts.
+    team_actor_critic.TeamActorCriticCohort`): the teams step their own copies together
+    (each block reset with the seed its team's own turn would use), act with one forward
+    per group and step, and learn together from their views of the shared ``memory``
+    (:class:`~agilerl.cohorts.replay.CohortReplay`: the generation's buffer plus each
+    team's own rows), each every ``learn_step`` of its own env steps (:class:`~agilerl.
+    cohorts.rounds.LearningRounds`), on batches drawn by its own generator. Returns each
+    team's (steps, returns, metrics) and journal."""
+
+    def train_cohort(
+        agents: list[Any], slots: list[int], budget: int, run: RunState
+    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
+        count = len(agents)
+        env = envs.take(count)
+        n = env.num_envs // count
+        obs, infos = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
+        returns = [_Returns(n, _scale(sum_scores, agent)) for agent in agents]
+        for agent in agents:
+            agent.episodes_ended(np.ones(n, dtype=bool))
+        generators = turn_generators(run, slots)
+        learner = cast(TeamActorCriticCohort, LEARNERS[type(agents[0])](agents))  # its kind
+        n_steps = vector_steps(budget, n)
+        view = CohortReplay(memory, count, n_steps * n)
+        rounds = LearningRounds(agents, n, learning_delay)
+        sizes = [int(agent.batch_size) for agent in agents]
+        metrics = [MeanMetrics() for _ in agents]
+        for _ in range(n_steps):
+            actions = learner.explore(obs, infos)
+            step = env.step(actions)
+            view.store(dict(zip(MA_FIELDS, _transition(env.agent_ids, obs, infos, actions, step),
+                                strict=True)))  # fmt: skip
+            obs, rewards, _, _, infos = step
+            ended = infos[FINAL]["ended"]
+            for p, agent in enumerate(agents):
+                own = slice(p * n, (p + 1) * n)
+                returns[p].add({a: r[own] for a, r in rewards.items()}, ended[own])
+                if ended[own].any():
+                    agent.episodes_ended(ended[own])
+                agent.steps += n
+            for live in rounds.after_step(len(view)):
+                batch = view.rows(view.draw(sizes, generators, live))
+                for p, figures in enumerate(learner.learn(batch, live, generators)):
+                    if figures is not None:
+                        metrics[p].add(figures)
+        learner.write_back()
+        results = []
+        for p, agent in enumerate(agents):
+            agent.scores.extend(returns[p].completed)
+            results.append((n_steps * n, returns[p].completed, metrics[p].means()))
+        return results, [[journal] for journal in view.journals()]
+
+    return train_cohort
 
 
 def train_multi_agent_off_policy(
@@ -195,12 +281,16 @@ def train_multi_agent_off_policy(
     *,
     sum_scores: bool = True,
     learning_delay: int = 0,
+    env_spec: Any = None,
     **loop: Unpack[LoopArguments],
 ) -> tuple[list[Any], list[float]]:
     """Train a population of off-policy teams (MADDPG, MATD3) on a vectorised parallel
-    ``env`` sharing ``memory`` (:func:`multi_agent_off_policy_turns`). The other keyword
-    arguments are :class:`~agilerl.training.evolution.LoopArguments`; run checkpoints
-    save ``memory`` beside the population. Returns ``(population, fitnesses)``."""
+    ``env`` sharing ``memory`` (:func:`multi_agent_off_policy_turns`). With ``env_spec``
+    (the :class:`~agilerl.models.env.PzEnvSpec` ``env`` was built from), teams that
+    share an architecture train as cohorts (``cohorts=False`` in the loop arguments: one
+    at a time), stepping copies of the same spec. The other keyword arguments are
+    :class:`~agilerl.training.evolution.LoopArguments`; run checkpoints save ``memory``
+    beside the population. Returns ``(population, fitnesses)``."""
     turns = multi_agent_off_policy_turns(
         env,
         memory,
@@ -209,6 +299,7 @@ def train_multi_agent_off_policy(
         eval_steps=loop.get("eval_steps"),
         eval_loop=loop.get("eval_loop", 1),
         learning_delay=learning_delay,
+        cohort_spec=env_spec,
     )
     return evolve(pop, turns, run_config(algo, env_name, loop, memory=memory))
 

@@ -13,6 +13,7 @@ from typing_extensions import Unpack
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.learners import LEARNERS, ReplayLearner
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
+from agilerl.cohorts.rounds import LearningRounds
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.cohort_envs import (
@@ -197,15 +198,11 @@ def lockstep_turn(
         returns = np.zeros((count, num_envs))
         completed: list[list[float]] = [[] for _ in agents]
         metrics = [MeanMetrics() for _ in agents]
-        pending = np.zeros(count, dtype=np.int64)
-        learn_step = np.array([agent.learn_step for agent in agents])
-        batch_size = np.array([agent.batch_size for agent in agents])
-
-        def learning() -> np.ndarray:
-            return (len(view) >= batch_size) & (len(view) > learning_delay)
+        rounds = LearningRounds(agents, num_envs, learning_delay)
+        sizes = [int(agent.batch_size) for agent in agents]
 
         for _ in range(n_steps):
-            uniform = ~learning() & uniform_warmup  # all False without the warm-up
+            uniform = ~rounds.learning(len(view)) & uniform_warmup  # all False without it
             actions = learner.explore(obs, action_mask_from_info(info), uniform)
             next_obs, reward, terminated, truncated, info = env.step(actions)
             view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
@@ -218,13 +215,8 @@ def lockstep_turn(
                     returns[p][ended[p]] = 0.0
                     agent.episodes_ended(ended[p])
             obs = next_obs
-            ready = learning()
-            pending = np.where(ready, pending + num_envs, 0)  # no backlog before learning
-            due = np.where(ready, pending // learn_step, 0)
-            pending -= due * learn_step
-            for round_ in range(int(due.max())):
-                live = due > round_
-                figures = view.learn(learner, batch_size.tolist(), generators, live)
+            for live in rounds.after_step(len(view)):
+                figures = view.learn(learner, sizes, generators, live)
                 for p, figs in enumerate(figures):
                     if figs is not None:
                         metrics[p].add(figs)
