@@ -1,7 +1,8 @@
 """What cohorts buy: a population trained as one against one agent at a time.
 
-Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|rainbow|td3|ippo] [--steps 2000]
-[--pops 1,4,8,16,32] [--width 128] [--reference-steps 10000] [--skip-reference]``.
+Usage: ``python benchmarks/population_scaling.py [--algo dqn|ppo|rainbow|td3|ippo|maddpg|matd3]
+[--steps 2000] [--pops 1,4,8,16,32] [--width 128] [--reference-steps 10000]
+[--skip-reference]``.
 
 Two tables, one torch thread, environments in this process (CartPole natively
 vectorised, Pendulum and MPE synchronously), the same seed for both paths:
@@ -13,6 +14,8 @@ vectorised, Pendulum and MPE synchronously), the same seed for both paths:
    ``--algo td3``: TD3 on Pendulum-v1, ``configs/td3.yaml``; ``--algo ippo``: IPPO teams
    on MPE's speaker-listener, ``configs/ippo.yaml``, 8 copies each in this process (give
    ``--steps`` of at least its ``learn_step``, 2048: a turn collects whole rollouts);
+   ``--algo maddpg`` / ``matd3``: MADDPG / MATD3 teams on speaker-listener,
+   ``configs/maddpg.yaml`` / ``configs/matd3.yaml``, 8 copies each in this process;
    each manifest's hyperparameters and network, its layers
    ``--width`` wide where given, evolution off so the population stays one cohort): for
    each population size, the wall time of one generation of ``--steps`` env steps per
@@ -49,6 +52,8 @@ MANIFESTS = {
     "rainbow": HERE.parent / "configs" / "rainbow_dqn.yaml",
     "td3": HERE.parent / "configs" / "td3.yaml",
     "ippo": HERE.parent / "configs" / "ippo.yaml",
+    "maddpg": HERE.parent / "configs" / "maddpg.yaml",
+    "matd3": HERE.parent / "configs" / "matd3.yaml",
 }
 
 

@@ -30,7 +30,6 @@ from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
 from agilerl.cohorts.replay import CohortReplay
-from agilerl.cohorts.rounds import LearningRounds
 from agilerl.cohorts.team_actor_critic import TeamActorCriticCohort
 from agilerl.cohorts.team_policy import TeamPolicyCohort
 from agilerl.components import on_policy
@@ -52,6 +51,7 @@ from agilerl.training.evolution import (
     run_config,
     vector_steps,
 )
+from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
@@ -143,7 +143,8 @@ def multi_agent_off_policy_turns(
     next observations, ``done`` = terminated (a time-limit cut bootstraps) and the masks
     the environment gave (those acted within and those of the next observations), and
     learns from a sample of ``batch_size`` rows every ``learn_step`` env steps once the
-    buffer holds a batch and more than ``learning_delay`` rows.
+    buffer holds a batch and more than ``learning_delay`` rows (:class:`~agilerl.training.
+    rounds.LearningRounds`).
 
     With ``cohort_spec`` (the environment section ``env`` was built from), teams of one
     cohort (:mod:`agilerl.cohorts`) train together (:func:`team_replay_turn`).
@@ -157,7 +158,7 @@ def multi_agent_off_policy_turns(
         agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
         returns = _Returns(num_envs, _scale(sum_scores, agent))
         metrics = MeanMetrics()
-        pending = 0  # env steps since the last learning step
+        rounds = LearningRounds([agent], num_envs, learning_delay)
         n_steps = vector_steps(budget, num_envs)
         for _ in range(n_steps):
             actions = agent.explore(obs, infos)
@@ -170,13 +171,8 @@ def multi_agent_off_policy_turns(
                 agent.episodes_ended(final["ended"])
             obs, infos = next_obs, next_infos
             agent.steps += num_envs
-            pending += num_envs
-            if len(memory) >= agent.batch_size and len(memory) > learning_delay:
-                while pending >= agent.learn_step:
-                    metrics.add(agent.learn(memory.sample(agent.batch_size)))
-                    pending -= agent.learn_step
-            else:
-                pending = 0  # no learning backlog builds up before learning starts
+            for _ in rounds.after_step(len(memory)):
+                metrics.add(agent.learn(memory.sample(agent.batch_size)))
         agent.scores.extend(returns.completed)
         return n_steps * num_envs, returns.completed, metrics.means()
 
@@ -224,7 +220,7 @@ def team_replay_turn(
     per group and step, and learn together from their views of the shared ``memory``
     (:class:`~agilerl.cohorts.replay.CohortReplay`: the generation's buffer plus each
     team's own rows), each every ``learn_step`` of its own env steps (:class:`~agilerl.
-    cohorts.rounds.LearningRounds`), on batches drawn by its own generator. Returns each
+    training.rounds.LearningRounds`), on batches drawn by its own generator. Returns each
     team's (steps, returns, metrics) and journal."""
 
     def train_cohort(

@@ -13,7 +13,6 @@ from typing_extensions import Unpack
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.learners import LEARNERS, ReplayLearner
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
-from agilerl.cohorts.rounds import LearningRounds
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
 from agilerl.families.single_agent.cohort_envs import (
@@ -32,6 +31,7 @@ from agilerl.training.evolution import (
     run_config,
     vector_steps,
 )
+from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
@@ -72,7 +72,8 @@ def off_policy_turns(
     ``eps_start`` -> ``eps_end``, decayed by ``eps_decay`` per vector step of the agent's
     steps, so it carries across generations) for its ``evo_steps`` share, storing every
     transition in the shared ``memory`` and learning every ``learn_step`` env steps once
-    the buffer holds a batch and more than ``learning_delay`` steps; until then it acts
+    the buffer holds a batch and more than ``learning_delay`` steps
+    (:class:`~agilerl.training.rounds.LearningRounds`); until then it acts
     with its own exploration (``warmup_actions="policy"``) or uniformly at random from
     its own generator (``"uniform"``, :meth:`~agilerl.algorithms.core.rl_algorithm.
     RLAlgorithm.uniform_actions`: Stable-Baselines3's and CleanRL's warm-up before
@@ -112,14 +113,12 @@ def off_policy_turns(
         returns = np.zeros(num_envs)
         completed: list[float] = []
         metrics = MeanMetrics()
-        pending = 0  # env steps since the last learn
+        rounds = LearningRounds([agent], num_envs, learning_delay)
         n_steps = vector_steps(budget, num_envs)
 
-        def learning() -> bool:
-            return len(replay) >= agent.batch_size and len(replay) > learning_delay
-
         for _ in range(n_steps):
-            act = agent.uniform_actions if uniform_warmup and not learning() else agent.explore
+            warming = uniform_warmup and not rounds.learning(len(replay))[0]
+            act = agent.uniform_actions if warming else agent.explore
             action = act(obs, action_mask_from_info(info))
             next_obs, reward, terminated, truncated, info = env.step(action)
             agent.steps += num_envs
@@ -131,13 +130,8 @@ def off_policy_turns(
                 returns[ended] = 0.0
                 agent.episodes_ended(ended)
             obs = next_obs
-            pending += num_envs
-            if learning():
-                while pending >= agent.learn_step:
-                    metrics.add(replay.learn(agent))
-                    pending -= agent.learn_step
-            else:
-                pending = 0  # no learning backlog builds up before learning starts
+            for _ in rounds.after_step(len(replay)):
+                metrics.add(replay.learn(agent))
         replay.end_turn()  # the next turn (or the evaluation) resets the environment
         taken = n_steps * num_envs
         agent.scores.extend(completed)

@@ -253,22 +253,25 @@ def agilerl(*args, cwd):
                           capture_output=True, text=True)  # fmt: skip
 
 
-#: manifest -> what its kill-and-resume run adds: IPPO's three teams, unmutated, train as
-#: one cohort (its copies stepped in this process, the rest of the run on workers).
+#: Three teams, unmutated: one cohort (its copies stepped in this process).
+ONE_COHORT = ["--set", "training.pop_size=3", "--set",
+              "mutation.probabilities={no_mut: 1.0, arch_mut: 0, new_layer: 0, "
+              "params_mut: 0, act_mut: 0, rl_hp_mut: 0}"]  # fmt: skip
+#: manifest -> what its kill-and-resume run adds: MADDPG one team at a time on worker
+#: processes, MATD3's and IPPO's teams as one cohort each.
 RESUMED = {
-    "maddpg.yaml": [],
-    "ippo.yaml": ["--set", "training.pop_size=3", "--set",
-                  "mutation.probabilities={no_mut: 1.0, arch_mut: 0, new_layer: 0, "
-                  "params_mut: 0, act_mut: 0, rl_hp_mut: 0}"],
-}  # fmt: skip
+    "maddpg.yaml": ["--set", "training.cohorts=false"],
+    "matd3.yaml": ONE_COHORT,
+    "ippo.yaml": ONE_COHORT,
+}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("manifest", sorted(RESUMED))
 def test_a_killed_multi_agent_run_resumes_where_it_stood(manifest, tmp_path, capsys):
     """Killed at its first checkpoint and resumed, a MADDPG run on worker processes, or
-    IPPO teams trained as a cohort, gives the fitnesses an uninterrupted run gives
-    (teams, buffer, RNG came back)."""
+    MATD3 or IPPO teams trained as a cohort, gives the fitnesses an uninterrupted run
+    gives (teams, buffer, RNG came back)."""
     from support.killed_runs import kill_at_first_checkpoint
 
     steps = [*BRIEF, "--set", "training.max_steps=75", *RESUMED[manifest], "--quiet"]
