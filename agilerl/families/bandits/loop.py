@@ -39,6 +39,7 @@ from agilerl.training.evolution import (
     reset_seed,
     run_config,
 )
+from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.tracking import MeanMetrics
 
@@ -69,7 +70,8 @@ def bandit_turns(
         metrics = MeanMetrics()
         scores: list[float] = []
         total = stretch = 0.0
-        in_stretch = pending = 0
+        in_stretch = 0
+        rounds = LearningRounds([agent], 1, learning_delay=0)  # one pull a step
         for _ in range(budget):
             arm = agent.explore(contexts)
             pulled = contexts[arm]
@@ -84,13 +86,8 @@ def bandit_turns(
                 scores.append(stretch / in_stretch)
                 agent.regret_curve.append([float(agent.steps), agent.regret])
                 stretch, in_stretch = 0.0, 0
-            pending += 1
-            if len(memory) >= agent.batch_size:
-                while pending >= agent.learn_step:
-                    metrics.add(agent.learn(memory.sample(agent.batch_size)))
-                    pending -= agent.learn_step
-            else:
-                pending = 0  # no learning backlog builds up before the memory holds a batch
+            for _ in rounds.after_step(len(memory)):
+                metrics.add(agent.learn(memory.sample(agent.batch_size)))
         if in_stretch:  # the generation's last, shorter stretch
             scores.append(stretch / in_stretch)
             agent.regret_curve.append([float(agent.steps), agent.regret])
