@@ -65,19 +65,20 @@ class _GroupNets:
         self.adams = {
             role: StackedAdam(
                 [p for name in roles for p in self.online[name].parameters()],
-                [
-                    [
-                        p
-                        for name in roles
-                        for p in self.online[name].agent_parameters(team.net(name, group))
-                    ]
-                    for team in teams
-                ],  # fmt: skip
+                [self._own_parameters(team, roles) for team in teams],
                 [getattr(team, team.net_name(role, group)) for team in teams],
                 [getattr(team, lr) for team in teams],
             )
             for role, (roles, lr) in template.optimizer_roles.items()
         }
+
+    def _own_parameters(self, team: Any, roles: Sequence[str]) -> list[torch.nn.Parameter]:
+        """``team``'s own parameters of the networks ``roles``, in the stacked order."""
+        return [
+            p
+            for name in roles
+            for p in self.online[name].agent_parameters(team.net(name, self.group))
+        ]
 
     def polyak(self) -> tuple[list[torch.nn.Parameter], list[torch.nn.Parameter]]:
         """Every target's stacked parameters and its online network's, position by
