@@ -10,6 +10,7 @@ import copy
 import numpy as np
 import pytest
 import torch
+from support.team_cohorts import NET, cohort_need, cue_manifest, trained_cohorts
 
 from agilerl.algorithms.maddpg import MADDPG
 from agilerl.algorithms.matd3 import MATD3
@@ -20,11 +21,6 @@ from agilerl.families.multi_agent.loops import _transition
 from agilerl.families.multi_agent.vector import make_vector_env
 from agilerl.models.env import PzEnvSpec
 
-NET = {
-    "latent_dim": 16,
-    "encoder_config": {"hidden_size": [16]},
-    "head_config": {"hidden_size": [16]},
-}
 #: Each team's own settings: batch sizes differ (the cohort pads the smaller one).
 OWN = [
     {"gamma": 0.9, "tau": 0.01, "lr_actor": 1e-3, "lr_critic": 2e-3, "policy_freq": 1,
@@ -264,30 +260,16 @@ def test_a_population_trains_in_cohorts_deterministically(cls, monkeypatch):
 
 
 def maddpg_manifest(cohorts=True):
-    """No mutation: the three teams stay one cohort."""
-    return {
-        "version": 1,
-        "algorithm": {"name": "MADDPG", "batch_size": 16, "learn_step": 8},
-        "environment": {"name": "cue", "entrypoint": "agilerl.testing.cooperative:cue_game",
-                        "num_envs": 4},
-        "network": NET,
-        "training": {"max_steps": 128, "evo_steps": 64, "pop_size": 3, "cohorts": cohorts,
-                     "seed": 1},
-        "replay_buffer": {"max_size": 1000},
-    }  # fmt: skip
+    algorithm = {"name": "MADDPG", "batch_size": 16, "learn_step": 8}
+    return cue_manifest(algorithm, 128, cohorts, replay_buffer={"max_size": 1000})
 
 
 @pytest.mark.parametrize("cohorts", [True, False])
 def test_the_preflight_counts_a_team_cohorts_copies_and_rows(cohorts):
-    from agilerl.trainer import LocalTrainer
-
-    needs = {
-        n.field: n for n in LocalTrainer.from_manifest(maddpg_manifest(cohorts)).preflight().needs
-    }
+    need = cohort_need(maddpg_manifest(cohorts))
     if not cohorts:
-        assert "training.cohorts" not in needs
+        assert need is None
         return
-    need = needs["training.cohorts"]
     assert need.detail == (
         "3 x 4 environment copies stepped together in this process, and each team's 68 "
         "transitions of a generation"
@@ -303,21 +285,11 @@ def test_a_manifest_trains_its_teams_in_cohorts(monkeypatch, tmp_path):
     """``agilerl train``'s path: the environment section reaches the loop, the teams
     step copies of it in this process and learn as one cohort, and every team is saved
     as a team trained alone would be."""
-    from agilerl.trainer import LocalTrainer
-
-    sizes = []
-    real = TeamActorCriticCohort.__init__
-
-    def spy(self, agents):
-        sizes.append(len(agents))
-        real(self, agents)
-
-    monkeypatch.setattr(TeamActorCriticCohort, "__init__", spy)
-    trainer = LocalTrainer.from_manifest(maddpg_manifest())
-    population, _ = trainer.train(verbose=False, output_dir=tmp_path / "run")
+    out = tmp_path / "run"
+    sizes, population = trained_cohorts(monkeypatch, TeamActorCriticCohort, maddpg_manifest(), out)
     assert sizes == [3, 3]  # both generations, one cohort of three
     assert all(team.steps == 128 for team in population)
-    assert (tmp_path / "run" / "population.pt").exists()
+    assert (out / "population.pt").exists()
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 from support.ppo_cohorts import NET, OWN
+from support.team_cohorts import cohort_need, cue_manifest, trained_cohorts
 
 from agilerl.algorithms.ippo import IPPO, team_metrics
 from agilerl.cohorts.learners import cohort_key, form_cohorts
@@ -243,29 +244,16 @@ def test_cohorts_learn_the_cue_game_as_teams_one_at_a_time_do():
 
 
 def ippo_manifest(cohorts=True):
-    """No mutation: the three teams stay one cohort."""
-    return {
-        "version": 1,
-        "algorithm": {"name": "IPPO", "batch_size": 32, "learn_step": 64, "update_epochs": 2},
-        "environment": {"name": "cue", "entrypoint": "agilerl.testing.cooperative:cue_game",
-                        "num_envs": 4},
-        "network": NET,
-        "training": {"max_steps": 256, "evo_steps": 128, "pop_size": 3, "cohorts": cohorts,
-                     "seed": 1},
-    }  # fmt: skip
+    algorithm = {"name": "IPPO", "batch_size": 32, "learn_step": 64, "update_epochs": 2}
+    return cue_manifest(algorithm, 256, cohorts)
 
 
 @pytest.mark.parametrize("cohorts", [True, False])
 def test_the_preflight_counts_a_team_cohorts_copies_and_rollouts(cohorts):
-    from agilerl.trainer import LocalTrainer
-
-    needs = {
-        n.field: n for n in LocalTrainer.from_manifest(ippo_manifest(cohorts)).preflight().needs
-    }
+    need = cohort_need(ippo_manifest(cohorts))
     if not cohorts:
-        assert "training.cohorts" not in needs
+        assert need is None
         return
-    need = needs["training.cohorts"]
     assert need.detail == (
         "3 x 4 environment copies stepped together in this process, and 2 more teams' "
         "rollouts held at once"
@@ -277,23 +265,13 @@ def test_the_preflight_counts_a_team_cohorts_copies_and_rollouts(cohorts):
 
 def test_a_manifest_trains_its_teams_in_cohorts(monkeypatch, tmp_path):
     """``agilerl train``'s path: the environment section reaches the loop, the teams
-    step copies of it in this process and learn as one cohort, and every team is
-    saved as a team trained alone would be."""
-    from agilerl.trainer import LocalTrainer
-
-    sizes = []
-    real = TeamPolicyCohort.__init__
-
-    def spy(self, agents):
-        sizes.append(len(agents))
-        real(self, agents)
-
-    monkeypatch.setattr(TeamPolicyCohort, "__init__", spy)
-    trainer = LocalTrainer.from_manifest(ippo_manifest())
-    population, _ = trainer.train(verbose=False, output_dir=tmp_path / "run")
+    step copies of it in this process and learn as one cohort, and every team is saved
+    as a team trained alone would be."""
+    out = tmp_path / "run"
+    sizes, population = trained_cohorts(monkeypatch, TeamPolicyCohort, ippo_manifest(), out)
     assert sizes == [3, 3]  # both generations, one cohort of three
     assert all(team.steps == 256 for team in population)
-    assert (tmp_path / "run" / "population.pt").exists()
+    assert (out / "population.pt").exists()
 
 
 def test_a_group_of_three_members_with_box_actions_learns_as_each_teams_own():

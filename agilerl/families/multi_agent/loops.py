@@ -211,6 +211,49 @@ def _transition(
     )  # fmt: skip
 
 
+class _CohortTurn:
+    """What a turn of a team cohort keeps besides its learner: the joined copies
+    (``envs.take``: team ``p``'s the ``p``-th block of ``n``), reset with the seeds the
+    teams' own turns would use, each team's episodes and returns in its block, and its
+    learning metrics."""
+
+    def __init__(
+        self, envs: TeamCohortEnvs, agents: list[Any], slots: list[int], run: RunState,
+        sum_scores: bool,
+    ) -> None:  # fmt: skip
+        self.agents = agents
+        self.env = envs.take(len(agents))
+        self.n = self.env.num_envs // len(agents)
+        self.obs, self.infos = self.env.reset_each([reset_seed(run, slot, 0) for slot in slots])
+        self.returns = [_Returns(self.n, _scale(sum_scores, agent)) for agent in agents]
+        self.metrics = [MeanMetrics() for _ in agents]
+        for agent in agents:
+            agent.episodes_ended(np.ones(self.n, dtype=bool))  # every copy starts one
+
+    def add(self, rewards: dict[str, np.ndarray], ended: np.ndarray) -> None:
+        """A vector step's rewards and ended episodes, each team's from its block."""
+        for p, agent in enumerate(self.agents):
+            own = slice(p * self.n, (p + 1) * self.n)
+            self.returns[p].add({a: r[own] for a, r in rewards.items()}, ended[own])
+            if ended[own].any():
+                agent.episodes_ended(ended[own])
+
+    def learnt(self, figures: list[dict[str, float] | None]) -> None:
+        """What each team reported of a learning call (None: it did not learn)."""
+        for metrics, own in zip(self.metrics, figures, strict=True):
+            if own is not None:
+                metrics.add(own)
+
+    def results(self, taken: int) -> list[tuple[int, list[float], dict[str, float]]]:
+        """Each team's (steps, returns, metrics) of a turn of ``taken`` steps per team."""
+        out = []
+        for agent, returns, metrics in zip(self.agents, self.returns, self.metrics, strict=True):
+            agent.steps += taken
+            agent.scores.extend(returns.completed)
+            out.append((taken, returns.completed, metrics.means()))
+        return out
+
+
 def team_replay_turn(
     envs: TeamCohortEnvs, memory: Any, learning_delay: int, sum_scores: bool
 ) -> Any:
@@ -226,44 +269,26 @@ def team_replay_turn(
     def train_cohort(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        count = len(agents)
-        env = envs.take(count)
-        n = env.num_envs // count
-        obs, infos = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
-        returns = [_Returns(n, _scale(sum_scores, agent)) for agent in agents]
-        for agent in agents:
-            agent.episodes_ended(np.ones(n, dtype=bool))
+        turn = _CohortTurn(envs, agents, slots, run, sum_scores)
+        env, n, obs, infos = turn.env, turn.n, turn.obs, turn.infos
         generators = turn_generators(run, slots)
         learner = cast(TeamActorCriticCohort, LEARNERS[type(agents[0])](agents))  # its kind
         n_steps = vector_steps(budget, n)
-        view = CohortReplay(memory, count, n_steps * n)
+        view = CohortReplay(memory, len(agents), n_steps * n)
         rounds = LearningRounds(agents, n, learning_delay)
         sizes = [int(agent.batch_size) for agent in agents]
-        metrics = [MeanMetrics() for _ in agents]
         for _ in range(n_steps):
             actions = learner.explore(obs, infos)
             step = env.step(actions)
             view.store(dict(zip(MA_FIELDS, _transition(env.agent_ids, obs, infos, actions, step),
                                 strict=True)))  # fmt: skip
             obs, rewards, _, _, infos = step
-            ended = infos[FINAL]["ended"]
-            for p, agent in enumerate(agents):
-                own = slice(p * n, (p + 1) * n)
-                returns[p].add({a: r[own] for a, r in rewards.items()}, ended[own])
-                if ended[own].any():
-                    agent.episodes_ended(ended[own])
-                agent.steps += n
+            turn.add(rewards, infos[FINAL]["ended"])
             for live in rounds.after_step(len(view)):
                 batch = view.rows(view.draw(sizes, generators, live))
-                for p, figures in enumerate(learner.learn(batch, live, generators)):
-                    if figures is not None:
-                        metrics[p].add(figures)
+                turn.learnt(learner.learn(batch, live, generators))
         learner.write_back()
-        results = []
-        for p, agent in enumerate(agents):
-            agent.scores.extend(returns[p].completed)
-            results.append((n_steps * n, returns[p].completed, metrics[p].means()))
-        return results, [[journal] for journal in view.journals()]
+        return turn.results(n_steps * n), [[journal] for journal in view.journals()]
 
     return train_cohort
 
@@ -391,42 +416,25 @@ def team_lockstep_turn(envs: TeamCohortEnvs, sum_scores: bool) -> Any:
     def train_cohort(
         agents: list[Any], slots: list[int], budget: int, run: RunState
     ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        count = len(agents)
-        env = envs.take(count)
-        n = env.num_envs // count
-        obs, infos = env.reset_each([reset_seed(run, slot, 0) for slot in slots])
-        returns = [_Returns(n, _scale(sum_scores, agent)) for agent in agents]
-        for agent in agents:
-            agent.episodes_ended(np.ones(n, dtype=bool))
+        turn = _CohortTurn(envs, agents, slots, run, sum_scores)
+        obs, infos = turn.obs, turn.infos
 
         def episodes(step: on_policy.VectorStep) -> None:
-            ended = step.next_info[FINAL]["ended"]
-            for p, agent in enumerate(agents):
-                own = slice(p * n, (p + 1) * n)
-                returns[p].add({a: r[own] for a, r in step.env_reward.items()}, ended[own])
-                if ended[own].any():
-                    agent.episodes_ended(ended[own])
+            turn.add(step.env_reward, step.next_info[FINAL]["ended"])
 
         generators = turn_generators(run, slots)
         learner = cast(TeamPolicyCohort, LEARNERS[type(agents[0])](agents))  # this turn's kind
-        learner.use_copies(n)
-        metrics = [MeanMetrics() for _ in agents]
+        learner.use_copies(turn.n)
         taken = 0
         while taken < budget:
-            length = math.ceil(agents[0].learn_step / n)
+            length = math.ceil(agents[0].learn_step / turn.n)
             rollout, obs, infos = _collect(
-                learner, env, obs, infos, length, episodes, agents[0].device
+                learner, turn.env, obs, infos, length, episodes, agents[0].device
             )
-            for p, figures in enumerate(learner.learn(rollout, obs, generators)):
-                metrics[p].add(figures)
-            taken += length * n
+            turn.learnt(list(learner.learn(rollout, obs, generators)))
+            taken += length * turn.n
         learner.write_back()
-        results = []
-        for p, agent in enumerate(agents):
-            agent.steps += taken
-            agent.scores.extend(returns[p].completed)
-            results.append((taken, returns[p].completed, metrics[p].means()))
-        return results, [None] * count
+        return turn.results(taken), [None] * len(agents)
 
     return train_cohort
 
