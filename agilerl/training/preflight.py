@@ -240,6 +240,24 @@ def default_buffer() -> int:
     return ReplayBufferSpec().max_size
 
 
+def replay_cohort_need(
+    ctx: Any, num_envs: int, per_copy: int, buffer_rows: int, row: int, who: str
+) -> Need:
+    """The ``training.cohorts`` line of an off-policy run whose agents (``who``: "agent"
+    or "team") train in cohorts: a cohort steps a copy of the environments per agent, in
+    this process (``per_copy`` bytes each), and holds each agent's rows of a generation
+    (``row`` bytes each, at most ``buffer_rows``) beside the shared buffer."""
+    pop = ctx.training.pop_size
+    evo_steps = ctx.training.evo_steps or ctx.algorithm.default_evo_steps
+    rows = min(evo_steps + num_envs, buffer_rows)
+    return Need(
+        "training.cohorts",
+        f"{pop:,} x {num_envs:,} environment copies stepped together in this process, and "
+        f"each {who}'s {rows:,} transitions of a generation",
+        pop * num_envs * per_copy + pop * rows * row,
+    )
+
+
 def check_batch(ctx: Any) -> None:
     """The replay buffer holds at least one batch."""
     algorithm = ctx.algorithm

@@ -274,7 +274,8 @@ def test_the_preflight_counts_a_cohorts_environment_copies_and_rows(cohorts):
     need = needs["training.cohorts"]
     # 3 agents x 2 copies, and each agent's 202 rows (a generation plus one vector step)
     assert need.detail.startswith(
-        "3 x 2 environment copies stepped together and each agent's 202 transitions"
+        "3 x 2 environment copies stepped together in this process, and each agent's 202 "
+        "transitions"
     )
     assert need.bytes > 3 * 202 * 2 * 4 * 4  # at least the observations of those rows
 

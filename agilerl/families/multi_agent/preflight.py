@@ -24,6 +24,7 @@ from agilerl.training.preflight import (
     default_buffer,
     meta_agent,
     refuse_unused,
+    replay_cohort_need,
     sample_bytes,
     size_text,
     traced_bytes,
@@ -113,18 +114,7 @@ def estimate_multi_agent(ctx: RunContext) -> Estimate:
             )
         )
         if training.cohorts and pop > 1 and type(team) in LEARNERS:
-            # A cohort of teams steps a copy of the environments per team, in this
-            # process, and holds each team's rows of the generation beside the buffer.
-            evo_steps = training.evo_steps or algorithm.default_evo_steps
-            rows = min(evo_steps + num_envs, size)
-            needs.append(
-                Need(
-                    "training.cohorts",
-                    f"{pop:,} x {num_envs:,} environment copies stepped together in this "
-                    f"process, and each team's {rows:,} transitions of a generation",
-                    pop * num_envs * (env_bytes + 2 * obs) + pop * rows * row,
-                )
-            )
+            needs.append(replay_cohort_need(ctx, num_envs, env_bytes + 2 * obs, size, row, "team"))
     else:
         steps = -(-team.learn_step // num_envs) * num_envs
         per_step = obs + action + len(ids) * (ROLLOUT_EXTRA_BYTES + 1)

@@ -31,6 +31,7 @@ from agilerl.training.preflight import (
     check_fits,
     default_buffer,
     meta_agent,
+    replay_cohort_need,
     sample_bytes,
     size_text,
     traced_bytes,
@@ -146,18 +147,8 @@ def estimate(ctx: RunContext) -> Estimate:
             )
         )
         if training.cohorts and pop > 1 and type(agent) in LEARNERS:
-            # A cohort steps a copy of the environments per agent, in this process, and
-            # holds each agent's rows of the generation beside the shared buffer.
-            evo_steps = training.evo_steps or algorithm.default_evo_steps
-            rows = min(evo_steps + num_envs, size)
-            needs.append(
-                Need(
-                    "training.cohorts",
-                    f"{pop:,} x {num_envs:,} environment copies stepped together and each "
-                    f"agent's {rows:,} transitions of a generation",
-                    pop * num_envs * (env_bytes + 2 * obs) + pop * rows * transition,
-                )
-            )
+            per_copy = env_bytes + 2 * obs
+            needs.append(replay_cohort_need(ctx, num_envs, per_copy, size, transition, "agent"))
     else:  # on-policy: a rollout of learn_step steps (whole vector steps) per agent
         steps = -(-agent.learn_step // num_envs) * num_envs
         per_step = obs + action + ROLLOUT_EXTRA_BYTES
