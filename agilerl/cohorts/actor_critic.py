@@ -40,6 +40,7 @@ from torch import nn
 from agilerl.cohorts.acting import cohort_actions
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import Stacked, StackedNetwork, bound
+from agilerl.cohorts.team_rows import joined
 from agilerl.cohorts.updates import reported, soft_update
 
 
@@ -183,14 +184,12 @@ class ActorCriticCohort:
         own = [agent._smoothing for agent in self.agents]
 
         def draw(shape: tuple[int, ...]) -> np.ndarray:
-            width = shape[1:]
-            blocks = []
-            for smoothing, on, size in zip(own, live, self.sizes, strict=True):
-                block = np.zeros((rows, *width))
-                if on:  # its own rows drawn as alone; padding rows get none
-                    block[:size] = smoothing((size, *width))
-                blocks.append(block)
-            return np.concatenate(blocks)
+            # Its own rows drawn as alone; padding rows (and an agent not learning) get none.
+            parts = [
+                smoothing((size, *shape[1:])) if on else None
+                for smoothing, on, size in zip(own, live, self.sizes, strict=True)
+            ]
+            return joined(parts, 1, rows)
 
         return draw
 

@@ -155,22 +155,20 @@ class TeamActorCriticCohort:
             yield
 
     def _own_draws(
-        self, draws: Sequence[Callable[[int], np.ndarray]], sizes: Sequence[int], rows: int
-    ) -> Callable[[int], np.ndarray]:
-        """A draw of the cohort's ``[members * teams * rows]`` noise rows from each team's
-        own: ``draws[p](members * sizes[p])`` for its first ``sizes[p]`` rows per member
-        (a team of size 0 draws nothing: zeros, as for padding rows)."""
-        count = len(self.agents)
-
-        def cohort_draw(total: int) -> np.ndarray:
-            members = total // (count * rows)
-            parts = [
-                draw(members * size) if size else None
-                for draw, size in zip(draws, sizes, strict=True)
-            ]
-            return joined(parts, members, rows)
-
-        return cohort_draw
+        self,
+        draws: Sequence[Callable[[int], np.ndarray]],
+        sizes: Sequence[int],
+        rows: int,
+        total: int,
+    ) -> np.ndarray:
+        """The cohort's ``total`` noise rows (``[members * teams * rows]``) from each
+        team's own: ``draws[p](members * sizes[p])`` for its first ``sizes[p]`` rows per
+        member (a team of size 0 draws nothing: zeros, as for padding rows)."""
+        members = total // (len(self.agents) * rows)
+        parts = [
+            draw(members * size) if size else None for draw, size in zip(draws, sizes, strict=True)
+        ]
+        return joined(parts, members, rows)
 
     # -- acting -------------------------------------------------------------------------
     def explore(self, obs: Any, infos: Any = None) -> dict[str, np.ndarray]:
@@ -184,7 +182,7 @@ class TeamActorCriticCohort:
 
         def noise(group: str, total: int) -> np.ndarray:
             draws = [lambda n, draw=draw: draw(group, n) for draw in own]
-            return self._own_draws(draws, [rows] * count, rows)(total)
+            return self._own_draws(draws, [rows] * count, rows, total)
 
         with self._networks(rows, _exploration_noise=noise):
             return self.template.explore(obs, infos)
@@ -212,7 +210,7 @@ class TeamActorCriticCohort:
 
         def smoothing(shape: tuple[int, ...]) -> np.ndarray:
             draws = [lambda n, draw=draw: draw((n, *shape[1:])) for draw in own]
-            return self._own_draws(draws, sizes, rows)(shape[0])
+            return self._own_draws(draws, sizes, rows, shape[0])
 
         def at(members: int, p: int) -> torch.Tensor:
             """Team ``p``'s own rows of a group's batch."""
