@@ -41,7 +41,12 @@ from agilerl import checkpoints
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.optim import gradient_step
-from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
+from agilerl.components.action_noise import (
+    ActionNoise,
+    GaussianNoise,
+    OrnsteinUhlenbeckNoise,
+    smoothing_noise,
+)
 from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSpec
 from agilerl.modules.base import respec
 from agilerl.networks.base import preprocess
@@ -308,8 +313,7 @@ class DDPG(RLAlgorithm):
     def _smoothing(self, shape: tuple[int, ...]) -> np.ndarray:
         """Target policy smoothing noise of ``shape`` from this agent's generator, clipped
         (a cohort draws each agent's rows from that agent's own)."""
-        smoothing = self.rng.standard_normal(shape) * self.policy_noise
-        return np.clip(smoothing, -self.noise_clip, self.noise_clip)
+        return smoothing_noise(self.rng, shape, self.policy_noise, self.noise_clip)
 
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
         """The target value from the target critics' values: DDPG's one critic's."""

@@ -54,7 +54,12 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     masked_mean,
 )
 from agilerl.algorithms.optim import gradient_step
-from agilerl.components.action_noise import ActionNoise, GaussianNoise, OrnsteinUhlenbeckNoise
+from agilerl.components.action_noise import (
+    ActionNoise,
+    GaussianNoise,
+    OrnsteinUhlenbeckNoise,
+    smoothing_noise,
+)
 from agilerl.models.networks import (
     ContinuousQNetworkSpec,
     DeterministicActorSpec,
@@ -433,8 +438,7 @@ class MADDPG(MultiAgentActorCritic):
     def _smoothing(self, shape: tuple[int, ...]) -> np.ndarray:
         """Target policy smoothing noise of ``shape`` from this team's generator, clipped
         (a cohort draws each team's rows from the team's own)."""
-        smoothing = self.rng.standard_normal(shape) * self.policy_noise
-        return np.clip(smoothing, -self.noise_clip, self.noise_clip)
+        return smoothing_noise(self.rng, shape, self.policy_noise, self.noise_clip)
 
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
         """The target value from the target critics' values: MADDPG's one critic's."""

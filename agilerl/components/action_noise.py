@@ -134,3 +134,11 @@ class OrnsteinUhlenbeckNoise(ActionNoise):
         shock = self.sigma * np.sqrt(self.dt) * rng.standard_normal(self.state.shape)
         self.state = self.state + self.theta * (self.mean - self.state) * self.dt + shock
         return self.state.copy()
+
+
+def smoothing_noise(
+    rng: np.random.Generator, shape: tuple[int, ...], std: float, clip: float
+) -> np.ndarray:
+    """Target policy smoothing (TD3's, MATD3's): Gaussian noise of ``std`` and ``shape``
+    from ``rng``, clipped to ``[-clip, clip]`` (normalised action units)."""
+    return np.clip(rng.standard_normal(shape) * std, -clip, clip)
