@@ -35,6 +35,12 @@ the seeds against environment steps per agent, and against environment steps in 
 and prints a table of final returns (mean and standard deviation over seeds) and wall
 times. ``--plot-only`` redraws from ``results.json``.
 
+Runs are added to what ``OUT/TASK/results.json`` already holds: a seed run again replaces
+that seed's curve of the same run, and the others are kept, so ``--seeds 2 --runs
+population`` adds one population seed to a task measured before (and ``--out`` elsewhere
+then merges nothing). The budget must be the one the file was measured at; ``--fresh``
+starts the file anew.
+
 The published budgets (1M steps for LunarLander and MuJoCo, 10M for Atari) take hours per
 seed on two cores; run them with ``--steps 1000000`` on a larger machine, one task per
 process.
@@ -380,25 +386,70 @@ def table(name: str, results: dict[str, Any]) -> str:
         finals = [c["best"][-1] for c in curves]
         spread = statistics.pstdev(finals) if len(finals) > 1 else 0.0
         seconds = np.mean([c["seconds"] for c in curves])
+        each = ", ".join(f"seed {c['seed']}: {c['best'][-1]:.1f}" for c in curves)
         rows.append(
             f"  {LABELS[run]:<48} {np.mean(finals):10.1f} +- {spread:8.1f}   {seconds:8.0f} s"
+            f"   ({each})"
         )
     rows.append(f"  published: {results['published']}")
     return "\n".join(rows)
 
 
 # -- main ---------------------------------------------------------------------------------
-def run_task(name: str, args: argparse.Namespace) -> dict[str, Any]:
+RUNS = ("single", "population", "sb3")
+
+
+def merged(
+    earlier: dict[str, Any] | None, new: dict[str, Any], fresh: bool = False
+) -> dict[str, Any]:
+    """``new`` added to the ``earlier`` results of the same task and budget: a curve of a
+    (run, seed) measured again replaces the earlier one, every other curve is kept."""
+    if earlier is None or fresh:
+        return new
+    budget = ("task", "steps", "evo_steps")
+    if any(earlier.get(key) != new[key] for key in budget):
+        raise SystemExit(
+            "results.json of {} was measured at --steps {} --evo-steps {}, not {} / {}: "
+            "give another --out, or --fresh to start it anew".format(
+                new["task"],
+                earlier.get("steps"),
+                earlier.get("evo_steps"),
+                new["steps"],
+                new["evo_steps"],
+            )
+        )
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for run in RUNS:
+        curves = {c["seed"]: c for c in earlier["runs"].get(run, [])}
+        curves.update({c["seed"]: c for c in new["runs"].get(run, [])})
+        if curves:
+            runs[run] = [curves[seed] for seed in sorted(curves)]
+    seeds = sorted({c["seed"] for curves in runs.values() for c in curves})
+    return {
+        **earlier,
+        **{k: v for k, v in new.items() if k != "runs"},
+        "seeds": seeds,
+        "runs": runs,
+    }
+
+
+def header(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The results of ``args``' runs of ``name`` before any has run."""
     task = TASKS[name]
-    results: dict[str, Any] = {
+    return {
         "task": name,
         "manifest": f"configs/benchmarks/{task.manifest}",
         "steps": args.steps,
         "evo_steps": args.evo_steps,
         "seeds": args.seeds,
         "published": task.published,
-        "runs": {run: [] for run in ("single", "population", "sb3") if run in args.runs},
+        "runs": {run: [] for run in RUNS if run in args.runs},
     }
+
+
+def run_task(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    task = TASKS[name]
+    results = header(name, args)
     for seed in args.seeds:
         started = (
             sb3(task, seed, args.steps, args.sb3_python, args.evo_steps)
@@ -409,11 +460,11 @@ def run_task(name: str, args: argparse.Namespace) -> dict[str, Any]:
             if run in args.runs:
                 population = run == "population"
                 curve = ours(task, seed, args.steps, population, args.evo_steps)
-                results["runs"][run].append(curve)
+                results["runs"][run].append({**curve, "seed": seed})
                 print(f"{name} seed {seed} {run}: {curve['best'][-1]:.1f}", flush=True)
         if started is not None:
             curve = sb3_curve(started)
-            results["runs"]["sb3"].append(curve)
+            results["runs"]["sb3"].append({**curve, "seed": seed})
             print(f"{name} seed {seed} sb3: {curve['best'][-1]:.1f}", flush=True)
     return results
 
@@ -434,17 +485,28 @@ def main() -> None:
     parser.add_argument("--sb3-python", default="/tmp/sb3venv/bin/python")
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--plot-only", action="store_true")
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start OUT/TASK/results.json anew instead of adding these runs to it",
+    )
     args = parser.parse_args()
     args.seeds = [int(s) for s in args.seeds.split(",")]
     args.runs = args.runs.split(",")
     for name in args.tasks:
         folder = args.out / name
         folder.mkdir(parents=True, exist_ok=True)
+        path = folder / "results.json"
+        earlier = json.loads(path.read_text()) if path.exists() else None
         if args.plot_only:
-            results = json.loads((folder / "results.json").read_text())
+            if earlier is None:
+                raise SystemExit(f"--plot-only: {path} does not exist")
+            results = earlier
         else:
-            results = run_task(name, args)
-            (folder / "results.json").write_text(json.dumps(results, indent=1))
+            # Checked before the runs, so a mismatched budget costs nothing.
+            merged(earlier, header(name, args), args.fresh)
+            results = merged(earlier, run_task(name, args), args.fresh)
+            path.write_text(json.dumps(results, indent=1))
         plot(name, results, folder / "curves.png")
         print(table(name, results))
         print(f"  curves: {folder / 'curves.png'}")

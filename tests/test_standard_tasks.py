@@ -107,3 +107,42 @@ def test_a_budget_shorter_than_the_decay_keeps_the_published_schedule_on_sb3s_si
     doc = harness._manifest(harness.TASKS["dqn-pong"], 125_000, None)
     kwargs = harness.SB3_TRANSLATIONS["DQN"](doc)["kwargs"]
     assert kwargs["exploration_fraction"] == pytest.approx(1_000_000 / 125_000, rel=0.01)
+
+
+def _results(harness, seeds, runs, steps=50_000, best=0.0):
+    import argparse
+
+    args = argparse.Namespace(steps=steps, evo_steps=None, seeds=seeds, runs=runs)
+    results = harness.header("td3-halfcheetah", args)
+    for run in runs:
+        for seed in seeds:
+            curve = {"steps": [steps], "best": [best + seed], "mean": [best], "seconds": 1.0}
+            results["runs"][run].append({**curve, "agents": 1, "seed": seed})
+    return results
+
+
+def test_a_later_seed_is_added_to_the_results_measured_before(harness):
+    earlier = _results(harness, [0, 1], ["single", "population", "sb3"])
+    later = _results(harness, [2], ["population"], best=100.0)
+    results = harness.merged(earlier, later)
+    assert results["seeds"] == [0, 1, 2]
+    assert [c["seed"] for c in results["runs"]["population"]] == [0, 1, 2]
+    assert results["runs"]["population"][2]["best"] == [102.0]
+    # the runs not measured again are kept as they were
+    assert results["runs"]["single"] == earlier["runs"]["single"]
+    assert results["runs"]["sb3"] == earlier["runs"]["sb3"]
+
+
+def test_a_seed_measured_again_replaces_its_earlier_curve(harness):
+    earlier = _results(harness, [0, 1], ["single"])
+    again = _results(harness, [1], ["single"], best=50.0)
+    curves = harness.merged(earlier, again)["runs"]["single"]
+    assert [c["best"] for c in curves] == [[0.0], [51.0]]
+
+
+def test_results_of_another_budget_are_refused_unless_started_anew(harness):
+    earlier = _results(harness, [0], ["single"])
+    other = _results(harness, [1], ["single"], steps=20_000)
+    with pytest.raises(SystemExit, match="--steps 50000 .*not 20000"):
+        harness.merged(earlier, other)
+    assert harness.merged(earlier, other, fresh=True) is other
