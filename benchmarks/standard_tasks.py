@@ -505,7 +505,11 @@ def main() -> None:
         else:
             # Checked before the runs, so a mismatched budget costs nothing.
             merged(earlier, header(name, args), args.fresh)
-            results = merged(earlier, run_task(name, args), args.fresh)
+            new = run_task(name, args)
+            # Read again: another process may have added its seeds meanwhile (seeds are
+            # run in parallel processes into one --out).
+            earlier = json.loads(path.read_text()) if path.exists() else None
+            results = merged(earlier, new, args.fresh)
             path.write_text(json.dumps(results, indent=1))
         plot(name, results, folder / "curves.png")
         print(table(name, results))
