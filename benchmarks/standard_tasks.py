@@ -33,7 +33,8 @@ Writes ``OUT/TASK/results.json`` (every curve: environment steps per agent, the
 evaluation return, training seconds) and ``OUT/TASK/curves.png`` (mean and spread over
 the seeds against environment steps per agent, and against environment steps in all),
 and prints a table of final returns (mean and standard deviation over seeds) and wall
-times. ``--plot-only`` redraws from ``results.json``.
+times. Each generation of this project's runs prints a line (steps per agent, best and
+mean fitness, seconds) to stderr. ``--plot-only`` redraws from ``results.json``.
 
 Runs are added to what ``OUT/TASK/results.json`` already holds: a seed run again replaces
 that seed's curve of the same run, and the others are kept, so ``--seeds 2 --runs
@@ -59,9 +60,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from agilerl.training.callbacks import Callback
+
+if TYPE_CHECKING:
+    from agilerl.training.state import RunState
 
 HERE = Path(__file__).parent
 CONFIGS = HERE.parent / "configs" / "benchmarks"
@@ -258,6 +264,26 @@ def _manifest(task: Task, steps: int, evo_steps: int | None) -> dict[str, Any]:
     return doc
 
 
+class GenerationLines(Callback):
+    """Prints each generation's line to stderr: the runs are otherwise silent (no progress
+    bar beside SB3's process) and take up to an hour each."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.started = time.perf_counter()
+
+    def line(self, record: dict[str, Any]) -> str:
+        fitness = [a["fitness"] for a in record["agents"]]
+        return (
+            f"{self.label}: {int(record['steps']):,} steps per agent, best "
+            f"{max(fitness):.1f}, mean {np.mean(fitness):.1f}, "
+            f"{time.perf_counter() - self.started:,.0f} s"
+        )
+
+    def on_generation(self, state: RunState) -> None:
+        print(self.line(state.history[-1]), file=sys.stderr, flush=True)
+
+
 def ours(
     task: Task, seed: int, steps: int, population: bool, evo_steps: int | None = None
 ) -> dict[str, Any]:
@@ -274,8 +300,9 @@ def ours(
     if not population:
         training.update(pop_size=1, hpo=False)
     trainer = LocalTrainer.from_manifest(doc)
+    label = f"{task.manifest} seed {seed} {'population' if population else 'single'}"
     started = time.perf_counter()
-    trainer.train(verbose=False)
+    trainer.train(verbose=False, callbacks=[GenerationLines(label)])
     wall = time.perf_counter() - started
     assert trainer.state is not None
     history = trainer.state.history

@@ -146,3 +146,15 @@ def test_results_of_another_budget_are_refused_unless_started_anew(harness):
     with pytest.raises(SystemExit, match="--steps 50000 .*not 20000"):
         harness.merged(earlier, other)
     assert harness.merged(earlier, other, fresh=True) is other
+
+
+def test_each_generation_of_a_run_prints_its_steps_and_fitness(harness, capsys):
+    from types import SimpleNamespace
+
+    lines = harness.GenerationLines("td3_halfcheetah.yaml seed 2 population")
+    record = {"steps": 20_000, "agents": [{"fitness": 10.0}, {"fitness": 30.0}]}
+    assert lines.on_generation(SimpleNamespace(history=[{}, record])) is None
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "td3_halfcheetah.yaml seed 2 population: 20,000 steps per agent, best 30.0, mean 20.0, "
+    )
