@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from agilerl.atomic import write_text
 from agilerl.training.callbacks import Callback
 
 if TYPE_CHECKING:
@@ -537,7 +538,8 @@ def main() -> None:
             # run in parallel processes into one --out).
             earlier = json.loads(path.read_text()) if path.exists() else None
             results = merged(earlier, new, args.fresh)
-            path.write_text(json.dumps(results, indent=1))
+            # Atomic: a parallel process reading the file never sees half of it.
+            write_text(path, json.dumps(results, indent=1))
         plot(name, results, folder / "curves.png")
         print(table(name, results))
         print(f"  curves: {folder / 'curves.png'}")
