@@ -498,7 +498,7 @@ def run_task(name: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("tasks", nargs="+", choices=sorted(TASKS))
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--seeds", default="0,1,2")
