@@ -265,6 +265,12 @@ def _manifest(task: Task, steps: int, evo_steps: int | None) -> dict[str, Any]:
     return doc
 
 
+def best_and_mean(record: dict[str, Any]) -> tuple[float, float]:
+    """A generation's best and mean fitness over its agents."""
+    fitness = [a["fitness"] for a in record["agents"]]
+    return max(fitness), float(np.mean(fitness))
+
+
 class GenerationLines(Callback):
     """Prints each generation's line to stderr: the runs are otherwise silent (no progress
     bar beside SB3's process) and take up to an hour each."""
@@ -274,10 +280,10 @@ class GenerationLines(Callback):
         self.started = time.perf_counter()
 
     def line(self, record: dict[str, Any]) -> str:
-        fitness = [a["fitness"] for a in record["agents"]]
+        best, mean = best_and_mean(record)
         return (
-            f"{self.label}: {int(record['steps']):,} steps per agent, best "
-            f"{max(fitness):.1f}, mean {np.mean(fitness):.1f}, "
+            f"{self.label}: {int(record['steps']):,} steps per agent, best {best:.1f}, "
+            f"mean {mean:.1f}, "
             f"{time.perf_counter() - self.started:,.0f} s"
         )
 
@@ -309,8 +315,8 @@ def ours(
     history = trainer.state.history
     return {
         "steps": [int(r["steps"]) for r in history],
-        "best": [max(a["fitness"] for a in r["agents"]) for r in history],
-        "mean": [float(np.mean([a["fitness"] for a in r["agents"]])) for r in history],
+        "best": [best_and_mean(r)[0] for r in history],
+        "mean": [best_and_mean(r)[1] for r in history],
         "agents": int(training.get("pop_size", 1)) if population else 1,
         "seconds": wall,
     }
@@ -427,6 +433,26 @@ def table(name: str, results: dict[str, Any]) -> str:
 RUNS = ("single", "population", "sb3")
 
 
+def check_budget(earlier: dict[str, Any] | None, new: dict[str, Any]) -> None:
+    """Refuse to add ``new`` to results measured at another task or budget."""
+    if earlier is None or all(earlier.get(k) == new[k] for k in ("task", "steps", "evo_steps")):
+        return
+    raise SystemExit(
+        "results.json of {} was measured at --steps {} --evo-steps {}, not {} / {}: "
+        "give another --out, or --fresh to start it anew".format(
+            new["task"],
+            earlier.get("steps"),
+            earlier.get("evo_steps"),
+            new["steps"],
+            new["evo_steps"],
+        )
+    )
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 def merged(
     earlier: dict[str, Any] | None, new: dict[str, Any], fresh: bool = False
 ) -> dict[str, Any]:
@@ -434,18 +460,7 @@ def merged(
     (run, seed) measured again replaces the earlier one, every other curve is kept."""
     if earlier is None or fresh:
         return new
-    budget = ("task", "steps", "evo_steps")
-    if any(earlier.get(key) != new[key] for key in budget):
-        raise SystemExit(
-            "results.json of {} was measured at --steps {} --evo-steps {}, not {} / {}: "
-            "give another --out, or --fresh to start it anew".format(
-                new["task"],
-                earlier.get("steps"),
-                earlier.get("evo_steps"),
-                new["steps"],
-                new["evo_steps"],
-            )
-        )
+    check_budget(earlier, new)
     runs: dict[str, list[dict[str, Any]]] = {}
     for run in RUNS:
         curves = {c["seed"]: c for c in earlier["runs"].get(run, [])}
@@ -525,19 +540,18 @@ def main() -> None:
         folder = args.out / name
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "results.json"
-        earlier = json.loads(path.read_text()) if path.exists() else None
+        earlier = _read(path)
         if args.plot_only:
             if earlier is None:
                 raise SystemExit(f"--plot-only: {path} does not exist")
             results = earlier
         else:
-            # Checked before the runs, so a mismatched budget costs nothing.
-            merged(earlier, header(name, args), args.fresh)
+            if not args.fresh:  # checked before the runs: a mismatch costs nothing
+                check_budget(earlier, header(name, args))
             new = run_task(name, args)
             # Read again: another process may have added its seeds meanwhile (seeds are
             # run in parallel processes into one --out).
-            earlier = json.loads(path.read_text()) if path.exists() else None
-            results = merged(earlier, new, args.fresh)
+            results = merged(_read(path), new, args.fresh)
             # Atomic: a parallel process reading the file never sees half of it.
             write_text(path, json.dumps(results, indent=1))
         plot(name, results, folder / "curves.png")
