@@ -635,7 +635,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from agilerl.evaluation import EvaluationError, agent_family
     from agilerl.families.single_agent.envs import EnvironmentSpecError
     from agilerl.manifest_code import code_references
-    from agilerl.recorded_code import RecordedCodeError, check_recorded_code
+    from agilerl.recorded_code import RecordedCodeError, check_recorded_code, installed_imports
     from agilerl.user_code import UserCodeError
 
     try:
@@ -650,8 +650,13 @@ def _evaluate(args: argparse.Namespace) -> int:
             first = err.errors()[0]
             loc = ".".join(map(str, first["loc"]))
             raise CliError(f"{where}: {loc}: {first['msg']}") from None
-        if not (args.env or args.manifest):  # built from what the file records
-            check_recorded_code(args.agent, environment, trusted=args.trust_agent_code)
+        imports: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        if not (args.env or args.manifest or args.trust_agent_code):  # what the file records
+            # The files that could pose as a trusted module: those beside the agent and in
+            # the working directory (the agent unpacked and evaluated in place).
+            beside = (Path.cwd(), Path(args.agent).resolve().parent)
+            check_recorded_code(args.agent, environment, trusted=False, beside=beside)
+            imports = installed_imports(beside)
         label = getattr(environment, "entrypoint", None) or environment.name
         print(f"evaluating {args.agent} ({agent.name}) on {label}", file=sys.stderr)
         for ref in code_references(SimpleNamespace(environment=environment)):
@@ -659,7 +664,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         if args.video:
             # rgb_array frames need no display; without one SDL (pygame) complains.
             os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        with command_threads(args.threads, agent, device):
+        with imports, command_threads(args.threads, agent, device):
             result = family.evaluate_saved(
                 agent,
                 environment,

@@ -5,6 +5,9 @@ agent file edited and re-signed (its checksum recomputed), as anyone can."""
 
 from __future__ import annotations
 
+import importlib
+import sys
+
 import gymnasium as gym
 import pytest
 import torch
@@ -13,7 +16,7 @@ from agilerl import checkpoints
 from agilerl.algorithms import PPO, RLAlgorithm
 from agilerl.cli import main
 from agilerl.models.env import GymEnvSpec, PzEnvSpec
-from agilerl.recorded_code import untrusted_code
+from agilerl.recorded_code import TRUSTED_MODULES, installed_imports, untrusted_code
 
 NET = {"encoder_config": {"hidden_size": [8]}, "head_config": {"hidden_size": [8]}}
 
@@ -154,3 +157,118 @@ def test_dataset_collect_acts_in_the_environment_named_on_the_command_line(tmp_p
 )  # fmt: skip
 def test_the_trusted_table_decides(spec, refused):
     assert untrusted_code(spec) == refused
+
+
+# -- a trusted name resolves to the installed distribution, never to a file beside the agent
+
+
+def _marker_module(folder, name, marker, body=""):
+    """``folder/name.py``: writes ``marker`` when imported (and holds ``body``)."""
+    (folder / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\n{body}")
+    return folder / f"{name}.py"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "field"),
+    [
+        ({"name": "x", "entrypoint": "mpe2:make"}, "environment.entrypoint -> mpe2:make"),
+        ({"name": "CartPole-v1", "wrappers": ["mpe2:W"]}, "environment.wrappers.0 -> mpe2:W"),
+        ({"name": "mpe2:Evil-v0"}, "environment.name -> mpe2:Evil-v0"),
+    ],
+    ids=["entrypoint", "wrapper", "gymnasium-module"],
+)
+def test_a_trusted_name_shadowed_in_the_working_directory_is_refused_unimported(
+    tmp_path, capsys, monkeypatch, recorded, field
+):
+    # The archive "a.pt + mpe2.py", unpacked and evaluated in place.
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "ran"
+    shadow = _marker_module(tmp_path, "mpe2", marker, "def make():\n    pass\nW = make\n")
+    path = _agent_file(tmp_path / "a.pt", recorded)
+    line = _refusal(capsys, "a.pt", "--episodes", "1")
+    assert (
+        f"agilerl: a.pt names code to import: {field} (module mpe2; {shadow} would be "
+        "imported instead of the installed mpe2: move or rename it)." in line
+    )
+    assert not marker.exists()
+    # Moved away, the same file is the installed module's business again: not refused.
+    shadow.unlink()
+    assert untrusted_code(GymEnvSpec(name="x", entrypoint="mpe2:make"), (tmp_path,)) == []
+    assert path.is_file()  # nothing lost
+
+
+def test_a_trusted_package_shadowed_beside_the_agent_is_refused(tmp_path, capsys, monkeypatch):
+    # A pettingzoo/ package in the agent's folder, evaluated from elsewhere.
+    folder = tmp_path / "unpacked"
+    (folder / "pettingzoo").mkdir(parents=True)
+    marker = tmp_path / "ran"
+    _marker_module(folder / "pettingzoo", "__init__", marker)
+    _marker_module(folder / "pettingzoo", "x", marker, "def make():\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    agent = _agent_file(folder / "a.pt", {"name": "x", "entrypoint": "pettingzoo.x:make"})
+    line = _refusal(capsys, str(agent), "--episodes", "1")
+    assert (
+        f"environment.entrypoint -> pettingzoo.x:make (module pettingzoo.x; "
+        f"{folder / 'pettingzoo' / '__init__.py'} would be imported instead of the installed "
+        "pettingzoo: move or rename it)" in line
+    )
+    assert not marker.exists()
+
+
+def test_a_namespace_folder_of_a_trusted_name_does_not_shadow_it(tmp_path):
+    # A bare folder (no __init__.py) never wins over an installed regular package.
+    (tmp_path / "mpe2").mkdir()
+    assert untrusted_code(PzEnvSpec(name="mpe2.simple_speaker_listener_v4"), (tmp_path,)) == []
+
+
+def test_a_trusted_name_must_resolve_inside_the_installed_packages(tmp_path, monkeypatch):
+    # An mpe2 put on sys.path from a folder that is neither site-packages nor this package
+    # (a PYTHONPATH entry the agent's archive told the user to set) is not the installed one.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "mpe2.py").write_text("")
+    monkeypatch.delitem(sys.modules, "mpe2", raising=False)
+    monkeypatch.syspath_prepend(str(elsewhere))
+    found = untrusted_code(GymEnvSpec(name="x", entrypoint="mpe2:make"), (tmp_path,))
+    assert found == [
+        f"environment.entrypoint -> mpe2:make (module mpe2; mpe2 is {elsewhere / 'mpe2.py'}, "
+        "outside the installed packages)"
+    ]
+
+
+def test_a_trusted_name_that_is_not_installed_is_refused(monkeypatch):
+    monkeypatch.setitem(TRUSTED_MODULES, "notinstalled_agilerl_pkg", "a test's entry")
+    found = untrusted_code(GymEnvSpec(name="x", entrypoint="notinstalled_agilerl_pkg:make"))
+    assert found == [
+        "environment.entrypoint -> notinstalled_agilerl_pkg:make (module "
+        "notinstalled_agilerl_pkg; notinstalled_agilerl_pkg is not installed)"
+    ]
+
+
+def test_a_recorded_section_is_built_with_the_working_directory_off_the_import_path(
+    tmp_path, monkeypatch
+):
+    # What trusted code imports in turn is not looked up beside the agent either: a module
+    # only the working directory holds cannot be imported while the section is built.
+    monkeypatch.chdir(tmp_path)
+    marker = tmp_path / "ran"
+    _marker_module(tmp_path, "agilerl_transitive_shadow", marker)
+    monkeypatch.syspath_prepend("")  # `python -m agilerl` puts the working directory first
+    before = list(sys.path)
+    with installed_imports((tmp_path,)), pytest.raises(ModuleNotFoundError):
+        importlib.import_module("agilerl_transitive_shadow")
+    assert not marker.exists()
+    assert sys.path == before  # restored
+
+
+def test_a_recorded_installed_entry_point_evaluates_from_a_folder_of_modules(
+    tmp_path, capsys, monkeypatch
+):
+    # A trusted wrapper evaluates in a folder holding unrelated modules: only a file posing
+    # as the trusted name is refused.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helpers.py").write_text("")
+    wrapper = {"wrapper": "gymnasium.wrappers.ClipReward", "kwargs": {"min_reward": -1}}
+    recorded = {"name": "CartPole-v1", "wrappers": [wrapper]}
+    path = _agent_file(tmp_path / "a.pt", recorded)
+    assert main(["evaluate", str(path), "--episodes", "1"]) == 0

@@ -62,7 +62,10 @@ def import_target(target: str, where: str, path: str | None) -> Any:
     """``pkg.mod:attr``, ``file.py:attr`` (relative to ``path``) or ``pkg.mod.Attr``
     (:func:`agilerl.manifest_code.split_target`, so it is what validate lists). A run's
     spec has ``path`` filled in from its manifest's folder
-    (:func:`agilerl.manifest_code.anchored`); None is the working directory."""
+    (:func:`agilerl.manifest_code.anchored`), and a module is looked up there first;
+    None: a file is relative to the working directory, a module is imported from
+    ``sys.path`` as it stands (the working directory is not added: a recorded section
+    naming an installed module must get the installed one, :mod:`agilerl.recorded_code`)."""
     base = Path(path) if path else Path.cwd()
     module_name, attr = split_target(target)
     try:
@@ -76,7 +79,7 @@ def import_target(target: str, where: str, path: str | None) -> Any:
             module = importlib.util.module_from_spec(mod_spec)
             call_user(mod_spec.loader.exec_module, module, what=f"{where} {target}")
         else:
-            if str(base) not in sys.path:
+            if path and str(base) not in sys.path:
                 sys.path.insert(0, str(base))
             module = call_user(importlib.import_module, module_name, what=f"{where} {target}")
     except (EnvironmentSpecError, UserCodeError):
