@@ -20,8 +20,8 @@ Python code that never returns. Its limits, stated in docs/concepts/safety.md:
   reports the worker gone);
 - while one limited call runs, a nested one runs under the outer limit (one timer).
 
-The limit is :data:`DEFAULT_SECONDS`, or the environment variable :data:`ENV_VAR` (a
-positive number of seconds, or ``off``); worker processes inherit it.
+The limit is :data:`DEFAULT_SECONDS`, or the environment variable :data:`ENV_VAR` (seconds
+from :data:`MIN_SECONDS` to :data:`MAX_SECONDS`, or ``off``); worker processes inherit it.
 """
 
 from __future__ import annotations
@@ -40,6 +40,12 @@ from typing import Any, TypeVar
 DEFAULT_SECONDS = 60.0
 #: The environment variable that sets the limit: seconds, or ``off`` for none.
 ENV_VAR = "AGILERL_USER_CODE_TIMEOUT"
+#: The range of a limit :data:`ENV_VAR` may set. Below 10 ms a limit is shorter than a
+#: busy machine's scheduling slice, so it would stop calls that do nothing wrong; above
+#: a million seconds (11.6 days) it is no limit on one call (``off`` says so), and it stays
+#: far inside what ``signal.setitimer`` takes (it overflows at a time_t: 2**31 s where
+#: that is 32 bits).
+MIN_SECONDS, MAX_SECONDS = 0.01, 1e6
 #: Once the limit has passed, the signal repeats at this interval, so user code that
 #: catches the first interruption (``except BaseException: pass`` in a loop) is
 #: interrupted again until it lets go.
@@ -75,9 +81,10 @@ def _parse_limit(text: str) -> float | None:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
+    if not MIN_SECONDS <= value <= MAX_SECONDS:  # (NaN is in no range)
         raise TimeLimitSettingError(
-            f"{ENV_VAR}={text[:40]!r}: not a positive number of seconds (or 'off')"
+            f"{ENV_VAR}={text[:40]!r}: not a number of seconds from {MIN_SECONDS:g} to "
+            f"{MAX_SECONDS:,.0f}, or 'off' for no limit"
         )
     return value
 
@@ -143,9 +150,11 @@ def call_with_time_limit(
         signal.signal(signal.SIGALRM, _on_alarm)
     _Call.what, _Call.limit, _Call.first = what, limit, 0.0
     _Call.active = True
-    signal.setitimer(signal.ITIMER_REAL, limit, _REPEAT_SECONDS)
     try:
         try:
+            # Armed inside the try: an alarm that fires before ``fn`` starts (the handler
+            # runs as ``setitimer`` returns) is still caught and disarmed below.
+            signal.setitimer(signal.ITIMER_REAL, limit, _REPEAT_SECONDS)
             return fn(*args, **kwargs)
         finally:
             _disarm()

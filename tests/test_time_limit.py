@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,8 @@ from agilerl.time_limit import (
     ENV_VAR,
     FORCED_EXIT_STATUS,
     GRACE_SECONDS,
+    MAX_SECONDS,
+    MIN_SECONDS,
     TimeLimitExceeded,
     TimeLimitSettingError,
     call_with_time_limit,
@@ -64,8 +69,6 @@ def test_code_that_swallows_the_interruption_ends_the_process_after_the_grace() 
 
 
 def test_a_sleeping_call_is_stopped_and_the_timer_is_disarmed_after() -> None:
-    import signal
-
     before = signal.getsignal(signal.SIGALRM)
     with pytest.raises(TimeLimitExceeded):
         call_with_time_limit(time.sleep, 30, what="import of reward.py", seconds=0.2)
@@ -115,22 +118,73 @@ def test_the_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -
         call_with_time_limit(_spin, what="f")
 
 
-@pytest.mark.parametrize("text", ["abc", "0", "-1", "nan", "inf"])
+def refusal(text: str) -> str:
+    return (
+        f"{ENV_VAR}={text!r}: not a number of seconds from 0.01 to 1,000,000, or 'off' for no limit"
+    )
+
+
+#: Not a limit: not a number, none at all, below a scheduler's slice (1e-300 once died of
+#: its own alarm), or beyond what setitimer takes (1e300 overflowed it).
+BAD_SETTINGS = ["abc", "0", "-1", "nan", "inf", "1e-300", "0.009", "1000001", "1e300"]
+
+
+@pytest.mark.parametrize("text", BAD_SETTINGS)
 def test_a_bad_limit_setting_is_one_line(monkeypatch: pytest.MonkeyPatch, text: str) -> None:
     monkeypatch.setenv(ENV_VAR, text)
     with pytest.raises(TimeLimitSettingError) as err:
+        limit_seconds()
+    assert str(err.value) == refusal(text)
+    with pytest.raises(TimeLimitSettingError):
         call_with_time_limit(lambda: 1, what="f")
-    assert str(err.value) == f"{ENV_VAR}={text!r}: not a positive number of seconds (or 'off')"
 
 
-@pytest.mark.parametrize("command", [["train", "m.yaml"], ["evaluate", "agent.pt"]])
+@pytest.mark.parametrize(("text", "seconds"), [("0.01", MIN_SECONDS), ("1e6", MAX_SECONDS)])
+def test_the_ends_of_the_range_are_limits(
+    monkeypatch: pytest.MonkeyPatch, text: str, seconds: float
+) -> None:
+    monkeypatch.setenv(ENV_VAR, text)
+    assert limit_seconds() == seconds
+    assert call_with_time_limit(lambda: 1, what="f") == 1
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_an_alarm_before_the_call_starts_is_still_the_time_limit() -> None:
+    """A limit so short that the alarm fires as the timer is armed, before the user's
+    code starts: once an escaped internal exception, the process then killed by SIGALRM."""
+    for _ in range(20):
+        with pytest.raises(TimeLimitExceeded):
+            call_with_time_limit(_spin, what="f", seconds=1e-300)
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+@pytest.mark.parametrize(
+    "command", [["train", "m.yaml"], ["evaluate", "agent.pt"], ["validate", "m.yaml"]]
+)
+@pytest.mark.parametrize("text", ["abc", "1e-300", "1e300"])
 def test_the_cli_refuses_a_bad_limit_setting_before_anything_runs(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: list[str]
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    text: str,
 ) -> None:
     from agilerl.cli import main
 
-    monkeypatch.setenv(ENV_VAR, "abc")
-    assert main(command) == 1
-    assert capsys.readouterr().err == (
-        f"agilerl: {ENV_VAR}='abc': not a positive number of seconds (or 'off')\n"
+    monkeypatch.setenv(ENV_VAR, text)
+    assert main(command) == 1  # (the files named do not exist: nothing was read)
+    assert capsys.readouterr() == ("", f"agilerl: {refusal(text)}\n")
+
+
+def test_the_agilerl_command_refuses_it_in_one_line(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("agilerl")), "train", "m.yaml", "--out", "run"],
+        cwd=tmp_path,
+        env={**os.environ, ENV_VAR: "1e300"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
+    assert (result.returncode, result.stdout) == (1, "")
+    assert result.stderr == f"agilerl: {refusal('1e300')}\n"
+    assert list(tmp_path.iterdir()) == []
