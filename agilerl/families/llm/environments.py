@@ -61,6 +61,18 @@ UTF8_CHUNK_BYTES = 1 << 20
 QUOTE_CHARS = 200
 #: Rows rendered and tokenized at a time when prompt lengths are checked.
 PROMPT_CHECK_ROWS = 256
+#: Characters one token is taken to stand for, at most, when a value's size is checked
+#: before anything is tokenized (:func:`check_text_sizes`); the tokenizer's longest
+#: vocabulary entry where that is longer (:func:`chars_per_token`). Why it is safe: a
+#: subword token (byte-level BPE, SentencePiece) spells one vocabulary entry, so it stands
+#: for at most as many characters as that entry has (a byte-level entry spells each byte
+#: as one character, and a character is at least one byte); and text averages 3 to 5
+#: characters a token. A value longer than ``max_context_length`` times this many
+#: characters is longer than the context: refused, without the minutes and gigabytes
+#: that tokenizing megabytes of text takes. (A word-level tokenizer, which makes one
+#: unknown token of an unknown word of any length, could fit such a value; it would be
+#: trained on as that one token.)
+MAX_CHARS_PER_TOKEN = 256
 MESSAGE_KEY = re.compile(r"^(?P<role>[a-z]+)_(?P<position>\d+)$")
 #: A template placeholder is a column name and nothing else: ``str.format`` would follow
 #: ``{question.__class__}`` or ``{question[0]}`` into the value's attributes and items,
@@ -267,6 +279,40 @@ def _placeholders(text: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(text) if name]
 
 
+def template_columns(messages: list[tuple[str, str]]) -> tuple[str, ...]:
+    """The columns a parsed template (:func:`parse_template`) renders, sorted."""
+    return tuple(sorted({name for _, text in messages for name in _placeholders(text)}))
+
+
+def chars_per_token(tokenizer: Any) -> int:
+    """The most characters one token of ``tokenizer`` is taken to stand for
+    (:data:`MAX_CHARS_PER_TOKEN`, or its longest vocabulary entry where that is longer)."""
+    return max(MAX_CHARS_PER_TOKEN, max(map(len, tokenizer.get_vocab()), default=0))
+
+
+def check_text_sizes(
+    table: Dataset, columns: tuple[str, ...], where: str, limit: int, per_token: int
+) -> None:
+    """Refuse a record whose value in one of ``columns`` (text the environment tokenizes)
+    has more than ``limit`` x ``per_token`` characters, so cannot fit in ``limit`` tokens
+    (:data:`MAX_CHARS_PER_TOKEN`), before anything is tokenized. The record is named by
+    its number in the dataset ``where`` names, counting from 1 (a directory's files in
+    name order), before the table is split."""
+    most = limit * per_token
+    for name in columns:
+        if name not in table.column_names:
+            continue  # the environment refuses the missing column, naming it
+        for i, value in enumerate(table[name]):
+            size = len(str(value))  # what rendering writes, before it is tokenized
+            if size > most:
+                raise LLMSetupError(
+                    f"{where}: record {i + 1}: {name} is {size:,} characters; "
+                    f"network.max_context_length {limit} tokens hold at most {most:,} "
+                    f"({per_token} characters a token), so it cannot fit (refused before "
+                    "it is tokenized): shorten or remove the record"
+                )
+
+
 def _sequences(
     tokenizer: Any, prompts: list[list[int]], responses: list[str], limit: int | None
 ) -> TokenSequences:
@@ -435,10 +481,7 @@ class ReasoningEnv(_DatasetEnv):
         )
         self.messages = parse_template(prompt_template, train.column_names)
         self.reward_fn, self.max_reward = reward_fn, max_reward
-        placeholders = tuple(
-            sorted({name for _, text in self.messages for name in _placeholders(text)})
-        )
-        check_values({"train": train, "test": test}, placeholders, self.text)
+        check_values({"train": train, "test": test}, template_columns(self.messages), self.text)
         if max_context_length:
             for name, split in (("train", train), ("test", test)):
                 self._check_prompt_lengths(name, split, max_context_length)
@@ -549,31 +592,40 @@ class SFTEnv(_DatasetEnv):
 
 
 # ----------------------------------------------------------------------- from a spec
-def _splits(spec: Any, base_dir: Path | None, seed: int) -> tuple[Dataset, Dataset]:
-    table = load_table(spec.dataset, base_dir=base_dir, columns=spec.columns)
-    return split_dataset(table, spec.train_test_split, seed)
+def _table(spec: Any, base_dir: Path | None) -> Dataset:
+    return load_table(spec.dataset, base_dir=base_dir, columns=spec.columns)
+
+
+def _splits(
+    spec: Any, table: Dataset, tokenizer: Any, columns: tuple[str, ...], common: dict[str, Any]
+) -> tuple[Dataset, Dataset]:
+    """The table's seeded train and test splits, once no record's value in ``columns``
+    (the text the environment tokenizes) is too long to tokenize."""
+    limit = common["max_context_length"]
+    if limit:
+        where = f"{DATASET_FIELD}: {spec.dataset}"
+        check_text_sizes(table, columns, where, limit, chars_per_token(tokenizer))
+    return split_dataset(table, spec.train_test_split, common["seed"])
 
 
 def _reasoning(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> ReasoningEnv:
-    train, test = _splits(spec, base_dir, common["seed"])
+    table, template = _table(spec, base_dir), dict(spec.prompt_template)
+    rendered = template_columns(parse_template(template, table.column_names))
+    train, test = _splits(spec, table, tokenizer, rendered, common)
     reward_fn = load_reward_fn(spec.reward_file_path, spec.reward_fn_name, base_dir=base_dir)
     return ReasoningEnv(
-        train,
-        test,
-        tokenizer,
-        reward_fn,
-        dict(spec.prompt_template),
-        max_reward=spec.max_reward,
-        **common,
+        train, test, tokenizer, reward_fn, template, max_reward=spec.max_reward, **common
     )
 
 
 def _preference(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> PreferenceEnv:
-    return PreferenceEnv(*_splits(spec, base_dir, common["seed"]), tokenizer, **common)
+    train, test = _splits(spec, _table(spec, base_dir), tokenizer, PreferenceEnv.text, common)
+    return PreferenceEnv(train, test, tokenizer, **common)
 
 
 def _sft(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> SFTEnv:
-    train, test = _splits(spec, base_dir, common["seed"])
+    texts = ("prompt", spec.response_column)
+    train, test = _splits(spec, _table(spec, base_dir), tokenizer, texts, common)
     return SFTEnv(train, test, tokenizer, response_column=spec.response_column, **common)
 
 

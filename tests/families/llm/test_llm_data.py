@@ -12,10 +12,12 @@ import pytest
 import torch
 
 from agilerl.families.llm.environments import (
+    MAX_CHARS_PER_TOKEN,
     PreferenceEnv,
     ReasoningEnv,
     SFTEnv,
     build_llm_env,
+    chars_per_token,
     load_table,
     split_dataset,
 )
@@ -280,6 +282,85 @@ def test_a_prompt_longer_than_max_context_length_is_refused_naming_the_row(tmp_p
         max_context_length=max(lengths),
     )  # fmt: skip
     assert fits.next_batch().input_ids.shape[1] <= max(lengths)
+
+
+#: Per kind: its spec (on rows.jsonl) and rows whose column ``huge`` gets oversized text.
+OVERSIZED_KINDS = {
+    "reasoning": (
+        lambda: LLMReasoningEnvSpec(
+            dataset="rows.jsonl",
+            reward_file_path="reward.py",
+            reward_fn_name="reward",
+            prompt_template=TEMPLATE,
+        ),
+        ROWS,
+        "question",
+    ),
+    "preference": (
+        lambda: LLMPreferenceEnvSpec(dataset="rows.jsonl"),
+        [{"prompt": f"count from {i}", "chosen": "1", "rejected": "2"} for i in range(20)],
+        "chosen",
+    ),
+    "sft": (
+        lambda: LLMSftEnvSpec(dataset="rows.jsonl"),
+        [{"prompt": f"count from {i}", "response": f"{i + 1}"} for i in range(20)],
+        "response",
+    ),
+}
+
+
+def _oversized_env(tmp_path, tokenizer, kind: str, size: int, limit: int):
+    """The ``kind`` environment built from rows.jsonl whose record 3 has ``size`` characters
+    in its tokenized column."""
+    spec, rows, huge = OVERSIZED_KINDS[kind]
+    rows = [dict(row) for row in rows]
+    rows[2][huge] = "x" * size
+    _jsonl(tmp_path / "rows.jsonl", rows)
+    _reward_file(tmp_path, "def reward(completion, answer, question):\n    return 0.0\n")
+    return build_llm_env(
+        spec(), tokenizer, batch_size=2, max_context_length=limit, seed=0, base_dir=tmp_path
+    )
+
+
+@pytest.mark.parametrize("kind", OVERSIZED_KINDS)
+def test_a_record_too_long_for_the_context_is_refused_before_it_is_tokenized(
+    tmp_path, tokenizer, monkeypatch, kind
+):
+    tokenized: list[int] = []
+
+    def spy(name):
+        real = getattr(type(tokenizer), name)
+
+        def call(self, text, *args, **kwargs):
+            tokenized.append(len(str(text)))
+            return real(self, text, *args, **kwargs)
+
+        monkeypatch.setattr(type(tokenizer), name, call)
+
+    for name in ("__call__", "apply_chat_template"):
+        spy(name)
+    huge = OVERSIZED_KINDS[kind][2]
+    with pytest.raises(LLMSetupError) as err:
+        _oversized_env(tmp_path, tokenizer, kind, 3_000_000, limit=64)
+    assert str(err.value) == (
+        f"environment.dataset: rows.jsonl: record 3: {huge} is 3,000,000 characters; "
+        "network.max_context_length 64 tokens hold at most 16,384 (256 characters a token), "
+        "so it cannot fit (refused before it is tokenized): shorten or remove the record"
+    )
+    assert tokenized == []  # nothing was rendered or tokenized, the huge record least of all
+
+
+@pytest.mark.parametrize("kind", OVERSIZED_KINDS)
+def test_a_record_at_the_size_bound_is_built_as_before(tmp_path, tokenizer, kind):
+    # 64 x 256 characters: one unknown word, one token of the tiny word-level tokenizer.
+    env = _oversized_env(tmp_path, tokenizer, kind, 64 * 256, limit=64)
+    assert len(env.train) + len(env.test) == 20
+
+
+def test_chars_per_token_is_the_longest_vocabulary_entry_where_that_is_longer(tokenizer):
+    assert chars_per_token(tokenizer) == MAX_CHARS_PER_TOKEN == 256
+    long_entry = SimpleNamespace(get_vocab=lambda: {"a": 0, " " * 300: 1})
+    assert chars_per_token(long_entry) == 300
 
 
 @pytest.mark.parametrize(
