@@ -192,10 +192,14 @@ def _schema(args: argparse.Namespace) -> int:
 def _init(args: argparse.Namespace) -> int:
     from agilerl.models.base import AgentType, engine_lacks
     from agilerl.models.registry import ALGO_REGISTRY
-    from agilerl.starter import default_file_name, starter_manifest
+    from agilerl.starter import default_file_name, env_refusal, starter_manifest
 
     if args.algorithm not in ALGO_REGISTRY:
         print(f"agilerl: {ALGO_REGISTRY.not_registered(args.algorithm)}", file=sys.stderr)
+        return 2
+    refusal = None if args.env is None else env_refusal(args.env)
+    if refusal:
+        print(f"agilerl: {refusal}", file=sys.stderr)
         return 2
     spec_cls = ALGO_REGISTRY.get(args.algorithm).spec_cls
     image = None
@@ -205,7 +209,12 @@ def _init(args: argparse.Namespace) -> int:
         image = image_observations(args.env)  # a CNN for image observations
     manifest = starter_manifest(spec_cls, args.env, image)
     output = Path(args.output or default_file_name(manifest))
-    if output.exists() and not args.force:
+    try:
+        exists = output.exists()
+    except OSError as err:  # a name the file system refuses (too long), before writing
+        print(f"agilerl: {output}: cannot write ({err.strerror or err})", file=sys.stderr)
+        return 1
+    if exists and not args.force:
         print(f"agilerl: {output} exists (use --force to overwrite)", file=sys.stderr)
         return 1
     body = dump_yaml(manifest)

@@ -96,6 +96,29 @@ _PROBABILITIES: dict[str, dict[str, float]] = {
 }
 
 
+#: The longest environment name (or LLM dataset) ``agilerl init --env`` takes. The schemas
+#: bound no environment name (a label may be anything), but no registered Gymnasium,
+#: PettingZoo or Minari id comes near it, and the default file name
+#: (``<algorithm>-<environment>.yaml``) must stay within the 255 bytes a file name may have.
+MAX_ENV_CHARS = 200
+
+
+def env_refusal(env_name: str) -> str | None:
+    """Why ``agilerl init --env`` cannot take ``env_name``, or None when it can."""
+    if not env_name.strip():
+        return (
+            "--env: empty; name an environment (e.g. CartPole-v1), or leave --env out for "
+            "one that suits the algorithm"
+        )
+    if len(env_name) > MAX_ENV_CHARS:
+        return (
+            f"--env: {len(env_name):,} characters, more than the {MAX_ENV_CHARS} an "
+            "environment name may have (the starter file is named after it); name a "
+            "registered environment, e.g. CartPole-v1"
+        )
+    return None
+
+
 def _algorithm_section(spec_cls: type[AlgorithmBase]) -> dict[str, Any]:
     section: dict[str, Any] = {"name": spec_cls.__name__.removesuffix("Spec")}
     # Fields another section decides (PPO's num_envs is the environment's) stay out.

@@ -92,6 +92,48 @@ def test_init_ppo_writes_num_envs_once_and_names_its_own_file(tmp_path, capsys, 
     assert (tmp_path / "ppo-lunarlander-v3.yaml").exists()
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--env", ""],
+            "agilerl: --env: empty; name an environment (e.g. CartPole-v1), or leave --env "
+            "out for one that suits the algorithm",
+        ),
+        (
+            ["--env", " \t"],
+            "agilerl: --env: empty; name an environment (e.g. CartPole-v1), or leave --env "
+            "out for one that suits the algorithm",
+        ),
+        (
+            ["--env", "A" * 5000],
+            "agilerl: --env: 5,000 characters, more than the 200 an environment name may have "
+            "(the starter file is named after it); name a registered environment, e.g. "
+            "CartPole-v1",
+        ),
+        (
+            ["-o", "m" * 300 + ".yaml"],
+            f"agilerl: {'m' * 300}.yaml: cannot write (File name too long)",
+        ),
+    ],
+    ids=["empty", "whitespace", "too-long", "output-name-too-long"],
+)
+def test_init_refuses_an_env_or_file_name_it_cannot_use_and_writes_nothing(
+    tmp_path, capsys, monkeypatch, argv, message
+):
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "DQN", *argv]) != 0
+    captured = capsys.readouterr()
+    assert captured.err == message + "\n" and captured.out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_init_takes_an_env_name_at_the_length_bound(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "DQN", "--env", "A" * 200]) == 0
+    assert load_manifest(tmp_path / f"dqn-{'a' * 200}.yaml").environment.name == "A" * 200
+
+
 def test_a_missing_gymnasium_extra_is_named(monkeypatch):
     def make(name, **kwargs):  # what gymnasium raises without Box2D, garbled quotes and all
         raise gym.error.DependencyNotInstalled('Box2D is not installed, run `pip install "swig"`')
