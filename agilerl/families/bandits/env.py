@@ -150,15 +150,24 @@ def load_tables(features: str | Path, targets: str | Path) -> tuple[np.ndarray, 
         if len(row) != 1 or row[0] is None or str(row[0]).strip() == "":
             raise BanditTableError(f"{_where(t_path, t_first, i)}: no target label")
         labels.append(str(row[0]).strip())
-    distinct = sorted(set(labels))
-    if len(distinct) < 2:
-        # One arm is always the right one: every pull pays, and the run reports a
-        # perfect bandit that learned nothing.
-        raise BanditTableError(
-            f"{t_path}: every row has the label {distinct[0]!r}: a bandit needs at least 2 "
-            "distinct labels (one arm per label), and with one the only arm always pays"
-        )
+    refusal = one_arm(np.asarray(labels))
+    if refusal is not None:
+        raise BanditTableError(f"{t_path}: {refusal}")
     return matrix.astype(np.float32), np.asarray(labels)
+
+
+def one_arm(labels: np.ndarray) -> str | None:
+    """Why ``labels`` (a table's targets, or a bandit's arms) cannot make a bandit to
+    train: one distinct label is one arm, always the right one, so every pull pays and
+    the run reports a perfect bandit that learned nothing. None when there are two or
+    more. The one check of every source of a bandit (tables, ``env=``, an entry point)."""
+    distinct = np.unique(labels)
+    if len(distinct) >= 2:
+        return None
+    return (
+        f"every row has the label {distinct.tolist()[0]!r}: a bandit needs at least 2 "
+        "distinct labels (one arm per label), and with one the only arm always pays"
+    )
 
 
 def disjoint_contexts(row: np.ndarray, arms: int) -> np.ndarray:

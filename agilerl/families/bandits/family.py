@@ -10,7 +10,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
-from agilerl.families.bandits.env import BanditEnv, BanditTableError
+from agilerl.families.bandits.env import BanditEnv, BanditTableError, one_arm
 from agilerl.families.bandits.loop import plot_regret
 from agilerl.families.bandits.memory import BanditMemory
 from agilerl.families.bandits.preflight import check_bandit_run
@@ -144,7 +144,8 @@ def make_bandit(spec: Any, base_dir: str | Path = ".") -> BanditEnv:
     manifest's folder). A section with neither, or both, is refused
     (:func:`~agilerl.models.env.missing_bandit_tables`), as is a table that cannot make
     a bandit (:class:`BanditTableError`, naming the file and row) or an entry point that
-    fails or returns anything else (:class:`EnvironmentSpecError`)."""
+    fails, returns anything else or a bandit of one label (:class:`EnvironmentSpecError`;
+    :func:`~agilerl.families.bandits.env.one_arm`, the tables' own check)."""
     missing = missing_bandit_tables(spec)
     if missing:
         raise EnvironmentSpecError(missing)
@@ -161,11 +162,15 @@ def make_bandit(spec: Any, base_dir: str | Path = ".") -> BanditEnv:
             f"{where}: {spec.entrypoint} returned a {type(env).__name__}, not a BanditEnv "
             "(agilerl.families.bandits.BanditEnv(features, targets))"
         )
+    refusal = one_arm(env.arms)
+    if refusal is not None:
+        raise EnvironmentSpecError(f"{where}: {spec.entrypoint}: {refusal}")
     return env
 
 
 def _given_bandit(source: PythonEnv) -> BanditEnv:
-    """The bandit of ``env=``: an object, or what a factory makes (called once)."""
+    """The bandit of ``env=``: an object, or what a factory makes (called once); one of
+    one label is refused as its tables would be (:func:`~agilerl.families.bandits.env.one_arm`)."""
     try:
         env = source.factory()
     except BanditTableError as err:
@@ -175,6 +180,9 @@ def _given_bandit(source: PythonEnv) -> BanditEnv:
             f"env: {source.label} gave a {type(env).__name__}; a contextual bandit run takes "
             "a BanditEnv (agilerl.families.bandits.env.BanditEnv(features, targets))"
         )
+    refusal = one_arm(env.arms)
+    if refusal is not None:
+        raise TrainerError(f"env: {source.label}: {refusal}")
     return env
 
 

@@ -666,3 +666,75 @@ def test_an_entry_point_that_returns_no_bandit_is_refused_before_the_first_step(
     assert rc == 1 and "Traceback" not in err
     assert "environment.entrypoint: bandits.py:not_a_bandit returned a str, not a BanditEnv" in err
     assert not (tmp_path / "run" / "best_agent.pt").exists()
+
+
+# --- one label: the same refusal from every source ----------------------------------------
+
+ONE_ARM = (
+    "every row has the label {label}: a bandit needs at least 2 distinct labels (one arm per "
+    "label), and with one the only arm always pays"
+)
+
+ZEROS = """
+import numpy as np
+
+from agilerl.families.bandits import BanditEnv
+
+
+def make():
+    return BanditEnv(np.ones((200, 4)), np.zeros(200))
+"""
+
+
+#: 200 rows whose labels are all 0.
+ONE_LABEL = (np.random.default_rng(0).normal(size=(200, 4)), np.zeros(200))
+BUDGET = {"max_steps": 60, "evo_steps": 30, "eval_steps": 20, "pop_size": 2, "seed": 0}
+
+
+def one_label_tables(tmp_path: Path) -> dict[str, str]:
+    features, targets = ONE_LABEL
+    rows = "".join(",".join(f"{v:.6f}" for v in row) + "\n" for row in features)
+    write(tmp_path / "f.csv", "a,b,c,d\n" + rows)
+    write(tmp_path / "t.csv", "label\n" + "".join(f"{t:g}\n" for t in targets))
+    return {"features": str(tmp_path / "f.csv"), "targets": str(tmp_path / "t.csv")}
+
+
+def one_label_entry_point(tmp_path: Path) -> dict[str, str]:
+    write(tmp_path / "zeros.py", ZEROS)
+    return {"entrypoint": "zeros:make", "path": str(tmp_path)}
+
+
+#: Each source of the one-label table -> the run's arguments, where its refusal names,
+#: the label as that source gives it (CSV labels are text).
+ONE_LABEL_SOURCES = {
+    "tables": (
+        lambda tmp: {"environment": one_label_tables(tmp)},
+        "environment: {tmp}/t.csv",
+        "'0'",
+    ),
+    "env=": (lambda tmp: {"env": BanditEnv(*ONE_LABEL)}, "env: BanditEnv", "0.0"),
+    "entrypoint": (
+        lambda tmp: {"environment": one_label_entry_point(tmp)},
+        "environment.entrypoint: zeros:make",
+        "0.0",
+    ),
+}
+
+
+@pytest.mark.parametrize("source", sorted(ONE_LABEL_SOURCES))
+def test_a_bandit_of_one_label_is_refused_from_tables_from_env_and_from_an_entry_point(
+    source, tmp_path
+):
+    """A one-arm bandit pays every pull (fitness 1.0, nothing learned): the tables, an
+    object given in Python and an entry point's bandit meet one check, one reason."""
+    from agilerl.trainer import LocalTrainer
+    from agilerl.training.preflight import PreflightError
+
+    arguments, where, label = ONE_LABEL_SOURCES[source]
+    trainer = LocalTrainer("NeuralUCB", training=BUDGET, **arguments(tmp_path))
+    out = tmp_path / "run"
+    with pytest.raises(PreflightError) as err:
+        trainer.train(verbose=False, output_dir=out)
+    expected = f"{where.format(tmp=tmp_path)}: {ONE_ARM.format(label=label)}"
+    assert str(err.value) == expected
+    assert not out.exists()  # refused before anything was written
