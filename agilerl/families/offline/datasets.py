@@ -6,7 +6,9 @@ optionally ``truncations``. Every key is checked: present, a dataset (not a grou
 many rows as ``observations``, numeric, shaped for the evaluation environment's
 spaces, and usable (:mod:`agilerl.finite`: no NaN or infinity, no magnitude whose square
 overflows float32, done flags 0 or 1). A problem is a :class:`DatasetError` naming the
-file, the key and the shapes, or the first row at fault.
+file, the key and the shapes, or the first row at fault. The header is checked before any
+array is read (links, filters this h5py lacks, shapes that would allocate more than this
+process may: :func:`check_declared_size`), and each key's dtype before its rows.
 Nothing is ever downloaded: a file that is not there is refused, with how to make one.
 """
 
@@ -19,6 +21,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from agilerl.checkpoints import payload_limit, size_text
 from agilerl.distribution import install_command
 from agilerl.finite import first_bad_flag, first_bad_value
 
@@ -88,37 +91,73 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 
 def _check_structure(h5py: Any, file: Any, where: str) -> None:
-    """Refuse, before any array is read, a key that is a link (an external link makes
-    h5py open another file, named by this one; a soft link points elsewhere in it) or an
-    array compressed with an HDF5 filter this h5py cannot decode (it would fail, or
-    need a plugin loaded from HDF5_PLUGIN_PATH, when the rows are read)."""
+    """Refuse, before any array is read, a key that is a link or holds an array this
+    h5py cannot decode (:func:`check_node`)."""
     for key in (*REQUIRED, *OPTIONAL):
-        link = file.get(key, getlink=True)
-        if link is None:
-            continue  # missing keys are _read's to report
-        if isinstance(link, h5py.ExternalLink):
+        if file.get(key, getlink=True) is not None:  # missing keys are _read's to report
+            check_node(h5py, file, key, where)
+
+
+def check_node(h5py: Any, file: Any, key: str, where: str) -> None:
+    """Refuse the member ``key`` of an open HDF5 ``file`` when it is a link (an external
+    link makes h5py open another file, named by this one; a soft link points elsewhere
+    in it) or an array compressed with an HDF5 filter this h5py cannot decode (it would
+    fail, or need a plugin loaded from HDF5_PLUGIN_PATH, when the rows are read).
+    Reads the link and the array's creation properties only."""
+    link = file.get(key, getlink=True)
+    if isinstance(link, h5py.ExternalLink):
+        raise DatasetError(
+            f"{where}: key '{key}' is an external link to {link.filename}:{link.path}; a "
+            "dataset file holds its own arrays (links are not followed)"
+        )
+    if isinstance(link, h5py.SoftLink):
+        raise DatasetError(
+            f"{where}: key '{key}' is a soft link to {link.path}; a dataset file holds "
+            "its arrays under their own keys (links are not followed)"
+        )
+    node = file[key]
+    if not hasattr(node, "id") or not isinstance(node, h5py.Dataset):
+        return  # a group or a named type: no rows to decode
+    plist = node.id.get_create_plist()
+    for i in range(plist.get_nfilters()):
+        code, _, _, name = plist.get_filter(i)
+        if not h5py.h5z.filter_avail(code):
+            label = name.decode(errors="replace") if isinstance(name, bytes) else name
             raise DatasetError(
-                f"{where}: key '{key}' is an external link to {link.filename}:{link.path}; a "
-                "dataset file holds its own arrays (links are not followed)"
+                f"{where}: key '{key}' is compressed with HDF5 filter {code} ({label}), "
+                "which this h5py cannot decode; write the dataset with gzip, lzf or "
+                "no compression"
             )
-        if isinstance(link, h5py.SoftLink):
-            raise DatasetError(
-                f"{where}: key '{key}' is a soft link to {link.path}; a dataset file holds "
-                "its arrays under their own keys (links are not followed)"
-            )
-        node = file[key]
-        if not hasattr(node, "id") or not isinstance(node, h5py.Dataset):
-            continue  # a group: _read says so
-        plist = node.id.get_create_plist()
-        for i in range(plist.get_nfilters()):
-            code, _, _, name = plist.get_filter(i)
-            if not h5py.h5z.filter_avail(code):
-                label = name.decode(errors="replace") if isinstance(name, bytes) else name
-                raise DatasetError(
-                    f"{where}: key '{key}' is compressed with HDF5 filter {code} ({label}), "
-                    "which this h5py cannot decode; write the dataset with gzip, lzf or "
-                    "no compression"
-                )
+
+
+def declared_bytes(node: Any) -> int:
+    """The bytes reading the HDF5 array ``node`` whole allocates, from its header alone
+    (declared shape x item size): a file's size says nothing of it, since chunks never
+    written read as zeros and compressed ones expand."""
+    return (node.size or 0) * node.dtype.itemsize
+
+
+def check_declared_size(arrays: dict[str, Any], where: str) -> None:
+    """Refuse ``arrays`` (key -> HDF5 array of an open file, nothing read yet) whose
+    declared shapes would allocate more, read whole, than this process may
+    (:func:`agilerl.checkpoints.payload_limit`: half the memory available, the limit a
+    checkpoint read has), naming the largest array: a 1 MB file can declare 2e9 rows."""
+    limit = payload_limit()
+    if limit is None or not arrays:
+        return
+    sizes = {key: declared_bytes(node) for key, node in arrays.items()}
+    total = sum(sizes.values())
+    if total <= limit:
+        return
+    key = max(sizes, key=sizes.__getitem__)
+    shape = tuple(arrays[key].shape)
+    rows = shape[0] if shape else 1
+    raise DatasetError(
+        f"{where}: key '{key}' declares {rows:,} rows of {_shape(shape[1:])} "
+        f"{arrays[key].dtype}: reading the dataset would allocate {size_text(total)}, "
+        f"more than this process may allocate ({size_text(limit)}: half the memory "
+        "available); a dataset is held in memory whole: use fewer transitions"
+    )
 
 
 def _read(file: Any, key: str, where: str) -> np.ndarray:
@@ -130,13 +169,12 @@ def _read(file: Any, key: str, where: str) -> np.ndarray:
     node = file[key]
     if not hasattr(node, "dtype"):
         raise DatasetError(f"{where}: key '{key}' is a group, not an array of transitions")
-    data = np.asarray(node[()])
-    if data.dtype.kind not in "biuf":
+    if node.dtype.kind not in "biuf":  # from the header: text is never read
         raise DatasetError(
-            f"{where}: key '{key}' has dtype {data.dtype} with shape {_shape(data.shape)}; "
+            f"{where}: key '{key}' has dtype {node.dtype} with shape {_shape(node.shape)}; "
             "it needs numbers"
         )
-    return data
+    return np.asarray(node[()])
 
 
 def load_dataset(
@@ -152,7 +190,9 @@ def load_dataset(
     or key, a key whose rows differ in number from ``observations``, a per-transition key
     that is not one number per row, observations or actions that do not fit the spaces;
     or the first row of a key holding NaN, infinity, a magnitude above
-    :data:`~agilerl.finite.MAX_MAGNITUDE`, or a done flag that is not 0 or 1.
+    :data:`~agilerl.finite.MAX_MAGNITUDE`, or a done flag that is not 0 or 1. Keys whose
+    declared shapes would allocate more than this process may are refused from the
+    header, before any array is read (:func:`check_declared_size`).
     """
     where = str(path)
     if not Path(path).is_file():
@@ -167,6 +207,8 @@ def load_dataset(
         raise DatasetError(f"{where}: not a readable HDF5 file ({err})") from None
     with file:
         _check_structure(h5py, file, where)
+        keys = [key for key in (*REQUIRED, *OPTIONAL) if isinstance(file.get(key), h5py.Dataset)]
+        check_declared_size({key: file[key] for key in keys}, where)
         data = {key: _read(file, key, where) for key in REQUIRED}
         if "truncations" in file:
             data["truncations"] = _read(file, "truncations", where)

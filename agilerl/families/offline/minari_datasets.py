@@ -4,6 +4,8 @@ read episode by episode into the columns of a dataset file and checked as one
 
 Nothing is downloaded at run time: a dataset that is not there is refused, naming the
 directory looked in and the command that fetches it (``minari download ID``).
+A dataset stored as HDF5 (minari's default) is checked from its file's headers before
+minari reads it (:func:`check_hdf5_file`); one stored as Arrow is read by minari as is.
 """
 
 from __future__ import annotations
@@ -16,10 +18,19 @@ import numpy as np
 from gymnasium import spaces
 
 from agilerl.distribution import install_command
-from agilerl.families.offline.datasets import DatasetError, OfflineDataset, checked_dataset
+from agilerl.families.offline.datasets import (
+    DatasetError,
+    OfflineDataset,
+    _h5py,
+    check_declared_size,
+    check_node,
+    checked_dataset,
+)
 
 #: Where Minari keeps its datasets when MINARI_DATASETS_PATH is unset (minari 0.5).
 DEFAULT_ROOT = Path("~/.minari/datasets")
+#: The file of a dataset minari stores as HDF5 (its default format), in its data folder.
+HDF5_FILE = "main_data.hdf5"
 
 
 def minari_root() -> Path:
@@ -70,6 +81,36 @@ def _columns(episode: Any, where: str) -> dict[str, np.ndarray]:
     return columns
 
 
+def check_hdf5_file(path: Path, where: str) -> None:
+    """Refuse, before minari reads any array of its HDF5 file ``path``, what a dataset
+    file is refused for: a link or an array this h5py cannot decode
+    (:func:`~agilerl.families.offline.datasets.check_node`), an object reached by more
+    than one path (minari would read it once per path), or arrays whose declared shapes
+    would allocate more than this process may
+    (:func:`~agilerl.families.offline.datasets.check_declared_size`): minari reads every
+    array of every episode whole. Headers only: no rows are read."""
+    h5py = _h5py()
+    try:
+        file = h5py.File(path, "r")
+    except OSError as err:
+        raise DatasetError(f"{where}: not a readable HDF5 file ({err})") from None
+    with file:
+        names: list[str] = []
+        file.visititems_links(lambda name, _link: names.append(name))
+        arrays = {}
+        for name in names:
+            check_node(h5py, file, name, where)
+            node = file[name]
+            if h5py.h5o.get_info(node.id).rc > 1:
+                raise DatasetError(
+                    f"{where}: key '{name}' is linked from more than one place; minari "
+                    "writes each array once"
+                )
+            if isinstance(node, h5py.Dataset):
+                arrays[name] = node
+        check_declared_size(arrays, where)
+
+
 def load_minari_dataset(
     dataset_id: str,
     observation_space: spaces.Space | None = None,
@@ -93,6 +134,8 @@ def load_minari_dataset(
             f"`{fetch_command(dataset_id)}`"
         )
     where = f"{dataset_id} ({data})"
+    if (data / HDF5_FILE).is_file():
+        check_hdf5_file(data / HDF5_FILE, f"{dataset_id} ({data / HDF5_FILE})")
     try:
         dataset = minari.MinariDataset(data)
         episodes = [_columns(episode, where) for episode in dataset.iterate_episodes()]
