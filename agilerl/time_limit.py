@@ -18,6 +18,9 @@ Python code that never returns. Its limits, stated in docs/concepts/safety.md:
   interrupted again every 0.2 s; if it still has not let go :data:`GRACE_SECONDS`
   later, the process is ended with one line on stderr (a worker process's parent then
   reports the worker gone);
+- code that blocks SIGALRM (``signal.pthread_sigmask``) is not interrupted while it is
+  blocked (no watchdog thread does it instead: the trainer forks its vector-env workers,
+  and forking a multi-threaded process can deadlock);
 - while one limited call runs, a nested one runs under the outer limit (one timer).
 
 The limit is :data:`DEFAULT_SECONDS`, or the environment variable :data:`ENV_VAR` (seconds
@@ -42,9 +45,8 @@ DEFAULT_SECONDS = 60.0
 ENV_VAR = "AGILERL_USER_CODE_TIMEOUT"
 #: The range of a limit :data:`ENV_VAR` may set. Below 10 ms a limit is shorter than a
 #: busy machine's scheduling slice, so it would stop calls that do nothing wrong; above
-#: a million seconds (11.6 days) it is no limit on one call (``off`` says so), and it stays
-#: far inside what ``signal.setitimer`` takes (it overflows at a time_t: 2**31 s where
-#: that is 32 bits).
+#: a million seconds (11.6 days) it limits no call (``off`` says so), and far larger
+#: values overflow ``signal.setitimer`` (2**31 s where ``time_t`` is 32 bits).
 MIN_SECONDS, MAX_SECONDS = 0.01, 1e6
 #: Once the limit has passed, the signal repeats at this interval, so user code that
 #: catches the first interruption (``except BaseException: pass`` in a loop) is
