@@ -71,7 +71,38 @@ class Shape:
             for model in self.models:
                 if wanted in get_args(model.model_fields[self.tag].annotation):
                     return model
-        return None  # pydantic reports the missing or unknown tag
+            return None  # pydantic reports the missing or unknown tag
+        # An untagged union (the schema's anyOf, e.g. the manifest's selection_strategy):
+        # its rules apply in the branch the value is, as they do for a JSON Schema
+        # validator; the branch is the one spec whose keys and constants admit the value.
+        admitting = [model for model in self.models if _admits(model, value)]
+        return admitting[0] if len(admitting) == 1 else None
+
+
+@functools.cache
+def _keys_of(
+    model: type[BaseModel],
+) -> tuple[frozenset[str] | None, tuple[tuple[str, tuple[Any, ...]], ...]]:
+    """The keys a ``model`` document may hold (None: any, where it allows extra keys; its
+    old spellings count), and the constants (``Literal`` fields) it fixes."""
+    fields = model.model_fields
+    keys = None
+    if model.model_config.get("extra") == "forbid":
+        keys = frozenset(fields) | frozenset(getattr(model, "spec_renamed", {}))
+    constants = tuple(
+        (name, get_args(info.annotation))
+        for name, info in fields.items()
+        if get_origin(info.annotation) is Literal
+    )
+    return keys, constants
+
+
+def _admits(model: type[BaseModel], value: Mapping[str, Any]) -> bool:
+    """Whether ``value`` may be a ``model`` document as far as its keys and constants go."""
+    keys, constants = _keys_of(model)
+    if keys is not None and not keys.issuperset(value):
+        return False
+    return all(value[name] in allowed for name, allowed in constants if name in value)
 
 
 _FREE = Shape(free=True)

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from support import ROOT
 
 from agilerl.algorithms import DQN
+from agilerl.cli import main
 from agilerl.hpo import MultiFrequencySelection, Mutations
 from agilerl.hpo.multi_frequency import Brackets, resolve_brackets
 from agilerl.models.hpo import MultiFrequencySelectionSpec
@@ -71,6 +73,50 @@ def test_the_spec_refuses_ratios_of_another_length_or_not_increasing():
         MultiFrequencySelectionSpec(evolution_frequency_ratios=[5, 5])
     assert selection(6).ratios == [1, 5]  # the default: 1, then multiples of 5
     assert selection(9, n_subpopulations=3).ratios == [1, 5, 10]
+
+
+TOURNAMENT = "selection_strategy:\n  tournament_size: 2\n  elitism: true\n"
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("strategy: multi_frequency\n  evolution_frequency_ratios: [5, 1]",
+         "evolution_frequency_ratios must strictly increase, got 5 then 1 (items 0 and 1)"),
+        ("strategy: multi_frequency\n  evolution_frequency_ratios: [1, 1]",
+         "evolution_frequency_ratios must strictly increase, got 1 then 1 (items 0 and 1)"),
+        ("strategy: multi_frequency\n  evolution_frequency_ratios: [1, 5, 10]",
+         "length of evolution_frequency_ratios must be <= n_subpopulations (2), got 3"),
+        ("strategy: multi_frequency\n  n_subpopulations: 3\n  evolution_frequency_ratios: [1, 5]",
+         "length of evolution_frequency_ratios must be >= n_subpopulations (3), got 2"),
+        # without its tag the section is still MF-PBT (its keys say so), as for the schema
+        ("n_subpopulations: 2\n  evolution_frequency_ratios: [5, 1]",
+         "evolution_frequency_ratios must strictly increase, got 5 then 1 (items 0 and 1)"),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("command", ["validate", "train"])
+def test_a_manifest_with_bad_ratios_is_refused_before_anything_runs(
+    command, section, message, tmp_path, capsys
+):
+    text = (ROOT / "configs/dqn.yaml").read_text(encoding="utf-8")
+    assert TOURNAMENT in text
+    text = text.replace(TOURNAMENT, f"selection_strategy:\n  {section}\n")
+    manifest = tmp_path / "mf.yaml"
+    manifest.write_text(text.replace("pop_size: 4", "pop_size: 6"), encoding="utf-8")
+    line = next(
+        number
+        for number, row in enumerate(text.splitlines(), 1)
+        if row.startswith("  evolution_frequency_ratios:")
+    )
+    out = tmp_path / "run"
+    # a run kept short, should the refusal ever fail
+    run = ["--out", str(out), "--set", "training.max_steps=60", "--set", "training.evo_steps=30"]
+    assert main([command, str(manifest), *(run if command == "train" else [])]) == 1
+    captured = capsys.readouterr()
+    said = captured.out + captured.err
+    where = f"{manifest}:{line}:3: selection_strategy.evolution_frequency_ratios: {message}"
+    assert where in said and "Traceback" not in said
+    assert not out.exists()
 
 
 def test_each_subpopulation_evolves_on_every_ratio_th_selection():
