@@ -25,7 +25,7 @@ EvalSteps = TypeAliasType(
     Annotated[
         int,
         Field(
-            description='Steps per evaluation episode; null to run each evaluation episode to its end.',
+            description='Steps per evaluation episode; null to run each evaluation episode to its end, cut at 100,000 steps if it has not ended by then (the run warns once: an environment whose episodes never end).',
             ge=1,
         ),
     ],
@@ -205,7 +205,7 @@ class TrainingSpec(SpecBase):
     eval_steps: Annotated[
         EvalSteps | None,
         Field(
-            description='Steps per evaluation episode; null to run each evaluation episode to its end.'
+            description='Steps per evaluation episode; null to run each evaluation episode to its end, cut at 100,000 steps if it has not ended by then (the run warns once: an environment whose episodes never end).'
         ),
     ] = None
     eval_loop: Annotated[

@@ -310,11 +310,12 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
         episode of each sub-environment of a vectorised parallel ``env``, acting with
         :meth:`get_action`; ``max_steps`` cuts an episode short. The mean per group (its
         agents' rewards summed) is left in :attr:`group_fitness`. Appends the team's to
-        ``fitness`` and counts the steps taken in ``eval_steps_taken``."""
+        ``fitness`` and counts the steps taken in ``eval_steps_taken`` (whether
+        ``max_steps`` cut an episode in ``eval_cut``)."""
         num_envs = env.num_envs
         team: list[np.ndarray] = []
         per_group: dict[str, list[np.ndarray]] = {g: [] for g in self.groups}
-        taken = 0
+        taken, cut = 0, False
         with torch.no_grad():
             for round_ in range(loop):
                 obs, infos = env.reset(seed=None if seed is None else seed + round_ * num_envs)
@@ -333,10 +334,11 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
                     done |= ended
                     steps += 1
                 taken += steps * num_envs
+                cut |= not done.all()
                 team.append(sum(totals.values()))
                 for g, members in self.groups.items():
                     per_group[g].append(sum(totals[a] for a in members))
-        self.eval_steps_taken = taken
+        self.eval_steps_taken, self.eval_cut = taken, cut
         self.group_fitness = {g: float(np.mean(np.concatenate(v))) for g, v in per_group.items()}
         fitness = float(np.mean(np.concatenate(team)))
         self.fitness.append(fitness)

@@ -37,6 +37,7 @@ from agilerl.finite import first_non_finite
 from agilerl.hpo.placement import Placement
 from agilerl.training.callbacks import Callback, stop_requested
 from agilerl.training.errors import DivergedError
+from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 from agilerl.training.state import RunState, reset_seed, snapshot
@@ -293,12 +294,18 @@ def episode_evaluation(
     env: Any, eval_steps: int | None = None, eval_loop: int = 1
 ) -> EvaluateAgent:
     """Evaluation by mean episode return on the vectorised ``env`` (``agent.test``),
-    with resets seeded from (generation, slot), as the single-agent loops evaluate."""
+    with resets seeded from (generation, slot), as the single-agent loops evaluate; an
+    episode runs ``eval_steps`` at most, or to the cap where that is unset
+    (:mod:`~agilerl.training.evaluation_cap`)."""
 
     def evaluate(agent: Any, slot: int, state: RunState) -> tuple[float, int]:
         fitness = agent.test(
-            env, max_steps=eval_steps, loop=eval_loop, seed=reset_seed(state, slot, 1)
+            env,
+            max_steps=episode_steps(eval_steps),
+            loop=eval_loop,
+            seed=reset_seed(state, slot, 1),
         )
+        warn_if_cut(agent.eval_cut, eval_steps, state)
         return fitness, agent.eval_steps_taken
 
     return evaluate

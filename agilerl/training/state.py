@@ -35,6 +35,8 @@ class RunState:
     #: A copy of that agent, taken right after its evaluation, so no later training or
     #: mutation changes it (saved in run checkpoints beside the state, not in it).
     elite: Any = field(default=None, init=False, repr=False, compare=False)
+    #: The kinds of warning the run has given (each is given once a run; not saved).
+    warned: set[type[Warning]] = field(default_factory=set, init=False, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.init}

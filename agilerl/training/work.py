@@ -13,6 +13,12 @@ token of one sequence through the model (LLM). :data:`WORK_CEILING` is 10**10 of
 the CPU runs of this engine measure 1,600-12,500 environment steps a second
 (docs/benchmarks.md), so 10**10 steps are 9 to 70 days of one machine; a run asking for more
 is a typo, not a plan. :data:`ENV_VAR` raises the ceiling for a machine that is faster.
+
+An evaluation episode counts as the most it can run (:func:`evaluation_episode`):
+``training.eval_steps`` where set; else the time limit Gymnasium registers for the
+environment, where nothing but Gymnasium's registration decides when its episodes end;
+else the evaluation cap (:mod:`agilerl.training.evaluation_cap`), which is where an
+episode that never ends is cut.
 """
 
 from __future__ import annotations
@@ -22,16 +28,15 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
+
+from agilerl.training.evaluation_cap import EVAL_EPISODE_CAP
 from agilerl.training.preflight import PreflightError
 
 #: Steps of work (see the module) above which a run is refused.
 WORK_CEILING = 10**10
 #: Environment variable that replaces :data:`WORK_CEILING` (a positive integer).
 ENV_VAR = "AGILERL_MAX_WORK"
-#: Steps an evaluation episode is counted as when ``training.eval_steps`` leaves its
-#: length to the environment: a reset and the shortest episodes of the standard tasks
-#: (CartPole's end after 8 to 10 steps).
-MIN_EPISODE_STEPS = 10
 
 
 @dataclass(frozen=True)
@@ -99,9 +104,47 @@ def factor(section: str, spec: Any, name: str) -> Factor:
     return Factor(f"{section}.{name}", int(getattr(spec, name)), field_default(spec, name))
 
 
-def rl_work(ctx: Any) -> list[Work]:
+def registered_limit(ctx: Any) -> int | None:
+    """The time limit on an episode of the run's environment that Gymnasium's
+    registration sets (``environment.config.max_episode_steps`` replaces it, as
+    ``gymnasium.make`` takes it), where nothing else decides when an episode ends: a
+    registered id without an entry point, wrappers or an environment given in Python,
+    whose code may end episodes later or never. None where there is none."""
+    env = ctx.environment
+    if (
+        ctx.env_source is not None
+        or getattr(env, "entrypoint", None)
+        or getattr(env, "wrappers", None)
+    ):
+        return None
+    registered = gym.registry.get(str(getattr(env, "name", "")))  # no import: user code
+    if registered is None:
+        return None
+    limit = (getattr(env, "config", None) or {}).get(
+        "max_episode_steps", registered.max_episode_steps
+    )
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
+
+
+def evaluation_episode(ctx: Any) -> Factor:
+    """The steps an evaluation episode is counted as: ``training.eval_steps`` where set,
+    else the most it can run, its registered time limit (:func:`registered_limit`) or
+    the evaluation cap, whichever is lower (named after ``training.eval_steps``, which
+    bounds it)."""
+    training = ctx.training
+    if training.eval_steps:
+        return factor("training", training, "eval_steps")
+    limit = registered_limit(ctx)
+    if limit is not None and limit < EVAL_EPISODE_CAP:
+        return Factor(f"training.eval_steps (unset: {ctx.environment.name}'s time limit)", limit)
+    return Factor("training.eval_steps (unset: the evaluation cap)", EVAL_EPISODE_CAP)
+
+
+def rl_work(ctx: Any, episode: Factor | None = None) -> list[Work]:
     """The work of an RL run (single-agent, multi-agent, offline, bandit): environment
-    steps, the samples its updates pass through the networks, and its evaluations."""
+    steps, the samples its updates pass through the networks, and its evaluations, each
+    episode counted as ``episode`` (default :func:`evaluation_episode`: a family whose
+    evaluation is not episodes that end passes its own)."""
     algorithm, training = ctx.algorithm, ctx.training
     pop, steps = factor("training", training, "pop_size"), factor("training", training, "max_steps")
     works = [Work("training", (pop, steps))]
@@ -119,10 +162,7 @@ def rl_work(ctx: Any) -> list[Work]:
     count = -(-steps.value // evo_steps)
     generations = Factor("generations", count, count)  # derived: never the one named
     envs = Factor("environment.num_envs", int(getattr(ctx.environment, "num_envs", 1) or 1))
-    if training.eval_steps:
-        episode = factor("training", training, "eval_steps")
-    else:
-        episode = Factor("steps an episode counts", MIN_EPISODE_STEPS, MIN_EPISODE_STEPS)
+    episode = episode or evaluation_episode(ctx)
     rounds = factor("training", training, "eval_loop")
     works.append(Work("the evaluations", (pop, generations, rounds, envs, episode)))
     return works

@@ -4,6 +4,8 @@ factory, for single-agent and multi-agent runs, learnt from as a named one is.""
 from __future__ import annotations
 
 import functools
+import itertools
+import re
 
 import gymnasium as gym
 import numpy as np
@@ -191,3 +193,45 @@ def test_a_bandit_takes_a_dataframe_and_a_series_as_numpy_arrays():
     assert np.array_equal(frame.features, arrays.features)
     assert list(frame.arms) == list(arrays.arms) == ["no", "yes"]
     assert np.array_equal(frame.labels, arrays.labels)
+
+
+#: The copies of a factory's environment, in this process or in worker processes.
+VECTORISED = {
+    "sync": {"num_envs": 2},
+    "async": {"num_envs": 2, "vectorize": "async", "sync": False},
+}
+
+
+@pytest.mark.parametrize("vectorize", VECTORISED)
+def test_a_factory_whose_spaces_change_between_calls_is_refused_naming_env(vectorize):
+    """Gymnasium's vector env refused it with a bare RuntimeError from deep inside."""
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
+
+    sizes = itertools.count(2)
+
+    def make() -> gym.Env:
+        return ActionRewardEnv(n=next(sizes))  # another action space each call
+
+    trainer = LocalTrainer("DQN", VECTORISED[vectorize], SMALL, env=make)
+    with pytest.raises(EnvironmentSpecError) as info:
+        trainer.train(verbose=False)
+    assert re.fullmatch(
+        r"env make: the environments it made differ in their action space \(Discrete\(\d+\), "
+        r"then Discrete\(\d+\)\); the environment.num_envs copies are batched into one vector "
+        r"env, so every call must make an environment with the same spaces",
+        str(info.value),
+    )
+    assert trainer.population is None  # nothing trained
+
+
+def test_a_factory_whose_observations_change_is_refused_naming_that_space():
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
+
+    names = itertools.cycle(["CartPole-v1", "CartPole-v1", "MountainCar-v0"])  # 4, then 2
+
+    def shifting() -> gym.Env:
+        return gym.make(next(names))
+
+    trainer = LocalTrainer("DQN", {"num_envs": 2}, SMALL, env=shifting)
+    with pytest.raises(EnvironmentSpecError, match=r"^env shifting: .* differ in their obs"):
+        trainer.train(verbose=False)

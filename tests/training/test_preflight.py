@@ -703,16 +703,16 @@ WORK = {
         {**manifest(), "algorithm": {"name": "PPO", "update_epochs": 10**9}},
         "algorithm.update_epochs: 1,000,000,000 makes the updates 1,000,000,000,000 steps "
         "(training.pop_size 1 x training.max_steps 1,000 x algorithm.update_epochs "
-        "1,000,000,000); the run asks for 1,000,000,001,020 steps of work in all, more than "
+        "1,000,000,000); the run asks for 1,000,000,002,000 steps of work in all, more than "
         "the 10,000,000,000 a run may (AGILERL_MAX_WORK raises it)",
     ),
     "eval_loop 1e9": (
         manifest(training={"eval_loop": 10**9}),
-        "training.eval_loop: 1,000,000,000 makes the evaluations 20,000,000,000 steps "
+        "training.eval_loop: 1,000,000,000 makes the evaluations 1,000,000,000,000 steps "
         "(training.pop_size 1 x generations 1 x training.eval_loop 1,000,000,000 x "
-        "environment.num_envs 2 x steps an episode counts 10); the run asks for "
-        "20,000,026,600 steps of work in all, more than the 10,000,000,000 a run may "
-        "(AGILERL_MAX_WORK raises it)",
+        "environment.num_envs 2 x training.eval_steps (unset: CartPole-v1's time limit) "
+        "500); the run asks for 1,000,000,026,600 steps of work in all, more than the "
+        "10,000,000,000 a run may (AGILERL_MAX_WORK raises it)",
     ),
     "batches of a million every step": (
         manifest(
@@ -722,7 +722,7 @@ WORK = {
         ),
         "algorithm.batch_size: 1,000,000 makes the updates 1,000,000,000,000 steps "
         "(training.pop_size 1 x learning steps 1,000,000 x algorithm.batch_size 1,000,000); "
-        "the run asks for 1,000,001,002,000 steps of work in all, more than the "
+        "the run asks for 1,000,001,100,000 steps of work in all, more than the "
         "10,000,000,000 a run may (AGILERL_MAX_WORK raises it)",
     ),
 }
@@ -738,7 +738,7 @@ def test_a_count_that_multiplies_work_is_bounded(case: str) -> None:
 
 def test_the_work_ceiling_can_be_raised_and_a_bad_one_is_refused(monkeypatch) -> None:
     doc = manifest(training={"eval_loop": 10**9})
-    monkeypatch.setenv("AGILERL_MAX_WORK", str(10**11))
+    monkeypatch.setenv("AGILERL_MAX_WORK", str(10**13))
     assert trainer_for(doc).preflight(available=GiB) is not None
     monkeypatch.setenv("AGILERL_MAX_WORK", "lots")
     with pytest.raises(PreflightError, match=r"^AGILERL_MAX_WORK='lots': expected a positive"):

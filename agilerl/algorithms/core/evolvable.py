@@ -165,6 +165,8 @@ class EvolvableAlgorithm:
         self.hp_config: dict[str, RLParameter] = {}
         #: Steps the last evaluation took (counted in the run's env steps).
         self.eval_steps_taken = 0
+        #: Whether the last evaluation's ``max_steps`` cut one of its episodes short.
+        self.eval_cut = False
         #: The environment section the agent was trained on, if known; saved in its
         #: checkpoint, so ``agilerl evaluate`` can rebuild it.
         self.environment: dict[str, Any] | None = None

@@ -88,18 +88,20 @@ def play_episodes(
     episodes_ended: Sequence[Callable[[np.ndarray], None]],
     max_steps: int | None = None,
     loop: int = 1,
-) -> tuple[list[list[float]], list[int]]:
+) -> tuple[list[list[float]], list[int], list[bool]]:
     """``loop`` rounds of one episode per copy of a vectorised ``env`` (same-step
     autoreset) whose copies form ``len(episodes_ended)`` equal groups, one per agent
     (:meth:`RLAlgorithm.test`: one; a cohort's evaluation: its agents). Each round starts
     from ``reset(round)``; ``act(obs, action_mask)`` acts for every copy; each group's
     ``episodes_ended`` hears of its copies' ends (all of them at a round's start);
-    ``max_steps`` cuts the episodes short. Returns each group's episode returns and env
-    steps, counted until its own episodes have all ended."""
+    ``max_steps`` cuts the episodes short. Returns each group's episode returns, env
+    steps (counted until its own episodes have all ended) and whether ``max_steps`` cut
+    any of its episodes."""
     groups = len(episodes_ended)
     n = env.num_envs // groups
     returns: list[list[float]] = [[] for _ in range(groups)]
     taken = np.zeros(groups, dtype=np.int64)
+    cut = np.zeros(groups, dtype=bool)
     for round_ in range(loop):
         obs, info = reset(round_)
         for ended_in in episodes_ended:
@@ -117,9 +119,10 @@ def play_episodes(
                 ended_in(own)
             done |= ended
             steps += 1
+        cut |= ~done.all(axis=1)
         for own, total in zip(returns, totals, strict=True):
             own.extend(total.tolist())
-    return returns, taken.tolist()
+    return returns, taken.tolist(), cut.tolist()
 
 
 class RLAlgorithm(EvolvableAlgorithm):
@@ -290,17 +293,18 @@ class RLAlgorithm(EvolvableAlgorithm):
         """Mean return of ``loop`` rounds of one episode per sub-environment of a
         vectorised ``env`` (same-step autoreset), acting with :meth:`eval_action`.
         ``max_steps`` cuts each episode short. Appends the result to ``fitness``.
-        Returns the mean and counts the environment steps taken in ``eval_steps_taken``."""
+        Returns the mean and counts the environment steps taken in ``eval_steps_taken``
+        (whether ``max_steps`` cut an episode in ``eval_cut``)."""
         num_envs = env.num_envs
 
         def reset(round_: int) -> tuple[Any, dict[str, Any]]:
             return env.reset(seed=None if seed is None else seed + round_ * num_envs)
 
         with torch.no_grad():
-            (returns,), (taken,) = play_episodes(
+            (returns,), (taken,), (cut,) = play_episodes(
                 env, reset, self.eval_action, [self.episodes_ended], max_steps, loop
             )
-        self.eval_steps_taken = taken
+        self.eval_steps_taken, self.eval_cut = taken, cut
         fitness = float(np.mean(returns))
         self.fitness.append(fitness)
         return fitness

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agilerl.families.bandits.env import BanditEnv, BanditTableError, one_arm
-from agilerl.families.bandits.loop import plot_regret
+from agilerl.families.bandits.loop import EVAL_STEPS, plot_regret
 from agilerl.families.bandits.memory import BanditMemory
 from agilerl.families.bandits.preflight import check_bandit_run
 from agilerl.families.base import Family, Memory, Output, evolved_mlp_network
@@ -34,6 +34,7 @@ from agilerl.models.env import BANDIT_TABLES, BanditEnvSpec, missing_bandit_tabl
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import Estimate
+from agilerl.training.work import Factor, Work, rl_work
 
 
 class BanditFamily(Family):
@@ -55,6 +56,12 @@ class BanditFamily(Family):
                 "give the tables or env=, not both"
             )
         return {**section, "name": getattr(source.instance, "name", None) or source.label}
+
+    def work(self, ctx: RunContext) -> list[Work]:
+        """An RL run's, each evaluation ``training.eval_steps`` greedy pulls
+        (:data:`~agilerl.families.bandits.loop.EVAL_STEPS` where unset): no episode ends."""
+        pulls = ctx.training.eval_steps or EVAL_STEPS
+        return rl_work(ctx, Factor("training.eval_steps", pulls, EVAL_STEPS))
 
     def make_env(self, ctx: RunContext) -> BanditEnv:
         """The bandit given in Python, else that of the environment section (its entry

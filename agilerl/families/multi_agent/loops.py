@@ -42,6 +42,7 @@ from agilerl.families.multi_agent.buffers import (
 )
 from agilerl.families.multi_agent.cohort_envs import TeamCohortEnvs
 from agilerl.families.multi_agent.vector import FINAL
+from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -85,12 +86,18 @@ def team_evaluation(
 ) -> Callable[[Any, int, RunState], tuple[float, int, dict[str, float]]]:
     """Evaluation of a team by ``agent.test`` on ``env`` (resets seeded from the run's
     generation and slot): the team's summed return per episode (or per agent, see the
-    module docstring), with each group's summed return as ``fitness/<group>``."""
+    module docstring), with each group's summed return as ``fitness/<group>``; an episode
+    runs ``eval_steps`` at most, or to the cap where that is unset
+    (:mod:`~agilerl.training.evaluation_cap`)."""
 
     def evaluate(agent: Any, slot: int, state: RunState) -> tuple[float, int, dict[str, float]]:
         team = agent.test(
-            env, max_steps=eval_steps, loop=eval_loop, seed=reset_seed(state, slot, 1)
+            env,
+            max_steps=episode_steps(eval_steps),
+            loop=eval_loop,
+            seed=reset_seed(state, slot, 1),
         )
+        warn_if_cut(agent.eval_cut, eval_steps, state)
         fitness = float(team) * _scale(sum_scores, agent)
         agent.fitness[-1] = fitness  # test appended the summed return
         groups = {f"fitness/{g}": float(v) for g, v in agent.group_fitness.items()}

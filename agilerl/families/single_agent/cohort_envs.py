@@ -23,6 +23,7 @@ from agilerl.algorithms.core.rl_algorithm import play_episodes
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import concat_tree
+from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.state import RunState, reset_seed
 from agilerl.vectorize import resolve_vectorize
 
@@ -179,7 +180,8 @@ def lockstep_evaluation(
     :func:`~agilerl.training.evolution.episode_evaluation` evaluates it alone
     (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.test`): ``eval_loop``
     rounds of one episode per copy of its own env, reset with the seeds of its own
-    evaluation, cut at ``eval_steps``, acting with ``eval_action``; its fitness is the
+    evaluation, cut at ``eval_steps`` (or the cap, :mod:`~agilerl.training.evaluation_cap`),
+    acting with ``eval_action``; its fitness is the
     mean return, appended to its ``fitness``, and its steps are counted until its own
     episodes end. The agents act with one forward of their stacked policies (the first
     agent's ``eval_action`` on every row: greedy, so nothing of it is per agent)."""
@@ -196,20 +198,21 @@ def lockstep_evaluation(
             return env.reset_each([seed + round_ * n for seed in seeds])
 
         with torch.no_grad(), policy.bound():
-            returns, taken = play_episodes(
+            returns, taken, cut = play_episodes(
                 env,
                 reset,
                 template.eval_action,
                 [agent.episodes_ended for agent in agents],
-                eval_steps,
+                episode_steps(eval_steps),
                 eval_loop,
             )
         results = []
-        for agent, own, steps_taken in zip(agents, returns, taken, strict=True):
+        for agent, own, steps_taken, own_cut in zip(agents, returns, taken, cut, strict=True):
             fitness = float(np.mean(own))
             agent.fitness.append(fitness)
-            agent.eval_steps_taken = steps_taken
+            agent.eval_steps_taken, agent.eval_cut = steps_taken, own_cut
             results.append((fitness, steps_taken))
+        warn_if_cut(any(cut), eval_steps, state)
         return results
 
     return evaluate

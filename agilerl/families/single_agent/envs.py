@@ -16,7 +16,7 @@ import importlib.util
 import reprlib
 import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 
 from agilerl.distribution import install_command
-from agilerl.families.python_env import PythonEnv
+from agilerl.families.python_env import PythonEnv, close_made
 from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, register_namespace
 from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.manifest_code import split_target
@@ -196,6 +196,8 @@ class UserEnv(gym.Wrapper):
 
     def __init__(self, env: gym.Env, what: str) -> None:
         super().__init__(env)
+        #: What the environment is called in a message (``env make_corridor``).
+        self.what = what
         # the labels once, not a string built per step
         self.on_reset, self.on_step = f"{what}: reset", f"{what}: step"
 
@@ -206,7 +208,7 @@ class UserEnv(gym.Wrapper):
         return call_environment(self.on_step, self.env.step, action)
 
 
-def make_env(spec: Any, source: PythonEnv | None = None) -> gym.Env:
+def make_env(spec: Any, source: PythonEnv | None = None) -> UserEnv:
     """One (unvectorised) environment of ``spec``, wrappers applied innermost first,
     then :class:`UserEnv`; from ``source`` where the run's environment was given in
     Python."""
@@ -290,11 +292,45 @@ def _native(spec: Any, n: int) -> VectorEnv:
     return SameStepAutoreset(env, ROW_RESETS[entry])
 
 
+#: The spaces every copy of a vector env shares (it batches the copies on them).
+SHARED_SPACES = ("observation_space", "action_space")
+
+
+def check_same_spaces(
+    what: str, first: Sequence[gym.Space], copies: Sequence[Sequence[gym.Space]]
+) -> None:
+    """Refuse copies whose spaces (:data:`SHARED_SPACES`, in that order) differ from
+    ``first``'s: what a factory that makes another environment on each call gives,
+    which Gymnasium's vector envs refuse with a bare RuntimeError. ``what`` names the
+    environment (``env make_corridor``, ``environment.entrypoint envs.py:make``)."""
+    for own in copies:
+        for name, expected, found in zip(SHARED_SPACES, first, own, strict=True):
+            if found != expected:
+                raise EnvironmentSpecError(
+                    f"{what}: the environments it made differ in their "
+                    f"{name.replace('_', ' ')} ({expected}, then {found}); the "
+                    f"environment.num_envs copies are batched into one vector env, so every "
+                    "call must make an environment with the same spaces"
+                )
+
+
+def _spaces(env: gym.Env) -> tuple[gym.Space, ...]:
+    return tuple(getattr(env, name) for name in SHARED_SPACES)
+
+
 def _sync(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEnv:
     """Every copy in this process; the first is built before the others, so a bad name,
-    entry point or wrapper fails with its :class:`EnvironmentSpecError` at once."""
+    entry point or wrapper fails with its :class:`EnvironmentSpecError` at once, and all
+    are checked to share the first's spaces before they are vectorised."""
     first = make_env(spec, source)
-    fns = [lambda env=first: env, *([functools.partial(make_env, spec, source)] * (n - 1))]
+    copies = [first, *(make_env(spec, source) for _ in range(n - 1))]
+    try:
+        check_same_spaces(first.what, _spaces(first), [_spaces(env) for env in copies])
+    except EnvironmentSpecError:
+        for env in copies:
+            close_made(env, source)
+        raise
+    fns = [lambda env=env: env for env in copies]
     return SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
 
 
@@ -302,9 +338,10 @@ def _async(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEnv:
     """One worker process per copy; one copy is built here first, so a bad name, entry
     point or wrapper fails with a clear :class:`EnvironmentSpecError` before any worker
     process starts (a factory given in Python goes to the workers by cloudpickle)."""
-    make_env(spec, source).close()
+    first = make_env(spec, source)
+    first.close()
     factory = functools.partial(make_env, spec, source)
-    return _AsyncVectorEnv([factory] * n, autoreset_mode=AutoresetMode.SAME_STEP)
+    return _AsyncVectorEnv([factory] * n, first.what, autoreset_mode=AutoresetMode.SAME_STEP)
 
 
 def _native_only(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEnv:
@@ -345,7 +382,23 @@ class _AsyncVectorEnv(AsyncVectorEnv):
     """gymnasium's worker-process vector env, without its log of a failed worker's
     traceback: every call of the user's code in a worker goes through
     :func:`call_environment`, whose error is already the one line to show (gymnasium
-    raises it again in this process, message intact)."""
+    raises it again in this process, message intact). Its copies' spaces are checked by
+    :func:`check_same_spaces` (``what`` names the environment)."""
+
+    def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], what: str, **kwargs: Any):
+        self.what = what
+        super().__init__(env_fns, **kwargs)
+
+    def _check_spaces(self) -> None:
+        """Every worker's copy against the spaces the vector env batches on (those of
+        the copy gymnasium builds first, here); the workers are ended on a refusal."""
+        first = (self.single_observation_space, self.single_action_space)
+        copies = list(zip(*(self.get_attr(name) for name in SHARED_SPACES), strict=True))
+        try:
+            check_same_spaces(self.what, first, copies)
+        except EnvironmentSpecError:
+            self.close(terminate=True)
+            raise
 
     def _raise_if_errors(self, successes: Any) -> None:
         with warnings.catch_warnings():
