@@ -17,11 +17,14 @@ code raises pass through unchanged: each call site turns them into its own error
 the manifest field.
 
 What it cannot stop: ``os._exit()`` and signals end the process without running any
-Python code, so nothing can report them.
+Python code, so nothing in that process can report them. Where the code runs in a worker
+process (``vectorize: async``, the environment checker of such a run), the trainer reports
+the worker's end in one line (:func:`worker_ended`).
 """
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
@@ -29,6 +32,9 @@ from typing import Any, TypeVar
 from agilerl.time_limit import TimeLimitExceeded, call_with_time_limit
 
 T = TypeVar("T")
+
+#: What every message about user code that ended its process says to do instead.
+NO_EXIT = "code a run calls may not end the process; raise an exception to stop the run"
 
 
 class UserCodeWarning(UserWarning):
@@ -64,6 +70,21 @@ def call_user(fn: Callable[..., T], /, *args: Any, what: str, **kwargs: Any) -> 
         raise UserCodeError(str(err)) from None
     except SystemExit as exit_:
         raise UserCodeError(
-            f"{what} called sys.exit({exit_.code!r}) at {_origin(exit_.__traceback__)}: code "
-            "a run calls may not end the process; raise an exception to stop the run"
+            f"{what} called sys.exit({exit_.code!r}) at {_origin(exit_.__traceback__)}: {NO_EXIT}"
         ) from None
+
+
+def worker_ended(what: str, exitcode: int | None) -> str:
+    """The line for a worker process that ended while it ran user code (``what`` names
+    the code and the worker), from its ``multiprocessing`` exit code: the status it
+    exited with (``os._exit(7)``, the time limit's forced exit), or minus the signal that
+    killed it."""
+    if exitcode is not None and exitcode < 0:
+        how = f"killed by {_SIGNAL_NAMES.get(-exitcode, f'signal {-exitcode}')}"
+    else:
+        how = f"exit status {exitcode}"
+    return f"{what} ended ({how}): {NO_EXIT}"
+
+
+#: Signal numbers -> names (``SIGKILL``), for :func:`worker_ended`.
+_SIGNAL_NAMES = {sig.value: sig.name for sig in signal.Signals}

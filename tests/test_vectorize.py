@@ -2,8 +2,14 @@
 ``agilerl validate`` prints and the worker processes a run counts."""
 
 import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 from pydantic import ValidationError
 
@@ -186,3 +192,129 @@ def test_a_run_refuses_it_in_one_line(tmp_path, capsys):
     assert main(["train", str(path), "--out", str(tmp_path / "run"), "--quiet"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == f"agilerl: {REFUSALS['no native environment'][1]}"
+
+
+# --- a worker process that ends ---------------------------------------------------------
+
+#: An environment whose ``step`` ends its process (``os._exit(7)``) after ``die_after``
+#: steps in that process: in the environment checker, or in a run's worker.
+DYING_ENV = """
+import os
+
+import gymnasium as gym
+import numpy as np
+
+
+class Dying(gym.Env):
+    observation_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, die_after=0):
+        self.die_after, self.steps = die_after, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps > self.die_after:
+            os._exit(7)
+        return np.zeros(2, np.float32), 1.0, False, self.steps % 10 == 0, {}
+"""
+
+
+def train_dying(tmp_path, die_after):
+    """``agilerl train`` (a process of its own: the workers write to its stderr) of the
+    dying environment on two worker processes."""
+    (tmp_path / "dying.py").write_text(DYING_ENV)
+    doc = {
+        "algorithm": {"name": "DQN", "batch_size": 8, "learn_step": 4},
+        "environment": {"name": "dying", "entrypoint": "dying.py:Dying", "num_envs": 2,
+                        "vectorize": "async", "config": {"die_after": die_after}},
+        "training": {"max_steps": 200, "evo_steps": 100, "pop_size": 1, "seed": 0},
+    }  # fmt: skip
+    (tmp_path / "m.yaml").write_text(json.dumps(doc))
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("agilerl")), "train", "m.yaml", "--out", "run", "--quiet"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+
+
+NO_EXIT = "code a run calls may not end the process; raise an exception to stop the run"
+
+
+@pytest.mark.parametrize(
+    ("die_after", "where"),
+    [
+        # Gymnasium's environment checker steps it first: in a worker, as the run would
+        (0, "the worker process of Gymnasium's environment checker"),
+        (20, "the worker process of sub-environment [01], during step,"),  # the run's
+    ],
+    ids=["in the environment checker", "in training"],
+)
+def test_an_environment_that_ends_its_worker_is_one_line_naming_it(tmp_path, die_after, where):
+    result = train_dying(tmp_path, die_after)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr  # neither the trainer's nor the other worker's
+    lines = [line for line in result.stderr.splitlines() if line.startswith("agilerl:")]
+    assert len(lines) == 1, result.stderr
+    assert re.fullmatch(
+        rf"agilerl: environment.entrypoint dying.py:Dying: {where} ended \(exit status 7\): "
+        + re.escape(NO_EXIT),
+        lines[0],
+    )
+    assert not (tmp_path / "run" / "best_agent.pt").exists()
+
+
+def dying_env(tmp_path, num_envs=2):
+    from gymnasium.vector import AsyncVectorEnv
+
+    from agilerl.families.single_agent.envs import make_vector_env
+
+    (tmp_path / "dying.py").write_text(DYING_ENV)
+    spec = GymEnvSpec(name="dying", entrypoint="dying.py:Dying", path=str(tmp_path),
+                      num_envs=num_envs, vectorize="async", config={"die_after": 1000})  # fmt: skip
+    env = make_vector_env(spec)
+    assert isinstance(env, AsyncVectorEnv)
+    return env
+
+
+def test_a_killed_worker_is_one_error_and_the_other_workers_end(tmp_path):
+    from agilerl.families.single_agent.envs import EnvironmentCallError
+
+    env = dying_env(tmp_path, num_envs=3)
+    env.reset(seed=0)
+    victim = env.processes[1]
+    victim.kill()  # SIGKILL
+    victim.join(timeout=30)
+    with pytest.raises(EnvironmentCallError) as err:
+        env.step(np.zeros(3, np.int64))
+    assert str(err.value) == (
+        "environment.entrypoint dying.py:Dying: the worker process of sub-environment 1, "
+        f"during step, ended (killed by SIGKILL): {NO_EXIT}"
+    )
+    assert env.closed and not any(process.is_alive() for process in env.processes)
+    env.close()  # (what the trainer does next: nothing left to do)
+
+
+def test_the_workers_end_quietly_when_the_trainer_is_gone(tmp_path):
+    """The trainer killed (here: ``os._exit``): each worker sees its pipe closed and ends
+    without printing gymnasium's ``EOFError``/``BrokenPipeError`` tracebacks. The run
+    returns once every worker has closed its stderr, the pipe it shares."""
+    code = (
+        "import os, sys, numpy as np\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from test_vectorize import dying_env\n"
+        "from pathlib import Path\n"
+        "env = dying_env(Path(sys.argv[2]))\n"
+        "env.reset(seed=0)\n"
+        "env.step(np.zeros(2, np.int64))\n"
+        "os._exit(3)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (result.returncode, result.stderr) == (3, "")

@@ -15,19 +15,27 @@ finds is reported in the run's terms, never as a traceback:
 Registered Gymnasium ids are not checked: Gymnasium's own environments pass, and its
 ``make`` already wraps them in the passive checker. The checker resets and steps the
 environment it is given: hand it a copy the run will not use (the pre-flight's own).
+Where the run steps its copies in worker processes (``vectorize: async``), the check runs
+in one too (:func:`report_user_env_in_worker`), so an environment that ends its process
+(``os._exit``) ends that worker, reported in one line, not the trainer.
 """
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import re
 import traceback
 import warnings
+from collections.abc import Callable
+from multiprocessing.connection import Connection
 
 import gymnasium as gym
 from gymnasium.utils import env_checker, passive_env_checker
+from gymnasium.vector.utils import CloudpickleWrapper
 
 from agilerl.families.single_agent.envs import EnvironmentSpecError
-from agilerl.user_code import UserCodeError, UserCodeWarning, call_user
+from agilerl.user_code import UserCodeError, UserCodeWarning, call_user, worker_ended
 
 #: The checker's modules: the frame of the check that failed is the innermost in them.
 CHECKER_FILES = (env_checker.__file__, passive_env_checker.__file__)
@@ -86,6 +94,53 @@ def report_user_env(env: gym.Env, where: str) -> None:
     """:func:`check_user_env`, its warnings issued as :class:`UserCodeWarning` lines."""
     for line in check_user_env(env, where):
         warnings.warn(line, UserCodeWarning, stacklevel=2)
+
+
+def report_user_env_in_worker(make: Callable[[], gym.Env], where: str) -> None:
+    """:func:`report_user_env` on the environment ``make`` builds, in a worker process
+    started as ``AsyncVectorEnv`` starts its own (``make`` goes to it by cloudpickle).
+    Its refusal is raised here as it is there; a worker that ends without one (the
+    environment's ``os._exit``, a signal) is one :class:`EnvironmentSpecError` line
+    naming ``where`` and how the process ended."""
+    context = multiprocessing.get_context()
+    receiver, sender = context.Pipe(duplex=False)
+    worker = context.Process(
+        target=_check_in_worker, args=(CloudpickleWrapper(make), where, sender), daemon=True
+    )
+    worker.start()
+    sender.close()  # the worker's end: once it exits, no process holds it and recv ends
+    try:
+        refusal, found = receiver.recv()
+    except EOFError:
+        worker.join()
+        what = f"{where}: the worker process of Gymnasium's environment checker"
+        raise EnvironmentSpecError(worker_ended(what, worker.exitcode)) from None
+    finally:
+        receiver.close()
+    worker.join()
+    if refusal is not None:
+        raise refusal
+    for line in found:
+        warnings.warn(line, UserCodeWarning, stacklevel=2)
+
+
+def _check_in_worker(make: Callable[[], gym.Env], where: str, sender: Connection) -> None:
+    """In the worker process: build the environment, check it, and send back
+    ``(None, its warnings)`` or ``(the one-line error, [])`` (both pickle as their
+    message). Ctrl-C reaches the trainer too, which reports it: nothing to send."""
+    reply: tuple[Exception | None, list[str]]
+    try:
+        env = make()
+        try:
+            reply = (None, check_user_env(env, where))
+        finally:
+            env.close()
+    except (EnvironmentSpecError, UserCodeError) as err:
+        reply = (err, [])
+    except KeyboardInterrupt:
+        return
+    with contextlib.suppress(BrokenPipeError):  # the trainer is gone: no one to tell
+        sender.send(reply)
 
 
 def _failure(where: str, err: BaseException) -> str:

@@ -13,6 +13,7 @@ import difflib
 import functools
 import importlib
 import importlib.util
+import multiprocessing.connection as mp_connection
 import reprlib
 import sys
 import warnings
@@ -22,6 +23,7 @@ from typing import Any
 
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector.async_vector_env import AsyncState, _async_worker
 
 from agilerl.distribution import install_command
 from agilerl.families.python_env import PythonEnv, close_made
@@ -29,7 +31,7 @@ from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, r
 from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.manifest_code import split_target
 from agilerl.observations import channels_first, channels_first_space, channels_last
-from agilerl.user_code import UserCodeError, call_user
+from agilerl.user_code import UserCodeError, call_user, worker_ended
 from agilerl.vectorize import ROW_RESETS, VectorizeError, native_entry_point, resolve_vectorize
 
 
@@ -378,16 +380,77 @@ def make_vector_env(
     return VECTOR_BUILDERS[chosen.kind](spec, int(num_envs or spec.num_envs), source)
 
 
+def _quiet_worker(*args: Any) -> None:
+    """gymnasium's worker loop, ended without a traceback once the trainer is gone (it
+    ended, or closed the pipes after another worker died): the loop reports the closed
+    pipe as an error, then fails to send it (``BrokenPipeError``), which multiprocessing
+    would print. No one is left to tell."""
+    try:
+        _async_worker(*args)
+    except _PIPE_CLOSED:
+        pass
+
+
+#: What a closed pipe to or from another process raises: on receiving, on sending.
+_PIPE_CLOSED = (EOFError, BrokenPipeError, ConnectionResetError)
+#: How long the trainer waits to see a worker whose pipe closed end (a process closes its
+#: pipes as it exits), to name it and say how it ended.
+WORKER_END_SECONDS = 5.0
+
+
+def _reporting_ends(name: str, call: str) -> Any:
+    """``AsyncVectorEnv``'s method ``name``, which talks to the workers, with a worker that
+    ended during ``call`` (``reset``, ``step``) reported by :meth:`_AsyncVectorEnv.ended`."""
+    inherited = getattr(AsyncVectorEnv, name)
+
+    @functools.wraps(inherited)
+    def method(self: _AsyncVectorEnv, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return inherited(self, *args, **kwargs)
+        except _PIPE_CLOSED:
+            raise self.ended(call) from None
+
+    return method
+
+
 class _AsyncVectorEnv(AsyncVectorEnv):
-    """gymnasium's worker-process vector env, without its log of a failed worker's
-    traceback: every call of the user's code in a worker goes through
-    :func:`call_environment`, whose error is already the one line to show (gymnasium
-    raises it again in this process, message intact). Its copies' spaces are checked by
-    :func:`check_same_spaces` (``what`` names the environment)."""
+    """gymnasium's worker-process vector env, each way it can end said in one line:
+
+    * a worker's error: every call of the user's code in a worker goes through
+      :func:`call_environment`, whose error is already the one line to show (gymnasium
+      raises it again in this process, message intact); its log of the worker's
+      traceback is dropped;
+    * a worker that ended (its environment's ``os._exit``, a signal, the time limit's
+      forced exit): one :class:`EnvironmentCallError` naming the environment (``what``),
+      the sub-environment and how its process ended; the other workers end with it;
+    * the trainer gone: the workers end without a traceback (:func:`_quiet_worker`).
+
+    Its copies' spaces are checked by :func:`check_same_spaces`."""
 
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env]], what: str, **kwargs: Any):
         self.what = what
-        super().__init__(env_fns, **kwargs)
+        super().__init__(env_fns, worker=_quiet_worker, **kwargs)
+
+    reset_async = _reporting_ends("reset_async", "reset")
+    reset_wait = _reporting_ends("reset_wait", "reset")
+    step_async = _reporting_ends("step_async", "step")
+    step_wait = _reporting_ends("step_wait", "step")
+    call_async = _reporting_ends("call_async", "a call")
+    call_wait = _reporting_ends("call_wait", "a call")
+
+    def ended(self, call: str) -> EnvironmentCallError:
+        """The error for a worker found gone (its pipe closed) during ``call``, once every
+        worker is ended and this env closed (no reply is left to wait for)."""
+        sentinels = [process.sentinel for process in self.processes]
+        gone = mp_connection.wait(sentinels, timeout=WORKER_END_SECONDS)
+        first = next((i for i, sentinel in enumerate(sentinels) if sentinel in gone), None)
+        self._state = AsyncState.DEFAULT  # nothing pending: close ends the workers at once
+        self.close(terminate=True)
+        if first is None:  # its pipe closed and it ran on (ended now by close)
+            return EnvironmentCallError(f"{self.what}: a worker process stopped answering")
+        process = self.processes[first]
+        what = f"{self.what}: the worker process of sub-environment {first}, during {call},"
+        return EnvironmentCallError(worker_ended(what, process.exitcode))
 
     def _check_spaces(self) -> None:
         """Every worker's copy against the spaces the vector env batches on (those of

@@ -12,7 +12,7 @@ from agilerl.cohorts.learners import LEARNERS
 from agilerl.components.replay import STORAGES
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import close_made
-from agilerl.families.single_agent.env_check import report_user_env
+from agilerl.families.single_agent.env_check import report_user_env, report_user_env_in_worker
 from agilerl.families.single_agent.envs import make_env
 from agilerl.hpo.selections import selection_class
 from agilerl.models.base import AlgorithmNotAvailableError
@@ -68,7 +68,10 @@ def estimate(ctx: RunContext) -> Estimate:
             else None
         )
         if where is not None:
-            report_user_env(env.env, where)
+            if vectorised.workers:  # checked where the run steps it: in a worker process
+                report_user_env_in_worker(lambda: make_env(spec, ctx.env_source).env, where)
+            else:
+                report_user_env(env.env, where)
     finally:
         close_made(env, ctx.env_source)
     num_envs = spec.num_envs
