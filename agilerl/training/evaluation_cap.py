@@ -7,7 +7,9 @@ cap is far above any episode of the environments the project ships (the longest,
 Atari game, ends at 108,000 frames: 27,000 agent steps of 4 frames), so it cuts none of
 theirs. Where it cuts one, the cut episodes' returns so far are their score, the run goes
 on, and it warns once (:class:`EvaluationCutWarning`) that ``training.eval_steps`` sets
-the length: any value, below the cap or above it, replaces the cap.
+the length: any value, below the cap or above it, replaces the cap. A saved agent's
+evaluation (``agilerl evaluate``, ``evaluate_agent``) is bounded by the same cap, which
+``max_episode_steps`` replaces.
 """
 
 from __future__ import annotations
@@ -32,17 +34,31 @@ def episode_steps(eval_steps: int | None) -> int:
     return EVAL_EPISODE_CAP if eval_steps is None else eval_steps
 
 
+def _warn_cut(setting: str, hint: str = "") -> None:
+    """The cap cut an evaluation episode short: say so, naming the ``setting`` that sets
+    the length (``hint``: where else it is spelled), at the evaluation's caller."""
+    name = setting.rpartition(".")[2]
+    warnings.warn(
+        f"{setting}: an evaluation episode ran {EVAL_EPISODE_CAP:,} steps without "
+        f"ending and was cut there, its return so far taken as its score ({name} is "
+        "unset, and this environment's episodes do not end by themselves); set "
+        f"{setting}{hint} to the steps an evaluation episode should run",
+        EvaluationCutWarning,
+        stacklevel=3,
+    )
+
+
 def warn_if_cut(cut: bool, eval_steps: int | None, state: RunState) -> None:
     """Warn, once in the run of ``state``, that the cap cut an evaluation episode short
     (``cut``). An ``eval_steps`` the run sets cuts episodes as asked, without a word."""
     if not cut or eval_steps is not None or EvaluationCutWarning in state.warned:
         return
     state.warned.add(EvaluationCutWarning)
-    warnings.warn(
-        f"training.eval_steps: an evaluation episode ran {EVAL_EPISODE_CAP:,} steps without "
-        "ending and was cut there, its return so far taken as its score (eval_steps is "
-        "unset, and this environment's episodes do not end by themselves); set "
-        "training.eval_steps to the steps an evaluation episode should run",
-        EvaluationCutWarning,
-        stacklevel=2,
-    )
+    _warn_cut("training.eval_steps")
+
+
+def warn_if_saved_cut(cut: bool, max_episode_steps: int | None) -> None:
+    """The same, once for an evaluation of a saved agent (``agilerl evaluate``,
+    ``evaluate_agent``), whose episodes ``max_episode_steps`` cuts where given."""
+    if cut and max_episode_steps is None:
+        _warn_cut("max_episode_steps", " (agilerl evaluate --max-episode-steps)")

@@ -161,3 +161,75 @@ def test_a_bandit_evaluation_counts_its_pulls():
     )
     pulls = evaluations.factors[-1]  # the manifest leaves eval_steps to the bandit: 500
     assert (pulls.path, pulls.value) == ("training.eval_steps", 500)
+
+
+# --- a saved agent's evaluation (agilerl evaluate, evaluate_agent) is bounded too --------
+
+SAVED_MESSAGE = (
+    f"max_episode_steps: an evaluation episode ran {CAP} steps without ending and was cut "
+    "there, its return so far taken as its score (max_episode_steps is unset, and this "
+    "environment's episodes do not end by themselves); set max_episode_steps (agilerl "
+    "evaluate --max-episode-steps) to the steps an evaluation episode should run"
+)
+
+
+def _endless_agent(tmp_path):
+    from agilerl.algorithms import DQN
+
+    env = Endless()
+    agent = DQN(env.observation_space, env.action_space, net_config=NET, seed=0)
+    shutil.copy(inspect.getfile(Endless), tmp_path / "endless.py")
+    agent.environment = {
+        "name": "endless",
+        "entrypoint": "endless.py:Endless",
+        "path": str(tmp_path),
+    }
+    agent.save_checkpoint(tmp_path / "a.pt")
+    return agent
+
+
+def test_evaluating_a_saved_agent_on_a_never_ending_env_stops_at_the_cap_warned_once(
+    small_cap, tmp_path
+):
+    from agilerl import evaluate_agent
+
+    agent = _endless_agent(tmp_path)
+    with pytest.warns(EvaluationCutWarning) as caught:
+        result = evaluate_agent(agent, Endless(), episodes=3)
+    assert cut_warnings(caught) == [SAVED_MESSAGE]  # three cut episodes, one warning
+    assert result.lengths == [CAP] * 3 and result.returns == [float(CAP)] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EvaluationCutWarning)  # the user's length: no word
+        assert evaluate_agent(agent, Endless(), episodes=1, max_episode_steps=7).lengths == [7]
+
+
+def test_agilerl_evaluate_ends_on_a_never_ending_env_with_one_warning(small_cap, tmp_path):
+    _endless_agent(tmp_path)
+    args = ["evaluate", str(tmp_path / "a.pt"), "--episodes", "2", "--trust-agent-code"]
+    with pytest.warns(EvaluationCutWarning) as caught:
+        assert main(args) == 0
+    assert cut_warnings(caught) == [SAVED_MESSAGE]
+    # as the command prints it (pytest holds warnings back from stderr): one line
+    shown = warnings.formatwarning(SAVED_MESSAGE, EvaluationCutWarning, "evaluation.py", 1)
+    assert shown == f"agilerl: warning: {SAVED_MESSAGE}\n"
+
+
+def test_a_saved_team_on_a_never_ending_env_stops_at_the_cap(monkeypatch, tmp_path):
+    pytest.importorskip("pettingzoo", reason="the multiagent extra")
+    from agilerl.algorithms.maddpg import MADDPG
+    from agilerl.families.multi_agent.family import MultiAgentFamily
+    from agilerl.testing.cooperative import cue_game
+
+    monkeypatch.setattr(evaluation_cap, "EVAL_EPISODE_CAP", 2)  # cue games end at step 4
+    env = ParallelVecEnv([cue_game])
+    agent = MADDPG(env.observation_spaces, env.action_spaces, seed=0)
+    env.close()
+    cue = {"name": "cue", "entrypoint": "agilerl.testing.cooperative:cue_game"}
+    family = MultiAgentFamily()
+    with pytest.warns(EvaluationCutWarning) as caught:
+        result = family.evaluate_saved(agent, cue, episodes=2, seed=0, deterministic=True)
+    assert result.lengths == [2, 2] and len(cut_warnings(caught)) == 1
+    result = family.evaluate_saved(
+        agent, cue, episodes=1, seed=0, deterministic=True, max_episode_steps=9
+    )
+    assert result.lengths == [4]  # the episode ends by itself: nothing cut

@@ -19,6 +19,7 @@ from agilerl.families.python_env import CopiedPythonEnv
 from agilerl.models.base import AgentType
 from agilerl.models.env import PzEnvSpec
 from agilerl.models.training import ReplayBufferSpec
+from agilerl.training.evaluation_cap import episode_steps, warn_if_saved_cut
 from agilerl.training.preflight import Estimate
 
 
@@ -100,18 +101,22 @@ class MultiAgentFamily(CopiedPythonEnv, Family):
         try:
             _check_team_spaces(agent, env, name)
             returns, lengths = [], []
+            # an environment whose episodes never end stops at the cap (a warning says so)
+            limit, cut = episode_steps(max_episode_steps), False
             for episode in range(episodes):
                 obs, infos = env.reset(seed=seed + episode)
-                total, steps = 0.0, 0
-                while env.agents and (max_episode_steps is None or steps < max_episode_steps):
+                total, steps, done = 0.0, 0, not env.agents
+                while not done and steps < limit:
                     actions = agent.predict(obs, infos)
                     obs, rewards, terminated, truncated, infos = env.step(actions)
                     total += sum(float(reward) for reward in rewards.values())
                     steps += 1
-                    if all(terminated[a] or truncated[a] for a in terminated):
-                        break
+                    ended = all(terminated[a] or truncated[a] for a in terminated)
+                    done = ended or not env.agents
                 returns.append(total)
                 lengths.append(steps)
+                cut = cut or not done
+            warn_if_saved_cut(cut, max_episode_steps)
         finally:
             env.close()
         return EvaluationResult(returns, lengths, seed, True, name)

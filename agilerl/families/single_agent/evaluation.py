@@ -30,6 +30,7 @@ from agilerl.families.evaluation import EvaluationError, EvaluationResult, check
 from agilerl.families.single_agent.atari import scoring_spec
 from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
 from agilerl.models.env import OFFLINE_DATASET_FIELDS, GymEnvSpec
+from agilerl.training.evaluation_cap import episode_steps, warn_if_saved_cut
 
 
 # -- video writers ---------------------------------------------------------------------------
@@ -180,7 +181,8 @@ def run_episodes(
     is, and left open: an agent trained on an environment given in Python). Episode ``i`` is reset with seed
     ``seed + i``. ``video`` (a ``.gif`` or ``.mp4`` path) records the first episode.
     ``max_episode_steps`` cuts episodes that run longer (for environments without a
-    time limit). Problems are :class:`EvaluationError` (and
+    time limit); left None, :data:`~agilerl.training.evaluation_cap.EVAL_EPISODE_CAP`
+    does, with a warning. Problems are :class:`EvaluationError` (and
     :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` for the environment).
     """
     check_counts(episodes, max_episode_steps)
@@ -200,6 +202,8 @@ def run_episodes(
         if video is not None:
             writer = _video_writer(video, float(env.metadata.get("render_fps") or 30))
         returns, lengths, frames = [], [], 0
+        # an environment whose episodes never end stops at the cap (a warning says so)
+        limit, cut = episode_steps(max_episode_steps), False
         sampling = contextlib.nullcontext() if deterministic else seeded_sampling(agent, seed)
         with sampling:
             for episode in range(episodes):
@@ -209,7 +213,7 @@ def run_episodes(
                     recorder.add(_frame(env, name))
                     frames += 1
                 total, steps, done = 0.0, 0, False
-                while not done and (max_episode_steps is None or steps < max_episode_steps):
+                while not done and steps < limit:
                     mask = info.get("action_mask")
                     # a recurrent agent's memory starts afresh with each episode
                     action, _ = agent.predict(
@@ -224,6 +228,8 @@ def run_episodes(
                         frames += 1
                 returns.append(total)
                 lengths.append(steps)
+                cut = cut or not done
+        warn_if_saved_cut(cut, max_episode_steps)
         if writer is not None:
             assert video is not None  # a writer is made only for a video
             write_bytes(video, writer.finish())
