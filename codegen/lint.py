@@ -22,9 +22,10 @@ Checks, per file under ``schemas/``:
   object that have a default or are required;
 * the manifest's ``mutation.rl_hp_selection`` clauses (one ``if``/``then`` per
   algorithm) name exactly the algorithm's numeric, non-nullable hyperparameters and
-  ``$ref`` each one's own schema for ``min`` and ``max``: the names are the one thing
-  written twice, so they are checked here (:func:`range_clauses` gives the expected
-  clause).
+  ``$ref`` each one's own schema for ``min`` and ``max``, with the manifest's own bound
+  on it where it has one (``algorithm.properties.batch_size``): the names are the one
+  thing written twice, so they are checked here (:func:`range_clauses` gives the
+  expected clause).
 
 Strict-mode compilation by ajv is the other half of the lint; the ``schemas`` nox
 session runs it (``node codegen/node/validate.mjs --compile-only``).
@@ -225,18 +226,33 @@ def _hyperparameters(ref: str, resolver: Any) -> dict[str, str]:
     return found
 
 
+def manifest_bounds(manifest: dict) -> dict[str, dict]:
+    """The manifest's own bounds on algorithm hyperparameters (``properties.algorithm``'s
+    properties besides ``name``: ``batch_size`` at most 10**9), as keywords a value of
+    the hyperparameter must also hold."""
+    properties = manifest["properties"]["algorithm"]["properties"]
+    return {
+        key: {word: value for word, value in prop.items() if word != "description"}
+        for key, prop in properties.items()
+        if key != "name"
+    }
+
+
 def range_clauses(manifest: dict, registry: Registry) -> list[dict]:
     """The ``if``/``then`` clauses the manifest schema must hold, one per algorithm: each
     name of ``mutation.rl_hp_selection`` is a numeric hyperparameter of the algorithm
-    and its ``min`` and ``max`` are values that hyperparameter accepts."""
+    and its ``min`` and ``max`` are values that hyperparameter accepts, within the
+    manifest's own bounds (:func:`manifest_bounds`)."""
     resolver = registry.resolver(base_uri=manifest["$id"])
+    bounds = manifest_bounds(manifest)
     clauses = []
     for branch in manifest["properties"]["algorithm"]["oneOf"]:
         name = branch["properties"]["name"]["const"]
         refs = _hyperparameters(branch["allOf"][0]["$ref"], resolver)
+        values = {key: {"$ref": ref, **bounds.get(key, {})} for key, ref in refs.items()}
         ranges = {
-            key: {"type": "object", "properties": {"min": {"$ref": ref}, "max": {"$ref": ref}}}
-            for key, ref in refs.items()
+            key: {"type": "object", "properties": {"min": value, "max": value}}
+            for key, value in values.items()
         }
         selection = {"type": "object", "properties": ranges, "additionalProperties": False}
         # "type" on every object, and null spelt out, for ajv's strict mode.

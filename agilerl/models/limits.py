@@ -6,15 +6,23 @@ so the limits are written once, in the schema. Two users: the manifest, which re
 per-algorithm ``if``/``then`` clauses, see ``codegen/lint.py``), and the engine, which
 narrows every mutation range to them (:mod:`agilerl.algorithms.hyperparameters`).
 
+A manifest bounds some hyperparameters further, where the algorithm specs (AgileRL's
+API) leave them open and no machine could run the value: its schema's ``algorithm``
+section declares them (``batch_size`` at most 10**9, as ``replay_buffer.max_size``), and
+:func:`manifest_limits` adds them to the spec's.
+
 A hyperparameter is mutable when its field is a plain number or integer: not nullable,
 not a boolean, not an enum.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from typing import Any
 
 import annotated_types
@@ -69,6 +77,14 @@ class Limits:
             return f"must be {' and '.join(self.written)}"
         return None
 
+    def at_most(self, ceiling: float) -> Limits:
+        """These limits with ``ceiling`` as the highest value, where it is lower."""
+        if ceiling >= self.high:
+            return self
+        return dataclasses.replace(
+            self, high=ceiling, written=(*self.written, f"<= {_show(ceiling)}")
+        )
+
     def describe(self) -> str:
         kind = "an integer" if self.integer else "a number"
         return f"{kind} {' and '.join(self.written)}".rstrip()
@@ -82,3 +98,24 @@ def hyperparameter_limits(spec_cls: type[BaseModel]) -> dict[str, Limits]:
         for name, field in spec_cls.model_fields.items()
     }
     return {name: limits for name, limits in found.items() if limits is not None}
+
+
+@cache
+def manifest_ceilings() -> dict[str, float]:
+    """The highest value of each algorithm hyperparameter a manifest bounds beyond its
+    spec: the ``maximum`` of each property of the manifest schema's ``algorithm``
+    section (``batch_size``: 10**9, what no machine runs)."""
+    text = (resources.files("agilerl") / "schemas" / "manifest.schema.json").read_text("utf-8")
+    properties = json.loads(text)["properties"]["algorithm"]["properties"]
+    return {name: prop["maximum"] for name, prop in properties.items() if "maximum" in prop}
+
+
+@cache
+def manifest_limits(spec_cls: type[BaseModel]) -> dict[str, Limits]:
+    """:func:`hyperparameter_limits` with the manifest's ceilings (:func:`manifest_ceilings`):
+    the values a manifest's algorithm section and ``mutation.rl_hp_selection`` may hold."""
+    ceilings = manifest_ceilings()
+    return {
+        name: limits.at_most(ceilings[name]) if name in ceilings else limits
+        for name, limits in hyperparameter_limits(spec_cls).items()
+    }

@@ -5,7 +5,8 @@ rules: the algorithm section is validated by the registered spec of its ``name``
 environment by the spec of the algorithm's agent type, the network by the algorithm's
 kind (with the encoder's ``arch`` given at the top, inside ``encoder_config``, or left
 to inference), the ranges of ``mutation.rl_hp_selection`` by the algorithm's
-hyperparameters. Every error is reported at its place in the document, all at once.
+hyperparameters, and the algorithm's values by the manifest's own bounds. Every error
+is reported at its place in the document, all at once.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError, SchemaValidator
 from agilerl.models.base import AlgorithmBase, SpecBase, reraisable, spec_class
 from agilerl.models.core_schemas import typed_sections
 from agilerl.models.kinds import AGENT_KINDS, AgentKind
-from agilerl.models.limits import hyperparameter_limits
+from agilerl.models.limits import manifest_ceilings, manifest_limits
 from agilerl.models.one_pass import Holds, accepted_holds, validate_document
 from agilerl.models.registry import ALGO_REGISTRY
 
@@ -175,7 +176,7 @@ def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[Init
     selection = mutation.get("rl_hp_selection") if isinstance(mutation, dict) else None
     if not isinstance(selection, dict):
         return []  # absent, or a type error the mutation spec reports
-    limits = hyperparameter_limits(algorithm_cls)
+    limits = manifest_limits(algorithm_cls)
     loc = ("mutation", "rl_hp_selection")
     errors = []
     for name, bounds in selection.items():
@@ -213,6 +214,25 @@ def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[Init
                         "range",
                     )
                 )
+    return errors
+
+
+def check_ceilings(fields: Mapping[str, Any]) -> list[InitErrorDetails]:
+    """The algorithm section's values against the manifest's own bounds, which the spec
+    class leaves open (:func:`~agilerl.models.limits.manifest_ceilings`: what no machine
+    runs); reported as a bound of the field's own is, and as ajv reports the schema's."""
+    errors = []
+    for name, ceiling in manifest_ceilings().items():
+        value = fields.get(name)
+        if type(value) in (int, float) and value > ceiling:
+            errors.append(
+                InitErrorDetails(
+                    type="less_than_equal",
+                    loc=("algorithm", name),
+                    input=value,
+                    ctx={"le": ceiling},
+                )
+            )
     return errors
 
 
@@ -341,12 +361,16 @@ def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
         return None
     if arch is not None and not _holds(accepted_holds(type(encoder_spec)), encoder):
         return None
-    if not (
-        _holds(one_call.algorithm_holds, fields)
-        and _holds(one_call.environment_holds, environment)
-        and (network is None or _holds(one_call.network_holds, network))
-        and _holds(one_call.manifest_holds, data)
-    ) or check_ranges(algorithm_cls, data.get("mutation")):
+    if (
+        not (
+            _holds(one_call.algorithm_holds, fields)
+            and _holds(one_call.environment_holds, environment)
+            and (network is None or _holds(one_call.network_holds, network))
+            and _holds(one_call.manifest_holds, data)
+        )
+        or check_ranges(algorithm_cls, data.get("mutation"))
+        or check_ceilings(fields)
+    ):
         return None
     return manifest
 
@@ -524,7 +548,7 @@ class ManifestBase(SpecBase):
         # The algorithm's class decides the other sections even when its fields are wrong.
         fields = {key: value for key, value in data["algorithm"].items() if key != "name"}
         algorithm, algorithm_errors = _validate(algorithm_cls, fields, ("algorithm",))
-        errors += algorithm_errors
+        errors += algorithm_errors + check_ceilings(fields)
         if algorithm is not None:
             data["algorithm"] = algorithm
         if isinstance(data.get("environment"), dict):
