@@ -235,3 +235,34 @@ def test_a_factory_whose_observations_change_is_refused_naming_that_space():
     trainer = LocalTrainer("DQN", {"num_envs": 2}, SMALL, env=shifting)
     with pytest.raises(EnvironmentSpecError, match=r"^env shifting: .* differ in their obs"):
         trainer.train(verbose=False)
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["in this process", "in worker processes"])
+def test_a_pettingzoo_factory_whose_spaces_change_between_calls_is_refused_naming_env(sync):
+    """The batching's ``ValueError: could not broadcast input array from shape (4,) into
+    shape (3,)`` from deep inside before."""
+    pytest.importorskip("pettingzoo", reason="the multiagent extra")
+    from agilerl.families.single_agent.envs import EnvironmentSpecError
+    from agilerl.testing.cooperative import cue_game
+
+    sizes = itertools.count(2)
+
+    def make():
+        return cue_game(num_actions=next(sizes))  # other spaces each call
+
+    trainer = LocalTrainer(
+        "IPPO",
+        {"num_envs": 2, "sync": sync},
+        {"max_steps": 256, "evo_steps": 128, "pop_size": 1, "seed": 0},
+        env=make,
+    )
+    with pytest.raises(EnvironmentSpecError) as info:
+        trainer.train(verbose=False)
+    assert re.fullmatch(
+        r"env make: the environments it made differ in their observation space of agent "
+        r"'seer_0' \(Box\(0.0, 1.0, \((\d+),\), float32\), then Box\(0.0, 1.0, "
+        r"\((?!\1)\d+,\), float32\)\); the environment.num_envs copies are batched into one "
+        r"vector env, so every call must make an environment with the same spaces",
+        str(info.value),
+    )
+    assert trainer.population is None  # nothing trained

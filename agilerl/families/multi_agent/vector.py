@@ -28,7 +28,12 @@ is present but has no action is an error; the vector environment never invents o
 Seeded resets: ``reset(seed)`` seeds sub-environment ``i`` with ``seed + i``; autoresets
 continue each sub-environment's own random stream, so a seeded run repeats exactly.
 The copies run in this process, or each in a worker process (``subprocess=True``),
-talking over pipes; the results are the same.
+talking over pipes; the results are the same. Every copy must have the first's agents and
+spaces (:func:`~agilerl.families.single_agent.envs.check_same_spaces`). A worker that ends
+without an exception (its environment's ``os._exit``, a signal) is one
+:class:`~agilerl.families.single_agent.envs.EnvironmentCallError` naming the environment,
+the sub-environment, the call and how the process ended; the other workers are ended with
+it, and workers whose trainer is gone end without a traceback.
 """
 
 from __future__ import annotations
@@ -44,7 +49,13 @@ from gymnasium import spaces
 from gymnasium.vector.utils import create_empty_array
 
 from agilerl.families.python_env import PythonEnv
-from agilerl.families.single_agent.envs import EnvironmentSpecError
+from agilerl.families.single_agent.envs import (
+    PIPE_CLOSED,
+    EnvironmentCallError,
+    EnvironmentSpecError,
+    check_same_spaces,
+    worker_end_error,
+)
 from agilerl.observations import map_tree
 from agilerl.user_code import UserCodeError
 
@@ -55,6 +66,22 @@ ONE_LINE_ERRORS = (EnvironmentSpecError, UserCodeError)
 FINAL = "__final__"
 #: A multiprocessing start method (what :func:`multiprocessing.get_context` accepts).
 StartMethod = Literal["fork", "forkserver", "spawn"]
+#: A worker's commands (:class:`SubEnv`'s methods) -> what a message calls them.
+CALLS = {"reset": "reset", "step": "step", "spaces": "the query of its spaces"}
+#: What a message calls a worker's first task (:class:`_Workers` waits for it).
+BUILD = "the build of its environment"
+
+
+def named_spaces(env: Any) -> dict[str, Any]:
+    """The agents and spaces the vector env batches ``env``'s copy on, each keyed by what
+    :func:`~agilerl.families.single_agent.envs.check_same_spaces` calls it, the agents
+    first (their order does not matter: everything is keyed by agent)."""
+    agents = list(env.possible_agents)
+    named: dict[str, Any] = {"agents": sorted(agents, key=str)}
+    for agent in agents:
+        named[f"observation space of agent {agent!r}"] = env.observation_space(agent)
+        named[f"action space of agent {agent!r}"] = env.action_space(agent)
+    return named
 
 
 def mask_width(obs_space: spaces.Space, action_space: spaces.Space) -> int | None:
@@ -142,53 +169,70 @@ class SubEnv:
         out.update(obs=obs, present=present, masks=_masks(obs, infos))
         return out
 
+    def spaces(self, _: None) -> dict[str, Any]:
+        return named_spaces(self.env)
+
     def close(self) -> None:
         self.env.close()
 
 
 def _worker(make: Callable[[], Any], pipe: Any, parent_end: Any) -> None:
-    """A worker process: one :class:`SubEnv`, driven over ``pipe``.
+    """A worker process: one :class:`SubEnv`, driven over ``pipe`` (:func:`_serve`).
 
     The worker closes its copy of the parent's end of the pipe first: while any process
     holds that end open, ``recv`` never sees EOF, so a worker whose trainer was killed
     (kill -9 leaves no time to say "close") would wait forever. A later worker forked
     while an earlier pipe was open holds that pipe's end too, but it exits itself once
-    the parent is gone, and then the earlier one sees EOF."""
+    the parent is gone, and then the earlier one sees EOF.
+
+    It ends without a traceback once the trainer is gone (its pipe closed, on receiving
+    or on sending: no one is left to tell), and on Ctrl-C, which reaches the trainer too,
+    which reports it."""
     parent_end.close()
+    try:
+        _serve(make, pipe)
+    except (*PIPE_CLOSED, KeyboardInterrupt):
+        pass
+    finally:
+        pipe.close()
+
+
+def _serve(make: Callable[[], Any], pipe: Any) -> None:
+    """Build the sub-environment, say how that went, then run the commands that come
+    until ``close``."""
     try:
         sub = SubEnv(make())
     except ONE_LINE_ERRORS as err:
         pipe.send(("refused", err))
-        pipe.close()
         return
     except Exception as err:
         pipe.send(("error", f"{type(err).__name__}: {err}"))
-        pipe.close()
         return
     pipe.send(("ok", None))
     while True:
-        try:
-            command, payload = pipe.recv()
-        except EOFError:  # the parent went away
-            break
+        command, payload = pipe.recv()
         if command == "close":
             sub.close()
             pipe.send(("ok", None))
-            break
+            return
         try:
             pipe.send(("ok", getattr(sub, command)(payload)))
         except ONE_LINE_ERRORS as err:  # already one line naming the env and call
             pipe.send(("refused", err))
         except Exception as err:
             pipe.send(("error", f"{type(err).__name__}: {err}\n{traceback.format_exc()}"))
-    pipe.close()
 
 
 class _Workers:
-    """Sub-environments, each in a worker process."""
+    """Sub-environments, each in a worker process; a worker found gone (its pipe closed)
+    is one :class:`EnvironmentCallError` naming the environment (``what``), the
+    sub-environment, the call and how the process ended, the others ended with it."""
 
-    def __init__(self, makers: Sequence[Callable[[], Any]], context: StartMethod | None) -> None:
+    def __init__(
+        self, makers: Sequence[Callable[[], Any]], context: StartMethod | None, what: str
+    ) -> None:
         ctx = multiprocessing.get_context(context)
+        self.what = what
         self.pipes, self.processes = [], []
         for make in makers:
             parent, child = ctx.Pipe()
@@ -197,15 +241,21 @@ class _Workers:
             child.close()
             self.pipes.append(parent)
             self.processes.append(process)
-        self._gather()  # every worker built its environment
+        self._gather(BUILD)  # every worker built its environment
 
     def call(self, command: str, payloads: Sequence[Any]) -> list[Any]:
-        for pipe, payload in zip(self.pipes, payloads, strict=True):
-            pipe.send((command, payload))
-        return self._gather()
+        try:
+            for pipe, payload in zip(self.pipes, payloads, strict=True):
+                pipe.send((command, payload))
+        except PIPE_CLOSED:
+            raise self._ended(CALLS[command]) from None
+        return self._gather(CALLS[command])
 
-    def _gather(self) -> list[Any]:
-        replies = [pipe.recv() for pipe in self.pipes]
+    def _gather(self, call: str) -> list[Any]:
+        try:
+            replies = [pipe.recv() for pipe in self.pipes]
+        except PIPE_CLOSED:
+            raise self._ended(call) from None
         failed = [(i, status, value) for i, (status, value) in enumerate(replies) if status != "ok"]
         if failed:
             i, status, message = failed[0]
@@ -213,6 +263,17 @@ class _Workers:
                 raise type(message)(f"sub-environment {i} (worker process): {message}")
             raise RuntimeError(f"sub-environment {i} (worker process) failed: {message}")
         return [value for _, value in replies]
+
+    def _ended(self, call: str) -> EnvironmentCallError:
+        """The error for a worker found gone during ``call``, once every worker is ended
+        (the others' replies are not waited for: SIGTERM ends them without a traceback)."""
+        error = worker_end_error(self.what, self.processes, call)
+        for pipe in self.pipes:
+            pipe.close()
+        for process in self.processes:
+            process.terminate()
+            process.join()
+        return error
 
     def close(self) -> None:
         for pipe in self.pipes:
@@ -252,7 +313,10 @@ class ParallelVecEnv:
 
     Args:
         env_fns: one callable per copy, each building a parallel environment with string
-            agent ids (:func:`~agilerl.families.multi_agent.envs.make_parallel_env` gives one).
+            agent ids (:func:`~agilerl.families.multi_agent.envs.make_parallel_env` gives one),
+            every one with the first's agents and spaces. Messages name the environment by
+            the first's ``label`` (``make_parallel_env``'s environments have one:
+            ``environment.entrypoint envs.py:make``), else by its class name.
         subprocess: run each copy in a worker process (the callables must pickle).
         context: the multiprocessing start method (None: the platform's default).
     """
@@ -277,18 +341,33 @@ class ParallelVecEnv:
         self.observation_spaces = {a: first.observation_space(a) for a in self.agent_ids}
         self.action_spaces = {a: first.action_space(a) for a in self.agent_ids}
         self.metadata = getattr(first, "metadata", {})
+        self.what = str(getattr(first, "label", type(first).__name__))
         self.subprocess = subprocess
+        expected = named_spaces(first)
         if subprocess:
             first.close()
-            self._envs: Any = _Workers(env_fns, context)
+            self._envs: Any = _Workers(env_fns, context, self.what)
         else:
             self._envs = _InProcess([first, *(fn() for fn in env_fns[1:])])
+        self._check_copies(expected)
         #: Mask length per agent that has a mask (found from its spaces and first masks).
         observed = {a: _observed_mask_width(self.observation_spaces[a]) for a in self.agent_ids}
         self._mask_widths: dict[str, int] = {
             a: width for a, width in observed.items() if width is not None
         }
         self.closed = False
+
+    def _check_copies(self, expected: dict[str, Any]) -> None:
+        """Every copy against the first's agents and spaces (``expected``), which the
+        batches are laid out by (a worker's copy is built anew, so it is checked too);
+        the copies are closed on a refusal."""
+        try:
+            check_same_spaces(
+                self.what, expected, self._envs.call("spaces", [None] * self.num_envs)
+            )
+        except EnvironmentSpecError:
+            self._envs.close()
+            raise
 
     # -- the API ------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -17,7 +17,8 @@ import multiprocessing.connection as mp_connection
 import reprlib
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -294,30 +295,33 @@ def _native(spec: Any, n: int) -> VectorEnv:
     return SameStepAutoreset(env, ROW_RESETS[entry])
 
 
-#: The spaces every copy of a vector env shares (it batches the copies on them).
-SHARED_SPACES = ("observation_space", "action_space")
+#: The spaces every copy of a vector env shares (it batches the copies on them):
+#: attribute -> what a message calls it.
+SHARED_SPACES = {"observation_space": "observation space", "action_space": "action space"}
 
 
 def check_same_spaces(
-    what: str, first: Sequence[gym.Space], copies: Sequence[Sequence[gym.Space]]
+    what: str, first: Mapping[str, Any], copies: Sequence[Mapping[str, Any]]
 ) -> None:
-    """Refuse copies whose spaces (:data:`SHARED_SPACES`, in that order) differ from
-    ``first``'s: what a factory that makes another environment on each call gives,
-    which Gymnasium's vector envs refuse with a bare RuntimeError. ``what`` names the
-    environment (``env make_corridor``, ``environment.entrypoint envs.py:make``)."""
+    """Refuse copies whose spaces differ from ``first``'s: what a factory that makes
+    another environment on each call gives, which Gymnasium's vector envs refuse with a
+    bare RuntimeError and PettingZoo's batching with a broadcast error. Each copy's spaces
+    are keyed by what the message calls them (``action space``, ``observation space of
+    agent 'a_0'``), in the order they are compared; ``what`` names the environment (``env
+    make_corridor``, ``environment.entrypoint envs.py:make``)."""
     for own in copies:
-        for name, expected, found in zip(SHARED_SPACES, first, own, strict=True):
+        for name, expected in first.items():
+            found = own[name]
             if found != expected:
                 raise EnvironmentSpecError(
-                    f"{what}: the environments it made differ in their "
-                    f"{name.replace('_', ' ')} ({expected}, then {found}); the "
-                    f"environment.num_envs copies are batched into one vector env, so every "
-                    "call must make an environment with the same spaces"
+                    f"{what}: the environments it made differ in their {name} ({expected}, "
+                    f"then {found}); the environment.num_envs copies are batched into one "
+                    "vector env, so every call must make an environment with the same spaces"
                 )
 
 
-def _spaces(env: gym.Env) -> tuple[gym.Space, ...]:
-    return tuple(getattr(env, name) for name in SHARED_SPACES)
+def _spaces(env: gym.Env) -> dict[str, gym.Space]:
+    return {name: getattr(env, attribute) for attribute, name in SHARED_SPACES.items()}
 
 
 def _sync(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEnv:
@@ -387,15 +391,31 @@ def _quiet_worker(*args: Any) -> None:
     would print. No one is left to tell."""
     try:
         _async_worker(*args)
-    except _PIPE_CLOSED:
+    except PIPE_CLOSED:
         pass
 
 
 #: What a closed pipe to or from another process raises: on receiving, on sending.
-_PIPE_CLOSED = (EOFError, BrokenPipeError, ConnectionResetError)
+PIPE_CLOSED = (EOFError, BrokenPipeError, ConnectionResetError)
 #: How long the trainer waits to see a worker whose pipe closed end (a process closes its
 #: pipes as it exits), to name it and say how it ended.
 WORKER_END_SECONDS = 5.0
+
+
+def worker_end_error(
+    what: str, processes: Sequence[BaseProcess], call: str
+) -> EnvironmentCallError:
+    """The error for a worker process of the environment ``what`` found gone (its pipe
+    closed) during ``call``: the first of ``processes`` (one per sub-environment) seen to
+    end, named with how it ended (:func:`~agilerl.user_code.worker_ended`). The caller
+    ends the others (no reply is left to wait for)."""
+    sentinels = [process.sentinel for process in processes]
+    gone = mp_connection.wait(sentinels, timeout=WORKER_END_SECONDS)
+    first = next((i for i, sentinel in enumerate(sentinels) if sentinel in gone), None)
+    if first is None:  # its pipe closed and it ran on (the caller ends it)
+        return EnvironmentCallError(f"{what}: a worker process stopped answering")
+    ended = f"{what}: the worker process of sub-environment {first}, during {call},"
+    return EnvironmentCallError(worker_ended(ended, processes[first].exitcode))
 
 
 def _reporting_ends(name: str, call: str) -> Any:
@@ -407,7 +427,7 @@ def _reporting_ends(name: str, call: str) -> Any:
     def method(self: _AsyncVectorEnv, *args: Any, **kwargs: Any) -> Any:
         try:
             return inherited(self, *args, **kwargs)
-        except _PIPE_CLOSED:
+        except PIPE_CLOSED:
             raise self.ended(call) from None
 
     return method
@@ -441,22 +461,21 @@ class _AsyncVectorEnv(AsyncVectorEnv):
     def ended(self, call: str) -> EnvironmentCallError:
         """The error for a worker found gone (its pipe closed) during ``call``, once every
         worker is ended and this env closed (no reply is left to wait for)."""
-        sentinels = [process.sentinel for process in self.processes]
-        gone = mp_connection.wait(sentinels, timeout=WORKER_END_SECONDS)
-        first = next((i for i, sentinel in enumerate(sentinels) if sentinel in gone), None)
+        error = worker_end_error(self.what, self.processes, call)
         self._state = AsyncState.DEFAULT  # nothing pending: close ends the workers at once
         self.close(terminate=True)
-        if first is None:  # its pipe closed and it ran on (ended now by close)
-            return EnvironmentCallError(f"{self.what}: a worker process stopped answering")
-        process = self.processes[first]
-        what = f"{self.what}: the worker process of sub-environment {first}, during {call},"
-        return EnvironmentCallError(worker_ended(what, process.exitcode))
+        return error
 
     def _check_spaces(self) -> None:
         """Every worker's copy against the spaces the vector env batches on (those of
         the copy gymnasium builds first, here); the workers are ended on a refusal."""
-        first = (self.single_observation_space, self.single_action_space)
-        copies = list(zip(*(self.get_attr(name) for name in SHARED_SPACES), strict=True))
+        first = {
+            name: getattr(self, f"single_{attribute}") for attribute, name in SHARED_SPACES.items()
+        }
+        found = [self.get_attr(attribute) for attribute in SHARED_SPACES]
+        copies = [
+            dict(zip(SHARED_SPACES.values(), own, strict=True)) for own in zip(*found, strict=True)
+        ]
         try:
             check_same_spaces(self.what, first, copies)
         except EnvironmentSpecError:
