@@ -414,8 +414,10 @@ def worker_end_error(
     first = next((i for i, sentinel in enumerate(sentinels) if sentinel in gone), None)
     if first is None:  # its pipe closed and it ran on (the caller ends it)
         return EnvironmentCallError(f"{what}: a worker process stopped answering")
+    process = processes[first]
+    process.join(timeout=WORKER_END_SECONDS)  # closed its pipes; its exit status is next
     ended = f"{what}: the worker process of sub-environment {first}, during {call},"
-    return EnvironmentCallError(worker_ended(ended, processes[first].exitcode))
+    return EnvironmentCallError(worker_ended(ended, process.exitcode))
 
 
 def _reporting_ends(name: str, call: str) -> Any:
