@@ -73,6 +73,15 @@ def _h5py() -> Any:
     return h5py
 
 
+def open_hdf5(path: str | Path, where: str) -> Any:
+    """The HDF5 file at ``path``, open for reading (h5py's ``File``); a file h5py cannot
+    open is a :class:`DatasetError` naming ``where``."""
+    try:
+        return _h5py().File(path, "r")
+    except OSError as err:
+        raise DatasetError(f"{where}: not a readable HDF5 file ({err})") from None
+
+
 def _row_shape(space: spaces.Space, what: str, where: str) -> tuple[int, ...]:
     if isinstance(space, spaces.Box):
         return tuple(space.shape)
@@ -201,11 +210,7 @@ def load_dataset(
             f"file; nothing is downloaded): {MAKE_ONE}"
         )
     h5py = _h5py()
-    try:
-        file = h5py.File(path, "r")
-    except OSError as err:
-        raise DatasetError(f"{where}: not a readable HDF5 file ({err})") from None
-    with file:
+    with open_hdf5(path, where) as file:
         _check_structure(h5py, file, where)
         keys = [key for key in (*REQUIRED, *OPTIONAL) if isinstance(file.get(key), h5py.Dataset)]
         check_declared_size({key: file[key] for key in keys}, where)

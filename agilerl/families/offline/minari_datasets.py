@@ -25,6 +25,7 @@ from agilerl.families.offline.datasets import (
     check_declared_size,
     check_node,
     checked_dataset,
+    open_hdf5,
 )
 
 #: Where Minari keeps its datasets when MINARI_DATASETS_PATH is unset (minari 0.5).
@@ -90,11 +91,7 @@ def check_hdf5_file(path: Path, where: str) -> None:
     (:func:`~agilerl.families.offline.datasets.check_declared_size`): minari reads every
     array of every episode whole. Headers only: no rows are read."""
     h5py = _h5py()
-    try:
-        file = h5py.File(path, "r")
-    except OSError as err:
-        raise DatasetError(f"{where}: not a readable HDF5 file ({err})") from None
-    with file:
+    with open_hdf5(path, where) as file:
         names: list[str] = []
         file.visititems_links(lambda name, _link: names.append(name))
         arrays = {}
