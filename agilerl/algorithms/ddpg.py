@@ -40,7 +40,7 @@ from torch.nn import functional
 from agilerl import checkpoints
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
-from agilerl.algorithms.optim import gradient_step
+from agilerl.algorithms.optim import gradient_step, polyak_update
 from agilerl.components.action_noise import (
     ActionNoise,
     GaussianNoise,
@@ -395,9 +395,7 @@ class DDPG(RLAlgorithm):
 
     def soft_update(self) -> None:
         """``target <- tau * online + (1 - tau) * target`` for every target network."""
-        targets, online = self._polyak_pairs()
-        with torch.no_grad():
-            torch._foreach_lerp_(targets, online, self.tau)
+        polyak_update(*self._polyak_pairs(), self.tau)
 
     # -- checkpoints ----------------------------------------------------------------------
     def extra_state(self) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from torch.nn import functional
 
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
-from agilerl.algorithms.optim import gradient_step
+from agilerl.algorithms.optim import gradient_step, polyak_update
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
@@ -337,5 +337,4 @@ class DQN(RLAlgorithm):
 
     def soft_update(self) -> None:
         """``target <- tau * online + (1 - tau) * target`` for every parameter."""
-        with torch.no_grad():
-            torch._foreach_lerp_(self._target_parameters(), self._online_parameters(), self.tau)
+        polyak_update(self._target_parameters(), self._online_parameters(), self.tau)

@@ -53,7 +53,7 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     leading,
     masked_mean,
 )
-from agilerl.algorithms.optim import gradient_step
+from agilerl.algorithms.optim import gradient_step, polyak_update
 from agilerl.components.action_noise import (
     ActionNoise,
     GaussianNoise,
@@ -584,8 +584,7 @@ class MADDPG(MultiAgentActorCritic):
         for target, source in self.target_networks.items():
             targets.extend(getattr(self, target).parameters())
             online.extend(getattr(self, source).parameters())
-        with torch.no_grad():
-            torch._foreach_lerp_(targets, online, self.tau)
+        polyak_update(targets, online, self.tau)
 
     # -- checkpoints ----------------------------------------------------------------------
     def extra_state(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The engine's gradient step: Adam without torch's per-call bookkeeping, and clipping.
+"""The engine's update primitives: Adam without torch's per-call bookkeeping, gradient
+clipping, and the soft update of target networks.
 
 The networks this engine trains are small: an update of a 128-wide MLP on a batch of 128
 is about half a millisecond of arithmetic on one CPU core, and torch's ``Adam.step``
@@ -10,14 +11,27 @@ fused=True)``. :func:`gradient_step` is the backward-clip-step sequence of every
 made of one backward pass (the value-based, actor-critic and PPO families); the LLM
 agents accumulate gradients over row chunks and the neural bandits add their anchor
 term's gradient in closed form, so those two step their ``FusedAdam`` themselves.
+
+:func:`polyak_update` serves an agent alone (a float ``tau``, its own parameters) and P
+agents trained as one (a ``(P,)`` ``tau``, their stacked parameters, agent ``p``'s the
+``p``-th slice, and a ``live`` mask): agent ``p`` of P moves to the bit as it would alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import torch
+
+#: torch's multi-tensor kernels (``torch._foreach_*``, what its own Adam runs), which its
+#: stubs keep private.
+multi_tensor: Any = torch
+
+
+def column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """``values`` (P,) shaped to broadcast over ``like`` (P, ...)."""
+    return values.reshape(-1, *([1] * (like.dim() - 1)))
 
 
 class FusedAdam(torch.optim.Adam):
@@ -45,8 +59,8 @@ class FusedAdam(torch.optim.Adam):
         group = self.param_groups[0]
         beta1, beta2 = group["betas"]
         with torch.no_grad():
-            torch._foreach_add_(steps, 1)
-            torch._fused_adam_(
+            multi_tensor._foreach_add_(steps, 1)
+            multi_tensor._fused_adam_(
                 params, grads, exp_avgs, exp_avg_sqs, [], steps,
                 amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
                 weight_decay=group["weight_decay"], eps=group["eps"],
@@ -96,6 +110,25 @@ def clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> torch.T
     total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
     torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
     return total
+
+
+def polyak_update(
+    targets: Sequence[torch.Tensor],
+    online: Sequence[torch.Tensor],
+    tau: float | torch.Tensor,
+    live: torch.Tensor | None = None,
+) -> None:
+    """``target <- tau * online + (1 - tau) * target``, position by position (one lerp).
+    One agent: ``tau`` a float and its own tensors. P agents: ``tau`` (P,), the stacked
+    tensors, and ``live`` (P, bool; None: all) the agents whose targets move; the others
+    are lerped by 0, which leaves them bit-equal. Agent ``p``'s weight is ``tau[p]`` in the
+    tensors' dtype, the float an agent alone passes: the same lerp, to the bit."""
+    weights: float | torch.Tensor | list[torch.Tensor] = tau
+    if isinstance(tau, torch.Tensor):
+        rows = tau if live is None else tau * live.to(tau.dtype)
+        weights = [column(rows, t).to(t.dtype) for t in targets]
+    with torch.no_grad():
+        multi_tensor._foreach_lerp_(list(targets), list(online), weights)
 
 
 def gradient_step(

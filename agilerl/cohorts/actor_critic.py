@@ -37,11 +37,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from agilerl.algorithms.optim import polyak_update
 from agilerl.cohorts.acting import cohort_actions
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import Stacked, StackedNetwork, bound
 from agilerl.cohorts.team_rows import joined
-from agilerl.cohorts.updates import reported, soft_update
+from agilerl.cohorts.updates import reported
 
 
 class ActorCriticCohort:
@@ -170,10 +171,9 @@ class ActorCriticCohort:
                 loss = self.agents[p]._actor_loss(values[blocks[p]])
                 figures[p]["actor_loss"] = loss.detach()
                 losses.append(loss)
-            self.actor_adam.minimise(
-                torch.stack(losses).sum(), torch.as_tensor(due, device=device), self.max_grad_norm
-            )
-            soft_update(self.polyak_targets, self.polyak_online, self.tau, due)
+            due_mask = torch.as_tensor(due, device=device)
+            self.actor_adam.minimise(torch.stack(losses).sum(), due_mask, self.max_grad_norm)
+            polyak_update(self.polyak_targets, self.polyak_online, self.tau, due_mask)
         return reported(figures, count)
 
     def _smoothing(self, live: np.ndarray, rows: int) -> Any:

@@ -14,18 +14,10 @@ when it ends, in torch's own layout: a saved agent never shows it trained in a c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 
-#: torch's multi-tensor kernels (``torch._foreach_*``, what its own Adam runs), which its
-#: stubs keep private.
-multi_tensor: Any = torch
-
-
-def column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """``values`` (P,) shaped to broadcast over ``like`` (P, ...)."""
-    return values.reshape(-1, *([1] * (like.dim() - 1)))
+from agilerl.algorithms.optim import column, multi_tensor
 
 
 def clip_per_agent(grads: Sequence[torch.Tensor], max_norm: float | torch.Tensor) -> None:

@@ -27,9 +27,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from agilerl.algorithms.optim import polyak_update
 from agilerl.cohorts.acting import cohort_actions
 from agilerl.cohorts.stacking import bound
-from agilerl.cohorts.updates import reported, soft_update
+from agilerl.cohorts.updates import reported
 from agilerl.cohorts.value import ValueCohort
 
 
@@ -82,7 +83,7 @@ class RainbowCohort(ValueCohort):
         if losses:
             live_mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=self.gamma.device)
             self.adam.minimise(torch.stack(losses).sum(), live_mask, self.max_grad_norm)
-            soft_update(self.target.parameters(), self.online.parameters(), self.tau, mask)
+            polyak_update(self.target.parameters(), self.online.parameters(), self.tau, live_mask)
             for p in live:
                 self.online.reset_noise(p, generators[p])
                 self.target.reset_noise(p, generators[p])

@@ -39,10 +39,11 @@ import numpy as np
 import torch
 
 from agilerl.algorithms.multi_agent_actor_critic import leading, masked_mean
+from agilerl.algorithms.optim import polyak_update
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import StackedNetwork, bound
 from agilerl.cohorts.team_rows import joined, own_rows, team_major
-from agilerl.cohorts.updates import reported, soft_update
+from agilerl.cohorts.updates import reported
 from agilerl.observations import map_tree
 
 
@@ -240,6 +241,7 @@ class TeamActorCriticCohort:
                 self.agents[p].learn_counter += 1
             due = live & np.array([a.learn_counter % a.policy_freq == 0 for a in self.agents])
             if due.any():
+                due_mask = torch.as_tensor(due, device=device)
                 for group, members in template.groups.items():
                     q, active = template.policy_values(group, members, inputs)
                     losses = []
@@ -249,10 +251,9 @@ class TeamActorCriticCohort:
                         figures[p]["actor_loss"].append(loss.detach())
                         losses.append(loss)
                     self.nets[group].adams["actor_optimizer"].minimise(
-                        torch.stack(losses).sum(), torch.as_tensor(due, device=device),
-                        template.max_grad_norm,
-                    )  # fmt: skip
-                soft_update(self.polyak_targets, self.polyak_online, self.tau, due)
+                        torch.stack(losses).sum(), due_mask, template.max_grad_norm
+                    )
+                polyak_update(self.polyak_targets, self.polyak_online, self.tau, due_mask)
         return reported(
             {
                 p: {name: torch.stack(values).mean() for name, values in named.items() if values}

@@ -18,10 +18,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from agilerl.algorithms.optim import polyak_update
 from agilerl.cohorts.acting import cohort_actions
 from agilerl.cohorts.adam import StackedAdam
 from agilerl.cohorts.stacking import StackedNetwork, bound
-from agilerl.cohorts.updates import reported, soft_update
+from agilerl.cohorts.updates import reported
 
 
 class Precomputed:
@@ -107,7 +108,7 @@ class ValueCohort:
             return [None] * count
         live_mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=self.gamma.device)
         self.adam.minimise(total, live_mask, self.max_grad_norm)
-        soft_update(self.target.parameters(), self.online.parameters(), self.tau, mask)
+        polyak_update(self.target.parameters(), self.online.parameters(), self.tau, live_mask)
         return reported(figures, count)
 
     def write_back(self) -> None:

@@ -10,7 +10,7 @@ import pickle
 import pytest
 import torch
 
-from agilerl.algorithms.optim import FusedAdam, clip_grad_norm, gradient_step
+from agilerl.algorithms.optim import FusedAdam, clip_grad_norm, gradient_step, polyak_update
 
 
 def net() -> torch.nn.Module:
@@ -128,3 +128,36 @@ def test_gradient_step_clips_only_when_asked(max_grad_norm):
             torch.nn.utils.clip_grad_norm_(list(theirs.parameters()), max_grad_norm)
         reference.step()
     assert same(ours, theirs)
+
+
+# -- one agent and P agents: the same primitives ------------------------------------------
+SHAPES = [(33, 7), (33,), (64, 33), (64,), (2, 64), (2,)]  # vector-width tails included
+
+
+def stacked(count: int, seed: int, scale: float = 1.0) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.randn(count, *shape, generator=gen) * scale for shape in SHAPES]
+
+
+def agent_slices(tensors: list[torch.Tensor], p: int) -> list[torch.Tensor]:
+    return [t[p].clone() for t in tensors]
+
+
+def test_polyak_update_moves_each_live_agent_of_p_as_alone_and_leaves_the_rest_bit_equal():
+    taus = [0.005, 0.5, 1.0]  # a lerp's two branches (weight below and at 0.5) and a copy
+    live = torch.tensor([True, False, True])
+    targets, online = stacked(3, seed=0), stacked(3, seed=1)
+    before = [t.clone() for t in targets]
+    polyak_update(targets, online, torch.tensor(taus, dtype=torch.float64), live)
+    for p, tau in enumerate(taus):
+        own_target = agent_slices(before, p)
+        if live[p]:
+            polyak_update(own_target, agent_slices(online, p), tau)  # the agent alone
+        for got, expected in zip(targets, own_target, strict=True):
+            assert torch.equal(got[p], expected), p
+    assert not torch.equal(targets[0][0], before[0][0])  # a live agent did move
+    # One agent alone is torch's lerp by its float tau, to the bit.
+    target, source = agent_slices(before, 0), agent_slices(online, 0)
+    polyak_update(target, source, 0.25)
+    for got, t, o in zip(target, agent_slices(before, 0), source, strict=True):
+        assert torch.equal(got, torch.lerp(t, o, 0.25))
