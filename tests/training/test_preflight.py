@@ -349,9 +349,13 @@ def test_the_estimate_scales_with_the_population() -> None:
 
 
 def test_a_batch_larger_than_the_replay_buffer_is_refused() -> None:
-    doc = manifest(algorithm={"batch_size": 1e20}, replay_buffer={"max_size": 1000})
-    parse_manifest(doc)  # valid: the seeds give batch_size no maximum
-    with pytest.raises(PreflightError, match=r"^algorithm.batch_size: 100,000,000,000,000,000,000"):
+    # Valid (within the manifest's bound of 10**9), but larger than this run's buffer.
+    doc = manifest(algorithm={"batch_size": 5000}, replay_buffer={"max_size": 1000})
+    parse_manifest(doc)
+    with pytest.raises(
+        PreflightError,
+        match=r"^algorithm.batch_size: 5,000 is more than replay_buffer.max_size \(1,000\)",
+    ):
         trainer_for(doc).preflight(available=GiB)
 
 
