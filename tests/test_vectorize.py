@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from pydantic import ValidationError
+from support.ended_trainer import run_and_end
 
 from agilerl.cli import main
 from agilerl.models.env import GymEnvSpec, OfflineEnvSpec
@@ -313,8 +314,4 @@ def test_the_workers_end_quietly_when_the_trainer_is_gone(tmp_path):
         "env.step(np.zeros(2, np.int64))\n"
         "os._exit(3)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert (result.returncode, result.stderr) == (3, "")
+    assert run_and_end(code, Path(__file__).parent, tmp_path) == (3, "")

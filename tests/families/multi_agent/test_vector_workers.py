@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support.ended_trainer import run_and_end
 
 from agilerl.families.multi_agent.vector import make_vector_env
 from agilerl.families.single_agent.envs import EnvironmentCallError, EnvironmentSpecError
@@ -162,11 +163,7 @@ def test_the_workers_end_quietly_when_the_trainer_is_gone(tmp_path):
         "subprocess.Popen(['sh', '-c', f'sleep 1; kill -CONT {\" \".join(pids)}'])\n"
         "os._exit(3)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    assert (result.returncode, result.stderr) == (3, "")
+    assert run_and_end(code, Path(__file__).parent, tmp_path) == (3, "")
 
 
 @pytest.mark.parametrize("sync", [True, False], ids=["in this process", "in worker processes"])
