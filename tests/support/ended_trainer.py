@@ -24,3 +24,13 @@ def run_and_end(code: str, tests_dir: Path, tmp_path: Path) -> tuple[int, str]:
         env={**os.environ, "PYTHONPATH": path},
     )  # fmt: skip
     return result.returncode, result.stderr
+
+
+def the_one_line(result: subprocess.CompletedProcess[str]) -> str:
+    """The one ``agilerl:`` line of a refused command (exit status 1), which printed no
+    traceback, neither the trainer's nor a worker's."""
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("agilerl:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
