@@ -27,7 +27,7 @@ from cohort_learn_step import ms_per_call
 from gymnasium import spaces
 
 from agilerl.algorithms.dqn import DQN
-from agilerl.cohorts.value import ValueCohort
+from agilerl.cohorts.learners import ReplayCohort
 from agilerl.testing.transitions import random_transitions
 
 OBS = spaces.Box(-1.0, 1.0, (4,))
@@ -47,7 +47,7 @@ def _batch(rows: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
     return random_transitions(rows, generator, actions=2, done_rate=0.05)
 
 
-def _time(rounds: list[tuple[ValueCohort, dict[str, torch.Tensor]]], updates: int) -> float:
+def _time(rounds: list[tuple[ReplayCohort, dict[str, torch.Tensor]]], updates: int) -> float:
     """Milliseconds per round of ``rounds`` (each a cohort and its joined batch)."""
 
     def round_() -> None:
@@ -68,14 +68,14 @@ def main() -> None:
     generator = torch.Generator().manual_seed(0)
     agents = _agents(len(sizes), args.width)
     largest = max(sizes)
-    padded = ValueCohort(agents)
+    padded = ReplayCohort(agents)
     joined = {
         key: torch.cat([_batch(largest, generator)[key] for _ in sizes])
         for key in _batch(1, generator)
     }
     padded_ms = _time([(padded, joined)], args.updates)
     keyed = [
-        (ValueCohort([agent]), _batch(size, generator))
+        (ReplayCohort([agent]), _batch(size, generator))
         for agent, size in zip(agents, sizes, strict=True)
     ]
     keyed_ms = _time(keyed, args.updates)

@@ -30,6 +30,7 @@ critic's values rest on (the scheme of SAC-AE / DrQ).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,9 +39,10 @@ from gymnasium import spaces
 from torch.nn import functional
 
 from agilerl import checkpoints
+from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
-from agilerl.algorithms.optim import gradient_step, polyak_update
+from agilerl.algorithms.optim import polyak_update
 from agilerl.components.action_noise import (
     ActionNoise,
     GaussianNoise,
@@ -101,6 +103,10 @@ class DDPG(RLAlgorithm):
     #: Target policy smoothing (TD3's, which AgileRL's DDPG applies too): the standard
     #: deviation and clip of the noise on the target actor's action, in normalised units.
     policy_noise: ClassVar[float] = 0.2
+    #: Attributes the update reads from the view's first agent for every agent:
+    #: ``share_encoders`` decides which modules the critics run and which parameters each
+    #: optimiser holds; ``max_grad_norm`` is the one clip of a stacked step.
+    cohort_same: ClassVar[tuple[str, ...]] = ("share_encoders", "max_grad_norm")
     noise_clip: ClassVar[float] = 0.5
 
     def __init__(
@@ -238,24 +244,45 @@ class DDPG(RLAlgorithm):
         env = self._mid + np.clip(normalised, -1.0, 1.0) * self._half
         return env.astype(self.action_space.dtype, copy=False).reshape(-1, *self.action_space.shape)
 
-    def _policy(self, obs: Any) -> np.ndarray:
-        """The actor's normalised actions ``(batch, action_dim)``, as numpy."""
+    def _policy(self, obs: Any, actor: Any = None) -> np.ndarray:
+        """The normalised actions ``(batch, action_dim)`` of ``actor`` (None: this agent's),
+        as numpy."""
+        actor = self.actor if actor is None else actor
         with torch.inference_mode():
-            return self.actor.head(self.actor.encoder(self._preprocess(obs))).cpu().numpy()
+            return actor.head(actor.encoder(self._preprocess(obs))).cpu().numpy()
 
-    def get_action(self, obs: Any, training: bool = True) -> np.ndarray:
-        """Actions for a batch of observations, in the bounds: the actor's, plus the
-        exploration noise (one state row per observation of the batch) with
-        ``training``."""
-        action = self._policy(obs)
+    def get_action(
+        self, obs: Any, training: bool = True, policy: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Actions for a batch of observations, in the bounds: the actor's (``policy``
+        when already computed), plus the exploration noise (one state row per observation
+        of the batch) with ``training``."""
+        action = self._policy(obs) if policy is None else policy
         if training:
             action = action + self.noise.sample(self.rng, action.shape[0])
         return self._to_env(action)
 
-    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
-        """The actor's actions plus the exploration noise (``action_mask`` is for discrete
-        actions; a Box has none)."""
-        return self.get_action(obs, training=True)
+    def explore(
+        self, obs: Any, action_mask: Any = None, policy: np.ndarray | None = None
+    ) -> np.ndarray:
+        """The actor's actions (``policy`` when already computed) plus the exploration
+        noise (``action_mask`` is for discrete actions; a Box has none)."""
+        return self.get_action(obs, training=True, policy=policy)
+
+    def act(
+        self, view: Population[DDPG], obs: Any, action_mask: Any, uniform: np.ndarray
+    ) -> np.ndarray:
+        """Every agent of ``view`` exploring on its block of ``obs``: one forward of the
+        view's actor, then each agent's own :meth:`explore` (its noise state, its
+        generator) on its block of the actions; uniform actions for the agents
+        ``uniform`` names."""
+
+        def own(agent: DDPG, own_obs: Any, _mask: Any, policy: Any) -> np.ndarray:
+            return agent.explore(own_obs, policy=policy)
+
+        return view.act(
+            obs, action_mask, uniform, lambda rows: self._policy(rows, view.net("actor")), own
+        )
 
     def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Uniform in the bounds (uniform in the normalised [-1, 1] per dimension)."""
@@ -292,27 +319,31 @@ class DDPG(RLAlgorithm):
         features = latent if latent is not None and self.share_encoders else critic.encoder(x)
         return critic.from_latent(features, action).reshape(-1)
 
-    def _target_values(self, next_obs: Any) -> torch.Tensor:
+    def _target_values(
+        self, view: Population[DDPG], next_obs: Any, live: np.ndarray | None
+    ) -> torch.Tensor:
         """Target critics' value of the smoothed target action, combined across the
-        critics by :meth:`_combine` ``(batch,)``."""
+        critics by :meth:`_combine` ``(batch,)``; each learning agent's smoothing noise
+        drawn for its own rows (:meth:`_smoothing`)."""
         x = self._preprocess(next_obs)
-        latent = self.actor_target.encoder(x)
-        next_action = self.actor_target.head(latent)
-        smoothing = self._smoothing(tuple(next_action.shape))
+        actor_target = view.net("actor_target")
+        latent = actor_target.encoder(x)
+        next_action = actor_target.head(latent)
+        smoothing = view.drawn(_smoothing_of, tuple(next_action.shape), live)
         next_action = (next_action + torch.as_tensor(smoothing).to(next_action)).clamp(-1.0, 1.0)
         # Targets are separate copies even when the online networks share an encoder;
         # those copies follow one source from one start, so they stay equal and the
         # target actor's features serve every target critic.
         values = []
         for name in self.critics:
-            target = getattr(self, f"{name}_target")
+            target = view.net(f"{name}_target")
             features = latent if self.share_encoders else target.encoder(x)
             values.append(target.from_latent(features, next_action).reshape(-1))
         return self._combine(values)
 
     def _smoothing(self, shape: tuple[int, ...]) -> np.ndarray:
         """Target policy smoothing noise of ``shape`` from this agent's generator, clipped
-        (a cohort draws each agent's rows from that agent's own)."""
+        (every agent of a view draws its own rows from its own)."""
         return smoothing_noise(self.rng, shape, self.policy_noise, self.noise_clip)
 
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
@@ -322,63 +353,97 @@ class DDPG(RLAlgorithm):
     def learn(self, batch: dict[str, Any]) -> dict[str, float]:
         """One learning step on a batch of transitions (a :class:`ReplayBuffer` sample:
         ``obs``, ``action`` in the bounds, ``reward``, ``next_obs``, ``done`` = terminated;
-        a truncated episode still bootstraps). See the module docstring for the losses.
-        Returns :attr:`learn_metrics` (``actor_loss`` only on the calls that update the
-        actor: every ``policy_freq``-th)."""
-        x, qs, target = self._critic_values(batch)
-        critic_loss = self._critic_loss(qs, target)
-        gradient_step(self.critic_optimizer, critic_loss, self.max_grad_norm)
-        self.learn_counter += 1
-        figures = [critic_loss.detach(), qs[0].detach().mean()]
-        if self.learn_counter % self.policy_freq == 0:
-            figures.append(self._update_actor(x))
-            self.soft_update()
-        values = torch.stack(figures).tolist()  # one device sync for every figure
-        metrics = {"critic_loss": values[0], "q_mean": values[1]}
-        if len(values) > 2:
-            metrics["actor_loss"] = values[2]
-        return metrics
+        a truncated episode still bootstraps): :meth:`update` of this agent alone. Returns
+        :attr:`learn_metrics` (``actor_loss`` only on the calls that update the actor:
+        every ``policy_freq``-th)."""
+        return learned(self.update(Population.of(self), batch))
 
-    def _critic_values(self, batch: dict[str, Any]) -> tuple[Any, list[torch.Tensor], torch.Tensor]:
+    def update(
+        self,
+        view: Population[DDPG],
+        batch: dict[str, Any],
+        live: np.ndarray | None = None,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> list[dict[str, float] | None]:
+        """One learning call of the agents of ``view`` that ``live`` names (None: all),
+        each on its rows of ``batch`` (see the module docstring for the losses): every
+        such agent's critics step, and its actor and targets where its own
+        ``policy_freq`` says so (an agent not due keeps its actor, its actor optimiser's
+        moments and its targets bit-equal). The metrics each reported (None: it did not
+        learn). The smoothing noise is each agent's own draw (``generators`` serve the
+        algorithms that draw from torch's)."""
+        x, qs, target = self._critic_values(view, batch, live)
+        figures: dict[int, dict[str, torch.Tensor]] = {}
+        losses = []
+        blocks = view.blocks(target.shape[0], live)
+        for p, rows in blocks:
+            loss = view.agents[p]._critic_loss(
+                [view.own(q, rows) for q in qs], view.own(target, rows)
+            )
+            figures[p] = {
+                "critic_loss": loss.detach(),
+                "q_mean": view.own(qs[0], rows).detach().mean(),
+            }
+            losses.append(loss)
+        if not losses:
+            return [None] * view.count
+        mask = view.live_mask(live)
+        view.minimise("critic_optimizer", view.total(losses), mask, self.max_grad_norm)
+        for p, _ in blocks:
+            view.agents[p].learn_counter += 1
+        due = [
+            (p, rows)
+            for p, rows in blocks
+            if view.agents[p].learn_counter % view.agents[p].policy_freq == 0
+        ]
+        if due:
+            values = self._policy_values(view, x)
+            losses = []
+            for p, rows in due:
+                loss = view.agents[p]._actor_loss(view.own(values, rows))
+                figures[p]["actor_loss"] = loss.detach()
+                losses.append(loss)
+            due_mask = view.mask_of([p for p, _ in due])
+            view.minimise("actor_optimizer", view.total(losses), due_mask, self.max_grad_norm)
+            view.polyak(due_mask)
+        return view.reported(figures)
+
+    def _critic_values(
+        self, view: Population[DDPG], batch: dict[str, Any], live: np.ndarray | None
+    ) -> tuple[Any, list[torch.Tensor], torch.Tensor]:
         """The networks' part of the critic update: the preprocessed observations, every
         critic's ``Q(s, a)`` of the batch ``(batch,)`` and the (no-gradient) TD targets
-        ``(batch,)``. A cohort runs it once on its stacked networks, with ``gamma`` per
-        row, and each agent's :meth:`_critic_loss` on its own rows."""
+        ``(batch,)``, each agent's ``gamma`` on its rows."""
         x = self._preprocess(batch["obs"])
         action = self._normalise(batch["action"])
         with torch.no_grad():
-            next_q = self._target_values(batch["next_obs"])
+            next_q = self._target_values(view, batch["next_obs"], live)
             reward = torch.as_tensor(batch["reward"], device=self.device).to(next_q).reshape(-1)
             done = torch.as_tensor(batch["done"], device=self.device).to(next_q).reshape(-1)
-            target = reward + self.gamma * (1.0 - done) * next_q
-        latent = self.actor.encoder(x) if self.share_encoders else None
-        qs = [self._q(getattr(self, name), x, action, latent) for name in self.critics]
+            gamma = view.per_row("gamma", view.rows(next_q.shape[0]))
+            target = reward + gamma * (1.0 - done) * next_q
+        latent = view.net("actor").encoder(x) if self.share_encoders else None
+        qs = [self._q(view.net(name), x, action, latent) for name in self.critics]
         return x, qs, target
 
     def _critic_loss(self, qs: list[torch.Tensor], target: torch.Tensor) -> torch.Tensor:
         """The critics' loss: the sum of their mean squared TD errors."""
         return sum(functional.mse_loss(q, target) for q in qs)
 
-    def _policy_values(self, x: Any) -> torch.Tensor:
+    def _policy_values(self, view: Population[DDPG], x: Any) -> torch.Tensor:
         """The networks' part of the actor update: the first critic's ``Q`` of the actor's
         actions ``(batch,)``, differentiable in the actor's parameters (its encoder's only
         without ``share_encoders``)."""
-        latent = self.actor.encoder(x)
+        actor = view.net("actor")
+        latent = actor.encoder(x)
         if self.share_encoders:
             latent = latent.detach()  # the critic loss alone trains the shared encoder
-        action = self.actor.head(latent)
-        critic = getattr(self, self.critics[0])
-        return self._q(critic, x, action, latent)
+        action = actor.head(latent)
+        return self._q(view.net(self.critics[0]), x, action, latent)
 
     def _actor_loss(self, values: torch.Tensor) -> torch.Tensor:
         """The actor's loss from :meth:`_policy_values`: minus the mean ``Q``."""
         return -values.mean()
-
-    def _update_actor(self, x: Any) -> torch.Tensor:
-        """One step of the actor against the first critic; returns the loss (detached)."""
-        loss = self._actor_loss(self._policy_values(x))
-        gradient_step(self.actor_optimizer, loss, self.max_grad_norm)
-        return loss.detach()
 
     def _polyak_pairs(self) -> tuple[list[Any], list[Any]]:
         """Target and online parameters, position by position, cached per set of network
@@ -408,3 +473,8 @@ class DDPG(RLAlgorithm):
             raise checkpoints.fail(checkpoints.join(where, "learn_counter"), "negative")
         self.noise.load_state_dict(state["noise"], checkpoints.join(where, "noise"))
         self.learn_counter = state["learn_counter"]
+
+
+def _smoothing_of(agent: DDPG, shape: tuple[int, ...]) -> np.ndarray:
+    """Agent ``agent``'s own smoothing draw (a subclass may draw its own way)."""
+    return agent._smoothing(shape)

@@ -15,6 +15,7 @@ the TD target maximises over every action, as AgileRL's DQN does.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,9 +24,10 @@ from gymnasium import spaces
 from torch import nn
 from torch.nn import functional
 
+from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
-from agilerl.algorithms.optim import gradient_step, polyak_update
+from agilerl.algorithms.optim import polyak_update
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
@@ -62,6 +64,9 @@ class DQN(RLAlgorithm):
         "q_mean": "mean Q-value of the actions taken in the batch",
     }
     main_loss: ClassVar[str] = "td_loss"
+    #: Attributes the update reads from the view's first agent for every agent (the code
+    #: path): agents of one cohort must be equal in them.
+    cohort_same: ClassVar[tuple[str, ...]] = ("double",)
     #: Exploration rate of ``predict(..., deterministic=False)``: the default schedule's
     #: final epsilon (``agilerl.components.exploration.EPS_END``; a test keeps them equal).
     sample_epsilon: ClassVar[float] = 0.01
@@ -191,7 +196,13 @@ class DQN(RLAlgorithm):
             self._mode_cache = (self.actor.spec, dependent)
         return self._mode_cache[1]
 
-    def _greedy_index(self, obs: Any, mask: np.ndarray | None) -> np.ndarray:
+    def _greedy_index(
+        self, obs: Any, mask: np.ndarray | None, q_values: torch.Tensor | None = None
+    ) -> np.ndarray:
+        """The greedy choices for ``obs`` (from ``q_values`` when already computed: a
+        population's one forward)."""
+        if q_values is not None:
+            return self._argmax_allowed(q_values, mask)
         # Acting uses evaluation mode where it matters: batch-norm running statistics, no
         # dropout, so an environment's action does not depend on the others in the batch.
         # Switching modes costs about a third of a small forward pass, so only then.
@@ -200,14 +211,17 @@ class DQN(RLAlgorithm):
             self.actor.eval()
         try:
             with torch.inference_mode():
-                q_values = self.actor(obs)
-                if mask is not None:
-                    allowed = torch.as_tensor(mask, device=q_values.device)
-                    q_values = q_values.masked_fill(~allowed, -torch.inf)
-                return self._argmax(q_values).cpu().numpy()
+                return self._argmax_allowed(self.actor(obs), mask)
         finally:
             if switch:
                 self.actor.train()
+
+    def _argmax_allowed(self, q_values: torch.Tensor, mask: np.ndarray | None) -> np.ndarray:
+        """The best allowed choice of each sub-action, as an array."""
+        if mask is not None:
+            allowed = torch.as_tensor(mask, device=q_values.device)
+            q_values = q_values.masked_fill(~allowed, -torch.inf)
+        return self._argmax(q_values).cpu().numpy()
 
     def _random_index(self, batch: int, mask: np.ndarray | None) -> np.ndarray:
         if mask is None:
@@ -223,9 +237,16 @@ class DQN(RLAlgorithm):
             return actions[:, 0]
         return actions.reshape(-1, *self.action_space.shape)
 
-    def get_action(self, obs: Any, epsilon: float = 0.0, action_mask: Any = None) -> np.ndarray:
+    def get_action(
+        self,
+        obs: Any,
+        epsilon: float = 0.0,
+        action_mask: Any = None,
+        q_values: torch.Tensor | None = None,
+    ) -> np.ndarray:
         """Epsilon-greedy actions for a batch of observations: each row is uniformly
-        random (among the allowed actions) with probability ``epsilon``, else greedy.
+        random (among the allowed actions) with probability ``epsilon``, else greedy
+        (on ``q_values`` when given: the Q-values of ``obs``, already computed).
 
         Returns int64 actions, ``(batch,)`` for Discrete, ``(batch, *shape)`` for
         MultiDiscrete, with the space's ``start`` added.
@@ -235,7 +256,7 @@ class DQN(RLAlgorithm):
         explore = self.rng.random(batch) < epsilon if epsilon > 0 else np.zeros(batch, bool)
         if explore.all():
             return self._to_actions(self._random_index(batch, mask))
-        greedy = self._greedy_index(obs, mask)
+        greedy = self._greedy_index(obs, mask, q_values)
         if not explore.any():
             return self._to_actions(greedy)
         random = self._random_index(batch, mask)
@@ -248,11 +269,31 @@ class DQN(RLAlgorithm):
         batch = leading_size(obs)
         return self._to_actions(self._random_index(batch, self._mask(action_mask, batch)))
 
-    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def explore(
+        self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None
+    ) -> np.ndarray:
         """Epsilon-greedy actions at the schedule's epsilon for this agent's ``steps``
-        (decayed once per vector step of ``batch`` envs)."""
+        (decayed once per vector step of ``batch`` envs); ``q_values``: those of ``obs``,
+        already computed."""
         self.epsilon = self.epsilon_schedule.at(self.steps, leading_size(obs))
-        return self.get_action(obs, self.epsilon, action_mask)
+        return self.get_action(obs, self.epsilon, action_mask, q_values)
+
+    def act(
+        self, view: Population[DQN], obs: Any, action_mask: Any, uniform: np.ndarray
+    ) -> np.ndarray:
+        """Every agent of ``view`` exploring on its block of ``obs``: one forward of the
+        view's networks, then each agent's own :meth:`explore` (its epsilon, its
+        generator, its action masks) on its block of the Q-values; uniform actions for the
+        agents ``uniform`` names."""
+
+        def forward(rows: Any) -> torch.Tensor:
+            with torch.no_grad():
+                return view.net("actor")(rows)
+
+        def own(agent: DQN, own_obs: Any, own_mask: Any, q_values: Any) -> np.ndarray:
+            return agent.explore(own_obs, own_mask, q_values)
+
+        return view.act(obs, action_mask, uniform, forward, own)
 
     def exploration_metrics(self) -> dict[str, float]:
         return {"epsilon": self.epsilon}
@@ -268,46 +309,71 @@ class DQN(RLAlgorithm):
 
     # -- learning -------------------------------------------------------------------------
     def learn(self, batch: dict[str, Any]) -> dict[str, float]:
-        """One gradient step on a batch of transitions (a :class:`ReplayBuffer` sample).
+        """One gradient step on a batch of transitions (a :class:`ReplayBuffer` sample):
+        :meth:`update` of this agent alone. Returns :attr:`learn_metrics`: the loss
+        (``td_loss``) and ``q_mean``."""
+        return learned(self.update(Population.of(self), batch))
+
+    def update(
+        self,
+        view: Population[DQN],
+        batch: dict[str, Any],
+        live: np.ndarray | None = None,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> list[dict[str, float] | None]:
+        """One learning step of the agents of ``view`` that ``live`` names (None: all),
+        each on its rows of ``batch``; the metrics each reported (None: it did not learn).
+        DQN draws nothing as it learns (``generators``, the agents' own, serve the
+        algorithms that do).
 
         TD target per sub-action: ``r + gamma * (1 - done) * Q_target(s', a*)`` with ``a*``
         the target network's argmax, or the online network's with ``double``. ``done`` is
-        termination only: a truncated episode still bootstraps. The loss is the mean
-        squared TD error (MSE, as AgileRL's DQN), one Adam step on it (unclipped, as
-        AgileRL's; :attr:`max_grad_norm` clips in subclasses), and the target network then moves
-        towards the online one by ``tau`` (Polyak averaging). Returns
-        :attr:`learn_metrics`: the loss (``td_loss``) and ``q_mean``.
-        """
-        q_values, index, q_taken, target = self._td(batch)
-        loss, figures = self._loss(q_values, index, q_taken, target)
-        gradient_step(self.optimizer, loss, self.max_grad_norm)
-        self.soft_update()
-        # One device sync for every figure.
-        figures = {**figures, "q_mean": q_taken.detach().mean()}
-        values = torch.stack([value.detach() for value in figures.values()]).tolist()
-        return dict(zip(figures, values, strict=True))
+        termination only: a truncated episode still bootstraps. Each agent's loss is the
+        mean squared TD error of its rows (MSE, as AgileRL's DQN), one Adam step on it
+        (unclipped, as AgileRL's; :attr:`max_grad_norm` clips in subclasses), and its
+        target network then moves towards the online one by its ``tau`` (Polyak
+        averaging)."""
+        q_values, index, q_taken, target = self._td(view, batch)
+        figures: dict[int, dict[str, torch.Tensor]] = {}
+        losses = []
+        for p, rows in view.blocks(q_values.shape[0], live):
+            own_q = view.own(q_taken, rows)
+            loss, figs = view.agents[p]._loss(
+                view.own(q_values, rows), view.own(index, rows), own_q, view.own(target, rows)
+            )
+            figures[p] = {**figs, "q_mean": own_q.detach().mean()}
+            losses.append(loss)
+        if not losses:
+            return [None] * view.count
+        mask = view.live_mask(live)
+        view.minimise("optimizer", view.total(losses), mask, self.max_grad_norm)
+        view.polyak(mask)
+        return view.reported(figures)
 
     def _td(
-        self, batch: dict[str, Any]
+        self, view: Population[DQN], batch: dict[str, Any]
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """The online Q-values of the batch ``(batch, sum(nvec))``, the 0-based taken
         sub-action indices ``(batch, D)``, their Q-values and the (no-gradient) TD targets
-        ``(batch, D)``: what every loss of this family is built from."""
-        q_values = self.actor(batch["obs"])
+        ``(batch, D)`` of every agent of ``view`` (its ``gamma`` on its rows): what every
+        loss of this family is built from."""
+        actor, actor_target = view.net("actor"), view.net("actor_target")
+        q_values = actor(batch["obs"])
         rows = q_values.shape[0]
         action = torch.as_tensor(batch["action"], device=self.device).long()
         index = action.reshape(rows, -1) - self._start_index
         q_taken = self._gather(q_values, index)
         with torch.no_grad():
-            next_target = self.actor_target(batch["next_obs"])
+            next_target = actor_target(batch["next_obs"])
             if self.double:
-                next_q = self._gather(next_target, self._argmax(self.actor(batch["next_obs"])))
+                next_q = self._gather(next_target, self._argmax(actor(batch["next_obs"])))
             else:
                 next_q = self._max(next_target)
             reward = torch.as_tensor(batch["reward"], device=self.device).to(q_taken)
             done = torch.as_tensor(batch["done"], device=self.device).to(q_taken)
             not_done = 1.0 - done.reshape(rows, 1)
-            target = reward.reshape(rows, 1) + self.gamma * not_done * next_q
+            gamma = view.per_row("gamma", view.rows(rows), column=True)
+            target = reward.reshape(rows, 1) + gamma * not_done * next_q
         return q_values, index, q_taken, target
 
     def _loss(

@@ -36,7 +36,8 @@ def column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
 
 class FusedAdam(torch.optim.Adam):
     """``torch.optim.Adam(params, lr, fused=True)`` whose steady-state step calls the
-    fused kernel directly.
+    fused kernel directly: the optimiser of an agent alone (:class:`StackedAdam` is P
+    agents').
 
     The first step (and any step after ``load_state_dict``, a new parameter list or a
     missing gradient) goes through ``torch.optim.Adam.step``, which creates the state;
@@ -102,14 +103,201 @@ class FusedAdam(torch.optim.Adam):
         return lists
 
 
-def clip_grad_norm(params: list[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
-    """Scale the gradients to a global 2-norm of at most ``max_norm``; returns the norm
-    before clipping. The arithmetic of ``torch.nn.utils.clip_grad_norm_`` (per-tensor
-    norms, their norm, ``max_norm / (norm + 1e-6)`` capped at 1), in three calls."""
-    grads = [p.grad for p in params if p.grad is not None]
-    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
-    torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+def clip_grad_norm(
+    grads: Sequence[torch.Tensor], max_norm: float | torch.Tensor, count: int | None = None
+) -> torch.Tensor:
+    """Scale gradients to a global 2-norm of at most ``max_norm``; returns the norms before
+    clipping. One agent (``count`` None): its own ``grads``, one norm. P agents (``count``
+    P): stacked ``grads`` (P, ...), each agent's slices scaled to its own norm, with one
+    ``max_norm`` for all or ``(P,)`` (0 leaves an agent unclipped).
+
+    The arithmetic is ``torch.nn.utils.clip_grad_norm_``'s for every agent: the norm of the
+    per-tensor norms, then ``max_norm / (norm + 1e-6)`` capped at 1. Agent ``p``'s slices
+    go through the same kernel as its tensors alone, so its clip is bit-equal to the one it
+    gets training alone."""
+    agents = 1 if count is None else count
+    slices = list(grads) if count is None else [g[p] for p in range(agents) for g in grads]
+    norms = torch.stack(multi_tensor._foreach_norm(slices)).reshape(agents, -1)
+    total = torch.linalg.vector_norm(norms, dim=1)
+    scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    if isinstance(max_norm, torch.Tensor):
+        scale = torch.where(max_norm > 0, scale, torch.ones_like(scale))
+    if count is None:
+        multi_tensor._foreach_mul_(list(grads), scale[0])
+    else:
+        multi_tensor._foreach_mul_(list(grads), [column(scale, g) for g in grads])
     return total
+
+
+class StackedAdam:
+    """Adam over P agents' stacked parameters: each agent its own learning rate, step count
+    and moments, and agents not due to learn left exactly as they were (the optimiser of a
+    stacked :class:`~agilerl.algorithms.core.population.Population`; :class:`FusedAdam`
+    is the one of an agent alone).
+
+    The arithmetic is torch's Adam (no weight decay, no amsgrad: what every agent's
+    :class:`FusedAdam` runs): ``m <- beta1 m + (1 - beta1) g``, ``v <- beta2 v + (1 -
+    beta2) g^2``, ``p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) +
+    eps)``, per agent along the leading dimension, in ``torch._foreach`` calls over every
+    parameter at once. It is not the fused kernel's instruction sequence, so an agent's
+    weights after a stacked step agree with its own step to float rounding, not to the
+    bit. An agent outside the step's mask gets coefficients that change nothing (a lerp by
+    0, a product by 1, a step of 0), so its weights and moments stay bit-equal. The state
+    is read from the agents' optimisers when the stack forms and written back into them
+    (in place where it exists) when it ends, in torch's own layout: a saved agent never
+    shows it trained stacked.
+
+    ``params`` are the stacked tensors (each ``(P, ...)``); ``own[p]`` are agent ``p``'s
+    parameters in the same order, which its optimiser ``optimizers[p]`` updates alone."""
+
+    def __init__(
+        self,
+        params: Sequence[torch.Tensor],
+        own: Sequence[Sequence[torch.Tensor]],
+        optimizers: Sequence[torch.optim.Optimizer],
+        lrs: Sequence[float],
+    ) -> None:
+        group = optimizers[0].param_groups[0]
+        self.beta1, self.beta2 = group["betas"]
+        self.eps = float(group["eps"])
+        for optimizer in optimizers:
+            settings = optimizer.param_groups[0]
+            if (settings["betas"], settings["eps"], settings["weight_decay"], settings["amsgrad"]) != (
+                group["betas"], group["eps"], 0, False,
+            ):  # fmt: skip
+                raise ValueError(
+                    "a cohort's optimisers differ in betas, eps, weight decay or amsgrad"
+                )
+        self.params = list(params)
+        device = self.params[0].device
+        self.lr = torch.tensor([float(lr) for lr in lrs], dtype=torch.float64, device=device)
+        self.own = [list(agent) for agent in own]
+        self.exp_avg, self.exp_avg_sq = [], []
+        for i, stacked in enumerate(self.params):
+            states = [
+                optimizer.state.get(agent_params[i], {})
+                for optimizer, agent_params in zip(optimizers, own, strict=True)
+            ]
+            self.exp_avg.append(self._stack(states, "exp_avg", stacked))
+            self.exp_avg_sq.append(self._stack(states, "exp_avg_sq", stacked))
+        # One step count per agent (torch keeps one per parameter; an optimiser steps all
+        # of the parameters a loss reaches together, so they agree): read from the first
+        # parameter that has state.
+        self.steps = torch.tensor(
+            [
+                _step_count(optimizer, agent_params)
+                for optimizer, agent_params in zip(optimizers, own, strict=True)
+            ],
+            dtype=torch.float64,
+            device=device,
+        )
+        #: Which parameters have Adam state: as torch's, a parameter no loss has reached
+        #: yet (an encoder only another optimiser's loss trains) has none and is skipped.
+        self.has_state = ["step" in optimizers[0].state.get(param, {}) for param in self.own[0]]
+
+    @staticmethod
+    def _stack(states: list[dict], key: str, like: torch.Tensor) -> torch.Tensor:
+        return torch.stack(
+            [
+                state[key].detach().to(like.dtype) if key in state else torch.zeros_like(like[0])
+                for state in states
+            ]
+        )
+
+    @torch.no_grad()
+    def step(
+        self,
+        grads: Sequence[torch.Tensor],
+        mask: torch.Tensor,
+        used: Sequence[int] | None = None,
+    ) -> None:
+        """One Adam step of the agents where ``mask`` (P, bool) holds (``torch._foreach``
+        calls over every parameter at once, as torch's own multi-tensor Adam), of the
+        parameters ``used`` names (None: all; ``grads`` are theirs, in that order)."""
+        index = range(len(self.params)) if used is None else used
+        params = [self.params[i] for i in index]
+        exp_avg = [self.exp_avg[i] for i in index]
+        exp_avg_sq = [self.exp_avg_sq[i] for i in index]
+        for i in index:
+            self.has_state[i] = True
+        live = mask.to(torch.float64)
+        self.steps += live
+        t = torch.clamp(self.steps, min=1.0)  # an agent that never stepped: no 0/0
+        coefficients = {
+            "w1": live * (1.0 - self.beta1),
+            "keep2": 1.0 - live * (1.0 - self.beta2),
+            "w2": live * (1.0 - self.beta2),
+            "root": torch.sqrt(1.0 - self.beta2**t),
+            "step": live * self.lr / (1.0 - self.beta1**t),
+        }
+        # Each coefficient as a column that broadcasts over every parameter's shape.
+        shaped: dict[tuple[int, torch.dtype], dict[str, torch.Tensor]] = {}
+        for p in params:
+            key = (p.dim(), p.dtype)
+            if key not in shaped:
+                shaped[key] = {k: column(v, p).to(p.dtype) for k, v in coefficients.items()}
+        columns = {k: [shaped[(p.dim(), p.dtype)][k] for p in params] for k in coefficients}
+        grads = list(grads)
+        multi_tensor._foreach_lerp_(exp_avg, grads, columns["w1"])
+        multi_tensor._foreach_mul_(exp_avg_sq, columns["keep2"])
+        multi_tensor._foreach_addcmul_(
+            exp_avg_sq, multi_tensor._foreach_mul(grads, columns["w2"]), grads
+        )
+        denom = multi_tensor._foreach_sqrt(exp_avg_sq)
+        multi_tensor._foreach_div_(denom, columns["root"])
+        multi_tensor._foreach_add_(denom, self.eps)
+        multi_tensor._foreach_addcdiv_(
+            params, multi_tensor._foreach_mul(exp_avg, columns["step"]), denom, value=-1.0
+        )
+
+    def minimise(
+        self,
+        loss: torch.Tensor,
+        live: torch.Tensor | None,
+        max_grad_norm: float | torch.Tensor | None = None,
+    ) -> None:
+        """One step on ``loss`` (the sum of the agents' own losses: an agent's stacked
+        parameters meet only its rows, so its gradient is its own loss's) for the agents
+        in ``live`` (None: all), each agent's gradients clipped to ``max_grad_norm`` on
+        their own (:func:`clip_grad_norm`; one for all or ``(P,)``; none when None or 0)."""
+        found = torch.autograd.grad(loss, self.params, allow_unused=True)
+        # As torch's optimisers: a parameter the loss does not reach gets no step.
+        used = [i for i, g in enumerate(found) if g is not None]
+        grads = [found[i] for i in used]
+        if isinstance(max_grad_norm, torch.Tensor) or max_grad_norm:
+            clip_grad_norm(grads, max_grad_norm, count=len(self.steps))
+        mask = torch.ones_like(self.steps, dtype=torch.bool) if live is None else live
+        self.step(grads, mask, None if len(used) == len(self.params) else used)
+
+    def write_back(self, optimizers: Sequence[torch.optim.Optimizer]) -> None:
+        """Agent ``p``'s moments and step count into its own optimiser's state."""
+        for p, optimizer in enumerate(optimizers):
+            if self.steps[p] == 0:
+                continue  # never stepped: its optimiser has no state, as before
+            for i, param in enumerate(self.own[p]):
+                if not self.has_state[i]:
+                    continue  # never reached by a loss: no state, as torch leaves it
+                state = optimizer.state[param]
+                if "exp_avg" in state:
+                    state["exp_avg"].copy_(self.exp_avg[i][p])
+                    state["exp_avg_sq"].copy_(self.exp_avg_sq[i][p])
+                    state["step"].fill_(float(self.steps[p]))
+                else:  # torch's layout for a fused Adam's first step
+                    state["step"] = torch.tensor(
+                        float(self.steps[p]), dtype=torch.float32, device=param.device
+                    )
+                    state["exp_avg"] = self.exp_avg[i][p].clone()
+                    state["exp_avg_sq"] = self.exp_avg_sq[i][p].clone()
+
+
+def _step_count(optimizer: torch.optim.Optimizer, params: Sequence[torch.Tensor]) -> float:
+    """The step count of ``optimizer`` for ``params``: that of the first with state (0
+    when none has any yet)."""
+    for param in params:
+        state = optimizer.state.get(param, {})
+        if "step" in state:
+            return float(state["step"])
+    return 0.0
 
 
 def polyak_update(
@@ -144,5 +332,5 @@ def gradient_step(
     loss.backward()
     if max_grad_norm:
         with torch.no_grad():
-            clip_grad_norm(params, max_grad_norm)
+            clip_grad_norm([p.grad for p in params if p.grad is not None], max_grad_norm)
     optimizer.step()

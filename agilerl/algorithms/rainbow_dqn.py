@@ -37,6 +37,7 @@ buffer the agent learns from 1-step returns, as AgileRL's does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,6 +45,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.hyperparameters import (
     non_negative,
@@ -51,7 +53,6 @@ from agilerl.algorithms.hyperparameters import (
     positive_int,
     unit_interval,
 )
-from agilerl.algorithms.optim import gradient_step
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
@@ -127,6 +128,8 @@ class RainbowDQN(DQN):
     #: Batches may carry the n-step transitions of their slots (an n-step buffer serves it).
     learns_n_step: ClassVar[bool] = True
     learns_from_priorities: ClassVar[bool] = True
+    #: ``combined_reward`` decides which losses the update sums.
+    cohort_same: ClassVar[tuple[str, ...]] = ("combined_reward",)
     #: Settings fixed for a run: the network's atoms and noise are built from them and the
     #: n-step buffer's horizon from ``n_step``; a mutated value would leave both behind.
     fixed_settings: ClassVar[tuple[str, ...]] = (
@@ -242,6 +245,21 @@ class RainbowDQN(DQN):
     def exploration_metrics(self) -> dict[str, float]:
         return {}
 
+    def act(
+        self, view: Population[DQN], obs: Any, action_mask: Any, uniform: np.ndarray
+    ) -> np.ndarray:
+        """Every agent of ``view`` acting greedily on its noisy network (its current noise
+        sample) for its block of ``obs``: one forward for all, which draws nothing;
+        uniform actions for the agents ``uniform`` names."""
+
+        def forward(rows: Any) -> np.ndarray:
+            mask = self._mask(action_mask, leading_size(rows))
+            with torch.inference_mode():
+                q_values = view.net("actor")(rows)
+            return self._to_actions(self._greedy_index(rows, mask, q_values))
+
+        return view.act(obs, action_mask, uniform, forward, lambda _a, _o, _m, actions: actions)
+
     def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Greedy actions of the mean weights (no noise)."""
         return self.get_action(obs, action_mask, training=False)
@@ -252,37 +270,41 @@ class RainbowDQN(DQN):
 
     # -- learning -------------------------------------------------------------------------
     def _transition_loss(
-        self, batch: dict[str, Any], discount: Any
+        self, view: Population[DQN], batch: dict[str, Any], discount: Any
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Cross-entropy per transition between the projected double-DQN target and the
         online distribution of the action taken, ``(batch,)``, and the Q-values of the
         actions taken (detached)."""
+        actor, actor_target = view.net("actor"), view.net("actor_target")
         action = torch.as_tensor(batch["action"], device=self.device).long().reshape(-1)
         rows = action.shape[0]
         taken = torch.arange(rows, device=self.device)
         with torch.no_grad():
-            next_action = self.actor(batch["next_obs"]).argmax(dim=1)
-            next_probs = self.actor_target.dist(batch["next_obs"])[taken, next_action]
+            next_action = actor(batch["next_obs"]).argmax(dim=1)
+            next_probs = actor_target.dist(batch["next_obs"])[taken, next_action]
             reward = torch.as_tensor(batch["reward"], device=self.device)
             done = torch.as_tensor(batch["done"], device=self.device)
             if torch.is_tensor(discount):
                 discount = discount.to(self.device)
-            target = project_distribution(next_probs, reward, discount, done, self.actor.support)
+            target = project_distribution(next_probs, reward, discount, done, actor.support)
         index = action - int(self._start[0])
-        log_probs = self.actor.log_dist(batch["obs"])[taken, index]
-        q_taken = self.actor.q_from_dist(log_probs.detach().exp())
+        log_probs = actor.log_dist(batch["obs"])[taken, index]
+        q_taken = actor.q_from_dist(log_probs.detach().exp())
         return -(target * log_probs).sum(dim=-1), q_taken
 
-    def _per_transition(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _per_transition(
+        self, view: Population[DQN], batch: dict[str, Any]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """The networks' part of a step: the loss of every transition ``(batch,)`` (1-step,
-        n-step or both, as the module docstring says) and the Q-values of the actions
-        taken. ``gamma`` may be a tensor of one value per row (a cohort's)."""
+        n-step or both, as the module docstring says; each agent's ``gamma`` on its rows)
+        and the Q-values of the actions taken."""
         n_step = batch.get("n_step")
         parts = []
         if n_step is None or self.combined_reward:
-            parts.append(self._transition_loss(batch, self.gamma))
+            rows = view.rows(int(batch["reward"].shape[0]))
+            parts.append(self._transition_loss(view, batch, view.per_row("gamma", rows)))
         if n_step is not None:
-            parts.append(self._transition_loss(n_step, n_step["discount"]))
+            parts.append(self._transition_loss(view, n_step, n_step["discount"]))
         # The parts share obs and action: any one's Q-values are those of the batch.
         return torch.stack([part for part, _ in parts]).sum(dim=0), parts[0][1]
 
@@ -296,16 +318,52 @@ class RainbowDQN(DQN):
     def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
         """One gradient step (see the module docstring); returns the metrics and the loss
         of every transition (the new priorities of the slots sampled)."""
-        per_transition, q_taken = self._per_transition(batch)
-        loss = self._weighted_loss(per_transition, batch.get("weights"))
-        gradient_step(self.optimizer, loss, self.max_grad_norm)
-        self.soft_update()
-        self.actor.reset_noise()
-        self.actor_target.reset_noise()
-        value, q_mean = torch.stack([loss.detach(), q_taken.mean()]).tolist()
-        return {"loss": value, "q_mean": q_mean}, per_transition.detach()
+        figures, per_transition = self.update_prioritized(Population.of(self), batch)
+        return learned(figures), per_transition
 
     def learn(self, batch: dict[str, Any]) -> dict[str, float]:
         """One gradient step on a batch (a replay sample, possibly with ``weights`` and an
         ``"n_step"`` batch of the same slots); returns :attr:`learn_metrics`."""
         return self.learn_prioritized(batch)[0]
+
+    def update(
+        self,
+        view: Population[DQN],
+        batch: dict[str, Any],
+        live: np.ndarray | None = None,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> list[dict[str, float] | None]:
+        return self.update_prioritized(view, batch, live, generators)[0]
+
+    def update_prioritized(
+        self,
+        view: Population[DQN],
+        batch: dict[str, Any],
+        live: np.ndarray | None = None,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> tuple[list[dict[str, float] | None], torch.Tensor]:
+        """One learning step of the agents of ``view`` that ``live`` names (None: all),
+        each on its rows of ``batch``: the metrics each reported (None: it did not learn)
+        and the loss of every row (agent ``p``'s rows: its new priorities). Each learning
+        agent's mean is importance-weighted with its rows' ``weights``; after the step it
+        draws a new noise sample for its online and then its target network (from
+        ``generators[p]`` when stacked, from torch's as alone: the same order)."""
+        per_transition, q_taken = self._per_transition(view, batch)
+        weights = batch.get("weights")
+        figures: dict[int, dict[str, torch.Tensor]] = {}
+        losses = []
+        blocks = view.blocks(per_transition.shape[0], live)
+        for p, rows in blocks:
+            own_weights = None if weights is None else view.own(weights, rows)
+            loss = self._weighted_loss(view.own(per_transition, rows), own_weights)
+            figures[p] = {"loss": loss.detach(), "q_mean": view.own(q_taken, rows).mean()}
+            losses.append(loss)
+        if losses:
+            mask = view.live_mask(live)
+            view.minimise("optimizer", view.total(losses), mask, self.max_grad_norm)
+            view.polyak(mask)
+            for p, _ in blocks:
+                generator = None if generators is None else generators[p]
+                view.reset_noise("actor", p, generator)
+                view.reset_noise("actor_target", p, generator)
+        return view.reported(figures), per_transition.detach()

@@ -5,7 +5,7 @@ Agents of one algorithm whose networks share an architecture form a cohort
 mutation that changes an agent's architecture it joins the cohort of its new shape or
 trains alone). For the length of a generation's training a cohort holds its agents'
 parameters, target networks and optimiser states stacked along a leading population
-dimension (:mod:`~agilerl.cohorts.stacking`, :mod:`~agilerl.cohorts.adam`): acting is one
+dimension (:mod:`~agilerl.cohorts.stacking`, :class:`~agilerl.algorithms.optim.StackedAdam`): acting is one
 forward for all agents, learning one loss and one step per optimiser, while each agent
 keeps its own hyperparameters (learning rates, gamma, tau, its exploration or noisy
 layers' noise, DDPG's and TD3's ``policy_freq``, learn step, batch size). The agents step

@@ -1,28 +1,24 @@
 """How the agents of one algorithm learn as a cohort, and which agents may form one.
 
-A learner runs the algorithm's *own* code for the whole cohort: the part that calls the
-networks runs once, on an agent bound to the stacked networks (and to per-row copies of
-the hyperparameters that part reads), and each agent's loss is then computed by that
-agent itself, on its own rows, with its own hyperparameters. The losses are summed (each
-agent's gradient is its own loss's: the stacked parameters of one agent meet only its
-rows), and one :class:`~agilerl.cohorts.adam.StackedAdam` step updates every agent due
-to learn.
+An algorithm that trains in cohorts writes its learning step once, against a view of P
+agents (:class:`~agilerl.algorithms.core.population.Population`): ``update(view, batch,
+live, generators)``, and its acting as ``act(view, obs, mask, uniform)``; its ``learn``
+is the update of a view of one. A cohort is that algorithm's code run on the stacked view
+of its agents (:class:`~agilerl.cohorts.views.StackedPopulation`); it never calls the
+algorithm's private methods nor rebinds its attributes.
 
-:data:`LEARNERS` says which algorithms learn in cohorts, and how (exact classes: a
-subclass that learns differently, RainbowDQN, has its own entry): DQN and CQN through
-:class:`~agilerl.cohorts.value.ValueCohort`, RainbowDQN through
-:class:`~agilerl.cohorts.rainbow.RainbowCohort`, DDPG and TD3 through
-:class:`~agilerl.cohorts.actor_critic.ActorCriticCohort`, PPO through
+:data:`LEARNERS` says which algorithms learn in cohorts, and how: DQN, CQN, RainbowDQN,
+DDPG and TD3 from replayed batches (:class:`ReplayCohort`), PPO through
 :class:`~agilerl.cohorts.policy.PolicyCohort`, IPPO's teams through
 :class:`~agilerl.cohorts.team_policy.TeamPolicyCohort`, MADDPG's and MATD3's through
-:class:`~agilerl.cohorts.team_actor_critic.TeamActorCriticCohort`. :func:`cohort_key` says which
-agents may share a cohort.
+:class:`~agilerl.cohorts.team_actor_critic.TeamActorCriticCohort`. :func:`cohort_key` says
+which agents may share a cohort.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -36,23 +32,18 @@ from agilerl.algorithms.matd3 import MATD3
 from agilerl.algorithms.ppo import PPO
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
 from agilerl.algorithms.td3 import TD3
-from agilerl.cohorts.actor_critic import ActorCriticCohort
 from agilerl.cohorts.policy import PolicyCohort
-from agilerl.cohorts.rainbow import RainbowCohort
 from agilerl.cohorts.stacking import outside_buffers, stackable
 from agilerl.cohorts.team_actor_critic import TeamActorCriticCohort
 from agilerl.cohorts.team_policy import TeamPolicyCohort
-from agilerl.cohorts.value import ValueCohort
+from agilerl.cohorts.views import StackedPopulation
 
 
 class Learner(Protocol):
-    """What every cohort learner is: made of a cohort's agents, it names the attributes
-    they must share and writes everything back into them at the end. The family's
-    cohort turn drives the rest (:class:`ReplayLearner`, or
-    :class:`~agilerl.cohorts.policy.PolicyCohort` for rollouts)."""
-
-    #: Attributes of the agents that must be equal across a cohort (:func:`cohort_key`).
-    same: ClassVar[tuple[str, ...]]
+    """What every cohort learner is: made of a cohort's agents, it writes everything back
+    into them at the end. The family's cohort turn drives the rest
+    (:class:`ReplayLearner`, or :class:`~agilerl.cohorts.policy.PolicyCohort` for
+    rollouts)."""
 
     def __init__(self, agents: Sequence[Any]) -> None: ...
 
@@ -81,13 +72,46 @@ class PrioritizedLearner(ReplayLearner, Protocol):
     ) -> tuple[list[dict[str, float] | None], torch.Tensor]: ...
 
 
+class ReplayCohort:
+    """Agents of an algorithm with a population update (``update``, ``act``) learning from
+    replayed batches as one: its code on the stacked view of the agents."""
+
+    def __init__(self, agents: Sequence[Any]) -> None:
+        self.agents = list(agents)
+        self.template = self.agents[0]
+        self.view = StackedPopulation(self.agents)
+
+    def explore(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
+        """Every agent's actions for the cohort's observations (agent ``p``'s the ``p``-th
+        block): the algorithm's ``act`` on the stacked view."""
+        return self.template.act(self.view, obs, mask, uniform)
+
+    def learn(
+        self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]
+    ) -> list[dict[str, float] | None]:
+        """One learning step of the agents where ``mask`` holds, each on its block of
+        ``batch``: the algorithm's ``update`` on the stacked view."""
+        return self.template.update(self.view, batch, np.asarray(mask, dtype=bool), generators)
+
+    def learn_prioritized(
+        self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]
+    ) -> tuple[list[dict[str, float] | None], torch.Tensor]:
+        """As :meth:`learn`, with the loss of every row (the agents' new priorities)."""
+        live = np.asarray(mask, dtype=bool)
+        return self.template.update_prioritized(self.view, batch, live, generators)
+
+    def write_back(self) -> None:
+        """Every agent's weights, target weights and optimiser state back into it."""
+        self.view.write_back()
+
+
 #: Algorithm class -> its cohort learner (exact classes).
 LEARNERS: dict[type, type[Learner]] = {
-    DQN: ValueCohort,
-    CQN: ValueCohort,
-    RainbowDQN: RainbowCohort,
-    DDPG: ActorCriticCohort,
-    TD3: ActorCriticCohort,
+    DQN: ReplayCohort,
+    CQN: ReplayCohort,
+    RainbowDQN: ReplayCohort,
+    DDPG: ReplayCohort,
+    TD3: ReplayCohort,
     PPO: PolicyCohort,
     IPPO: TeamPolicyCohort,
     MADDPG: TeamActorCriticCohort,
@@ -122,9 +146,15 @@ def cohort_key(agent: Any) -> tuple[Any, ...] | None:
         # The constants of the code around the stacked modules (an actor's action
         # bounds), which runs once with the first agent's.
         tuple(tuple(b.flatten().tolist()) for net in networks for b in outside_buffers(net)),
-        tuple(getattr(agent, name) for name in learner.same),
+        tuple(getattr(agent, name) for name in _same(agent, learner)),
         str(agent.device),
     )
+
+
+def _same(agent: Any, learner: type[Learner]) -> tuple[str, ...]:
+    """The attributes agents of ``learner`` must share: the learner's, or (a
+    :class:`ReplayCohort`) those the algorithm's update reads for all (``cohort_same``)."""
+    return tuple(getattr(learner, "same", ()) or getattr(agent, "cohort_same", ()))
 
 
 def form_cohorts(agents: dict[int, Any], enabled: bool = True) -> list[list[int]]:

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.cohorts.adam import StackedAdam
+from agilerl.algorithms.optim import StackedAdam
 from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.components import on_policy

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from agilerl.algorithms.optim import StackedAdam
 from agilerl.algorithms.ppo import METRICS, clipped_ppo_loss
-from agilerl.cohorts.adam import StackedAdam
 
 #: ``minibatch(index) -> (loss (P,), metrics (len(METRICS), P))`` of the joined rows
 #: ``index`` (agent ``p``'s rows the ``p``-th block).

@@ -22,6 +22,7 @@ a network's forward and an algorithm's code are pointed at stacked parts.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, ClassVar, cast
@@ -317,6 +318,9 @@ class StackedNetwork:
             name: shared[name] if name in shared else self.owned[name]
             for name in self.template.stacking_parts()
         }
+        #: The template network with the stacked modules as its parts: the network's own
+        #: code (forward, ``dist``, ``from_latent``, its buffers) run for all P agents.
+        self.network = with_parts(self.template, self.modules)
 
     def __call__(self, *args: Any) -> Any:
         with self.bound():
@@ -369,6 +373,26 @@ class StackedNetwork:
         optimisers keep pointing at the same tensors)."""
         for name, module in self.owned.items():
             module.write_back([net.stacking_parts()[name] for net in networks])
+
+
+def with_parts(network: nn.Module, parts: Mapping[str, nn.Module]) -> Any:
+    """A shallow copy of ``network`` whose submodules ``parts`` (dotted names: ``head.value``)
+    are replaced, the holders along each path copied too: the rest (its other modules,
+    parameters, buffers, settings) is shared with ``network``, which is left unchanged."""
+    clone = copy.copy(network)
+    clone._modules = dict(network._modules)
+    nested: dict[str, dict[str, nn.Module]] = {}
+    for name, module in parts.items():
+        head, _, rest = name.partition(".")
+        if rest:
+            nested.setdefault(head, {})[rest] = module
+        else:
+            clone._modules[head] = module
+    for head, inner in nested.items():
+        holder = network._modules[head]
+        assert holder is not None  # a part's holder is a submodule
+        clone._modules[head] = with_parts(holder, inner)
+    return clone
 
 
 @contextmanager

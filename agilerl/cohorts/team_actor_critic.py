@@ -15,7 +15,7 @@ group's actors or critics is reordered team by team for the stacked networks and
 What stays each team's own:
 
 * its losses (``critic_loss``, ``actor_loss``: masked means over its own active rows),
-  gradient clip and learning rates (one :class:`~agilerl.cohorts.adam.StackedAdam` step
+  gradient clip and learning rates (one :class:`~agilerl.algorithms.optim.StackedAdam` step
   per group and optimiser for the teams learning);
 * ``gamma`` (per row of the TD targets) and ``tau`` (per team of the target update);
 * ``batch_size``: each team draws its own rows (a larger one pads the others' blocks,
@@ -38,12 +38,11 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from agilerl.algorithms.core.population import reported
 from agilerl.algorithms.multi_agent_actor_critic import leading, masked_mean
-from agilerl.algorithms.optim import polyak_update
-from agilerl.cohorts.adam import StackedAdam
+from agilerl.algorithms.optim import StackedAdam, polyak_update
 from agilerl.cohorts.stacking import StackedNetwork, bound
 from agilerl.cohorts.team_rows import joined, own_rows, team_major
-from agilerl.cohorts.updates import reported
 from agilerl.observations import map_tree
 
 

@@ -41,7 +41,7 @@ import torch
 
 from agilerl.algorithms.ippo import GroupSamples, team_metrics
 from agilerl.algorithms.multi_agent_actor_critic import leading
-from agilerl.cohorts.adam import StackedAdam
+from agilerl.algorithms.optim import StackedAdam
 from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
 from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.cohorts.team_rows import team_major

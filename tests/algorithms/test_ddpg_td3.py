@@ -21,6 +21,7 @@ from support.killed_runs import kill_at_first_checkpoint
 
 from agilerl import checkpoints
 from agilerl.algorithms import DDPG, TD3
+from agilerl.algorithms.core.population import Population
 from agilerl.cli import main
 from agilerl.components.action_noise import GaussianNoise, OrnsteinUhlenbeckNoise
 from agilerl.components.replay_buffer import ReplayBuffer
@@ -336,10 +337,11 @@ def test_td3_target_is_the_minimum_of_the_target_critics():
     data = batch()
     state = agent.rng.bit_generator.state
     with torch.no_grad():
-        combined = agent._target_values(data["next_obs"])
+        view = Population.of(agent)
+        combined = agent._target_values(view, data["next_obs"], None)
         agent.rng.bit_generator.state = state  # the same smoothing noise
         agent._combine = lambda values: torch.stack(values)  # each critic's own
-        both = agent._target_values(data["next_obs"])
+        both = agent._target_values(view, data["next_obs"], None)
     torch.testing.assert_close(combined, both.min(dim=0).values)
     torch.testing.assert_close(combined, both[1])
 
@@ -350,8 +352,9 @@ def test_shared_encoders_are_trained_by_the_critic_loss_only(name):
     critics = [getattr(agent, c) for c in agent.critics]
     assert all(c.encoder is agent.actor.encoder for c in critics)
     encoder = [p.clone() for p in agent.actor.encoder.parameters()]
-    x = batch()["obs"]
-    agent._update_actor(x)  # the actor's step alone
+    view = Population.of(agent)
+    # The actor's step alone.
+    view.minimise("actor_optimizer", agent._actor_loss(agent._policy_values(view, batch()["obs"])))
     assert all(
         torch.equal(a, b) for a, b in zip(encoder, agent.actor.encoder.parameters(), strict=True)
     )

@@ -49,7 +49,7 @@ def torch_clip(params):
 
 
 def our_clip(params):
-    clip_grad_norm(params, 0.5)
+    clip_grad_norm([p.grad for p in params if p.grad is not None], 0.5)
 
 
 def test_steps_equal_torch_fused_adam_to_the_bit_and_follow_lr_changes():
@@ -107,13 +107,33 @@ def test_clipping_scales_to_the_norm_and_leaves_small_gradients_alone():
     params = [torch.nn.Parameter(torch.zeros(3)), torch.nn.Parameter(torch.zeros(2, 2))]
     params[0].grad = torch.tensor([3.0, 0.0, 0.0])
     params[1].grad = torch.tensor([[0.0, 4.0], [0.0, 0.0]])
-    total = clip_grad_norm(params, 1.0)
+    total = clip_grad_norm([p.grad for p in params], 1.0)
     assert total.item() == pytest.approx(5.0)
     clipped = torch.cat([p.grad.reshape(-1) for p in params])
     assert torch.linalg.vector_norm(clipped).item() == pytest.approx(1.0, rel=1e-5)
     before = [p.grad.clone() for p in params]
-    clip_grad_norm(params, 10.0)
+    clip_grad_norm([p.grad for p in params], 10.0)
     assert all(torch.equal(p.grad, g) for p, g in zip(params, before, strict=True))
+
+
+@pytest.mark.parametrize("max_norm", ["one for all", "per agent"])
+def test_stacked_clipping_is_each_agents_own_clip_to_the_bit(max_norm):
+    generator = torch.Generator().manual_seed(3)
+    shapes = [(32, 8), (32,), (32, 32), (32,), (2, 32), (2,)]
+    agents = 4
+    stacked = [torch.randn(agents, *shape, generator=generator) * 3 for shape in shapes]
+    for g in stacked:
+        g[2] *= 1e-3  # agent 2 is under the norm: left exactly as it is
+    limits = torch.tensor([0.5, 1.0, 0.7, 0.0]) if max_norm == "per agent" else 0.5
+    alone = [[g[p].clone() for g in stacked] for p in range(agents)]
+    norms = clip_grad_norm(stacked, limits, count=agents)
+    for p in range(agents):
+        limit = float(limits[p]) if isinstance(limits, torch.Tensor) else limits
+        if limit:  # 0: the agent is not clipped at all
+            assert torch.equal(clip_grad_norm(alone[p], limit)[0], norms[p])
+        for mine, theirs in zip(alone[p], [g[p] for g in stacked], strict=True):
+            assert torch.equal(mine, theirs)
+    assert norms[2] < 0.5 < norms[0]  # clipped and unclipped agents both occur
 
 
 @pytest.mark.parametrize("max_grad_norm", [None, 0.0, 0.05])

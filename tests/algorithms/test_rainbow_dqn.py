@@ -22,6 +22,7 @@ from support.killed_runs import kill_at_first_checkpoint
 
 from agilerl import checkpoints
 from agilerl.algorithms import DQN, RainbowDQN
+from agilerl.algorithms.core.population import Population
 from agilerl.algorithms.rainbow_dqn import project_distribution
 from agilerl.cli import main
 from agilerl.components.n_step_replay import NStepReplayBuffer
@@ -204,9 +205,14 @@ def _batch(agent, rows, seed=0, n_step=False, weights=None):
 
 def _losses(agent, batch):
     """Per-transition losses of the 1-step and n-step parts, without a learning step."""
-    one = agent._transition_loss(batch, agent.gamma)[0].detach()
+    view = Population.of(agent)
+    one = agent._transition_loss(view, batch, agent.gamma)[0].detach()
     n_step = batch.get("n_step")
-    n = None if n_step is None else agent._transition_loss(n_step, n_step["discount"])[0].detach()
+    n = (
+        None
+        if n_step is None
+        else agent._transition_loss(view, n_step, n_step["discount"])[0].detach()
+    )
     return one, n
 
 
@@ -379,10 +385,10 @@ def test_combined_losses_converge_too():
 class _GammaN(RainbowDQN):
     """A mis-wired n-step learner: every n-step bootstrap discounted by gamma^n."""
 
-    def _transition_loss(self, batch, discount):
+    def _transition_loss(self, view, batch, discount):
         if torch.is_tensor(discount):  # the n-step part (the 1-step one passes gamma)
             discount = torch.full_like(discount, self.gamma**3)
-        return super()._transition_loss(batch, discount)
+        return super()._transition_loss(view, batch, discount)
 
 
 def test_the_truncated_probe_catches_n_step_returns_bootstrapped_with_gamma_n():

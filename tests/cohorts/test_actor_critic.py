@@ -13,8 +13,7 @@ from gymnasium import spaces
 
 from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.td3 import TD3
-from agilerl.cohorts.actor_critic import ActorCriticCohort
-from agilerl.cohorts.learners import LEARNERS, cohort_key, form_cohorts
+from agilerl.cohorts.learners import LEARNERS, ReplayCohort, cohort_key, form_cohorts
 
 OBS = spaces.Box(-1.0, 1.0, (3,))
 ACTIONS = spaces.Box(-2.0, 2.0, (2,))
@@ -137,7 +136,7 @@ def test_a_cohort_step_is_each_agents_own_step(cls, share_encoders):
             for agent, b in zip(alone, batches, strict=True)
         ]
         expected = [agent.learn(b) for agent, b in zip(alone, own, strict=True)]
-        cohort = ActorCriticCohort(together)  # formed anew: state carries over write_back
+        cohort = ReplayCohort(together)  # formed anew: state carries over write_back
         got = cohort.learn(flattened(batches), np.ones(3, bool), UNUSED)
         cohort.write_back()
         for p, (e, g) in enumerate(zip(expected, got, strict=True)):
@@ -151,7 +150,7 @@ def test_a_cohort_step_is_each_agents_own_step(cls, share_encoders):
 
 def test_a_cohort_kept_across_calls_learns_as_one_formed_each_call():
     alone, together = agents(TD3), agents(TD3)
-    cohort = ActorCriticCohort(together)
+    cohort = ReplayCohort(together)
     for step in range(4):
         batches = [batch(10 * step + p) for p in range(3)]
         for agent, b in zip(alone, batches, strict=True):
@@ -165,11 +164,11 @@ def test_a_cohort_kept_across_calls_learns_as_one_formed_each_call():
 @pytest.mark.parametrize("cls", [DDPG, TD3])
 def test_an_agent_not_due_to_learn_is_left_bit_equal(cls, share_encoders):
     together = agents(cls, share_encoders=share_encoders)
-    cohort = ActorCriticCohort(together)
+    cohort = ReplayCohort(together)
     cohort.learn(flattened([batch(p) for p in range(3)]), np.ones(3, bool), UNUSED)
     cohort.write_back()
     before = snapshot(together[1])
-    cohort = ActorCriticCohort(together)
+    cohort = ReplayCohort(together)
     figures = cohort.learn(
         flattened([batch(p) for p in range(3, 6)]), np.array([1, 0, 1], bool), UNUSED
     )
@@ -184,7 +183,7 @@ def test_an_agent_not_due_to_learn_is_left_bit_equal(cls, share_encoders):
 def test_an_agent_whose_actor_is_not_due_steps_only_its_critics(cls, share_encoders):
     together = agents(cls, share_encoders=share_encoders)  # policy_freq 1, 2, 3
     before = [snapshot(agent) for agent in together]
-    cohort = ActorCriticCohort(together)
+    cohort = ReplayCohort(together)
     figures = cohort.learn(flattened([batch(p) for p in range(3)]), np.ones(3, bool), UNUSED)
     cohort.write_back()
     after = [snapshot(agent) for agent in together]
@@ -217,7 +216,7 @@ def test_exploring_in_a_cohort_is_each_agents_own_exploration():
     same actions, noise state and generator state, whichever agents of the cohort warm
     up at the step."""
     alone, together = agents(TD3), agents(TD3)
-    cohort = ActorCriticCohort(together)
+    cohort = ReplayCohort(together)
     for agent in [*alone, *together]:
         agent.episodes_ended(np.ones(2, dtype=bool))
     g = torch.Generator().manual_seed(3)
@@ -238,7 +237,7 @@ def test_exploring_in_a_cohort_is_each_agents_own_exploration():
 
 
 def test_cohorts_group_ddpg_and_td3_agents_by_what_their_code_needs_equal():
-    assert LEARNERS[DDPG] is ActorCriticCohort and LEARNERS[TD3] is ActorCriticCohort
+    assert LEARNERS[DDPG] is ReplayCohort and LEARNERS[TD3] is ReplayCohort
     ddpg, td3 = agents(DDPG, count=3), agents(TD3, count=2)
     shared = agents(TD3, count=1, share_encoders=True)[0]
     wider = DDPG(OBS, ACTIONS, index=7, net_config={**NET, "latent_dim": 20})

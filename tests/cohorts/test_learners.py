@@ -14,8 +14,7 @@ from gymnasium import spaces
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
-from agilerl.cohorts.learners import cohort_key, form_cohorts
-from agilerl.cohorts.value import ValueCohort
+from agilerl.cohorts.learners import ReplayCohort, cohort_key, form_cohorts
 from agilerl.testing.transitions import random_transitions
 
 OBS = spaces.Box(-1.0, 1.0, (4,))
@@ -70,7 +69,7 @@ def test_a_cohort_step_is_each_agents_own_step(cls):
     ]
     for step in range(3):  # the moments and step counts carry over between steps
         expected = [agent.learn(b) for agent, b in zip(alone, own, strict=True)]
-        cohort = ValueCohort(together)
+        cohort = ReplayCohort(together)
         got = cohort.learn(flattened(batches, 8), np.ones(3, bool), UNUSED)
         cohort.write_back()
         for e, g in zip(expected, got, strict=True):
@@ -90,11 +89,11 @@ def test_a_cohort_step_is_each_agents_own_step(cls):
 
 def test_an_agent_not_due_to_learn_is_left_bit_equal():
     together = agents()
-    cohort = ValueCohort(together)
+    cohort = ReplayCohort(together)
     cohort.learn(flattened([batch(8, s) for s in range(3)], 8), np.ones(3, bool), UNUSED)
     cohort.write_back()
     before = state_of(together[1])
-    cohort = ValueCohort(together)
+    cohort = ReplayCohort(together)
     figures = cohort.learn(
         flattened([batch(8, s) for s in range(3, 6)], 8), np.array([True, False, True]), UNUSED
     )
@@ -110,7 +109,7 @@ def test_an_agent_not_due_to_learn_is_left_bit_equal():
 
 def test_an_agent_that_never_learned_keeps_an_empty_optimiser_state():
     together = agents(count=2)
-    cohort = ValueCohort(together)
+    cohort = ReplayCohort(together)
     cohort.learn(flattened([batch(8, 1), batch(8, 2)], 8), np.array([True, False]), UNUSED)
     cohort.write_back()
     assert together[1].optimizer.state_dict()["state"] == {}

@@ -14,8 +14,7 @@ import torch
 from gymnasium import spaces
 
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
-from agilerl.cohorts.learners import cohort_key
-from agilerl.cohorts.rainbow import RainbowCohort
+from agilerl.cohorts.learners import ReplayCohort, cohort_key
 from agilerl.cohorts.replay import LockstepPrioritizedReplay, LockstepReplay
 from agilerl.cohorts.stacking import StackedNetwork, stackable
 from agilerl.components.n_step_replay import NStepReplayBuffer
@@ -129,7 +128,7 @@ def test_an_agents_new_noise_is_what_its_own_reset_draws_from_the_same_seed():
 @pytest.mark.parametrize("combined", [False, True])
 def test_a_cohort_step_is_each_agents_own_step_and_its_new_noise(combined):
     alone, together = rainbows(combined_reward=combined), rainbows(combined_reward=combined)
-    cohort = RainbowCohort(together)
+    cohort = ReplayCohort(together)
     for round_ in range(2):
         batches = [batch(10 * round_ + p) for p in range(3)]
         expected = []
@@ -152,7 +151,7 @@ def test_a_cohort_step_is_each_agents_own_step_and_its_new_noise(combined):
 
 def test_an_agent_not_learning_keeps_weights_moments_and_noise_bit_equal():
     together = rainbows()
-    cohort = RainbowCohort(together)
+    cohort = ReplayCohort(together)
     generators = [torch.Generator().manual_seed(p) for p in range(3)]
     cohort.learn_prioritized(flattened([batch(p) for p in range(3)]), np.ones(3, bool), generators)
     cohort.write_back()
@@ -161,7 +160,7 @@ def test_an_agent_not_learning_keeps_weights_moments_and_noise_bit_equal():
         noise(together[1]),
         copy.deepcopy(together[1].optimizer.state_dict()),
     )
-    cohort = RainbowCohort(together)
+    cohort = ReplayCohort(together)
     figures, _ = cohort.learn_prioritized(
         flattened([batch(p) for p in range(3, 6)]), np.array([True, False, True]), generators
     )

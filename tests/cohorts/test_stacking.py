@@ -8,7 +8,7 @@ import torch
 from gymnasium import spaces
 
 from agilerl.algorithms.dqn import DQN
-from agilerl.cohorts.adam import StackedAdam
+from agilerl.algorithms.optim import StackedAdam
 from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
 
 LAYOUTS = {
