@@ -263,6 +263,8 @@ class StackedAdam:
         found = torch.autograd.grad(loss, self.params, allow_unused=True)
         # As torch's optimisers: a parameter the loss does not reach gets no step.
         used = [i for i, g in enumerate(found) if g is not None]
+        if not used:
+            return  # nothing reached (every agent masked out of the loss)
         grads = [found[i] for i in used]
         if isinstance(max_grad_norm, torch.Tensor) or max_grad_norm:
             clip_grad_norm(grads, max_grad_norm, count=len(self.steps))
