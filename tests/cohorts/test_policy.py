@@ -125,7 +125,7 @@ def test_an_agent_stopped_by_its_target_kl_or_its_epochs_is_left_bit_equal():
         seen.append([[t[p].detach().clone() for t in tensors] for p in range(3)])
 
     real = cohort.adam.step
-    cohort.adam.step = lambda grads, mask: (real(grads, mask), snapshot())
+    cohort.adam.step = lambda grads, mask, *used: (real(grads, mask, *used), snapshot())
     figures = cohort.learn([torch.Generator().manual_seed(p) for p in range(3)])
     # 32 samples in minibatches of 16: agent 0 two epochs, agent 2 three
     assert [f["updates"] for f in figures] == [4.0, 1.0, 6.0] and len(seen) == 6
