@@ -238,8 +238,14 @@ class RainbowDQN(DQN):
     def configure_exploration(self, schedule: EpsilonSchedule) -> None:
         """Noisy networks explore: the run's epsilon schedule is not used."""
 
-    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
-        """Greedy actions of the noisy network (its current noise sample)."""
+    def explore(
+        self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None
+    ) -> np.ndarray:
+        """Greedy actions of the noisy network (its current noise sample); ``q_values``:
+        those of ``obs``, already computed (by that network, in training mode)."""
+        if q_values is not None:
+            mask = self._mask(action_mask, leading_size(obs))
+            return self._to_actions(self._greedy_index(obs, mask, q_values))
         return self.get_action(obs, action_mask, training=True)
 
     def exploration_metrics(self) -> dict[str, float]:
@@ -249,16 +255,18 @@ class RainbowDQN(DQN):
         self, view: Population[DQN], obs: Any, action_mask: Any, uniform: np.ndarray
     ) -> np.ndarray:
         """Every agent of ``view`` acting greedily on its noisy network (its current noise
-        sample) for its block of ``obs``: one forward for all, which draws nothing;
-        uniform actions for the agents ``uniform`` names."""
+        sample) for its block of ``obs``: one forward for all, which draws nothing, then
+        each agent's own :meth:`explore` on its block of the Q-values; uniform actions for
+        the agents ``uniform`` names."""
 
-        def forward(rows: Any) -> np.ndarray:
-            mask = self._mask(action_mask, leading_size(rows))
+        def forward(rows: Any) -> torch.Tensor:
             with torch.inference_mode():
-                q_values = view.net("actor")(rows)
-            return self._to_actions(self._greedy_index(rows, mask, q_values))
+                return view.net("actor")(rows)
 
-        return view.act(obs, action_mask, uniform, forward, lambda _a, _o, _m, actions: actions)
+        def own(agent: RainbowDQN, own_obs: Any, own_mask: Any, q_values: Any) -> np.ndarray:
+            return agent.explore(own_obs, own_mask, q_values)
+
+        return view.act(obs, action_mask, uniform, forward, own)
 
     def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Greedy actions of the mean weights (no noise)."""

@@ -30,8 +30,12 @@ from agilerl.cohorts.stacking import Stacked, StackedNetwork
 
 
 class StackedPopulation(Population[Any]):
-    """A :class:`Population` of P > 1 agents on stacked networks; :meth:`write_back`
-    puts every agent's weights, target weights and optimiser state back into it."""
+    """A :class:`Population` of P agents on stacked networks (a cohort: P > 1; a stacked
+    view of one serves the tests that hold an agent's stacked update independent of the
+    others'); :meth:`write_back` puts every agent's weights, target weights and optimiser
+    state back into it."""
+
+    stacked = True
 
     def __init__(self, agents: Sequence[Any]) -> None:
         template = agents[0]

@@ -4,16 +4,17 @@ An algorithm writes its learning step once, as ``update(view, batch)``, for a
 :class:`Population` of P agents; ``learn(batch)`` is that update on :meth:`Population.of`
 one agent. What the view hides is how P agents are held:
 
-* **networks** (:meth:`Population.net`): the agent's own modules when P = 1; when P > 1,
+* **networks** (:meth:`Population.net`): the agent's own modules in the view of one; in a stacked view,
   one stacked network per attribute (:class:`~agilerl.cohorts.stacking.StackedNetwork`:
   parameters stacked along a leading population dimension, agent ``p``'s rows the
   ``p``-th block of every input and output);
 * **per-agent hyperparameters** (:meth:`Population.value`, :meth:`Population.per_row`):
-  the agent's own float when P = 1, a ``(P,)`` column (or one value per row) when P > 1;
+  the agent's own float in the view of one, a ``(P,)`` column (or one value per row)
+  when stacked;
 * **optimisers** (:meth:`Population.minimise`): the agent's own
-  :class:`~agilerl.algorithms.optim.FusedAdam` when P = 1, a
+  :class:`~agilerl.algorithms.optim.FusedAdam` in the view of one, a
   :class:`~agilerl.algorithms.optim.StackedAdam` per optimiser of ``optimizer_specs``
-  when P > 1, which leaves agents outside the ``live`` mask bit-equal;
+  when stacked, which leaves agents outside the ``live`` mask bit-equal;
 * **targets** (:meth:`Population.polyak`): one soft update of every target network the
   algorithm's ``target_networks`` names, each agent by its own ``tau``;
 * **rows** (:meth:`Population.blocks`): which agents learn and which rows of the batch
@@ -33,7 +34,7 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import numpy as np
 import torch
@@ -107,10 +108,9 @@ class Population(Generic[Agent]):
         }
         return cls([agent], networks, optimizers)
 
-    @property
-    def stacked(self) -> bool:
-        """Whether the agents' networks run stacked (P > 1)."""
-        return self.count > 1
+    #: Whether the agents' networks run stacked (a view of P agents on one forward;
+    #: :class:`~agilerl.cohorts.views.StackedPopulation`) rather than as one agent's own.
+    stacked: ClassVar[bool] = False
 
     # -- networks and hyperparameters ---------------------------------------------------
     def net(self, name: str) -> Any:
@@ -241,11 +241,15 @@ class Population(Generic[Agent]):
         rows; ``mask`` its action masks' rows alike, or None): one ``forward`` for all,
         then ``own_action(agent, obs, mask, output)`` on each agent's block of it (its own
         exploration, its own generator), or the agent's ``uniform_actions`` where
-        ``uniform[p]`` holds (no forward at all when every agent's does)."""
+        ``uniform[p]`` holds (no forward at all when every agent's does). The view of one
+        calls ``own_action`` with output None: the agent's own acting, unchanged."""
         count = self.count
         blocks = split_tree(obs, count)
         masks = [None] * count if mask is None else split_tree(mask, count)
-        outputs = [None] * count if uniform.all() else split_tree(forward(obs), count)
+        # One agent acts on its own (no output computed for it: its own explore runs its
+        # networks, in the modes it chooses); P agents on one forward's blocks.
+        shared = self.stacked and not uniform.all()
+        outputs = split_tree(forward(obs), count) if shared else [None] * count
         return np.concatenate(
             [
                 agent.uniform_actions(own, own_mask)  # type: ignore[attr-defined]
