@@ -80,8 +80,8 @@ def acted(monkeypatch, document):
     for how in ("uniform_actions", "explore"):
         real = getattr(TD3, how)
 
-        def recording(self, obs, mask=None, real=real, how=how):
-            actions = real(self, obs, mask)
+        def recording(self, obs, mask=None, *computed, real=real, how=how, **given):
+            actions = real(self, obs, mask, *computed, **given)
             record[self.index].append((how, actions.copy()))
             return actions
 
