@@ -1,23 +1,25 @@
 """P networks of one architecture held as one: parameters stacked along a leading
 population dimension, one forward for all of them.
 
-A network of this engine (``QNetwork``, an actor, a critic) is a composition of evolvable
-modules (an encoder, a head, a learnt action spread:
-:meth:`~agilerl.networks.base.EvolvableNetwork.stacking_parts`)
-with code of its own around them (preprocessing, concatenating an action). A
-:class:`StackedNetwork` stacks each module of P agents' networks into one
-:data:`STACKED_MODULES` implementation (an MLP's layers become batched matrix products,
-``torch.baddbmm`` over ``(P, rows, features)``) and runs the network's *own* ``forward``
-with those in place of its modules: the code around them runs once for all P, unchanged.
-Its input and output are flattened: agent ``p``'s rows are the ``p``-th block of equal
-size, so an algorithm's code that indexes rows (``gather``, ``reshape(rows, -1)``) runs
-unchanged on a cohort's batch. (``torch.func.vmap`` over ``functional_call`` does the same
-for any module, but its per-call bookkeeping made a cohort's update of small MLPs about
-ten times slower than the agents' own updates one after another.)
+A network of this engine (``QNetwork``, an actor, a critic) is a composition of parts (an
+encoder, a head, a learnt action spread: :meth:`~agilerl.networks.base.EvolvableNetwork.
+stacking_parts`) with code of its own around them (preprocessing, concatenating an
+action). A :class:`StackedNetwork` stacks each part of P agents' networks into one
+(:func:`stack_part`): an evolvable module that declares it can run stacked runs its own
+forward on stacked layers (:class:`~agilerl.modules.stacked.StackedModule`: an MLP's
+layers become batched matrix products, ``torch.baddbmm`` over ``(P, rows, features)``),
+and a part with parameters of its own has its form here (:data:`STACKED_PARTS`: a
+Gaussian policy's ``log_std``). The stacked network is the first agent's network with
+the stacked parts in place of its own (:func:`with_parts`): the code around them runs
+once for all P, unchanged. Its input and output are flattened: agent ``p``'s rows are
+the ``p``-th block of equal size, so an algorithm's code that indexes rows (``gather``,
+``reshape(rows, -1)``) runs unchanged on a cohort's batch. (``torch.func.vmap`` over
+``functional_call`` does the same for any module, but its per-call bookkeeping made a
+cohort's update of small MLPs about ten times slower than the agents' own updates one
+after another.)
 
 :meth:`StackedNetwork.write_back` copies the trained weights into the agents' own
-modules, in place. :func:`bound` rebinds attributes for the length of a call, which is how
-a network's forward and an algorithm's code are pointed at stacked parts.
+modules, in place.
 """
 
 from __future__ import annotations
@@ -29,168 +31,15 @@ from typing import Any, ClassVar, cast
 
 import torch
 from torch import nn
-from torch.nn import functional
 
-from agilerl.modules.mlp import EvolvableMLP
+from agilerl.modules.stacked import StackedModule, can_stack
 from agilerl.networks.base import EvolvableNetwork
 from agilerl.networks.distributions import DiagGaussian, DiagGaussianDistribution
-from agilerl.networks.rainbow import NoisyLinear, NoisyMLP, scaled_noise
 
 
 def _stacked(tensors: Sequence[torch.Tensor], trainable: bool) -> nn.Parameter:
     with torch.no_grad():
         return nn.Parameter(torch.stack([t.detach() for t in tensors]), requires_grad=trainable)
-
-
-class StackedMLP(nn.Module):
-    """P :class:`~agilerl.modules.mlp.EvolvableMLP` (or encoder) modules of one layout as
-    one module on flattened rows: ``Linear`` layers as ``baddbmm`` with each agent's
-    weights, ``LayerNorm`` with each agent's scale and shift, activations as they are
-    (they hold no parameters: :func:`stackable` checks)."""
-
-    #: Whether it stacks the buffers of its modules (else :func:`stackable` refuses
-    #: modules holding any: running statistics are per agent).
-    stacks_buffers: ClassVar[bool] = False
-
-    def __init__(self, modules: Sequence[nn.Module], trainable: bool) -> None:
-        super().__init__()
-        # :data:`STACKED_MODULES` maps only MLP classes here.
-        mlps = cast("Sequence[EvolvableMLP]", modules)
-        self.count = len(mlps)
-        first = mlps[0]
-        self.train(first.training)  # a mode-dependent layer (noise) acts as the agents' do
-
-        def linear(get: Any) -> tuple[nn.Parameter, nn.Parameter]:
-            layers = [get(m) for m in mlps]
-            return (
-                _stacked([layer.weight for layer in layers], trainable),  # (P, out, in)
-                _stacked([layer.bias for layer in layers], trainable),
-            )
-
-        def norm(get: Any) -> tuple[nn.Parameter, nn.Parameter, float] | None:
-            layer = get(first)
-            if isinstance(layer, nn.Identity):
-                return None
-            layers = [get(m) for m in mlps]
-            return (
-                _stacked([n.weight for n in layers], trainable),
-                _stacked([n.bias for n in layers], trainable),
-                float(layer.eps),
-            )
-
-        count = len(first.linears)
-        self.layers = [
-            (
-                linear(lambda m, i=i: m.linears[i]),
-                norm(lambda m, i=i: m.norms[i]),
-                first.acts[i],
-            )
-            for i in range(count)
-        ]
-        self.layers.append((linear(lambda m: m.out), norm(lambda m: m.out_norm), first.out_act))
-        # Registered, so the network's own code finds a device and dtype among them.
-        self.stacked = nn.ParameterList(
-            [t for (w, b), n, _ in self.layers for t in (w, b, *(n[:2] if n else ()))]
-        )
-        # The agents' parameters in the same order (and the same layout).
-        self.names = [name for i in range(count + 1) for name in _layer_names(first, i, count)]
-
-    def output_linear(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """The output layer's stacked weight and bias as this forward uses them."""
-        return self.layers[-1][0]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.reshape(self.count, -1, x.shape[-1])
-        last = len(self.layers) - 1
-        for i, ((weight, bias), norm, act) in enumerate(self.layers):
-            if i == last:
-                weight, bias = self.output_linear()
-            x = torch.baddbmm(bias.unsqueeze(1), x, weight.transpose(1, 2))
-            if norm is not None:
-                scale, shift, eps = norm
-                x = torch.addcmul(
-                    shift.unsqueeze(1),
-                    functional.layer_norm(x, x.shape[-1:], eps=eps),
-                    scale.unsqueeze(1),
-                )
-            x = act(x)
-        return x.reshape(-1, x.shape[-1])
-
-    def reset_noise(self, agent: int, generator: torch.Generator) -> None:
-        """A plain MLP holds no noise: nothing to draw."""
-
-    def write_back(self, modules: Sequence[nn.Module]) -> None:
-        with torch.no_grad():
-            for p, mlp in enumerate(modules):
-                own = dict(mlp.named_parameters())
-                for name, stacked in zip(self.names, self.stacked, strict=True):
-                    own[name].copy_(stacked[p])
-
-
-class StackedNoisyMLP(StackedMLP):
-    """P :class:`~agilerl.networks.rainbow.NoisyMLP` modules as one: a
-    :class:`StackedMLP` whose output layer also holds each agent's noise scales
-    (``weight_sigma``, ``bias_sigma``) and current noise sample, and in training mode
-    adds ``sigma * epsilon`` to its weights as :class:`~agilerl.networks.rainbow.
-    NoisyLinear` does. :meth:`reset_noise` draws one agent's new sample from that agent's
-    generator, in the order its own layer draws it."""
-
-    stacks_buffers: ClassVar[bool] = True
-    weight_epsilon: torch.Tensor  # (P, out, in): each agent's current noise sample
-    bias_epsilon: torch.Tensor  # (P, out)
-
-    def __init__(self, modules: Sequence[nn.Module], trainable: bool) -> None:
-        super().__init__(modules, trainable)
-        outs = _noisy_outputs(modules)
-        self.weight_sigma = _stacked([o.weight_sigma for o in outs], trainable)
-        self.bias_sigma = _stacked([o.bias_sigma for o in outs], trainable)
-        self.stacked.extend([self.weight_sigma, self.bias_sigma])
-        self.names += ["out.weight_sigma", "out.bias_sigma"]
-        with torch.no_grad():
-            self.register_buffer("weight_epsilon", torch.stack([o.weight_epsilon for o in outs]))
-            self.register_buffer("bias_epsilon", torch.stack([o.bias_epsilon for o in outs]))
-
-    def output_linear(self) -> tuple[torch.Tensor, torch.Tensor]:
-        weight, bias = super().output_linear()
-        if not self.training:  # the mean layer, as NoisyLinear in eval mode
-            return weight, bias
-        return (
-            weight + self.weight_sigma * self.weight_epsilon,
-            bias + self.bias_sigma * self.bias_epsilon,
-        )
-
-    @torch.no_grad()
-    def reset_noise(self, agent: int, generator: torch.Generator) -> None:
-        """Agent ``agent``'s new noise sample, drawn from ``generator`` as its own
-        :meth:`~agilerl.networks.rainbow.NoisyLinear.reset_noise` draws from torch's."""
-        out_features, in_features = (int(n) for n in self.weight_epsilon.shape[1:])
-        eps_in = scaled_noise(in_features, self.weight_epsilon, generator)
-        eps_out = scaled_noise(out_features, self.weight_epsilon, generator)
-        self.weight_epsilon[agent] = torch.outer(eps_out, eps_in)
-        self.bias_epsilon[agent] = eps_out
-
-    def write_back(self, modules: Sequence[nn.Module]) -> None:
-        super().write_back(modules)
-        with torch.no_grad():
-            for p, out in enumerate(_noisy_outputs(modules)):
-                out.weight_epsilon.copy_(self.weight_epsilon[p])
-                out.bias_epsilon.copy_(self.bias_epsilon[p])
-
-
-def _noisy_outputs(modules: Sequence[nn.Module]) -> list[NoisyLinear]:
-    """The noisy output layers of P :class:`~agilerl.networks.rainbow.NoisyMLP`."""
-    return [cast("NoisyLinear", cast("NoisyMLP", m).out) for m in modules]
-
-
-def _layer_names(mlp: EvolvableMLP, i: int, hidden: int) -> list[str]:
-    """The parameter names of layer ``i`` of ``mlp`` (``hidden`` hidden layers, then the
-    output), in :class:`StackedMLP`'s order: linear weight, bias, then the norm's."""
-    linear, norm = (f"linears.{i}", f"norms.{i}") if i < hidden else ("out", "out_norm")
-    names = [f"{linear}.weight", f"{linear}.bias"]
-    layer = mlp.norms[i] if i < hidden else mlp.out_norm
-    if not isinstance(layer, nn.Identity):
-        names += [f"{norm}.weight", f"{norm}.bias"]
-    return names
 
 
 class StackedGaussian(nn.Module):
@@ -236,49 +85,45 @@ class StackedGaussian(nn.Module):
 
 
 #: A stacked part of P networks.
-Stacked = StackedMLP | StackedNoisyMLP | StackedGaussian
+Stacked = StackedModule | StackedGaussian
 
-#: Module class -> its stacked implementation (exact classes: a subclass may compute
-#: differently). A network whose parts are all here can be stacked.
-STACKED_MODULES: dict[type, type[Stacked]] = {
+#: Parts that are not evolvable modules but hold parameters (exact classes), and how P
+#: copies of each run as one.
+STACKED_PARTS: dict[type, type[StackedGaussian]] = {
     DiagGaussianDistribution: StackedGaussian,
-    NoisyMLP: StackedNoisyMLP,
 }
 
 
-def _register() -> None:
-    from agilerl.modules.mlp import MlpEncoder
-
-    STACKED_MODULES.update({EvolvableMLP: StackedMLP, MlpEncoder: StackedMLP})
-
-
-_register()
+def stack_part(modules: Sequence[nn.Module], trainable: bool) -> Stacked:
+    """P networks' part of one architecture as one: its table entry, or the module's own
+    forward on stacked layers (:class:`~agilerl.modules.stacked.StackedModule`)."""
+    form = STACKED_PARTS.get(type(modules[0]))
+    if form is not None:
+        return form(modules, trainable)
+    return StackedModule(modules, trainable)
 
 
 def stackable(network: Any) -> bool:
     """Whether P copies of ``network`` (of one architecture) can be stacked: every
     parameter lies in a part (:meth:`~agilerl.networks.base.EvolvableNetwork.
-    stacking_parts`) of :data:`STACKED_MODULES`, no activation holds parameters, and no
-    stacked part holds buffers (running statistics are per agent). Buffers of the
-    network's own code around its parts (an actor's action bounds) are read from the
-    template for all P: :func:`~agilerl.cohorts.learners.cohort_key` groups only
-    networks whose buffers are equal (:func:`outside_buffers`)."""
+    stacking_parts`) that either has a form of its own (:data:`STACKED_PARTS`, holding no
+    buffers) or is a module that declares it can run stacked
+    (:func:`~agilerl.modules.stacked.can_stack`: an MLP, a noisy MLP, SimBa; not an
+    LSTM, a CNN, batch norm). Buffers of the network's own code around its parts (an
+    actor's action bounds) are read from the template for all P:
+    :func:`~agilerl.cohorts.learners.cohort_key` groups only networks whose buffers are
+    equal (:func:`outside_buffers`)."""
     modules = network.stacking_parts() if hasattr(network, "stacking_parts") else {}
-    if not modules or any(type(m) not in STACKED_MODULES for m in modules.values()):
+    if not modules:
         return False
-    if any(
-        not STACKED_MODULES[type(m)].stacks_buffers and next(m.buffers(), None) is not None
-        for m in modules.values()
-    ):
-        return False
+    for module in modules.values():
+        if type(module) in STACKED_PARTS:
+            if next(module.buffers(), None) is not None:
+                return False
+        elif not can_stack(module):
+            return False
     covered = sum(p.numel() for m in modules.values() for p in m.parameters())
-    if covered != sum(p.numel() for p in network.parameters()):
-        return False
-    return all(
-        next(act.parameters(), None) is None
-        for m in modules.values()
-        for act in [*getattr(m, "acts", ()), *filter(None, [getattr(m, "out_act", None)])]
-    )
+    return covered == sum(p.numel() for p in network.parameters())
 
 
 def outside_buffers(network: EvolvableNetwork) -> list[torch.Tensor]:
@@ -308,10 +153,8 @@ class StackedNetwork:
         shared = dict(shared or {})
         #: The submodules this network stacked itself (whose parameters it holds).
         self.owned = {
-            name: STACKED_MODULES[type(module)](
-                [net.stacking_parts()[name] for net in networks], trainable
-            )
-            for name, module in self.template.stacking_parts().items()
+            name: stack_part([net.stacking_parts()[name] for net in networks], trainable)
+            for name in self.template.stacking_parts()
             if name not in shared
         }
         self.modules = {

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch
@@ -130,6 +130,12 @@ def draw_step(rng: np.random.Generator, steps: tuple[int, ...]) -> int:
 
 class EvolvableModule(nn.Module):
     """An ``nn.Module`` built from a spec whose architecture can mutate."""
+
+    #: Whether P copies of this module (one architecture) can run as one, by this
+    #: module's own forward on stacked layers (:mod:`agilerl.modules.stacked`): true where
+    #: the forward works row by row through layers that stack. A module that cannot
+    #: leaves its agents training one at a time.
+    stackable: ClassVar[bool] = False
 
     def __init__(self, spec: BaseModel) -> None:
         super().__init__()

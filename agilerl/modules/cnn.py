@@ -18,6 +18,8 @@ Exactness of growth:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 from torch import nn
@@ -53,6 +55,10 @@ def feature_map_sizes(
 
 class EvolvableCNN(EvolvableModule):
     """Conv2d stack whose depth, channels, kernel sizes and activation mutate."""
+
+    #: Convolutions (and batch norm's running statistics) take one set of weights per
+    #: kernel call: its agents train one at a time.
+    stackable: ClassVar[bool] = False
 
     spec: CnnSpec
 

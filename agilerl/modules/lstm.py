@@ -20,6 +20,7 @@ Exactness of growth:
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -34,6 +35,10 @@ _GATED = re.compile(r"^lstm\.(weight|bias)_(ih|hh)_l\d+$")
 
 class EvolvableLSTM(EvolvableModule):
     """LSTM whose hidden state size and depth mutate."""
+
+    #: torch's fused LSTM kernel takes one set of weights, and stacking it would replace
+    #: that kernel by per-step batched products: its agents train one at a time.
+    stackable: ClassVar[bool] = False
 
     spec: LstmSpec
 

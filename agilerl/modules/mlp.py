@@ -14,6 +14,8 @@ Exactness of growth (outputs identical before and after, fixed weights):
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 from torch import nn
@@ -35,6 +37,9 @@ NODE_STEPS = (16, 32, 64)
 
 class EvolvableMLP(EvolvableModule):
     """MLP whose layers, widths and activation mutate."""
+
+    #: Row by row through Linear and LayerNorm layers: runs stacked.
+    stackable: ClassVar[bool] = True
 
     spec: MlpSpec
 

@@ -13,6 +13,8 @@ Exactness of growth:
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 from torch import nn
@@ -45,6 +47,9 @@ class SimbaBlock(nn.Module):
 
 class EvolvableSimBa(EvolvableModule):
     """SimBa residual network whose depth (blocks) and width (hidden_size) mutate."""
+
+    #: Row by row through Linear and LayerNorm layers (residual blocks): runs stacked.
+    stackable: ClassVar[bool] = True
 
     spec: SimbaSpec
 

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -35,6 +36,7 @@ from torch import nn
 from agilerl.models.networks import MlpSpec, RainbowQNetworkSpec
 from agilerl.modules.base import EvolvableModule, MutationInfo, mutation
 from agilerl.modules.mlp import EvolvableMLP
+from agilerl.modules.stacked import STACKED_LAYERS, StackedLinear
 from agilerl.networks.base import EvolvableNetwork, build_encoder
 
 
@@ -102,6 +104,52 @@ class NoisyLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, " + (
             f"sigma_init={self.sigma_init}"
         )
+
+
+class StackedNoisyLinear(StackedLinear):
+    """P :class:`NoisyLinear` layers as one: each copy's mean weights, noise scales and
+    current noise sample, and in training mode ``mean + sigma * epsilon`` as the layer's
+    own forward. :meth:`reset_noise` draws one copy's new sample from that agent's
+    generator, in the order its own layer draws from torch's."""
+
+    stacks_buffers: ClassVar[bool] = True
+    weight_sigma: nn.Parameter  # (P, out, in)
+    bias_sigma: nn.Parameter  # (P, out)
+    weight_epsilon: torch.Tensor  # (P, out, in): each copy's current noise sample
+    bias_epsilon: torch.Tensor  # (P, out)
+
+    def __init__(self, layers: Sequence[nn.Module], trainable: bool) -> None:
+        super().__init__(layers, trainable)
+        noisy = cast("Sequence[NoisyLinear]", layers)
+        with torch.no_grad():
+            self.register_buffer("weight_epsilon", torch.stack([n.weight_epsilon for n in noisy]))
+            self.register_buffer("bias_epsilon", torch.stack([n.bias_epsilon for n in noisy]))
+
+    def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if not self.training:  # the mean layer, as NoisyLinear in eval mode
+            return self.weight, self.bias
+        return (
+            self.weight + self.weight_sigma * self.weight_epsilon,
+            self.bias + self.bias_sigma * self.bias_epsilon,
+        )
+
+    @torch.no_grad()
+    def reset_noise(self, agent: int, generator: torch.Generator) -> None:
+        out_features, in_features = (int(n) for n in self.weight_epsilon.shape[1:])
+        eps_in = scaled_noise(in_features, self.weight_epsilon, generator)
+        eps_out = scaled_noise(out_features, self.weight_epsilon, generator)
+        self.weight_epsilon[agent] = torch.outer(eps_out, eps_in)
+        self.bias_epsilon[agent] = eps_out
+
+    def write_back(self, layers: Sequence[nn.Module]) -> None:
+        super().write_back(layers)
+        with torch.no_grad():
+            for p, layer in enumerate(cast("Sequence[NoisyLinear]", layers)):
+                layer.weight_epsilon.copy_(self.weight_epsilon[p])
+                layer.bias_epsilon.copy_(self.bias_epsilon[p])
+
+
+STACKED_LAYERS[NoisyLinear] = StackedNoisyLinear
 
 
 class NoisyMLP(EvolvableMLP):

@@ -43,8 +43,16 @@ ACTOR_CRITIC = {
     "lr_critic": [2e-3, 4e-3, 1e-2],
     "policy_freq": [1, 2, 3],
 }
+SIMBA = {
+    "latent_dim": 16,
+    "simba": True,
+    "encoder_config": {"hidden_size": 16, "num_blocks": 2},
+    "head_config": {"hidden_size": [16]},
+}
 CASES: dict[str, tuple[type, tuple[spaces.Space, spaces.Space], dict[str, list[Any]]]] = {
     "DQN": (DQN, DISCRETE, VALUE),
+    "DQN-SimBa": (DQN, DISCRETE, VALUE),
+    "DDPG-SimBa": (DDPG, BOX, ACTOR_CRITIC),
     "CQN": (CQN, DISCRETE, {**VALUE, "alpha": [0.5, 1.0, 2.0]}),
     "RainbowDQN": (RainbowDQN, DISCRETE, VALUE),
     "DDPG": (DDPG, BOX, ACTOR_CRITIC),
@@ -173,3 +181,34 @@ def test_the_view_of_one_acts_as_the_agent_itself(name):
         acted = ours.act(Population.of(ours), obs, None, np.zeros(1, dtype=bool))
         np.testing.assert_array_equal(acted, theirs.explore(obs))
     assert ours.rng.bit_generator.state == theirs.rng.bit_generator.state
+
+
+def test_modules_declare_whether_they_run_stacked():
+    """An MLP and SimBa network stack by their own forward; an LSTM declares it cannot,
+    so a recurrent agent trains alone."""
+    from agilerl.algorithms.ppo import PPO
+    from agilerl.cohorts.learners import cohort_key
+    from agilerl.modules.lstm import EvolvableLSTM
+    from agilerl.modules.simba import EvolvableSimBa
+
+    assert EvolvableSimBa.stackable and not EvolvableLSTM.stackable
+    assert cohort_key(made("DQN-SimBa")[0]) is not None
+    recurrent = PPO(
+        spaces.Box(-1.0, 1.0, (4,)),
+        spaces.Discrete(2),
+        recurrent=True,
+        net_config={"encoder_config": {"hidden_state_size": 8}},
+    )
+    assert isinstance(recurrent.actor.encoder, EvolvableLSTM)
+    assert cohort_key(recurrent) is None
+
+
+def test_a_stacked_simba_network_is_each_agents_own_network():
+    agents = made("DQN-SimBa")
+    view = StackedPopulation(agents)
+    obs = torch.rand(3 * 5, 4, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        stacked = view.net("actor")(obs)
+        own = torch.cat([agent.actor(obs[5 * p : 5 * (p + 1)]) for p, agent in enumerate(agents)])
+    torch.testing.assert_close(stacked, own, rtol=1e-5, atol=1e-6)
+    assert not torch.equal(own[:5], own[5:10])  # three networks, not one
