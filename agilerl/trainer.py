@@ -743,7 +743,7 @@ class LocalTrainer:
         finally:
             self.family.close_env(env)
         self.state = state
-        assert self.population is not None  # the training function returned it
+        assert self.population is not None  # evolve returned it
         # what a next train() continues from (a checkpoint's worth, in memory)
         self._carried = _Carried(self.population, state, memory, n_step_memory, selection, mutation)
         if output_dir is not None and group.is_main:
