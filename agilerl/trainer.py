@@ -5,8 +5,9 @@ The trainer knows no agent type. It resolves the manifest's specs into a
 (:data:`agilerl.families.FAMILIES`) for the environment, the agents' construction
 arguments, the memory and the pre-flight; it builds the population (every agent through
 its spec's ``build_algorithm``), the selection and mutation operators, the checkpointer
-and the tracking, then runs the algorithm's training function (``get_training_fn()``,
-chosen by the spec, not by the trainer). Every argument it accepts takes effect;
+and the tracking, then runs :func:`~agilerl.training.evolution.evolve` with the family's
+turns (:meth:`Family.turns <agilerl.families.base.Family.turns>`) and the run's
+:meth:`RunConfig.of <agilerl.training.evolution.RunConfig.of>`. Every argument it accepts takes effect;
 ``resume_from_checkpoint`` continues a run from its last run checkpoint
 (:mod:`agilerl.training.run_checkpoint`).
 """
@@ -30,6 +31,7 @@ from agilerl.atomic import DirectoryLock, OutputError, clean_stale_temporaries, 
 from agilerl.checkpoints import CheckpointError
 from agilerl.distributed import Group, join, leave
 from agilerl.families import family_for
+from agilerl.families.base import Memory
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import PythonEnv
 from agilerl.finite import json_safe
@@ -49,7 +51,7 @@ from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.callbacks import Callback
 from agilerl.training.errors import DivergedError, TrainerError
-from agilerl.training.evolution import next_generation
+from agilerl.training.evolution import RunConfig, evolve, next_generation
 from agilerl.training.preflight import Estimate, PreflightError, check_outputs
 from agilerl.training.report import describe_best
 from agilerl.training.run_checkpoint import (
@@ -705,47 +707,26 @@ class LocalTrainer:
             )
             if checkpointer is not None:
                 checkpointer = _StopOnFailedCheckpoint(checkpointer)
-            kwargs = self.algorithm.get_training_kwargs(
-                training=training,
-                env_spec=self.environment,
-                memory=memory,
-                n_step_memory=n_step_memory,
-            )
-            if self.env_source is not None:
-                # cohorts copy the environment from its spec: not one given in Python
-                kwargs.pop("env_spec", None)
-            for key in (
-                "checkpoint",
-                "checkpoint_steps",
-                "checkpoint_path",
-                "overwrite_checkpoints",
-            ):
-                kwargs.pop(key, None)  # the checkpointer built here carries them
-            kwargs = {k: v for k, v in kwargs.items() if v is not None}
-            # Run settings every training function takes (an LLM spec's training kwargs
-            # leave them out): what the run is called, evaluation passes, target score.
-            kwargs.setdefault("algo", self.algorithm.name)
-            kwargs.setdefault("env_name", self.env_name)
-            kwargs.setdefault("eval_loop", training.eval_loop)
-            if training.target_score is not None:
-                kwargs.setdefault("target", training.target_score)
             # TensorBoard, W&B: rank 0 reports for the whole run
             reporter = Reporter.open(training, self._document()) if group.is_main else Reporter([])
             try:
-                self.population, fitnesses = self.family.training_fn(self.context)(
-                    env,
-                    pop=population,
-                    max_steps=training.max_steps,
-                    evo_steps=self.evo_steps,
-                    selection_strategy=selection,
+                ctx = self.context
+                turns = self.family.turns(ctx, env, Memory(memory, n_step_memory), population)
+                config = RunConfig.of(
+                    ctx,
+                    env_name=self.env_name,
+                    target=self.family.target(ctx),
+                    selection=selection,
                     mutation=mutation,
                     checkpointer=checkpointer,
                     state=state,
-                    max_wall_seconds=training.max_wall_seconds,
                     verbose=verbose,
                     callbacks=(reporter, *callbacks),
-                    **kwargs,
+                    # a family that does not split its population (an LLM run's
+                    # data-parallel fine-tuning) runs every agent on every process
+                    group=None if self.family.shards_population else group.replicated(),
                 )
+                self.population, fitnesses = evolve(population, turns, config)
             except _CheckpointFailed as failed:
                 self.population, self.state = failed.population, state
                 raise self._stopped(str(failed), output_dir) from None
@@ -762,7 +743,7 @@ class LocalTrainer:
         finally:
             self.family.close_env(env)
         self.state = state
-        assert self.population is not None  # the training function returned it
+        assert self.population is not None  # evolve returned it
         # what a next train() continues from (a checkpoint's worth, in memory)
         self._carried = _Carried(self.population, state, memory, n_step_memory, selection, mutation)
         if output_dir is not None and group.is_main:

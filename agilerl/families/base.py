@@ -5,14 +5,16 @@ A family (single-agent online, multi-agent, LLM, offline, bandit) is one package
 (:class:`~agilerl.trainer.LocalTrainer`) knows no agent type: it makes a
 :class:`~agilerl.families.context.RunContext` from its manifest and asks the family of
 its algorithm for the environment, the agents' construction arguments, the memory, the
-pre-flight, and what the run writes. The training turn itself is the spec's training
-function (``get_training_fn()``: ``train_off_policy``, ...), which lives in the family's
-package and runs the shared generation loop, :func:`~agilerl.training.evolution.evolve`.
+pre-flight, the training turns (:meth:`Family.turns`) and what the run writes, and runs
+the shared generation loop, :func:`~agilerl.training.evolution.evolve`, with them. The
+AgileRL-named training functions (``get_training_fn()``: ``train_off_policy``, ...) are
+façades for users calling them directly; they build their turns through the same code.
 
 To add a family, write a subclass that sets :attr:`Family.agent_type` and
 :attr:`Family.title` and implements the abstract methods (:meth:`make_env`,
-:meth:`build_args`, :meth:`preflight`); override the others where the family differs
-from the defaults (a family with a replay memory overrides :meth:`make_memory`).
+:meth:`build_args`, :meth:`turns`, :meth:`preflight`); override the others where the
+family differs from the defaults (a family with a replay memory overrides
+:meth:`make_memory`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from agilerl.manifest_code import anchored
 from agilerl.models.base import AgentType
 from agilerl.models.manifest import NetworkSection
 from agilerl.training.errors import TrainerError
+from agilerl.training.evolution import Turns
 from agilerl.training.preflight import Estimate
 from agilerl.training.work import Work, rl_work
 
@@ -106,10 +109,6 @@ class Family(ABC):
             "not a Python object"
         )
 
-    def training_fn(self, ctx: RunContext) -> Any:
-        """The run's training function: the algorithm's (``get_training_fn()``)."""
-        return ctx.algorithm.get_training_fn()
-
     @abstractmethod
     def make_env(self, ctx: RunContext) -> Any:
         """The environment the run trains and evaluates on."""
@@ -117,6 +116,17 @@ class Family(ABC):
     @abstractmethod
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
         """The runtime arguments the spec's ``build_algorithm`` takes for one agent."""
+
+    @abstractmethod
+    def turns(self, ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+        """How the run's agents (``population``) train and are evaluated on ``env``
+        (:meth:`make_env`'s), with ``memory`` (:meth:`make_memory`'s), each generation
+        of :func:`~agilerl.training.evolution.evolve`; whether they may train as cohorts
+        is the turns' :class:`~agilerl.training.cohorting.Cohorting`."""
+
+    def target(self, ctx: RunContext) -> float | None:
+        """The fitness that ends the run once an agent reaches it: ``training.target_score``."""
+        return ctx.training.target_score
 
     @abstractmethod
     def preflight(self, ctx: RunContext, available: int | None) -> Estimate | None:

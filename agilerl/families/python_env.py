@@ -5,8 +5,9 @@ factory (a class or function that makes one, called once per copy).
 environment section (``num_envs``, ``vectorize``, ``wrappers``, ...) still applies, and
 its ``name`` is the object's label. What a run needs to copy the environment it cannot do
 with an object: an object serves ``num_envs: 1`` alone, and agents train one at a time
-(cohorts step an environment per agent). Nothing is recorded that could rebuild it, so a
-saved agent is evaluated on it in Python (``evaluate_agent(agent, env)``).
+(cohorts step an environment per agent: :mod:`agilerl.training.cohorting`); a factory's
+runs train in cohorts as a named environment's do. Nothing is recorded that could
+rebuild it, so a saved agent is evaluated on it in Python (``evaluate_agent(agent, env)``).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, model_serializer
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from agilerl.models.env_types import LLMEnvType
-from agilerl.models.kinds import AgentType, training_kwargs, training_kwargs_of
+from agilerl.models.kinds import AgentType
 from agilerl.models.legacy import RENAMED_KEYWORD, LegacyKeyWarning, rename_old_keys
 from agilerl.models.one_pass import reraisable, validate_document
 from agilerl.models.rules import RULES_KEYWORD
@@ -328,8 +328,10 @@ class AlgorithmBase(SpecBase):
     ) -> dict[str, Any]:
         """Return additional kwargs for the training loop.
 
-        Which ones, and where each is read from, is data: the row of the algorithm's agent
-        type in :data:`agilerl.models.kinds.AGENT_KINDS` (by ``off_policy``).
+        The keyword arguments of the algorithm's AgileRL-named training function, for
+        calling it the AgileRL way: which ones, and where each is read from, is the
+        engine's (:func:`agilerl.training.facade_kwargs.training_kwargs`, looked up by
+        name; the trainer itself does not use them).
 
         Args:
             training: Training specification.
@@ -337,14 +339,15 @@ class AlgorithmBase(SpecBase):
             memory: Replay buffer instance.
             n_step_memory: N-step replay buffer for combined PER + n-step setups.
         """
-        sources = {
-            "spec": self,
-            "training": training,
-            "env_spec": env_spec,
-            "memory": memory,
-            "n_step_memory": n_step_memory,
-        }
-        return training_kwargs(training_kwargs_of(self.agent_type, self.off_policy), sources)
+        keywords = engine_attribute(
+            "agilerl.training.facade_kwargs",
+            "training_kwargs",
+            f"{type(self).__name__}.get_training_kwargs reads the engine's "
+            "agilerl.training.facade_kwargs, which this installation does not provide.",
+        )
+        return keywords(
+            self, training=training, env_spec=env_spec, memory=memory, n_step_memory=n_step_memory
+        )
 
     def _instantiate(self, index: int, resume_from_checkpoint: str | None, **runtime: Any) -> Any:
         algo = self.algo_class()(index=index, **runtime, **self.algorithm_kwargs())

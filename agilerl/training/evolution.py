@@ -27,7 +27,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from agilerl.distributed.group import Group, current_group
 from agilerl.finite import first_non_finite
 from agilerl.hpo.placement import Placement
 from agilerl.training.callbacks import Callback, stop_requested
+from agilerl.training.cohorting import Cohorting, cohorts, trains_in_cohorts
 from agilerl.training.errors import DivergedError
 from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.report import Progress, describe_best, generation_summary
@@ -82,12 +83,28 @@ class Turns:
     #: ``train_agent`` result per agent and, for ``sharing``, each agent's journal. None:
     #: the family's agents train one at a time.
     train_cohort: Callable[..., tuple[list[Any], list[Any]]] | None = None
+    #: What of the run decides whether its agents train as cohorts
+    #: (:mod:`~agilerl.training.cohorting`); the default: every agent alone.
+    cohorting: Cohorting = field(default_factory=Cohorting)
     #: How a cohort's agents are evaluated together after training:
     #: ``evaluate_cohort(agents, slots, state) -> [evaluate_agent's result per agent]``.
     #: None: each is evaluated alone (``evaluate_agent``).
     evaluate_cohort: Callable[..., list[tuple[Any, ...]]] | None = None
     #: Called once when the run ends (what the turns built for it, cohort envs).
     close: Callable[[], None] | None = None
+
+    def __post_init__(self) -> None:
+        if trains_in_cohorts(self.cohorting) and self.train_cohort is None:
+            raise ValueError("Turns: a run whose agents may share cohorts needs train_cohort")
+
+
+class Checkpointer(Protocol):
+    """What writes a run's checkpoints at generation boundaries
+    (:class:`~agilerl.training.run_checkpoint.RunCheckpointer`, or a wrapper of one)."""
+
+    def due(self, state: RunState) -> bool: ...
+
+    def write(self, population: list[Any], state: RunState) -> Any: ...
 
 
 def closing(*closers: Callable[[], None]) -> Callable[[], None]:
@@ -119,7 +136,7 @@ class RunConfig:
     mutation: Any = None
     #: The state of the run to resume (None: a new run).
     state: RunState | None = None
-    checkpointer: RunCheckpointer | None = None
+    checkpointer: Checkpointer | None = None
     verbose: bool = True
     #: What the run is called in its progress bar, table and checkpoint names.
     algo: str = "agent"
@@ -130,13 +147,60 @@ class RunConfig:
     #: The processes the population is split over (default: the run's,
     #: :func:`~agilerl.distributed.group.current_group`).
     group: Group | None = None
-    #: Train agents that share an architecture as cohorts where the family can
-    #: (``training.cohorts``); False: every agent alone.
-    cohorts: bool = True
 
     @property
     def evolving(self) -> bool:
         return self.selection is not None and self.mutation is not None
+
+    @classmethod
+    def of(
+        cls,
+        ctx: ResolvedRun,
+        *,
+        env_name: str,
+        target: float | None,
+        selection: Any = None,
+        mutation: Any = None,
+        checkpointer: Checkpointer | None = None,
+        state: RunState | None = None,
+        verbose: bool = True,
+        callbacks: Sequence[Callback] = (),
+        group: Group | None = None,
+    ) -> RunConfig:
+        """The generations of the run ``ctx`` resolves (a
+        :class:`~agilerl.families.context.RunContext`): its budget, evolution steps
+        (``training.evo_steps``, else the algorithm's default) and wall-clock limit, named
+        after its algorithm and ``env_name``; stopping at ``target`` (the family's:
+        ``training.target_score``, or an LLM dataset's best reward), with the run's
+        operators, checkpointer, state, callbacks and process group."""
+        training = ctx.training
+        return cls(
+            max_steps=training.max_steps,
+            evo_steps=training.evo_steps or ctx.algorithm.default_evo_steps,
+            target=target,
+            max_wall_seconds=training.max_wall_seconds,
+            selection=selection,
+            mutation=mutation,
+            state=state,
+            checkpointer=checkpointer,
+            verbose=verbose,
+            algo=ctx.algorithm.name,
+            env_name=env_name,
+            callbacks=tuple(callbacks),
+            group=group,
+        )
+
+
+class ResolvedRun(Protocol):
+    """What :meth:`RunConfig.of` reads of a run's
+    :class:`~agilerl.families.context.RunContext` (named structurally: the families sit
+    above this package)."""
+
+    @property
+    def algorithm(self) -> Any: ...
+
+    @property
+    def training(self) -> Any: ...
 
 
 class LoopArguments(TypedDict, total=False):
@@ -159,6 +223,8 @@ class LoopArguments(TypedDict, total=False):
     max_wall_seconds: float | None
     verbose: bool
     callbacks: Sequence[Callback]
+    #: Whether agents that share an architecture train as cohorts (the family's turns
+    #: read it: :mod:`~agilerl.training.cohorting`).
     cohorts: bool
 
 
@@ -203,7 +269,6 @@ def run_config(
         algo=algo,
         env_name=env_name,
         callbacks=tuple(loop.get("callbacks", ())),
-        cohorts=loop.get("cohorts", True),
     )
 
 
@@ -362,7 +427,7 @@ def evolve(
             records: dict[int, dict[str, Any]] = {}
             gen_env_steps = 0
             gen_best = -math.inf
-            for slot, record in _generation_turns(local, budget, state, turns, config.cohorts):
+            for slot, record in _generation_turns(local, budget, state, turns):
                 records[slot] = record
                 gen_env_steps += record["env_steps"]
                 gen_best = max(gen_best, record["fitness"])
@@ -480,15 +545,13 @@ def _refuse_non_finite(records: list[dict[str, Any]], generation: int) -> None:
 
 
 def _generation_turns(
-    local: dict[int, Any], budget: int, state: RunState, turns: Turns, cohorts: bool
+    local: dict[int, Any], budget: int, state: RunState, turns: Turns
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Every local agent's turn of the generation, in slot order of the cohorts
-    (:func:`~agilerl.cohorts.learners.form_cohorts`): ``(slot, record)``. An agent alone
-    (or every agent, where the family has no cohort turn or ``cohorts`` is off) trains by
-    itself, as :func:`_turn`; a cohort trains together (:func:`_cohort_turn`)."""
-    from agilerl.cohorts.learners import form_cohorts
-
-    for slots in form_cohorts(local, cohorts and turns.train_cohort is not None):
+    (:func:`~agilerl.training.cohorting.cohorts`, of ``turns.cohorting``): ``(slot,
+    record)``. An agent alone trains by itself, as :func:`_turn`; a cohort trains
+    together (:func:`_cohort_turn`)."""
+    for slots in cohorts(turns.cohorting, local):
         if len(slots) == 1:
             yield slots[0], _turn(local[slots[0]], slots[0], budget, state, turns)
         else:

@@ -10,6 +10,7 @@ import contextlib
 from pathlib import Path
 from typing import Any
 
+from agilerl.families.bandits import loop
 from agilerl.families.bandits.env import BanditEnv, BanditTableError, one_arm
 from agilerl.families.bandits.loop import EVAL_STEPS, plot_regret
 from agilerl.families.bandits.memory import BanditMemory
@@ -33,6 +34,7 @@ from agilerl.models.base import AgentType
 from agilerl.models.env import BANDIT_TABLES, BanditEnvSpec, missing_bandit_tables
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
+from agilerl.training.evolution import Turns
 from agilerl.training.preflight import Estimate
 from agilerl.training.work import Factor, Work, rl_work
 
@@ -83,6 +85,9 @@ class BanditFamily(Family):
             "net_config": ctx.network,
             "seed": seed,
         }
+
+    def turns(self, ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+        return loop.run_turns(ctx, env, memory, population)
 
     def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
         return check_bandit_run(ctx, self, available)

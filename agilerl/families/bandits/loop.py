@@ -30,6 +30,8 @@ from typing_extensions import Unpack
 
 from agilerl.atomic import write_bytes
 from agilerl.families.bandits.memory import BanditMemory
+from agilerl.families.base import Memory
+from agilerl.families.context import RunContext
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -103,6 +105,19 @@ def bandit_turns(
         # equal stretches): the table shows it once, under its name.
         table_metrics=("regret",),
         score_column="train reward rate",
+    )
+
+
+def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+    """The turns of a run the trainer sets up (:meth:`~agilerl.families.base.Family.turns`):
+    :func:`bandit_turns` with the run's training section and shared memory of pulls."""
+    training = ctx.training
+    return bandit_turns(
+        env,
+        memory.replay,
+        episode_steps=training.episode_steps,
+        eval_steps=training.eval_steps,
+        eval_loop=training.eval_loop,
     )
 
 

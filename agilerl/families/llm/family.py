@@ -6,13 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agilerl.families.base import AgentLoader, Family, HasParameters, Output
+from agilerl.families.base import AgentLoader, Family, HasParameters, Memory, Output
 from agilerl.families.context import RunContext
-from agilerl.families.llm import setup
+from agilerl.families.llm import loop, setup
 from agilerl.families.llm.preflight import check_llm_run
 from agilerl.families.llm.sizing import llm_work
 from agilerl.models.base import AgentType, spec_class
-from agilerl.models.env_types import LLMEnvType
+from agilerl.training.evolution import Turns
 from agilerl.training.preflight import Estimate
 from agilerl.training.work import Work
 
@@ -28,10 +28,14 @@ class LLMFamily(Family):
     outputs = {"adapter": Output("best_adapter", lambda best, path: best.save_adapter(path))}
     network_spec = spec_class("FinetuningNetworkSpec")
 
-    def training_fn(self, ctx: RunContext) -> Any:
-        """The multi-turn loop for a multi-turn environment section, else the schema's."""
-        multiturn = ctx.environment.env_type == LLMEnvType.MULTITURN
-        return ctx.algorithm.get_training_fn(multiturn=multiturn)
+    def turns(self, ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+        return loop.run_turns(ctx, env, memory, population)
+
+    def target(self, ctx: RunContext) -> float | None:
+        """``training.target_score``, else the best reward a completion can earn
+        (``environment.max_reward``, a reasoning section's, where given)."""
+        target = ctx.training.target_score
+        return target if target is not None else getattr(ctx.environment, "max_reward", None)
 
     def make_env(self, ctx: RunContext) -> Any:
         return setup.make_llm_env(ctx)

@@ -20,9 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from agilerl.distributed.group import current_group
+from agilerl.families.base import Memory
+from agilerl.families.context import RunContext
 from agilerl.llm.batches import Experience
 from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.rewards import RewardError
@@ -88,6 +90,98 @@ SCORE_COLUMNS: dict[str, ScoreColumn] = {
 }
 
 
+def llm_turns(
+    pop: list[Any],
+    env: Any,
+    *,
+    env_type: str,
+    max_steps: int = 1000,
+    eval_loop: int = 1,
+    num_epochs: int | None = None,
+    evaluation_interval: int | None = None,
+) -> Turns:
+    """The turns of a population of LLM agents on ``env`` (see :func:`finetune_llm` for
+    the arguments): every agent of a generation steps from the same batches, and is
+    tested on the test split where ``evaluation_interval`` says. A reward function that
+    fails (training or testing) is a :class:`~agilerl.training.errors.TrainerError`
+    naming the file, function and sample."""
+    if env_type not in STEPS:
+        raise ValueError(f"env_type: {env_type!r} is not one of {sorted(STEPS)}")
+    if evaluation_interval is not None and evaluation_interval < 1:
+        raise ValueError(f"evaluation_interval: {evaluation_interval} is not a positive int")
+    step = STEPS[env_type]
+    # Where the generation's batches start: every agent of a generation trains on them.
+    start: dict[str, Any] = {}
+
+    def train_agent(
+        agent: Any, slot: int, budget: int, run: RunState
+    ) -> tuple[int, list[float], dict[str, float]]:
+        if slot == 0:
+            start["env"], start["budget"] = env.state_dict(), budget
+        else:
+            env.load_state_dict(start["env"])
+        metrics = MeanMetrics()
+        scores: list[float] = []
+        for _ in range(budget):
+            learned, score = _rewarded(lambda: step(agent, env))
+            metrics.add(learned)
+            if score is not None:
+                scores.append(score)
+        agent.steps += budget
+        agent.scores.extend(scores)
+        return budget, scores, metrics.means()
+
+    def evaluate_agent(agent: Any, slot: int, run: RunState) -> tuple[float, int]:
+        if agent.fitness and not due(run.steps, run.steps + start["budget"]):
+            return agent.fitness[-1], 0
+        return float(_rewarded(lambda: agent.test(env, loop=eval_loop))), 0
+
+    def due(before: int, after: int) -> bool:
+        """Whether a generation from ``before`` to ``after`` steps ends with a test."""
+        interval = evaluation_interval or 1
+        return after >= max_steps or before // interval < after // interval
+
+    stops = {}
+    if num_epochs is not None:
+        stops["num_epochs"] = lambda run: env.num_epochs >= num_epochs
+    return Turns(
+        train_agent,
+        evaluate_agent,
+        stops=stops,
+        table_metrics=tuple(
+            m for m in type(pop[0]).learn_metrics if m != SCORE_COLUMNS[env_type].repeats
+        ),
+        score_column=SCORE_COLUMNS[env_type].heading,
+    )
+
+
+T = TypeVar("T")
+
+
+def _rewarded(call: Callable[[], T]) -> T:
+    """``call()``, a reward function's failure in it as the run's one line."""
+    try:
+        return call()
+    except RewardError as err:  # names the file, function and sample
+        raise TrainerError(f"environment.reward_fn_name: {err}") from None
+
+
+def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+    """The turns of a run the trainer sets up (:meth:`~agilerl.families.base.Family.turns`):
+    :func:`llm_turns` on the environment section's type (a multi-turn section, or the
+    algorithm's dataset kind) with the run's training section."""
+    training = ctx.training
+    return llm_turns(
+        population,
+        env,
+        env_type=str(ctx.environment.env_type),
+        max_steps=training.max_steps,
+        eval_loop=training.eval_loop,
+        num_epochs=training.num_epochs,
+        evaluation_interval=training.evaluation_interval,
+    )
+
+
 def finetune_llm(
     pop: list[Any],
     env: Any,
@@ -127,13 +221,17 @@ def finetune_llm(
     ``eval_loop``: passes over the test split per evaluation. Checkpoints
     (``checkpointer``, or ``checkpoint_steps`` / ``checkpoint_path``) hold the agents,
     operators, RNG states, progress and the environment's position
-    (``env.state_dict()``); ``state`` resumes a run.
+    (``env.state_dict()``); ``state`` resumes a run. The turns are :func:`llm_turns`.
     """
-    if env_type not in STEPS:
-        raise ValueError(f"env_type: {env_type!r} is not one of {sorted(STEPS)}")
-    if evaluation_interval is not None and evaluation_interval < 1:
-        raise ValueError(f"evaluation_interval: {evaluation_interval} is not a positive int")
-    step = STEPS[env_type]
+    turns = llm_turns(
+        pop,
+        env,
+        env_type=env_type,
+        max_steps=max_steps,
+        eval_loop=eval_loop,
+        num_epochs=num_epochs,
+        evaluation_interval=evaluation_interval,
+    )
     checkpointer = checkpointer_for(
         checkpointer,
         checkpoint_steps,
@@ -143,49 +241,6 @@ def finetune_llm(
         selection=selection_strategy,
         mutation=mutation,
         env=env,
-    )
-    # Where the generation's batches start: every agent of a generation trains on them.
-    start: dict[str, Any] = {}
-
-    def train_agent(
-        agent: Any, slot: int, budget: int, run: RunState
-    ) -> tuple[int, list[float], dict[str, float]]:
-        if slot == 0:
-            start["env"], start["budget"] = env.state_dict(), budget
-        else:
-            env.load_state_dict(start["env"])
-        metrics = MeanMetrics()
-        scores: list[float] = []
-        for _ in range(budget):
-            learned, score = step(agent, env)
-            metrics.add(learned)
-            if score is not None:
-                scores.append(score)
-        agent.steps += budget
-        agent.scores.extend(scores)
-        return budget, scores, metrics.means()
-
-    def evaluate_agent(agent: Any, slot: int, run: RunState) -> tuple[float, int]:
-        if agent.fitness and not due(run.steps, run.steps + start["budget"]):
-            return agent.fitness[-1], 0
-        return float(agent.test(env, loop=eval_loop)), 0
-
-    def due(before: int, after: int) -> bool:
-        """Whether a generation from ``before`` to ``after`` steps ends with a test."""
-        interval = evaluation_interval or 1
-        return after >= max_steps or before // interval < after // interval
-
-    stops = {}
-    if num_epochs is not None:
-        stops["num_epochs"] = lambda run: env.num_epochs >= num_epochs
-    turns = Turns(
-        train_agent,
-        evaluate_agent,
-        stops=stops,
-        table_metrics=tuple(
-            m for m in type(pop[0]).learn_metrics if m != SCORE_COLUMNS[env_type].repeats
-        ),
-        score_column=SCORE_COLUMNS[env_type].heading,
     )
     config = RunConfig(
         max_steps=max_steps,
@@ -204,10 +259,7 @@ def finetune_llm(
         # every batch (agilerl.llm.data_parallel), so evolution runs alike everywhere.
         group=current_group().replicated(),
     )
-    try:
-        return evolve(pop, turns, config)
-    except RewardError as err:  # training or testing: names the file, function and sample
-        raise TrainerError(f"environment.reward_fn_name: {err}") from None
+    return evolve(pop, turns, config)
 
 
 def _entry_point(env_type: str) -> Callable[..., tuple[list[Any], list[float]]]:
@@ -237,4 +289,5 @@ __all__ = [
     "finetune_llm_preference",
     "finetune_llm_reasoning",
     "finetune_llm_sft",
+    "llm_turns",
 ]

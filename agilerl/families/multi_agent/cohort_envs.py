@@ -13,21 +13,24 @@ from __future__ import annotations
 from typing import Any
 
 from agilerl.families.multi_agent.vector import ParallelVecEnv, make_vector_env
+from agilerl.families.python_env import PythonEnv
 
 
 class TeamCohortEnvs:
     """The environments of a run's team cohorts, of one spec: for a cohort of P teams one
     vector env of ``P x num_envs`` copies, in this process; kept for the run (building
-    one costs as much as many steps)."""
+    one costs as much as many steps). ``source``: the factory given in Python the copies
+    are made from, where the run's environment was given so."""
 
-    def __init__(self, spec: Any) -> None:
+    def __init__(self, spec: Any, source: PythonEnv | None = None) -> None:
         self.spec = spec.model_copy(update={"sync": True})
+        self.source = source
         self.built: dict[int, ParallelVecEnv] = {}
 
     def take(self, count: int) -> ParallelVecEnv:
         """The joined environments of a cohort of ``count`` teams."""
         if count not in self.built:
-            self.built[count] = make_vector_env(self.spec, count * self.spec.num_envs)
+            self.built[count] = make_vector_env(self.spec, count * self.spec.num_envs, self.source)
         return self.built[count]
 
     def close(self) -> None:

@@ -20,7 +20,15 @@ from agilerl.models.base import AgentType
 from agilerl.models.env import PzEnvSpec
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.evaluation_cap import episode_steps, warn_if_saved_cut
+from agilerl.training.evolution import Turns
 from agilerl.training.preflight import Estimate
+
+#: The spec's training function (``x-agilerl-algorithm.training_fn``) -> the function of
+#: :mod:`.loops` that makes the turns of a run of it (imported with PettingZoo, on use).
+TURNS: dict[str, str] = {
+    "train_multi_agent_off_policy": "off_policy_run_turns",
+    "train_multi_agent_on_policy": "on_policy_run_turns",
+}
 
 
 class MultiAgentFamily(CopiedPythonEnv, Family):
@@ -44,6 +52,12 @@ class MultiAgentFamily(CopiedPythonEnv, Family):
             "net_config": ctx.network,
             "seed": seed,
         }
+
+    def turns(self, ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+        from agilerl.families.multi_agent import loops
+
+        run_turns = getattr(loops, TURNS[ctx.algorithm.training_fn_name])
+        return run_turns(ctx, env, memory, population)
 
     def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
         from agilerl.families.multi_agent.preflight import check_multi_agent_run

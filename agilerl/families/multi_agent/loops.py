@@ -33,8 +33,12 @@ from agilerl.cohorts.replay import CohortReplay
 from agilerl.cohorts.team_actor_critic import TeamActorCriticCohort
 from agilerl.cohorts.team_policy import TeamPolicyCohort
 from agilerl.components import on_policy
+from agilerl.families.base import Memory
+from agilerl.families.cohorting import run_cohorting
+from agilerl.families.context import RunContext
 from agilerl.families.multi_agent.buffers import (
     MA_FIELDS,
+    MultiAgentReplayBuffer,
     MultiAgentRollout,
     TeamRolloutCollector,
     active_of,
@@ -42,6 +46,8 @@ from agilerl.families.multi_agent.buffers import (
 )
 from agilerl.families.multi_agent.cohort_envs import TeamCohortEnvs
 from agilerl.families.multi_agent.vector import FINAL
+from agilerl.families.python_env import PythonEnv
+from agilerl.training.cohorting import trains_in_cohorts
 from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.evolution import (
     LoopArguments,
@@ -59,6 +65,10 @@ from agilerl.training.tracking import MeanMetrics
 
 #: One agent's turn: (agent, slot, budget, run) -> (env steps, episode returns, metrics).
 TrainTeam = Callable[[Any, int, int, RunState], tuple[int, list[float], dict[str, float]]]
+
+#: The replay memories a cohort of off-policy teams has a view of
+#: (:class:`~agilerl.cohorts.replay.CohortReplay`).
+TEAM_REPLAYS = frozenset({MultiAgentReplayBuffer})
 
 
 def _scale(sum_scores: bool, team: Any) -> float:
@@ -136,7 +146,9 @@ def multi_agent_off_policy_turns(
     eval_steps: int | None = None,
     eval_loop: int = 1,
     learning_delay: int = 0,
-    cohort_spec: Any = None,
+    env_spec: Any = None,
+    source: PythonEnv | None = None,
+    cohorts: bool = True,
 ) -> Turns:
     """The turns of off-policy teams (MADDPG, MATD3) on a vectorised parallel ``env``,
     sharing one :class:`~agilerl.families.multi_agent.buffers.MultiAgentReplayBuffer`
@@ -153,8 +165,11 @@ def multi_agent_off_policy_turns(
     buffer holds a batch and more than ``learning_delay`` rows (:class:`~agilerl.training.
     rounds.LearningRounds`).
 
-    With ``cohort_spec`` (the environment section ``env`` was built from), teams of one
-    cohort (:mod:`agilerl.cohorts`) train together (:func:`team_replay_turn`).
+    Where :mod:`~agilerl.training.cohorting` lets them (``cohorts``; copies of ``env``
+    made from ``env_spec``, the environment section ``env`` was built from, and from
+    ``source``, the environment given in Python; a ``memory`` of
+    :data:`TEAM_REPLAYS`), teams of one cohort (:mod:`agilerl.cohorts`) train together
+    (:func:`team_replay_turn`).
     """
     num_envs = env.num_envs
 
@@ -192,12 +207,14 @@ def multi_agent_off_policy_turns(
         eval_loop=eval_loop,
         sharing=ExperienceSharing(memory),
     )
-    if cohort_spec is None:
+    cohorting = run_cohorting(cohorts, env_spec, source, type(memory), TEAM_REPLAYS)
+    if not trains_in_cohorts(cohorting):
         return turns
-    cohort_envs = TeamCohortEnvs(cohort_spec)
+    cohort_envs = TeamCohortEnvs(env_spec, source)
     return replace(
         turns,
         train_cohort=team_replay_turn(cohort_envs, memory, learning_delay, sum_scores),
+        cohorting=cohorting,
         close=cohort_envs.close,
     )
 
@@ -327,7 +344,8 @@ def train_multi_agent_off_policy(
         eval_steps=loop.get("eval_steps"),
         eval_loop=loop.get("eval_loop", 1),
         learning_delay=learning_delay,
-        cohort_spec=env_spec,
+        env_spec=env_spec,
+        cohorts=loop.get("cohorts", True),
     )
     return evolve(pop, turns, run_config(algo, env_name, loop, memory=memory))
 
@@ -339,7 +357,9 @@ def multi_agent_on_policy_turns(
     sum_scores: bool = True,
     eval_steps: int | None = None,
     eval_loop: int = 1,
-    cohort_spec: Any = None,
+    env_spec: Any = None,
+    source: PythonEnv | None = None,
+    cohorts: bool = True,
 ) -> Turns:
     """The turns of on-policy teams (IPPO) on a vectorised parallel ``env``.
 
@@ -354,8 +374,10 @@ def multi_agent_on_policy_turns(
     cuts are bootstrapped by adding ``gamma * V`` of the last observation to that step's
     reward (:func:`~agilerl.components.on_policy.bootstrap_time_limits`).
 
-    With ``cohort_spec`` (the environment section ``env`` was built from), teams of one
-    cohort (:mod:`agilerl.cohorts`) train together (:func:`team_lockstep_turn`).
+    Where :mod:`~agilerl.training.cohorting` lets them (``cohorts``; copies of ``env``
+    made from ``env_spec``, the environment section ``env`` was built from, and from
+    ``source``, the environment given in Python), teams of one cohort
+    (:mod:`agilerl.cohorts`) train together (:func:`team_lockstep_turn`).
     """
     num_envs = env.num_envs
 
@@ -386,11 +408,15 @@ def multi_agent_on_policy_turns(
     turns = _team_turns(
         env, pop, train_agent, sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop
     )
-    if cohort_spec is None:
+    cohorting = run_cohorting(cohorts, env_spec, source)  # each team its own rollouts
+    if not trains_in_cohorts(cohorting):
         return turns
-    cohort_envs = TeamCohortEnvs(cohort_spec)
+    cohort_envs = TeamCohortEnvs(env_spec, source)
     return replace(
-        turns, train_cohort=team_lockstep_turn(cohort_envs, sum_scores), close=cohort_envs.close
+        turns,
+        train_cohort=team_lockstep_turn(cohort_envs, sum_scores),
+        cohorting=cohorting,
+        close=cohort_envs.close,
     )
 
 
@@ -469,6 +495,43 @@ def train_multi_agent_on_policy(
         sum_scores=sum_scores,
         eval_steps=loop.get("eval_steps"),
         eval_loop=loop.get("eval_loop", 1),
-        cohort_spec=env_spec,
+        env_spec=env_spec,
+        cohorts=loop.get("cohorts", True),
     )
     return evolve(pop, turns, run_config(algo, env_name, loop))
+
+
+def off_policy_run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+    """The turns of an off-policy run the trainer sets up
+    (:meth:`~agilerl.families.base.Family.turns`): :func:`multi_agent_off_policy_turns`
+    with the run's training section, shared buffer and environment."""
+    training = ctx.training
+    return multi_agent_off_policy_turns(
+        env,
+        memory.replay,
+        population,
+        sum_scores=training.sum_scores,
+        eval_steps=training.eval_steps,
+        eval_loop=training.eval_loop,
+        learning_delay=training.learning_delay,
+        env_spec=ctx.environment,
+        source=ctx.env_source,
+        cohorts=training.cohorts,
+    )
+
+
+def on_policy_run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+    """The turns of an on-policy run the trainer sets up
+    (:meth:`~agilerl.families.base.Family.turns`): :func:`multi_agent_on_policy_turns`
+    with the run's training section and environment (teams keep their own rollouts)."""
+    training = ctx.training
+    return multi_agent_on_policy_turns(
+        env,
+        population,
+        sum_scores=training.sum_scores,
+        eval_steps=training.eval_steps,
+        eval_loop=training.eval_loop,
+        env_spec=ctx.environment,
+        source=ctx.env_source,
+        cohorts=training.cohorts,
+    )

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from agilerl.cohorts.learners import LEARNERS
+from agilerl.families.cohorting import run_cohorting
 from agilerl.families.context import RunContext
+from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
 from agilerl.families.multi_agent.envs import make_parallel_env
+from agilerl.families.multi_agent.loops import TEAM_REPLAYS
 from agilerl.families.python_env import close_made
+from agilerl.training.cohorting import Cohorting, shares_cohorts
 from agilerl.training.preflight import (
     GENERATIONS_ALIVE,
     ROLLOUT_EXTRA_BYTES,
@@ -55,6 +58,15 @@ def check_multi_agent_run(ctx: RunContext, available: int | None = None) -> Esti
         raise PreflightError("; ".join(problems))
     check_batch(ctx)
     return check_fits(estimate_multi_agent(ctx), available)
+
+
+def team_cohorting(ctx: RunContext) -> Cohorting:
+    """The run's :class:`~agilerl.training.cohorting.Cohorting`, as its turns state it
+    (:mod:`.loops`): off-policy teams share a :class:`MultiAgentReplayBuffer`."""
+    memory = MultiAgentReplayBuffer if ctx.algorithm.off_policy else None
+    return run_cohorting(
+        ctx.training.cohorts, ctx.environment, ctx.env_source, memory, TEAM_REPLAYS
+    )
 
 
 def estimate_multi_agent(ctx: RunContext) -> Estimate:
@@ -113,7 +125,7 @@ def estimate_multi_agent(ctx: RunContext) -> Estimate:
                 algorithm.batch_size * row,
             )
         )
-        if training.cohorts and pop > 1 and type(team) in LEARNERS:
+        if shares_cohorts(team_cohorting(ctx), team, pop):
             needs.append(replay_cohort_need(ctx, num_envs, env_bytes + 2 * obs, size, row, "team"))
     else:
         steps = -(-team.learn_step // num_envs) * num_envs
@@ -125,7 +137,7 @@ def estimate_multi_agent(ctx: RunContext) -> Estimate:
                 steps * per_step,  # one team trains at a time
             )
         )
-        if training.cohorts and pop > 1 and type(team) in LEARNERS:
+        if shares_cohorts(team_cohorting(ctx), team, pop):
             # A cohort of teams steps a copy of the environments per team, in this
             # process, and holds every team's rollout at once.
             needs.append(

@@ -15,6 +15,7 @@ from gymnasium import spaces
 from agilerl.components.replay_buffer import ReplayBuffer
 from agilerl.families.base import Family, Memory, evolved_mlp_network
 from agilerl.families.context import RunContext
+from agilerl.families.offline import loop
 from agilerl.families.offline.datasets import DatasetError, OfflineDataset, load_dataset
 from agilerl.families.offline.minari_datasets import load_minari_dataset
 from agilerl.families.single_agent.envs import make_env, make_vector_env
@@ -24,6 +25,7 @@ from agilerl.families.single_agent.preflight import estimate
 from agilerl.models.base import AgentType
 from agilerl.models.env import OFFLINE_SOURCES, remote_dataset
 from agilerl.models.training import ReplayBufferSpec
+from agilerl.training.evolution import Turns
 from agilerl.training.preflight import Estimate, PreflightError, check_fits
 
 #: Replay settings an offline run cannot honour: it samples its dataset uniformly.
@@ -105,7 +107,9 @@ def check_offline_run(ctx: RunContext, available: int | None = None) -> Estimate
             f"dataset's {rows:,} transitions"
         )
     sized = dataclasses.replace(ctx, replay_buffer=ReplayBufferSpec(max_size=rows))
-    return check_fits(estimate(sized), available)
+    return check_fits(
+        estimate(sized, loop.offline_cohorting(ctx.training.cohorts, ReplayBuffer)), available
+    )
 
 
 class OfflineFamily(GymEvaluation, Family):
@@ -123,6 +127,9 @@ class OfflineFamily(GymEvaluation, Family):
 
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
         return gym_build_args(ctx, env, seed)
+
+    def turns(self, ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+        return loop.run_turns(ctx, env, memory, population)
 
     def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
         return check_offline_run(ctx, available)

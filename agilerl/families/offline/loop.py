@@ -10,7 +10,10 @@ from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS, ReplayLearner
 from agilerl.cohorts.replay import draw_padded
-from agilerl.components.replay import Replay
+from agilerl.components.replay import STORAGES, Replay
+from agilerl.families.base import Memory
+from agilerl.families.context import RunContext
+from agilerl.training.cohorting import Cohorting, trains_in_cohorts
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -22,17 +25,35 @@ from agilerl.training.evolution import (
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
+#: The memories a cohort of offline agents has a view of: the uniform buffers (a cohort
+#: draws each agent's uniform sample itself).
+UNIFORM_REPLAYS = frozenset(STORAGES.values())
+
+
+def offline_cohorting(cohorts: bool, memory: type) -> Cohorting:
+    """An offline run's :class:`~agilerl.training.cohorting.Cohorting`: ``cohorts``
+    (``training.cohorts``) and the class of its dataset's buffer; it steps no environment
+    while it trains, so its cohorts copy none."""
+    return Cohorting(cohorts, copies=True, memory=memory, views=UNIFORM_REPLAYS)
+
 
 def offline_turns(
-    env: Any, memory: Any, pop: list[Any], eval_steps: int | None = None, eval_loop: int = 1
+    env: Any,
+    memory: Any,
+    pop: list[Any],
+    eval_steps: int | None = None,
+    eval_loop: int = 1,
+    cohorts: bool = True,
 ) -> Turns:
     """A training step is one learning update: in each generation every agent makes
     ``evo_steps`` updates on uniform samples of ``agent.batch_size`` transitions of
     ``memory`` (``learn_step`` has no role: no environment is stepped between updates),
     then is evaluated by its mean return over ``eval_loop`` episodes of the vectorised
-    ``env`` (the environment the dataset came from). Agents of one cohort
-    (:mod:`agilerl.cohorts`) make their updates together: one step per update for all,
-    each on its own uniform sample."""
+    ``env`` (the environment the dataset came from). Where
+    :mod:`~agilerl.training.cohorting` lets them (``cohorts``; a ``memory`` of
+    :data:`UNIFORM_REPLAYS`: a cohort steps no environment, so it copies none), agents
+    of one cohort (:mod:`agilerl.cohorts`) make their updates together: one step per
+    update for all, each on its own uniform sample."""
     replay = Replay.of(memory)
     for agent in pop:
         replay.check(agent)
@@ -70,11 +91,22 @@ def offline_turns(
             agent.steps += budget
         return [(budget, [], own.means()) for own in metrics], []
 
+    cohorting = offline_cohorting(cohorts, type(memory))
     return Turns(
         train_agent,
         episode_evaluation(env, eval_steps, eval_loop),
-        train_cohort=train_cohort if type(replay) is Replay else None,
+        train_cohort=train_cohort if trains_in_cohorts(cohorting) else None,
+        cohorting=cohorting,
         score_column=None,  # updates play no episodes: no training score to show
+    )
+
+
+def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+    """The turns of a run the trainer sets up (:meth:`~agilerl.families.base.Family.turns`):
+    :func:`offline_turns` on the run's dataset (``memory``, filled by the family)."""
+    training = ctx.training
+    return offline_turns(
+        env, memory.replay, population, training.eval_steps, training.eval_loop, training.cohorts
     )
 
 
@@ -102,5 +134,12 @@ def train_offline(
             raise ValueError("memory is empty and no dataset was given to fill it from")
         dataset.fill(memory)
     config = run_config(algo, env_name, loop, memory=memory)
-    turns = offline_turns(env, memory, pop, loop.get("eval_steps"), loop.get("eval_loop", 1))
+    turns = offline_turns(
+        env,
+        memory,
+        pop,
+        loop.get("eval_steps"),
+        loop.get("eval_loop", 1),
+        loop.get("cohorts", True),
+    )
     return evolve(pop, turns, config)

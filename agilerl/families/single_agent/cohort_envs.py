@@ -21,6 +21,7 @@ import torch
 
 from agilerl.algorithms.core.rl_algorithm import play_episodes
 from agilerl.cohorts.stacking import StackedNetwork
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import concat_tree
 from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
@@ -60,17 +61,19 @@ class CohortEnvs:
     :meth:`reset_each <JoinedEnvs.reset_each>` (each block with the seed its agent's own
     turn would use). How the copies are joined depends on how they run
     (:data:`JOINS`); what is built is kept for the run (building costs as much as
-    thousands of steps)."""
+    thousands of steps). ``source``: the factory given in Python the copies are made
+    from, where the run's environment was given so."""
 
-    def __init__(self, spec: Any) -> None:
+    def __init__(self, spec: Any, source: PythonEnv | None = None) -> None:
         self.spec = in_process(spec)
+        self.source = source
         self.join = JOINS[resolve_vectorize(self.spec).kind]
         self.built: dict[int, CohortEnv] = {}
 
     def take(self, count: int) -> CohortEnv:
         """The joined environments of a cohort of ``count`` agents."""
         if count not in self.built:
-            self.built[count] = self.join(self.spec, count)
+            self.built[count] = self.join(self.spec, count, self.source)
         return self.built[count]
 
     def close(self) -> None:
@@ -113,22 +116,23 @@ class JoinedEnvs:
         )
 
 
-def _one_native_env(spec: Any, count: int) -> CohortEnv:
+def _one_native_env(spec: Any, count: int, source: PythonEnv | None) -> CohortEnv:
     """One native environment of every agent's copies, in blocks (its ``reset_each``:
     :class:`~agilerl.families.single_agent.native.SameStepAutoreset`): the physics of
     the whole cohort is one step, and each block draws its agent's own episodes."""
-    return cast(CohortEnv, make_vector_env(spec, count * spec.num_envs))
+    return cast(CohortEnv, make_vector_env(spec, count * spec.num_envs, source))
 
 
-def _joined_copies(spec: Any, count: int) -> JoinedEnvs:
+def _joined_copies(spec: Any, count: int, source: PythonEnv | None) -> JoinedEnvs:
     """A vector env of ``num_envs`` copies per agent, stepped together."""
-    return JoinedEnvs([make_vector_env(spec) for _ in range(count)])
+    return JoinedEnvs([make_vector_env(spec, source=source) for _ in range(count)])
 
 
 #: How a cohort's copies are joined, by how they run (:func:`in_process` leaves no
 #: ``async``): natively, one environment of all of them; synchronously, an environment
-#: per agent stepped as one.
-JOINS: dict[str, Callable[[Any, int], CohortEnv]] = {
+#: per agent stepped as one. Each builder is given the spec, the cohort's size and the
+#: factory given in Python (None for a named environment).
+JOINS: dict[str, Callable[[Any, int, PythonEnv | None], CohortEnv]] = {
     "native": _one_native_env,
     "sync": _joined_copies,
 }

@@ -1,24 +1,35 @@
 """The single-agent online family (DQN, RainbowDQN, DDPG, TD3, PPO): Gymnasium vector
 environments, the replay buffers of the ``replay_buffer`` section for off-policy
 algorithms, and the training turns of :mod:`.off_policy` and :mod:`.on_policy` (chosen by
-the spec's training function, ``train_off_policy`` or ``train_on_policy``)."""
+the spec's training function, ``train_off_policy`` or ``train_on_policy``:
+:data:`TURNS`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agilerl.components.replay import build_replay_buffers
 from agilerl.families.base import Family, Memory, evolved_mlp_network
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import CopiedPythonEnv
+from agilerl.families.single_agent import off_policy, on_policy
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.families.single_agent.evaluation import GymEvaluation
 from agilerl.families.single_agent.preflight import check_rl_run
 from agilerl.models.base import AgentType
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
+from agilerl.training.evolution import Turns
 from agilerl.training.preflight import Estimate
 from agilerl.vectorize import resolve_vectorize
+
+#: The spec's training function (``x-agilerl-algorithm.training_fn``) -> the turns of
+#: a run of it.
+TURNS: dict[str, Callable[[RunContext, Any, Memory, list[Any]], Turns]] = {
+    "train_off_policy": off_policy.run_turns,
+    "train_on_policy": on_policy.run_turns,
+}
 
 
 def gym_env_workers(ctx: RunContext, env: Any) -> int:
@@ -46,6 +57,9 @@ class SingleAgentFamily(CopiedPythonEnv, GymEvaluation, Family):
 
     def build_args(self, ctx: RunContext, env: Any, seed: int) -> dict[str, Any]:
         return gym_build_args(ctx, env, seed)
+
+    def turns(self, ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+        return TURNS[ctx.algorithm.training_fn_name](ctx, env, memory, population)
 
     def preflight(self, ctx: RunContext, available: int | None) -> Estimate:
         return check_rl_run(ctx, available)

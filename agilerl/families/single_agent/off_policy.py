@@ -15,12 +15,17 @@ from agilerl.cohorts.learners import LEARNERS, ReplayLearner
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
+from agilerl.families.base import Memory
+from agilerl.families.cohorting import run_cohorting
+from agilerl.families.context import RunContext
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
     start_turn,
 )
 from agilerl.families.single_agent.scoring import Scoring
 from agilerl.observations import replace_rows
+from agilerl.training.cohorting import trains_in_cohorts
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -64,7 +69,9 @@ def off_policy_turns(
     eps_start: float = EPS_START,
     eps_end: float = EPS_END,
     eps_decay: float = EPS_DECAY,
-    cohort_spec: Any = None,
+    env_spec: Any = None,
+    source: PythonEnv | None = None,
+    cohorts: bool = True,
     scoring: Scoring | None = None,
 ) -> Turns:
     """Each agent in turn explores (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`:
@@ -88,11 +95,13 @@ def off_policy_turns(
     filled beside it; :class:`~agilerl.components.replay.Replay` stores the steps and draws
     the batches (an agent that cannot learn from them is refused before it trains).
 
-    With ``cohort_spec`` (the environment section ``env`` was built from), agents of one
-    cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`,
-    with the replay :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` has for ``memory``);
-    otherwise, and for every agent alone, as above. Agents are evaluated where
-    ``scoring`` says (:mod:`.scoring`; default: on ``env``).
+    Where :mod:`~agilerl.training.cohorting` lets them (``cohorts``; copies of ``env``
+    made from ``env_spec``, the environment section ``env`` was built from, and from
+    ``source``, the environment given in Python; a ``memory`` of a class
+    :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` serves), agents of one cohort
+    (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`); every agent alone
+    as above. Agents are evaluated where ``scoring`` says (:mod:`.scoring`; default: on
+    ``env``).
     """
     scoring = scoring or Scoring(env)
     replay = Replay.of(memory, n_step_memory, max_steps)
@@ -140,9 +149,10 @@ def off_policy_turns(
 
     sharing = ExperienceSharing(memory, n_step_memory)
     evaluation = scoring.evaluation(eval_steps, eval_loop)
-    if cohort_spec is None or type(memory) not in LOCKSTEP_REPLAYS:
+    cohorting = run_cohorting(cohorts, env_spec, source, type(memory), LOCKSTEP_REPLAYS)
+    if not trains_in_cohorts(cohorting):
         return Turns(train_agent, evaluation, sharing=sharing, close=scoring.close)
-    cohort_envs = CohortEnvs(cohort_spec)
+    cohort_envs = CohortEnvs(env_spec, source)
     lockstep = functools.partial(
         LOCKSTEP_REPLAYS[type(memory)], memory, n_step_memory, max_steps=max_steps
     )
@@ -154,7 +164,36 @@ def off_policy_turns(
             lockstep, num_envs, schedule, learning_delay, uniform_warmup, cohort_envs
         ),
         evaluate_cohort=scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop),
+        cohorting=cohorting,
         close=closing(cohort_envs.close, scoring.close),
+    )
+
+
+def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+    """The turns of a run the trainer sets up (:meth:`~agilerl.families.base.Family.turns`):
+    :func:`off_policy_turns` with the run's training section, its replay buffers and
+    its environment (section and Python source)."""
+    training = ctx.training
+    exploration = {
+        name: value
+        for name in ("eps_start", "eps_end", "eps_decay")
+        if (value := getattr(training, name)) is not None
+    }
+    return off_policy_turns(
+        env,
+        memory.replay,
+        population,
+        n_step_memory=memory.n_step,
+        max_steps=training.max_steps,
+        eval_steps=training.eval_steps,
+        eval_loop=training.eval_loop,
+        learning_delay=training.learning_delay,
+        warmup_actions=training.warmup_actions,
+        env_spec=ctx.environment,
+        source=ctx.env_source,
+        cohorts=training.cohorts,
+        scoring=Scoring(env, ctx.environment, ctx.env_source),
+        **exploration,
     )
 
 
@@ -256,6 +295,7 @@ def train_off_policy(
     Returns ``(population, fitnesses)``.
     """
     config = run_config(algo, env_name, loop, memory=memory, n_step_memory=n_step_memory)
+    cohorts = loop.get("cohorts", True)
     turns = off_policy_turns(
         env,
         memory,
@@ -269,7 +309,8 @@ def train_off_policy(
         eps_start=eps_start,
         eps_end=eps_end,
         eps_decay=eps_decay,
-        cohort_spec=env_spec,
+        env_spec=env_spec,
+        cohorts=cohorts,
         scoring=Scoring(env, env_spec),
     )
     return evolve(pop, turns, config)

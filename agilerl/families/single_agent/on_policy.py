@@ -9,11 +9,16 @@ from typing_extensions import Unpack
 
 from agilerl.cohorts.learners import LEARNERS
 from agilerl.cohorts.policy import PolicyCohort
+from agilerl.families.base import Memory
+from agilerl.families.cohorting import run_cohorting
+from agilerl.families.context import RunContext
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.cohort_envs import (
     CohortEnvs,
     start_turn,
 )
 from agilerl.families.single_agent.scoring import Scoring
+from agilerl.training.cohorting import trains_in_cohorts
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
@@ -31,15 +36,20 @@ def on_policy_turns(
     env: Any,
     eval_steps: int | None = None,
     eval_loop: int = 1,
-    cohort_spec: Any = None,
+    env_spec: Any = None,
     scoring: Scoring | None = None,
+    *,
+    source: PythonEnv | None = None,
+    cohorts: bool = True,
 ) -> Turns:
     """Each agent in turn collects rollouts of ``learn_step`` env steps (rounded up to
     whole vector steps) on the vectorised ``env`` and learns from each, until its
     ``evo_steps`` share is used; then it is evaluated by its mean return.
 
-    With ``cohort_spec`` (the environment section ``env`` was built from), agents of one
-    cohort (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`).
+    Where :mod:`~agilerl.training.cohorting` lets them (``cohorts``; copies of ``env``
+    made from ``env_spec``, the environment section ``env`` was built from, and from
+    ``source``, the environment given in Python), agents of one cohort
+    (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`).
     Agents are evaluated where ``scoring`` says (:mod:`.scoring`; default: on ``env``).
     """
     scoring = scoring or Scoring(env)
@@ -62,15 +72,33 @@ def on_policy_turns(
         return taken, completed, metrics.means()
 
     evaluation = scoring.evaluation(eval_steps, eval_loop)
-    if cohort_spec is None:
+    cohorting = run_cohorting(cohorts, env_spec, source)  # each agent its own rollouts
+    if not trains_in_cohorts(cohorting):
         return Turns(train_agent, evaluation, close=scoring.close)
-    cohort_envs = CohortEnvs(cohort_spec)
+    cohort_envs = CohortEnvs(env_spec, source)
     return Turns(
         train_agent,
         evaluation,
         train_cohort=lockstep_turn(cohort_envs),
         evaluate_cohort=scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop),
+        cohorting=cohorting,
         close=closing(cohort_envs.close, scoring.close),
+    )
+
+
+def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
+    """The turns of a run the trainer sets up (:meth:`~agilerl.families.base.Family.turns`):
+    :func:`on_policy_turns` with the run's training section and environment (section and
+    Python source); on-policy agents keep their own rollouts, no ``memory``."""
+    training = ctx.training
+    return on_policy_turns(
+        env,
+        training.eval_steps,
+        training.eval_loop,
+        ctx.environment,
+        Scoring(env, ctx.environment, ctx.env_source),
+        source=ctx.env_source,
+        cohorts=training.cohorts,
     )
 
 
@@ -131,6 +159,11 @@ def train_on_policy(
     Returns ``(population, fitnesses)``.
     """
     turns = on_policy_turns(
-        env, loop.get("eval_steps"), loop.get("eval_loop", 1), env_spec, Scoring(env, env_spec)
+        env,
+        loop.get("eval_steps"),
+        loop.get("eval_loop", 1),
+        env_spec,
+        Scoring(env, env_spec),
+        cohorts=loop.get("cohorts", True),
     )
     return evolve(pop, turns, run_config(algo, env_name, loop))

@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.replay import LOCKSTEP_REPLAYS
+from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay import STORAGES
+from agilerl.families.cohorting import run_cohorting
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import close_made
 from agilerl.families.single_agent.env_check import report_user_env, report_user_env_in_worker
 from agilerl.families.single_agent.envs import make_env
 from agilerl.hpo.selections import selection_class
 from agilerl.models.base import AlgorithmNotAvailableError
+from agilerl.models.training import ReplayBufferSpec
+from agilerl.training.cohorting import Cohorting, shares_cohorts
 from agilerl.training.preflight import (
     GENERATIONS_ALIVE,
     N_STEP_EXTRA_BYTES,
@@ -46,8 +50,29 @@ def check_rl_run(ctx: RunContext, available: int | None = None) -> Estimate:
     return check_fits(estimate(ctx), available)
 
 
-def estimate(ctx: RunContext) -> Estimate:
-    """What a single-agent run will allocate: population, environments and buffers."""
+def replay_class(spec: ReplayBufferSpec | None) -> type:
+    """The class of the main buffer a ``replay_buffer`` section builds
+    (:func:`~agilerl.components.replay.build_replay_buffers`), without building it."""
+    spec = spec or ReplayBufferSpec()
+    return PrioritizedReplayBuffer if spec.per_buffer else STORAGES[spec.storage]
+
+
+def online_cohorting(ctx: RunContext) -> Cohorting:
+    """The run's :class:`~agilerl.training.cohorting.Cohorting`, as its turns state it
+    (:mod:`.off_policy`, :mod:`.on_policy`): off-policy agents share the buffer the
+    ``replay_buffer`` section builds, which a cohort serves where
+    :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` has a view of it."""
+    memory = replay_class(ctx.replay_buffer) if ctx.algorithm.off_policy else None
+    return run_cohorting(
+        ctx.training.cohorts, ctx.environment, ctx.env_source, memory, LOCKSTEP_REPLAYS
+    )
+
+
+def estimate(ctx: RunContext, cohorting: Cohorting | None = None) -> Estimate:
+    """What a single-agent run will allocate: population, environments and buffers
+    (``cohorting``: whether its agents may share cohorts, :mod:`~agilerl.training.
+    cohorting`; default the online run's, :func:`online_cohorting`)."""
+    cohorting = cohorting or online_cohorting(ctx)
     algorithm, training, spec = ctx.algorithm, ctx.training, ctx.environment
     try:  # before anything is built
         vectorised = resolve_vectorize(spec)
@@ -149,7 +174,7 @@ def estimate(ctx: RunContext) -> Estimate:
                 algorithm.batch_size * transition,
             )
         )
-        if training.cohorts and pop > 1 and type(agent) in LEARNERS:
+        if shares_cohorts(cohorting, agent, pop):
             per_copy = env_bytes + 2 * obs
             needs.append(replay_cohort_need(ctx, num_envs, per_copy, size, transition, "agent"))
     else:  # on-policy: a rollout of learn_step steps (whole vector steps) per agent
@@ -162,7 +187,7 @@ def estimate(ctx: RunContext) -> Estimate:
                 pop * steps * per_step,
             )
         )
-        if training.cohorts and pop > 1 and type(agent) in LEARNERS:
+        if shares_cohorts(cohorting, agent, pop):
             # A cohort steps a copy of the environments per agent, in this process.
             needs.append(
                 Need(

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.atari import scoring_spec
 from agilerl.families.single_agent.cohort_envs import CohortEnvs, lockstep_evaluation
 from agilerl.families.single_agent.envs import make_vector_env
@@ -21,15 +22,17 @@ from agilerl.training.evolution import EvaluateAgent, episode_evaluation
 class Scoring:
     """The environments agents are evaluated on: ``env`` (the training vector env, or one
     of the scoring spec with as many copies) for one agent at a time, and a cohort's
-    (:meth:`cohorts`). What it builds it closes (:meth:`close`)."""
+    (:meth:`cohorts`). What it builds it closes (:meth:`close`); it makes its copies from
+    ``source``, the environment given in Python, where there is one."""
 
-    def __init__(self, env: Any, env_spec: Any = None) -> None:
+    def __init__(self, env: Any, env_spec: Any = None, source: PythonEnv | None = None) -> None:
         spec = None if env_spec is None else scoring_spec(env_spec)
         #: The scoring spec where it is not the training one (its environments are built here).
         self.spec: Any = None
+        self.source = source
         self.env = env
         if spec is not None and spec is not env_spec:
-            self.env = make_vector_env(spec, env.num_envs)
+            self.env = make_vector_env(spec, env.num_envs, source)
             self.spec = spec
         self._cohorts: CohortEnvs | None = None
 
@@ -42,7 +45,7 @@ class Scoring:
     ) -> Callable[..., Any]:
         """A cohort's agents evaluated together: on the cohort's own training envs, or on
         envs of the scoring spec, one per agent."""
-        self._cohorts = training if self.spec is None else CohortEnvs(self.spec)
+        self._cohorts = training if self.spec is None else CohortEnvs(self.spec, self.source)
         return lockstep_evaluation(self._cohorts, eval_steps, eval_loop)
 
     def close(self) -> None:

@@ -1,0 +1,137 @@
+"""The run's plumbing (issue 48): the trainer runs ``evolve`` with its family's turns
+(``Family.turns``) and ``RunConfig.of`` (no keyword round trip through the spec layer);
+one predicate (:mod:`agilerl.training.cohorting`) decides whether agents share cohorts,
+and ``evolve``, the turns and the pre-flights ask it; the AgileRL-named training
+functions are façades over the same turns."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
+from agilerl.components.replay import build_replay_buffers
+from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.families.context import RunContext
+from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.models import DQNSpec, PPOSpec
+from agilerl.models.base import AlgorithmBase
+from agilerl.models.env import GymEnvSpec
+from agilerl.models.training import ReplayBufferSpec, TrainingSpec
+from agilerl.testing.probe_envs import ActionRewardEnv
+from agilerl.trainer import LocalTrainer
+from agilerl.training.cohorting import Cohorting, trains_in_cohorts
+from agilerl.training.evolution import RunConfig, Turns
+
+#: Two agents of one architecture, a short run.
+PAIR = {"max_steps": 256, "evo_steps": 128, "pop_size": 2, "seed": 0, "eval_steps": 20}
+
+
+@pytest.fixture
+def formed(monkeypatch):
+    """The cohorts every generation of the test's runs formed, in order."""
+    import agilerl.cohorts.learners as learners
+
+    groups = []
+    real = learners.form_cohorts
+    monkeypatch.setattr(
+        learners, "form_cohorts", lambda *a, **k: groups.append(real(*a, **k)) or groups[-1]
+    )
+    return groups
+
+
+# --- the trainer -----------------------------------------------------------------------
+
+
+def test_the_trainer_reads_no_training_function_or_its_keywords(monkeypatch):
+    def refused(*args, **kwargs):
+        raise AssertionError("the trainer runs evolve with the family's turns")
+
+    monkeypatch.setattr(AlgorithmBase, "get_training_kwargs", refused)
+    monkeypatch.setattr(AlgorithmBase, "get_training_fn", classmethod(refused))
+    population, fitnesses = LocalTrainer("DQN", "CartPole-v1", PAIR).train(verbose=False)
+    assert len(population) == len(fitnesses) == 2
+    assert all(agent.steps >= PAIR["max_steps"] for agent in population)
+
+
+def test_run_config_of_a_run_context_takes_the_training_section():
+    training = TrainingSpec(max_steps=300, max_wall_seconds=9.0)
+    ctx = RunContext(algorithm=DQNSpec(), environment=None, training=training)
+    config = RunConfig.of(ctx, env_name="CartPole-v1", target=5.0, verbose=False)
+    assert (config.max_steps, config.evo_steps) == (300, DQNSpec.default_evo_steps)
+    assert (config.algo, config.env_name, config.target) == ("DQN", "CartPole-v1", 5.0)
+    assert config.max_wall_seconds == 9.0 and not config.evolving
+
+
+# --- one predicate ----------------------------------------------------------------------
+
+
+def test_every_fact_of_the_run_must_allow_cohorts():
+    shared = Cohorting(True, True, ReplayBuffer, frozenset({ReplayBuffer}))
+    assert trains_in_cohorts(shared)
+    assert trains_in_cohorts(replace(shared, memory=None))  # on-policy: no memory shared
+    assert not trains_in_cohorts(replace(shared, enabled=False))  # training.cohorts false
+    assert not trains_in_cohorts(replace(shared, copies=False))  # an environment object
+    assert not trains_in_cohorts(replace(shared, memory=PrioritizedReplayBuffer))  # no view
+    assert not trains_in_cohorts(Cohorting())  # the default: alone
+
+
+def test_turns_that_let_agents_share_cohorts_need_a_cohort_turn():
+    def alone(*args):
+        raise AssertionError
+
+    with pytest.raises(ValueError, match="needs train_cohort"):
+        Turns(alone, alone, cohorting=Cohorting(True, True))
+
+
+def test_a_factory_given_in_python_trains_in_cohorts_like_a_named_environment(formed):
+    trainer = LocalTrainer("DQN", {"num_envs": 2}, PAIR, env=ActionRewardEnv)
+    _, fitnesses = trainer.train(verbose=False)
+    assert formed and all(groups == [[0, 1]] for groups in formed)
+    alone = LocalTrainer("DQN", {"num_envs": 2}, {**PAIR, "cohorts": False}, env=ActionRewardEnv)
+    assert alone.train(verbose=False)[1] == fitnesses  # a cohort changes no agent's results
+
+
+def test_an_environment_object_given_in_python_trains_one_agent_at_a_time(formed):
+    LocalTrainer("DQN", training=PAIR, env=ActionRewardEnv()).train(verbose=False)
+    assert formed and all(groups == [[0], [1]] for groups in formed)
+
+
+def _cohort_needs(trainer: LocalTrainer) -> list[str]:
+    estimate = trainer.preflight()
+    assert estimate is not None
+    return [need.field for need in estimate.needs if need.field == "training.cohorts"]
+
+
+def test_the_preflight_counts_cohorts_where_the_run_forms_them():
+    assert _cohort_needs(LocalTrainer("DQN", {"num_envs": 2}, PAIR, env=ActionRewardEnv))
+    assert not _cohort_needs(LocalTrainer("DQN", training=PAIR, env=ActionRewardEnv()))
+    frames = {"max_size": 1_000, "storage": "frames"}  # a buffer no cohort has a view of
+    assert not _cohort_needs(LocalTrainer("DQN", "CartPole-v1", PAIR, replay_buffer=frames))
+
+
+# --- the AgileRL-named façades ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", [DQNSpec(batch_size=32), PPOSpec(learn_step=64)], ids=str)
+def test_a_training_function_called_the_agilerl_way_trains_its_population(spec, formed):
+    env_spec = GymEnvSpec(name="CartPole-v1", num_envs=2, sync=True)
+    env = make_vector_env(env_spec)
+    space = env.single_observation_space, env.single_action_space
+    pop = [spec.build_algorithm(*space, index=i) for i in range(2)]
+    memory = None
+    if spec.off_policy:
+        memory, _ = build_replay_buffers(ReplayBufferSpec(max_size=1_000), spec)
+    training = TrainingSpec(eval_steps=20)
+    kwargs = spec.get_training_kwargs(training=training, env_spec=env_spec, memory=memory)
+    try:
+        pop, fitnesses = type(spec).get_training_fn()(
+            env, pop=pop, max_steps=256, evo_steps=128, verbose=False, **kwargs
+        )
+    finally:
+        env.close()
+    assert len(pop) == len(fitnesses) == 2 and all(math.isfinite(f) for f in fitnesses)
+    assert all(agent.steps >= 256 for agent in pop)
+    assert formed and all(groups == [[0, 1]] for groups in formed)  # env_spec: cohorts
