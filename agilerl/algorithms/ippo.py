@@ -28,7 +28,7 @@ last reward.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -37,6 +37,7 @@ import torch
 from gymnasium import spaces
 
 from agilerl.algorithms.core.multi_agent import PerAgent
+from agilerl.algorithms.core.population import Population
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
@@ -44,8 +45,9 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     leading,
     rows_of,
 )
-from agilerl.algorithms.optim import gradient_step
+from agilerl.algorithms.optim import StackedAdam, gradient_step
 from agilerl.algorithms.ppo import LEARN_METRICS, METRICS, clipped_ppo_loss
+from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
 from agilerl.components import on_policy
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
 from agilerl.networks.networks import StochasticActor, ValueNetwork
@@ -141,6 +143,10 @@ class IPPO(MultiAgentActorCritic):
         "early_stop": "share of the groups whose epochs target_kl ended early",
     }
     main_loss: ClassVar[str] = "value_loss"
+    #: What teams of a cohort share: the rollout's length and the minibatches' size (a
+    #: team with an ``action_batch_size`` trains alone:
+    #: :data:`~agilerl.cohorts.learners.ALONE_IF`).
+    cohort_same: ClassVar[tuple[str, ...]] = ("learn_step", "batch_size")
 
     def __init__(
         self,
@@ -221,8 +227,16 @@ class IPPO(MultiAgentActorCritic):
         return [(i, min(i + size, rows)) for i in range(0, rows, size)]
 
     def _act(
-        self, obs: PerAgent, infos: PerAgent | None, deterministic: bool, record: bool
-    ) -> PerAgent:
+        self,
+        view: Population[IPPO],
+        obs: PerAgent,
+        infos: PerAgent | None,
+        deterministic: bool,
+        record: bool,
+    ) -> tuple[PerAgent, dict[str, PerAgent]]:
+        """The actions of the teams of ``view`` for ``obs`` (team ``p``'s rows the
+        ``p``-th block of every agent's), one forward per group (in chunks of
+        ``action_batch_size``), and with ``record`` the log-probabilities and values."""
         actions: PerAgent = {}
         log_probs: PerAgent = {}
         values: PerAgent = {}
@@ -230,8 +244,9 @@ class IPPO(MultiAgentActorCritic):
             members = self.present(obs, group)
             if not members:
                 continue
-            x = self.group_obs(obs, members)
+            x = view.team_major(self.group_obs(obs, members), len(members))
             mask = self.group_mask(obs, infos, members)
+            mask = None if mask is None else view.team_major(mask, len(members))
             rows = leading(x)
             parts = [
                 self.group_act(
@@ -240,28 +255,39 @@ class IPPO(MultiAgentActorCritic):
                     None if mask is None else mask[start:stop],
                     deterministic,
                     record,
+                    view,
                 )
                 for start, stop in self._chunks(rows)
             ]
-            joined = [np.concatenate(p) for p in zip(*parts, strict=True)]
+            joined = [
+                view.member_major(np.concatenate(p), len(members)) for p in zip(*parts, strict=True)
+            ]
             n = rows // len(members)
             for i, agent in enumerate(members):
                 actions[agent] = joined[0][i * n : (i + 1) * n]
                 if record:
                     log_probs[agent] = joined[1][i * n : (i + 1) * n]
                     values[agent] = joined[2][i * n : (i + 1) * n]
-        if record:
-            self.last_step = {"log_prob": log_probs, "value": values}
-        return actions
+        return actions, {"log_prob": log_probs, "value": values}
+
+    def _network(self, view: Population[IPPO] | None, role: str, group: str) -> Any:
+        """``group``'s network ``role``: the view's, or this team's own (None)."""
+        return self.net(role, group) if view is None else view.net(self.net_name(role, group))
 
     def group_act(
-        self, group: str, x: Any, mask: torch.Tensor | None, deterministic: bool, record: bool
+        self,
+        group: str,
+        x: Any,
+        mask: torch.Tensor | None,
+        deterministic: bool,
+        record: bool,
+        view: Population[IPPO] | None = None,
     ) -> tuple[np.ndarray, ...]:
-        """Actions of ``group``'s policy for the preprocessed rows ``x`` (within ``mask``):
-        ``(env_action,)``, or with ``record`` ``(env_action, log_prob, value)``; every
-        row's values, whichever member or team it is (a cohort acts for its teams'
-        rows in one call)."""
-        actor = self.net("actor", group)
+        """Actions of ``group``'s policy (``view``'s networks, or this team's own) for
+        the preprocessed rows ``x`` (within ``mask``): ``(env_action,)``, or with
+        ``record`` ``(env_action, log_prob, value)``; every row's values, whichever
+        member or team it is."""
+        actor = self._network(view, "actor", group)
         with torch.no_grad():
             dist = actor.distribution(actor.head(actor.encoder(x)), mask)
             env_action = actor.distribution.env_actions(dist.sample(deterministic))
@@ -269,40 +295,58 @@ class IPPO(MultiAgentActorCritic):
                 return (env_action,)
             sample = actor.distribution.samples(torch.as_tensor(env_action))
             log_prob = dist.log_prob(sample.to(self.device)).cpu().numpy()
-            value = self.group_values(group, x).cpu().numpy()
+            value = self.group_values(group, x, view).cpu().numpy()
         return env_action, log_prob, value
 
-    def group_values(self, group: str, x: Any) -> torch.Tensor:
-        """``V`` ``[rows]`` of ``group``'s critic for the preprocessed rows ``x``."""
-        critic = self.net("critic", group)
+    def group_values(
+        self, group: str, x: Any, view: Population[IPPO] | None = None
+    ) -> torch.Tensor:
+        """``V`` ``[rows]`` of ``group``'s critic (``view``'s, or this team's own) for the
+        preprocessed rows ``x``."""
+        critic = self._network(view, "critic", group)
         return critic.head(critic.encoder(x)).reshape(-1)
 
     def group_forward(
-        self, group: str, x: Any, mask: torch.Tensor | None
+        self, group: str, x: Any, mask: torch.Tensor | None, view: Population[IPPO] | None = None
     ) -> tuple[Any, torch.Tensor]:
-        """The policy's distribution and the values of the rows ``x`` (with gradients):
-        what a PPO loss of ``group`` reads."""
-        actor = self.net("actor", group)
-        return actor.distribution(actor.head(actor.encoder(x)), mask), self.group_values(group, x)
+        """The policy's distribution and the values of the rows ``x`` (with gradients;
+        ``view``'s networks, or this team's own): what a PPO loss of ``group`` reads."""
+        actor = self._network(view, "actor", group)
+        dist = actor.distribution(actor.head(actor.encoder(x)), mask)
+        return dist, self.group_values(group, x, view)
 
     def explore(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
         """Actions sampled from every agent's policy (within its mask); records their
         log-probabilities and values in :attr:`last_step`."""
-        return self._act(obs, infos, deterministic=False, record=True)
+        actions, self.last_step = self._act(Population.of(self), obs, infos, False, True)
+        return actions
+
+    def act(
+        self, view: Population[IPPO], obs: PerAgent, infos: PerAgent | None = None
+    ) -> tuple[PerAgent, dict[str, PerAgent]]:
+        """Every team of ``view`` exploring on its block of ``obs``: the sampled actions,
+        and the log-probabilities and values (what :attr:`last_step` holds for one)."""
+        return self._act(view, obs, infos, False, True)
 
     def get_action(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
         """The most likely action of every agent (the Gaussian mean for a Box), in masks."""
-        return self._act(obs, infos, deterministic=True, record=False)
+        return self._act(Population.of(self), obs, infos, True, False)[0]
 
     def values(self, obs: PerAgent) -> PerAgent:
         """``V`` of every agent's observations, ``[N]`` each (bootstrapping)."""
+        return self.population_values(Population.of(self), obs)
+
+    def population_values(self, view: Population[IPPO], obs: PerAgent) -> PerAgent:
+        """``V`` of every team's observations (its own critics; team ``p``'s rows the
+        ``p``-th block of every agent's), per agent id."""
         out: PerAgent = {}
         with torch.no_grad():
             for group in self.groups:
                 members = self.present(obs, group)
                 if not members:
                     continue
-                value = self.group_values(group, self.group_obs(obs, members))
+                x = view.team_major(self.group_obs(obs, members), len(members))
+                value = view.member_major(self.group_values(group, x, view), len(members))
                 n = value.shape[0] // len(members)
                 for i, agent in enumerate(members):
                     out[agent] = value[i * n : (i + 1) * n].cpu().numpy()
@@ -366,7 +410,8 @@ class IPPO(MultiAgentActorCritic):
     def update_group(
         self, group: str, samples: GroupSamples
     ) -> tuple[torch.Tensor, int, int, bool]:
-        """PPO epochs on one group's samples: summed :data:`METRICS`, minibatches
+        """PPO epochs on one group's samples (this team's own networks and optimiser,
+        minibatch orders from torch's generator): summed :data:`METRICS`, minibatches
         evaluated, optimiser steps, whether target_kl stopped them."""
         optimizer = getattr(self, self.net_name("optimizer", group))
         kl_index = METRICS.index("approx_kl")
@@ -400,15 +445,117 @@ class IPPO(MultiAgentActorCritic):
         flags of the last step, overriding the stored ones (as the single-agent rollout
         buffer's). Returns :attr:`learn_metrics`: the means over the groups of PPO's
         figures, the optimiser steps of all groups and the share stopped by target_kl."""
-        last_values = self.values(last_obs)
-        updated = []
+        return self.update(Population.of(self), rollout, last_obs, last_done)[0]
+
+    def update(
+        self,
+        view: Population[IPPO],
+        rollout: Any,
+        last_obs: PerAgent,
+        last_done: PerAgent | None = None,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> list[dict[str, float]]:
+        """Every team's IPPO update of ``view`` on its block of ``rollout`` (team ``p``'s
+        the ``p``-th block of its copies; :meth:`learn` for one), bootstrapped from
+        ``last_obs``; each team's :attr:`learn_metrics`. Each team computes its own
+        samples of each group (its GAE with its own ``gamma`` and ``gae_lambda``); the
+        teams' epochs of a group run together when their samples line up
+        (:meth:`_epochs_together`), else each team's on its own (:meth:`_epochs_each`).
+        ``generators``: each team's own minibatch orders (None: torch's, one team)."""
+        last = self.population_values(view, last_obs)
+        updated: list[list[tuple[torch.Tensor, int, bool]]] = [[] for _ in view.agents]
         for group in self.groups:
-            samples = self.group_samples(group, rollout, last_values, last_done)
-            if samples is None:  # no member acted in this rollout
-                continue
-            totals, evaluated, steps, early = self.update_group(group, samples)
-            updated.append((totals / max(evaluated, 1), steps, early))
-        return team_metrics(updated)
+            samples = [
+                team.group_samples(
+                    group,
+                    view.team_rollout(rollout, p),
+                    view.team_copies(last, p),
+                    None if last_done is None else view.team_copies(last_done, p),
+                )
+                for p, team in enumerate(view.agents)
+            ]
+            together = view.stacked and lined_up(samples)
+            epochs = self._epochs_together if together else self._epochs_each
+            for p, result in enumerate(epochs(view, group, samples, generators)):
+                if result is not None:
+                    updated[p].append(result)
+        return [team_metrics(own) for own in updated]
+
+    def _epochs_together(
+        self,
+        view: Population[IPPO],
+        group: str,
+        samples: list[GroupSamples | None],
+        generators: Sequence[torch.Generator] | None,
+    ) -> list[tuple[torch.Tensor, int, bool] | None]:
+        """The teams' PPO epochs of ``group`` as one (:func:`lined_up` samples): each
+        team's minibatch orders from its own generator, its own coefficients, clip,
+        ``target_kl`` and ``update_epochs`` (:func:`~agilerl.cohorts.ppo_epochs.
+        ppo_epochs`)."""
+        assert generators is not None  # a stacked view's teams draw their own orders
+        parts = cast(list[GroupSamples], samples)
+        count, size = len(parts), parts[0].actions.shape[0]
+        every = GroupSamples.joined(parts)
+        own = OwnSettings.of(view.agents, self.device)
+
+        def minibatch(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            batch = every.rows(index)
+            dist, value = self.group_forward(group, batch.obs, batch.masks, view)
+            return cohort_ppo_loss(
+                dist.log_prob(batch.actions), dist.entropy(), value, batch, count, own
+            )
+
+        adam = view.optimizers[self.net_name("optimizer", group)]
+        assert isinstance(adam, StackedAdam)  # the optimiser of a stacked view's group
+        where = torch.arange(size).unsqueeze(0) + (torch.arange(count) * size).unsqueeze(1)
+        figures = ppo_epochs(where, self.batch_size, own, generators, minibatch, adam)
+        means = figures.means()
+        return [
+            (means[:, p], int(figures.updates[p]), bool(figures.stopped[p])) for p in range(count)
+        ]
+
+    def _epochs_each(
+        self,
+        view: Population[IPPO],
+        group: str,
+        samples: list[GroupSamples | None],
+        generators: Sequence[torch.Generator] | None,
+    ) -> list[tuple[torch.Tensor, int, bool] | None]:
+        """Each team's PPO epochs of ``group`` on its own networks and optimiser
+        (:meth:`update_group`), one after another; stacked teams' orders seeded from
+        their own generators, torch's stream (their actions) left where it was."""
+        results: list[tuple[torch.Tensor, int, bool] | None] = []
+        with view.own_networks():
+            for p, (team, own) in enumerate(zip(view.agents, samples, strict=True)):
+                if own is None:  # no member of this team's group acted
+                    results.append(None)
+                    continue
+                generator = None if generators is None else generators[p]
+                totals, evaluated, steps, early = _own_epochs(team, group, own, generator)
+                results.append((totals / max(evaluated, 1), steps, early))
+        return results
+
+
+def _own_epochs(
+    team: IPPO, group: str, samples: GroupSamples, generator: torch.Generator | None
+) -> tuple[torch.Tensor, int, int, bool]:
+    """``team``'s :meth:`IPPO.update_group`, its minibatch orders from torch's generator,
+    seeded from ``generator`` when given (its stream left where it was)."""
+    if generator is None:
+        return team.update_group(group, samples)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(torch.randint(2**31, (1,), generator=generator)))
+        return team.update_group(group, samples)
+
+
+def lined_up(samples: Sequence[GroupSamples | None]) -> bool:
+    """Whether the teams' samples of a group can learn as one: every team has samples,
+    as many as the others, and masks where the others have them."""
+    if any(s is None for s in samples):
+        return False
+    present = [s for s in samples if s is not None]
+    sizes = {int(s.actions.shape[0]) for s in present}
+    return len(sizes) == 1 and len({s.masks is None for s in present}) == 1
 
 
 def team_metrics(updated: list[tuple[torch.Tensor, int, bool]]) -> dict[str, float]:

@@ -35,7 +35,7 @@ sub-environment and agent, restarted where an episode ended (:meth:`episodes_end
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -46,6 +46,7 @@ from torch.nn import functional
 
 from agilerl import checkpoints
 from agilerl.algorithms.core.multi_agent import PerAgent
+from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
@@ -53,7 +54,7 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     leading,
     masked_mean,
 )
-from agilerl.algorithms.optim import gradient_step, polyak_update
+from agilerl.algorithms.optim import polyak_update
 from agilerl.components.action_noise import (
     ActionNoise,
     GaussianNoise,
@@ -209,6 +210,9 @@ class MADDPG(MultiAgentActorCritic):
     noise_clip: ClassVar[float] = 0.5
     #: Gradient-norm clip of every update (DDPG's).
     max_grad_norm: ClassVar[float] = 10.0
+    #: What teams of a cohort share beyond the architecture: nothing (batch sizes are
+    #: padded; the clip and the smoothing are class attributes, equal within a class).
+    cohort_same: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
         self,
@@ -366,21 +370,37 @@ class MADDPG(MultiAgentActorCritic):
 
     # -- actions --------------------------------------------------------------------------
     def _policy(
-        self, group: str, x: Any, mask: torch.Tensor | None, mode: str, target: bool = False
+        self,
+        view: Population[MADDPG],
+        group: str,
+        members: int,
+        x: Any,
+        mask: torch.Tensor | None,
+        mode: str,
+        target: bool = False,
     ) -> torch.Tensor:
-        """Critic features of the group's actions for preprocessed observations ``x``:
-        ``mode`` "greedy", "sample" (categorical) or "relaxed" (with gradient)."""
-        out = self._actor_out(group, x, target)
+        """Critic features of the group's actions for preprocessed observations ``x`` of
+        ``members`` members: ``mode`` "greedy", "sample" (categorical) or "relaxed"
+        (with gradient)."""
+        out = self._actor_out(view, group, members, x, target)
         codec = self.codecs[self.groups[group][0]]
         return out if codec.continuous else codec.choose(out, mask, mode)
 
-    def _actor_out(self, group: str, x: Any, target: bool = False) -> torch.Tensor:
+    def _actor_out(
+        self, view: Population[MADDPG], group: str, members: int, x: Any, target: bool = False
+    ) -> torch.Tensor:
         """The group's actor's (or target actor's) output for ``x``: normalised Box
-        actions or logits (the one place the actors run; a cohort runs its stacked ones)."""
-        actor = self.net("actor_target" if target else "actor", group)
-        return actor.head(actor.encoder(x))
+        actions or logits (the one place the actors run), each team's rows on its own."""
+        actor = view.net(self.net_name("actor_target" if target else "actor", group))
+        out = actor.head(actor.encoder(view.team_major(x, members)))
+        return view.member_major(out, members)
 
-    def _act(self, obs: PerAgent, infos: PerAgent | None, explore: bool) -> PerAgent:
+    def _act(
+        self, view: Population[MADDPG], obs: PerAgent, infos: PerAgent | None, explore: bool
+    ) -> PerAgent:
+        """The actions of the teams of ``view`` for ``obs`` (team ``p``'s rows the
+        ``p``-th block of every agent's), one forward per group; exploring, Box actions
+        plus each team's own noise for its own rows."""
         actions: PerAgent = {}
         for group in self.groups:
             members = self.present(obs, group)
@@ -389,10 +409,14 @@ class MADDPG(MultiAgentActorCritic):
             codec = self.codecs[members[0]]
             x = self.group_obs(obs, members)
             mask = None if codec.continuous else self.group_mask(obs, infos, members)
+            mode = "sample" if explore else "greedy"
             with torch.no_grad():
-                features = self._policy(group, x, mask, "sample" if explore else "greedy")
+                features = self._policy(view, group, len(members), x, mask, mode)
             if explore and codec.continuous:
-                noise = self._exploration_noise(group, features.shape[0])
+                noise = view.team_drawn(
+                    lambda team, rows, g=group: team._exploration_noise(g, rows),
+                    features.shape[0], len(members), whole=True,
+                )  # fmt: skip
                 features = features + torch.as_tensor(noise).to(features)
             env_actions = codec.to_env(features)
             n = leading(x) // len(members)
@@ -408,11 +432,18 @@ class MADDPG(MultiAgentActorCritic):
     def explore(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
         """Exploratory actions: Box actions plus the noise (one state per sub-environment
         and agent), categorical ones sampled from the masked policy."""
-        return self._act(obs, infos, explore=True)
+        return self._act(Population.of(self), obs, infos, explore=True)
+
+    def act(
+        self, view: Population[MADDPG], obs: PerAgent, infos: PerAgent | None = None
+    ) -> PerAgent:
+        """Every team of ``view`` exploring on its block of ``obs`` (:meth:`explore` for
+        one): one forward per group, each team's own noise on its own rows."""
+        return self._act(view, obs, infos, explore=True)
 
     def get_action(self, obs: PerAgent, infos: PerAgent | None = None) -> PerAgent:
         """The deterministic actors' actions (the best allowed choice for categorical ones)."""
-        return self._act(obs, infos, explore=False)
+        return self._act(Population.of(self), obs, infos, explore=False)
 
     def episodes_ended(self, ended: np.ndarray) -> None:
         """Restart the noise of the sub-environments whose episode ended (every agent's)."""
@@ -421,16 +452,26 @@ class MADDPG(MultiAgentActorCritic):
             noise.reset(np.tile(ended, len(self.groups[group])))
 
     # -- learning -------------------------------------------------------------------------
-    def _target_actions(self, next_features: PerAgent, next_masks: PerAgent) -> PerAgent:
+    def _target_actions(
+        self,
+        view: Population[MADDPG],
+        next_features: PerAgent,
+        next_masks: PerAgent,
+        live: np.ndarray | None,
+    ) -> PerAgent:
         out = {}
         for group, members in self.groups.items():
             x = _cat_tree([next_features[a] for a in members])
             masks = [next_masks.get(a) for a in members]
             mask = None if any(m is None for m in masks) else torch.cat(masks)
-            action = self._policy(group, x, mask, "greedy", target=True)
+            action = self._policy(view, group, len(members), x, mask, "greedy", target=True)
             if self.policy_noise > 0 and self.codecs[members[0]].continuous:
-                smoothing = torch.as_tensor(self._smoothing(tuple(action.shape))).to(action)
-                action = (action + smoothing).clamp(-1.0, 1.0)
+                shape = tuple(action.shape)
+                smoothing = view.team_drawn(
+                    lambda team, rows, tail=shape[1:]: team._smoothing((rows, *tail)),
+                    shape[0], len(members), live,
+                )  # fmt: skip
+                action = (action + torch.as_tensor(smoothing).to(action)).clamp(-1.0, 1.0)
             n = action.shape[0] // len(members)
             out.update({a: action[i * n : (i + 1) * n] for i, a in enumerate(members)})
         return out
@@ -463,48 +504,87 @@ class MADDPG(MultiAgentActorCritic):
         = terminated, ``active``: each per agent ``[B, ...]``). See the module docstring.
         Returns :attr:`learn_metrics` (``actor_loss`` on the calls that update the actors:
         every ``policy_freq``-th)."""
-        inputs = self.learning_inputs(batch)
-        critic_losses, q_means = [], []
+        return learned(self.update(Population.of(self), batch))
+
+    def update(
+        self,
+        view: Population[MADDPG],
+        batch: Mapping[str, Any],
+        live: np.ndarray | None = None,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> list[dict[str, float] | None]:
+        """One learning call of the teams of ``view`` that ``live`` names (None: all),
+        each on its rows of ``batch`` (team ``p``'s first ``batch_size`` rows of the
+        ``p``-th block of every agent's; :meth:`learn` for one): every such team's
+        critics step, and its actors and targets where its own ``policy_freq`` says so
+        (a team not due keeps them, and its actor optimisers' moments, bit-equal). Each
+        team's losses, ``gamma``, ``tau``, learning rates and smoothing draws are its
+        own. The metrics each reported (None: it did not learn); ``generators`` are
+        unused (a team's draws come from its own generator)."""
+        learning = [p for p in range(view.count) if live is None or live[p]]
+        if not learning:
+            return [None] * view.count
+        inputs = self.learning_inputs(view, batch, live)
+        figures: dict[int, dict[str, list[torch.Tensor]]] = {
+            p: {"critic_loss": [], "q_mean": [], "actor_loss": []} for p in learning
+        }
         for group, members in self.groups.items():
-            qs, target, own = self.critic_values(group, members, inputs)
-            loss = self.critic_loss(qs, target, own)
-            gradient_step(
-                getattr(self, self.net_name("critic_optimizer", group)), loss, self.max_grad_norm
-            )
-            critic_losses.append(loss.detach())
-            q_means.append(masked_mean(qs[0].detach(), own))
-        self.learn_counter += 1
-        figures = [torch.stack(critic_losses).mean(), torch.stack(q_means).mean()]
-        if self.learn_counter % self.policy_freq == 0:
+            qs, target, active = self.critic_values(view, group, members, inputs)
             losses = []
-            for group, members in self.groups.items():
-                loss = self.actor_loss(*self.policy_values(group, members, inputs))
-                gradient_step(
-                    getattr(self, self.net_name("actor_optimizer", group)),
-                    loss,
-                    self.max_grad_norm,
+            for p, rows in view.team_blocks(target.shape[0], len(members), live):
+                own = view.own(active, rows)
+                loss = view.agents[p].critic_loss(
+                    [view.own(q, rows) for q in qs], view.own(target, rows), own
                 )
-                losses.append(loss.detach())
-            figures.append(torch.stack(losses).mean())
-            self.soft_update()
-        values = torch.stack(figures).tolist()
-        metrics = {"critic_loss": values[0], "q_mean": values[1]}
-        if len(values) > 2:
-            metrics["actor_loss"] = values[2]
-        return metrics
+                figures[p]["critic_loss"].append(loss.detach())
+                figures[p]["q_mean"].append(masked_mean(view.own(qs[0], rows).detach(), own))
+                losses.append(loss)
+            view.minimise(
+                self.net_name("critic_optimizer", group), view.total(losses),
+                view.live_mask(live), self.max_grad_norm,
+            )  # fmt: skip
+        for p in learning:
+            view.agents[p].learn_counter += 1
+        due = [
+            p for p in learning if view.agents[p].learn_counter % view.agents[p].policy_freq == 0
+        ]
+        if due:
+            due_mask = view.mask_of(due)
+            stepping = np.isin(np.arange(view.count), due)
+            for group, members in self.groups.items():
+                q, active = self.policy_values(view, group, members, inputs)
+                losses = []
+                for p, rows in view.team_blocks(q.shape[0], len(members), stepping):
+                    loss = view.agents[p].actor_loss(view.own(q, rows), view.own(active, rows))
+                    figures[p]["actor_loss"].append(loss.detach())
+                    losses.append(loss)
+                view.minimise(
+                    self.net_name("actor_optimizer", group), view.total(losses), due_mask,
+                    self.max_grad_norm,
+                )  # fmt: skip
+            view.polyak(due_mask)
+        return view.reported(
+            {
+                p: {name: torch.stack(values).mean() for name, values in named.items() if values}
+                for p, named in figures.items()
+            }
+        )
 
     # The learning step in parts: the networks' parts (``learning_inputs``,
-    # ``critic_values``, ``policy_values``) run once for a cohort of teams on its stacked
-    # networks, each team's losses (``critic_loss``, ``actor_loss``) on its own rows.
-    def learning_inputs(self, batch: Mapping[str, Any]) -> LearningInputs:
-        """What every group's update of one learning call reads (:class:`LearningInputs`)."""
+    # ``critic_values``, ``policy_values``) run once for the teams of a view, each team's
+    # losses (``critic_loss``, ``actor_loss``) on its own rows.
+    def learning_inputs(
+        self, view: Population[MADDPG], batch: Mapping[str, Any], live: np.ndarray | None = None
+    ) -> LearningInputs:
+        """What every group's update of one learning call reads (:class:`LearningInputs`),
+        the target actions smoothed by the draws of the teams ``live`` names."""
         obs, next_obs = batch["obs"], batch["next_obs"]
         rows = leading(obs[self.agent_ids[0]])
         weight = {a: active_rows(batch["active"], a, rows, self.device) for a in self.agent_ids}
         next_features = self._features(next_obs)
         with torch.no_grad():
             next_actions = self._target_actions(
-                next_features, self._masks(next_obs, batch, "next_action_mask")
+                view, next_features, self._masks(next_obs, batch, "next_action_mask"), live
             )
         return LearningInputs(
             batch=batch,
@@ -519,30 +599,34 @@ class MADDPG(MultiAgentActorCritic):
         )
 
     def critic_values(
-        self, group: str, members: list[str], inputs: LearningInputs
+        self, view: Population[MADDPG], group: str, members: list[str], inputs: LearningInputs
     ) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
         """Every critic's ``Q`` of the group's rows (member by member), their (no-gradient)
-        TD targets, and the rows' activity."""
+        TD targets (each team's ``gamma`` on its rows), and the rows' activity."""
         weight = inputs.weight
         own = torch.cat([weight[a] for a in members])
+        count = len(members)
         with torch.no_grad():
             x_next = self._critic_obs(inputs.next_features, members, weight)
             a_next = self._critic_actions(inputs.next_actions, members, weight)
             next_q = self._combine(
-                [self._q(f"{name}_target", group, x_next, a_next) for name in self.critics]
+                [
+                    self._q(view, f"{name}_target", group, count, x_next, a_next)
+                    for name in self.critics
+                ]
             )
             reward, done = inputs.batch["reward"], inputs.batch["done"]
-            # Member by member: a cohort's ``gamma`` is one per row of a member's batch.
+            gamma = view.per_row("gamma", view.rows(weight[members[0]].shape[0]))
+            # Member by member: a view's ``gamma`` is one per row of a member's batch.
             target = torch.cat(
                 [
-                    _flat(reward[a], self.device)
-                    + self.gamma * (1.0 - _flat(done[a], self.device)) * q
-                    for a, q in zip(members, next_q.chunk(len(members)), strict=True)
+                    _flat(reward[a], self.device) + gamma * (1.0 - _flat(done[a], self.device)) * q
+                    for a, q in zip(members, next_q.chunk(count), strict=True)
                 ]
             )
         x = self._critic_obs(inputs.features, members, weight)
         a = self._critic_actions(inputs.actions, members, weight)
-        return [self._q(name, group, x, a) for name in self.critics], target, own
+        return [self._q(view, name, group, count, x, a) for name in self.critics], target, own
 
     def critic_loss(
         self, qs: list[torch.Tensor], target: torch.Tensor, own: torch.Tensor
@@ -551,7 +635,7 @@ class MADDPG(MultiAgentActorCritic):
         return sum(masked_mean((q - target) ** 2, own) for q in qs)  # type: ignore[return-value]
 
     def policy_values(
-        self, group: str, members: list[str], inputs: LearningInputs
+        self, view: Population[MADDPG], group: str, members: list[str], inputs: LearningInputs
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The first critic's ``Q`` of the group's rows with each member's own action from
         its actor (differentiable in the actor), and the rows' activity."""
@@ -559,24 +643,33 @@ class MADDPG(MultiAgentActorCritic):
         x = _cat_tree([features[a] for a in members])
         found = [inputs.masks.get(a) for a in members]
         mask = None if any(m is None for m in found) else torch.cat(found)
-        mine = self._policy(group, x, mask, "relaxed")
+        mine = self._policy(view, group, len(members), x, mask, "relaxed")
         n = mine.shape[0] // len(members)
         # Each member's critic input has its own new action; the others' are the batch's.
         with_own = [
             self._critic_actions({**actions, a: mine[i * n : (i + 1) * n]}, [a], weight)
             for i, a in enumerate(members)
         ]
-        q = self._q(self.critics[0], group, self._critic_obs(features, members, weight),
-                    torch.cat(with_own))  # fmt: skip
+        q = self._q(view, self.critics[0], group, len(members),
+                    self._critic_obs(features, members, weight), torch.cat(with_own))  # fmt: skip
         return q, torch.cat([weight[a] for a in members])
 
     def actor_loss(self, q: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
         """The actors' loss: minus the mean ``Q`` of the active rows."""
         return -masked_mean(q, own)
 
-    def _q(self, name: str, group: str, x: Any, action: torch.Tensor) -> torch.Tensor:
-        critic = self.net(name, group)
-        return critic.from_latent(critic.encoder(x), action).reshape(-1)
+    def _q(
+        self,
+        view: Population[MADDPG],
+        name: str,
+        group: str,
+        members: int,
+        x: Any,
+        action: torch.Tensor,
+    ) -> torch.Tensor:
+        critic = view.net(self.net_name(name, group))
+        x, action = view.team_major(x, members), view.team_major(action, members)
+        return view.member_major(critic.from_latent(critic.encoder(x), action).reshape(-1), members)
 
     def soft_update(self) -> None:
         """``target <- tau * online + (1 - tau) * target`` for every target network."""

@@ -16,7 +16,8 @@ from support.team_cohorts import cohort_need, cue_manifest, trained_cohorts
 
 from agilerl.algorithms.ippo import IPPO, team_metrics
 from agilerl.cohorts.learners import cohort_key, form_cohorts
-from agilerl.cohorts.team_policy import TeamBlock, TeamPolicyCohort
+from agilerl.cohorts.team_policy import TeamPolicyCohort
+from agilerl.cohorts.team_views import TeamBlock
 from agilerl.components import on_policy
 from agilerl.families.multi_agent.buffers import MultiAgentRollout, TeamRolloutCollector
 from agilerl.families.multi_agent.vector import ParallelVecEnv
@@ -140,11 +141,11 @@ def test_teams_whose_samples_do_not_line_up_learn_one_after_another(monkeypatch)
         rollout.field("active")[agent][0, N] = False  # team 1, its first copy, step 0
     alone = copy.deepcopy(together)
     in_turn = []
-    real = TeamPolicyCohort._learn_in_turn
+    real = IPPO._epochs_each
     monkeypatch.setattr(
-        TeamPolicyCohort,
-        "_learn_in_turn",
-        lambda self, group, *a: (in_turn.append(group), real(self, group, *a))[1],
+        IPPO,
+        "_epochs_each",
+        lambda self, view, group, *a: (in_turn.append(group), real(self, view, group, *a))[1],
     )
     generators = [torch.Generator().manual_seed(7 + p) for p in range(3)]
     got = cohort.learn(rollout, last_obs, generators)

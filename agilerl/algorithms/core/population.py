@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 import numpy as np
@@ -260,6 +261,61 @@ class Population(Generic[Agent]):
                 )
             ]
         )
+
+    # -- teams (multi-agent algorithms) -------------------------------------------------
+    # A team batches an agent group member by member (``[members * n]``); a view of P
+    # teams holds team ``p``'s rows as the ``p``-th block of every agent's, so a group's
+    # batch is ``member, team, row`` (:mod:`agilerl.cohorts.team_rows`). The view of one
+    # team is its own batch: each of these is the identity (or its one team's).
+    def team_major(self, tree: Any, members: int) -> Any:
+        """A group batch of ``members`` members in the row order the view's networks
+        take (each team's rows one block); ``tree`` itself for one team."""
+        return tree
+
+    def member_major(self, tree: Any, members: int) -> Any:
+        """The inverse of :meth:`team_major` (a network's output back in the group
+        batch's order); ``tree`` itself for one team."""
+        return tree
+
+    def team_blocks(
+        self, batch_rows: int, members: int, live: np.ndarray | None = None
+    ) -> list[tuple[int, Any]]:
+        """``(p, rows)`` for every team ``p`` that learns (``live``; None: all), with the
+        index of its own rows (its first ``batch_size`` of each member's, in its own
+        member-major order) in a group batch of ``batch_rows`` rows of ``members``
+        members: the whole batch for one team."""
+        return [(0, slice(None))] if live is None or live[0] else []
+
+    def team_drawn(
+        self,
+        draw: Callable[[Any, int], np.ndarray],
+        total: int,
+        members: int,
+        live: np.ndarray | None = None,
+        whole: bool = False,
+    ) -> np.ndarray:
+        """Random rows for a group batch of ``total`` rows of ``members`` members, each
+        team's ``draw(team, n)`` for its own rows from its own generator (its
+        ``batch_size`` of each member's, or every row with ``whole``: acting); one
+        team's draw of ``total``."""
+        return draw(self.template, total)
+
+    def team_rollout(self, rollout: Any, p: int) -> Any:
+        """Team ``p``'s block of the columns (environment copies) of a rollout: the
+        rollout itself for one team."""
+        return rollout
+
+    def team_copies(self, values: dict[str, Any], p: int) -> dict[str, Any]:
+        """Team ``p``'s block of every agent's per-copy ``values``: themselves for one
+        team."""
+        return values
+
+    @contextmanager
+    def own_networks(self) -> Iterator[None]:
+        """The agents' own networks and optimisers up to date for the length of the
+        block (an agent learning on its own), the view's taken from them after: nothing
+        to do for the view of one, whose networks are the agent's."""
+        yield
 
     # -- results ------------------------------------------------------------------------
     def reported(
