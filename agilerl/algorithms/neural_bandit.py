@@ -30,6 +30,7 @@ changed meaning and, with a new width, size).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,8 +39,10 @@ from gymnasium import spaces
 from torch import nn
 
 from agilerl import checkpoints
+from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int
+from agilerl.algorithms.optim import multi_tensor
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 
@@ -220,39 +223,67 @@ class NeuralBandit(RLAlgorithm):
     # -- learning -------------------------------------------------------------------------
     def learn(self, batch: dict[str, Any]) -> dict[str, float]:
         """One Adam step on a batch of pulls (``context`` ``(B, D)``, ``reward`` ``(B,)``):
-        ``mean((f(x) - r)^2) + reg * ||theta - theta_0||^2``."""
+        ``mean((f(x) - r)^2) + reg * ||theta - theta_0||^2`` (:meth:`update` on this agent
+        alone)."""
+        return learned(self.update(Population.of(self), batch))
+
+    def update(
+        self,
+        view: Population[NeuralBandit],
+        batch: dict[str, Any],
+        live: np.ndarray | None = None,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> list[dict[str, float] | None]:
+        """One learning step of the agents of ``view`` that ``live`` names (None: all),
+        each on its rows of ``batch``; the metrics each reported (None: it did not learn).
+        A bandit draws nothing as it learns (``generators`` serve the algorithms that do).
+
+        Each agent's loss is the mean squared error of its predicted rewards plus its
+        ``reg * ||theta - theta_0||^2``: the squared error by backpropagation, the anchor
+        term's gradient ``2 * reg * (theta - theta_0)`` added in closed form (one fused
+        call instead of a graph over every parameter), each agent with its own ``reg``
+        and its own anchor :attr:`actor_initial`, which nothing here moves (a bandit has
+        no soft update: the anchor is no polyak target)."""
         context = torch.as_tensor(batch["context"], device=self.device)
         reward = torch.as_tensor(batch["reward"], device=self.device).to(torch.float32)
-        prediction = self.actor(context).reshape(-1)
-        mse = (prediction - reward.reshape(-1)).pow(2).mean()
-        self.optimizer.zero_grad(set_to_none=True)
-        mse.backward()
-        # The anchor term's gradient, 2 * reg * (theta - theta_0), added in closed form:
-        # one fused call instead of a graph over every parameter.
-        params, anchors = self._online_parameters(), self._anchor_parameters()
-        with torch.no_grad():
-            offsets = torch._foreach_sub(params, anchors)
-            distance = torch.stack(torch._foreach_norm(offsets)).pow(2).sum()
-            if self.reg:
-                torch._foreach_add_([p.grad for p in params], offsets, alpha=2.0 * self.reg)
-        self.optimizer.step()
-        loss = mse.detach() + self.reg * distance
-        loss_value, mse_value = torch.stack([loss, mse.detach()]).tolist()
-        return {"loss": loss_value, "reward_mse": mse_value}
+        prediction = view.net("actor")(context).reshape(-1)
+        error = (prediction - reward.reshape(-1)).pow(2)
+        learning = view.blocks(error.shape[0], live)
+        if not learning:
+            return [None] * view.count
+        mse = {p: view.own(error, rows).mean() for p, rows in learning}
+        # theta_0 position by position with theta (the anchor is a copy of the actor).
+        anchor_of = dict(
+            zip(
+                map(id, view.net("actor").parameters()),
+                view.net("actor_initial").parameters(),
+                strict=True,
+            )
+        )
+        distance: dict[int, torch.Tensor] = {}
 
-    def _online_parameters(self) -> list[torch.nn.Parameter]:
-        """The actor's parameters, as the optimiser (rebuilt with every new actor) holds
-        them."""
-        return self.optimizer.param_groups[0]["params"]
+        # theta - theta_0 taken where the step holds theta (in its optimiser's order, before
+        # the step): the gradient term and the reported distance from the same offsets.
+        def anchored(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
+            offsets = multi_tensor._foreach_sub(params, [anchor_of[id(t)] for t in params])
+            for p, _ in learning:
+                own = view.slices(offsets, p)
+                distance[p] = torch.stack(multi_tensor._foreach_norm(own)).pow(2).sum()
+                reg = view.agents[p].reg
+                if reg:
+                    multi_tensor._foreach_add_(view.slices(grads, p), own, alpha=2.0 * reg)
 
-    def _anchor_parameters(self) -> list[torch.nn.Parameter]:
-        """theta_0's parameters, cached per anchor network (replaced, never edited in
-        place, when the architecture changes)."""
-        cache = self.__dict__.get("_anchor_cache")
-        if cache is None or cache[0] is not self.actor_initial:
-            cache = (self.actor_initial, list(self.actor_initial.parameters()))
-            self._anchor_cache = cache
-        return cache[1]
+        view.minimise(
+            "optimizer", view.total(mse.values()), view.live_mask(live), gradient=anchored
+        )
+        figures = {
+            p: {
+                "loss": mse[p].detach() + view.agents[p].reg * distance[p],
+                "reward_mse": mse[p].detach(),
+            }
+            for p in mse
+        }
+        return view.reported(figures)
 
     # -- evolution and checkpoints --------------------------------------------------------
     def networks_changed(self) -> None:

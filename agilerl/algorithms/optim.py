@@ -8,9 +8,9 @@ hooks, the per-parameter state walk, grouping tensors by device). :class:`FusedA
 keeps torch's Adam -- its state, its ``state_dict``, its kernel -- and calls the kernel
 directly once the state exists, so its steps are bit-identical to ``torch.optim.Adam(...,
 fused=True)``. :func:`gradient_step` is the backward-clip-step sequence of every update
-made of one backward pass (the value-based, actor-critic and PPO families); the LLM
-agents accumulate gradients over row chunks and the neural bandits add their anchor
-term's gradient in closed form, so those two step their ``FusedAdam`` themselves.
+made of one backward pass (the value-based, actor-critic and PPO families, and the neural
+bandits, whose anchor term's gradient a :data:`GradientTerm` adds in closed form); the LLM
+agents accumulate gradients over row chunks, so they step their ``FusedAdam`` themselves.
 
 :func:`polyak_update` serves an agent alone (a float ``tau``, its own parameters) and P
 agents trained as one (a ``(P,)`` ``tau``, their stacked parameters, agent ``p``'s the
@@ -20,13 +20,20 @@ agents trained as one (a ``(P,)`` ``tau``, their stacked parameters, agent ``p``
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 #: torch's multi-tensor kernels (``torch._foreach_*``, what its own Adam runs), which its
 #: stubs keep private.
 multi_tensor: Any = torch
+
+#: ``term(params, grads)``: adds a loss term's gradient, known in closed form, to ``grads``
+#: (in place), the gradients of ``params``: an optimiser's parameters that a loss reached,
+#: as the step holds them (an agent's own, or P agents' stacked), before clipping and the
+#: step. Cheaper than a graph for a term over every parameter (an L2 pull towards anchor
+#: weights).
+GradientTerm = Callable[[list[torch.Tensor], list[torch.Tensor]], None]
 
 
 def column(values: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -255,17 +262,23 @@ class StackedAdam:
         loss: torch.Tensor,
         live: torch.Tensor | None,
         max_grad_norm: float | torch.Tensor | None = None,
+        gradient: GradientTerm | None = None,
     ) -> None:
         """One step on ``loss`` (the sum of the agents' own losses: an agent's stacked
         parameters meet only its rows, so its gradient is its own loss's) for the agents
         in ``live`` (None: all), each agent's gradients clipped to ``max_grad_norm`` on
-        their own (:func:`clip_grad_norm`; one for all or ``(P,)``; none when None or 0)."""
+        their own (:func:`clip_grad_norm`; one for all or ``(P,)``; none when None or 0).
+        ``gradient`` (None: nothing) adds a closed-form term to the stacked gradients of
+        the parameters the loss reached before the clip (:data:`GradientTerm`)."""
         found = torch.autograd.grad(loss, self.params, allow_unused=True)
         # As torch's optimisers: a parameter the loss does not reach gets no step.
         used = [i for i, g in enumerate(found) if g is not None]
         if not used:
             return  # nothing reached (every agent masked out of the loss)
         grads = [found[i] for i in used]
+        if gradient is not None:
+            with torch.no_grad():
+                gradient([self.params[i] for i in used], grads)
         if isinstance(max_grad_norm, torch.Tensor) or max_grad_norm:
             clip_grad_norm(grads, max_grad_norm, count=len(self.steps))
         mask = torch.ones_like(self.steps, dtype=torch.bool) if live is None else live
@@ -325,13 +338,19 @@ def gradient_step(
     optimizer: torch.optim.Optimizer,
     loss: torch.Tensor,
     max_grad_norm: float | None = None,
+    gradient: GradientTerm | None = None,
 ) -> None:
-    """``loss.backward()`` into fresh gradients, clip them to ``max_grad_norm`` (none when
-    None or 0) and step ``optimizer``."""
+    """``loss.backward()`` into fresh gradients, add ``gradient``'s closed-form term to
+    those of the parameters it reached (None: nothing; :data:`GradientTerm`), clip them to
+    ``max_grad_norm`` (none when None or 0) and step ``optimizer``."""
     params = [p for group in optimizer.param_groups for p in group["params"]]
     for p in params:
         p.grad = None
     loss.backward()
+    if gradient is not None:
+        reached = [p for p in params if p.grad is not None]
+        with torch.no_grad():
+            gradient(reached, [cast(torch.Tensor, p.grad) for p in reached])
     if max_grad_norm:
         with torch.no_grad():
             clip_grad_norm([p.grad for p in params if p.grad is not None], max_grad_norm)

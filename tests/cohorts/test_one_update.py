@@ -20,6 +20,8 @@ from gymnasium import spaces
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.dqn import DQN
+from agilerl.algorithms.neural_ts import NeuralTS
+from agilerl.algorithms.neural_ucb import NeuralUCB
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
 from agilerl.algorithms.td3 import TD3
 from agilerl.cohorts.views import StackedPopulation
@@ -33,6 +35,8 @@ NET = {
 ROWS = 8
 DISCRETE = (spaces.Box(-1.0, 1.0, (4,)), spaces.Discrete(3))
 BOX = (spaces.Box(-1.0, 1.0, (3,)), spaces.Box(-2.0, 2.0, (2,)))
+#: A bandit's contexts (one vector per arm) and its arms.
+ARMS = (spaces.Box(-1.0, 1.0, (6,)), spaces.Discrete(3))
 
 #: Each agent's own hyperparameters (three agents), per algorithm.
 VALUE = {"lr": [1e-3, 3e-3, 5e-3], "gamma": [0.9, 0.95, 0.99], "tau": [0.01, 0.05, 0.1]}
@@ -49,26 +53,56 @@ SIMBA = {
     "encoder_config": {"hidden_size": 16, "num_blocks": 2},
     "head_config": {"hidden_size": [16]},
 }
-CASES: dict[str, tuple[type, tuple[spaces.Space, spaces.Space], dict[str, list[Any]]]] = {
-    "DQN": (DQN, DISCRETE, VALUE),
-    "DQN-SimBa": (DQN, DISCRETE, VALUE),
-    "DDPG-SimBa": (DDPG, BOX, ACTOR_CRITIC),
-    "CQN": (CQN, DISCRETE, {**VALUE, "alpha": [0.5, 1.0, 2.0]}),
-    "RainbowDQN": (RainbowDQN, DISCRETE, VALUE),
-    "DDPG": (DDPG, BOX, ACTOR_CRITIC),
-    "TD3": (TD3, BOX, ACTOR_CRITIC),
+BANDIT = {"lr": [1e-3, 3e-3, 5e-3], "reg": [0.0, 0.1, 0.5], "gamma": [0.5, 1.0, 2.0]}
+
+
+def transitions(generator: torch.Generator) -> dict[str, torch.Tensor]:
+    return random_transitions(ROWS, generator)
+
+
+def continuous_transitions(generator: torch.Generator) -> dict[str, torch.Tensor]:
+    return {
+        "obs": torch.rand(ROWS, 3, generator=generator) * 2 - 1,
+        "action": torch.rand(ROWS, 2, generator=generator) * 4 - 2,
+        "reward": torch.randn(ROWS, generator=generator),
+        "next_obs": torch.rand(ROWS, 3, generator=generator) * 2 - 1,
+        "done": (torch.rand(ROWS, generator=generator) < 0.2).float(),
+    }
+
+
+def pulls(generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """Pulled arms' contexts and their rewards (0 or 1)."""
+    return {
+        "context": torch.rand(ROWS, 6, generator=generator) * 2 - 1,
+        "reward": (torch.rand(ROWS, generator=generator) < 0.5).float(),
+    }
+
+
+Batch = Callable[[torch.Generator], dict[str, torch.Tensor]]
+#: Algorithm, its spaces, each agent's own hyperparameters (three agents), its batches.
+CASES: dict[str, tuple[type, tuple[spaces.Space, spaces.Space], dict[str, list[Any]], Batch]] = {
+    "DQN": (DQN, DISCRETE, VALUE, transitions),
+    "DQN-SimBa": (DQN, DISCRETE, VALUE, transitions),
+    "DDPG-SimBa": (DDPG, BOX, ACTOR_CRITIC, continuous_transitions),
+    "CQN": (CQN, DISCRETE, {**VALUE, "alpha": [0.5, 1.0, 2.0]}, transitions),
+    "RainbowDQN": (RainbowDQN, DISCRETE, VALUE, transitions),
+    "DDPG": (DDPG, BOX, ACTOR_CRITIC, continuous_transitions),
+    "TD3": (TD3, BOX, ACTOR_CRITIC, continuous_transitions),
+    "NeuralUCB": (NeuralUCB, ARMS, BANDIT, pulls),
+    "NeuralTS": (NeuralTS, ARMS, BANDIT, pulls),
 }
 
 
 def made(name: str) -> list[Any]:
-    cls, (obs, actions), settings = CASES[name]
+    cls, (obs, actions), settings, _ = CASES[name]
+    net = SIMBA if name.endswith("SimBa") else NET
     torch.manual_seed(0)  # the networks' initial weights come from torch's generator
     return [
         cls(
             obs,
             actions,
             index=i,
-            net_config=NET,
+            net_config=net,
             seed=i,
             batch_size=ROWS,
             **{key: values[i] for key, values in settings.items()},
@@ -78,16 +112,7 @@ def made(name: str) -> list[Any]:
 
 
 def batch_for(name: str, seed: int) -> dict[str, torch.Tensor]:
-    generator = torch.Generator().manual_seed(seed)
-    if CASES[name][1] is DISCRETE:
-        return random_transitions(ROWS, generator)
-    return {
-        "obs": torch.rand(ROWS, 3, generator=generator) * 2 - 1,
-        "action": torch.rand(ROWS, 2, generator=generator) * 4 - 2,
-        "reward": torch.randn(ROWS, generator=generator),
-        "next_obs": torch.rand(ROWS, 3, generator=generator) * 2 - 1,
-        "done": (torch.rand(ROWS, generator=generator) < 0.2).float(),
-    }
+    return CASES[name][3](torch.Generator().manual_seed(seed))
 
 
 def joined(batches: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:

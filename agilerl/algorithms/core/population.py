@@ -14,7 +14,9 @@ one agent. What the view hides is how P agents are held:
 * **optimisers** (:meth:`Population.minimise`): the agent's own
   :class:`~agilerl.algorithms.optim.FusedAdam` in the view of one, a
   :class:`~agilerl.algorithms.optim.StackedAdam` per optimiser of ``optimizer_specs``
-  when stacked, which leaves agents outside the ``live`` mask bit-equal;
+  when stacked, which leaves agents outside the ``live`` mask bit-equal; a loss term whose
+  gradient is known in closed form (an L2 pull towards anchor weights) is added to the
+  gradients before the step (``gradient``), each agent's from its part (:meth:`slices`);
 * **targets** (:meth:`Population.polyak`): one soft update of every target network the
   algorithm's ``target_networks`` names, each agent by its own ``tau``;
 * **rows** (:meth:`Population.blocks`): which agents learn and which rows of the batch
@@ -40,7 +42,7 @@ from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 import numpy as np
 import torch
 
-from agilerl.algorithms.optim import gradient_step, polyak_update
+from agilerl.algorithms.optim import GradientTerm, gradient_step, polyak_update
 from agilerl.observations import split_tree
 
 Agent = TypeVar("Agent")
@@ -52,10 +54,15 @@ OwnAction = Callable[[Any, Any, Any, Any], np.ndarray]
 
 class Minimiser(Protocol):
     """One optimiser of a view: a step on a loss for the agents in ``live``, each agent's
-    gradients clipped to ``max_grad_norm`` on their own (none when None or 0)."""
+    gradients clipped to ``max_grad_norm`` on their own (none when None or 0), after
+    ``gradient`` (None: nothing) added its closed-form term to them."""
 
     def minimise(
-        self, loss: torch.Tensor, live: torch.Tensor | None, max_grad_norm: float | None
+        self,
+        loss: torch.Tensor,
+        live: torch.Tensor | None,
+        max_grad_norm: float | None,
+        gradient: GradientTerm | None = None,
     ) -> None: ...
 
 
@@ -66,9 +73,13 @@ class OwnOptimizer:
         self.optimizer = optimizer
 
     def minimise(
-        self, loss: torch.Tensor, live: torch.Tensor | None, max_grad_norm: float | None
+        self,
+        loss: torch.Tensor,
+        live: torch.Tensor | None,
+        max_grad_norm: float | None,
+        gradient: GradientTerm | None = None,
     ) -> None:
-        gradient_step(self.optimizer, loss, max_grad_norm)
+        gradient_step(self.optimizer, loss, max_grad_norm, gradient)
 
 
 class Population(Generic[Agent]):
@@ -196,6 +207,14 @@ class Population(Generic[Agent]):
         draws does not depend on the others."""
         return draw(self.template, shape)
 
+    def slices(self, tensors: Sequence[torch.Tensor], p: int) -> list[torch.Tensor]:
+        """Agent ``p``'s part of tensors shaped as the view's parameters (parameters,
+        their gradients, differences of them): the tensors themselves in the view of one,
+        their ``p``-th slices (views: writing into them writes the stack) when stacked."""
+        if not self.stacked:
+            return list(tensors)
+        return [tensor[p] for tensor in tensors]
+
     # -- stepping -----------------------------------------------------------------------
     @staticmethod
     def total(losses: Iterable[torch.Tensor]) -> torch.Tensor:
@@ -208,10 +227,14 @@ class Population(Generic[Agent]):
         loss: torch.Tensor,
         live: torch.Tensor | None = None,
         max_grad_norm: float | None = None,
+        gradient: GradientTerm | None = None,
     ) -> None:
         """One step of optimiser attribute ``optimizer`` on ``loss`` for the agents in
-        ``live`` (None: all)."""
-        self.optimizers[optimizer].minimise(loss, live, max_grad_norm)
+        ``live`` (None: all). ``gradient`` (None: nothing) adds a term known in closed
+        form to the gradients of the optimiser's parameters the loss reached, before the
+        clip and the step: ``gradient(params, grads)`` on the view's tensors (the agent's
+        own, or stacked: take agent ``p``'s with :meth:`slices`)."""
+        self.optimizers[optimizer].minimise(loss, live, max_grad_norm, gradient)
 
     def polyak(self, live: torch.Tensor | None = None) -> None:
         """Every target network towards its online one by each agent's ``tau``, for the

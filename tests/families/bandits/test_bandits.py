@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from gymnasium import spaces
 from support import ROOT
 
 from agilerl.algorithms.neural_ts import NeuralTS
@@ -330,6 +331,48 @@ def test_learning_never_moves_theta_0_and_reg_pulls_towards_it():
         )
         far[reg] = squared_distance(bandit.actor.parameters(), initial)
     assert far[10.0] < 0.5 * far[0.0]
+
+
+@pytest.mark.parametrize("cls", [NeuralUCB, NeuralTS])
+def test_a_stacked_update_is_each_bandits_own_learn_and_never_moves_theta_0(cls):
+    """Three bandits (their own anchors, ``reg`` and ``lr``) learning on one stacked view:
+    each agrees with its own ``learn`` on its rows, to float rounding (the stacked Adam's
+    kernels), and every anchor theta_0 stays bit-equal (it is no polyak target)."""
+    from agilerl.cohorts.views import StackedPopulation
+
+    contexts, arms = spaces.Box(-1.0, 1.0, (6,)), spaces.Discrete(3)
+
+    def made() -> list:
+        torch.manual_seed(0)  # three different initial networks, so three anchors
+        settings = zip([0.0, 0.5, 2.0], [1e-2, 3e-2, 5e-2], strict=True)
+        return [
+            cls(contexts, arms, index=i, seed=i, net_config=NET, batch_size=4, reg=reg, lr=lr)
+            for i, (reg, lr) in enumerate(settings)
+        ]
+
+    alone, together = made(), made()
+    anchors = [[p.detach().clone() for p in a.actor_initial.parameters()] for a in together]
+    generator = torch.Generator().manual_seed(0)
+    for step in range(5):
+        batches = [
+            {"context": torch.rand(4, 6, generator=generator), "reward": torch.rand(4, generator=generator)}
+            for _ in alone
+        ]  # fmt: skip
+        expected = [agent.learn(batch) for agent, batch in zip(alone, batches, strict=True)]
+        view = StackedPopulation(together)
+        joined = {key: torch.cat([b[key] for b in batches]) for key in batches[0]}
+        got = view.template.update(view, joined)
+        view.write_back()
+        for e, g in zip(expected, got, strict=True):
+            assert g is not None and g.keys() == e.keys()
+            for name in e:
+                assert g[name] == pytest.approx(e[name], rel=1e-4, abs=1e-6), (step, name)
+    for a, b, anchor in zip(alone, together, anchors, strict=True):
+        for x, y in zip(a.actor.parameters(), b.actor.parameters(), strict=True):
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-5)
+        for x, y in zip(anchor, b.actor_initial.parameters(), strict=True):
+            assert torch.equal(x, y)
+        assert squared_distance(b.actor.parameters(), anchor) > 0  # it learned
 
 
 def test_an_architecture_mutation_restarts_the_inverse_design_matrix_at_its_new_size():
