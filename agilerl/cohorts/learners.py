@@ -126,27 +126,34 @@ LEARNERS: dict[type, type[Learner]] = {
 ALONE_IF = ("normalization", "action_batch_size")
 
 
+def can_join(agent: Any) -> bool:
+    """Whether ``agent`` can train in a cohort at all: its algorithm learns in cohorts
+    (:data:`LEARNERS`), none of :data:`ALONE_IF` is set, and every network can be stacked
+    (:func:`~agilerl.cohorts.stacking.stackable`). Reads no values (the pre-flight asks it
+    of an agent on the meta device)."""
+    if type(agent) not in LEARNERS:
+        return False
+    if any(getattr(agent, name, None) is not None for name in ALONE_IF):
+        return False
+    return all(stackable(getattr(agent, attr)) for attr in agent._network_attrs())
+
+
 def cohort_key(agent: Any) -> tuple[Any, ...] | None:
     """What agents must share to form a cohort, or None for an agent that trains alone
-    (one holding an attribute of :data:`ALONE_IF`): the algorithm (one
-    with a learner), every network's architecture and buffers (the
-    constants of its spaces, such as an actor's action bounds), the attributes its
-    learner needs equal (:attr:`Learner.same`: PPO's batch size, not DQN's, whose
-    batches are padded), the device; every network must be
-    :func:`~agilerl.cohorts.stacking.stackable` (MLP modules holding no buffers)."""
-    learner = LEARNERS.get(type(agent))
-    if learner is None or any(getattr(agent, name, None) is not None for name in ALONE_IF):
+    (:func:`can_join`): the algorithm, every network's architecture and buffers (the
+    constants of its spaces, such as an actor's action bounds), the attributes its update
+    reads from the first agent for all (the algorithm's ``cohort_same``: PPO's batch
+    size, not DQN's, whose batches are padded), the device."""
+    if not can_join(agent):
         return None
     networks = [getattr(agent, attr) for attr in agent._network_attrs()]
-    if not all(stackable(net) for net in networks):
-        return None
     return (
         type(agent),
         tuple(net.spec.model_dump_json() for net in networks),
         # The constants of the code around the stacked modules (an actor's action
         # bounds), which runs once with the first agent's.
         tuple(tuple(b.flatten().tolist()) for net in networks for b in outside_buffers(net)),
-        tuple(getattr(agent, name) for name in _same(agent, learner)),
+        tuple(getattr(agent, name) for name in _same(agent, LEARNERS[type(agent)])),
         str(agent.device),
     )
 

@@ -13,9 +13,10 @@ A run's agents share cohorts (:mod:`agilerl.cohorts`) where all of these hold:
   has a view of (:data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` for single agents, the
   multi-agent buffer for teams, a uniform buffer offline; a frame-storing buffer has
   none);
-* and, per agent, :func:`~agilerl.cohorts.learners.cohort_key`: the algorithm has a
+* and, per agent, :func:`~agilerl.cohorts.learners.can_join` (the algorithm has a
   cohort learner, none of :data:`~agilerl.cohorts.learners.ALONE_IF` is set, every
-  network can be stacked; agents whose keys are equal form one cohort.
+  network can be stacked), and agents whose :func:`~agilerl.cohorts.learners.cohort_key`
+  are equal form one cohort.
 
 A family states the first three as a :class:`Cohorting` when it builds its turns
 (:class:`~agilerl.training.evolution.Turns` carries it), :func:`~agilerl.training.
@@ -68,11 +69,6 @@ def shares_cohorts(run: Cohorting, agent: Any, count: int) -> bool:
     them unless mutation changed their architectures, which the pre-flight cannot know."""
     if count < 2 or not trains_in_cohorts(run):
         return False
-    from agilerl.cohorts import learners
-    from agilerl.cohorts.stacking import stackable
+    from agilerl.cohorts import learners  # every cohort learner's algorithm: on first use
 
-    if type(agent) not in learners.LEARNERS:
-        return False
-    if any(getattr(agent, name, None) is not None for name in learners.ALONE_IF):
-        return False
-    return all(stackable(getattr(agent, attr)) for attr in agent._network_attrs())
+    return learners.can_join(agent)
