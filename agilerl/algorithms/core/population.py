@@ -50,10 +50,14 @@ OwnAction = Callable[[Any, Any, Any, Any], np.ndarray]
 
 class Minimiser(Protocol):
     """One optimiser of a view: a step on a loss for the agents in ``live``, each agent's
-    gradients clipped to ``max_grad_norm`` on their own (none when None or 0)."""
+    gradients clipped to ``max_grad_norm`` on their own (none when None or 0; one for
+    all, or each agent's ``(P,)`` as :meth:`Population.value` gives it)."""
 
     def minimise(
-        self, loss: torch.Tensor, live: torch.Tensor | None, max_grad_norm: float | None
+        self,
+        loss: torch.Tensor,
+        live: torch.Tensor | None,
+        max_grad_norm: float | torch.Tensor | None,
     ) -> None: ...
 
 
@@ -64,8 +68,12 @@ class OwnOptimizer:
         self.optimizer = optimizer
 
     def minimise(
-        self, loss: torch.Tensor, live: torch.Tensor | None, max_grad_norm: float | None
+        self,
+        loss: torch.Tensor,
+        live: torch.Tensor | None,
+        max_grad_norm: float | torch.Tensor | None,
     ) -> None:
+        assert not isinstance(max_grad_norm, torch.Tensor)  # the view of one: its own float
         gradient_step(self.optimizer, loss, max_grad_norm)
 
 
@@ -206,7 +214,7 @@ class Population(Generic[Agent]):
         optimizer: str,
         loss: torch.Tensor,
         live: torch.Tensor | None = None,
-        max_grad_norm: float | None = None,
+        max_grad_norm: float | torch.Tensor | None = None,
     ) -> None:
         """One step of optimiser attribute ``optimizer`` on ``loss`` for the agents in
         ``live`` (None: all)."""
