@@ -693,8 +693,7 @@ class PPO(RLAlgorithm):
         (:func:`learning_epochs`). Returns each agent's :data:`LEARN_METRICS`."""
 
         def minimise(losses: torch.Tensor, step: np.ndarray) -> None:
-            live = view.live_mask(step)
-            assert live is not None
+            live = None if step.all() else view.live_mask(step)
             total = stepping_total(losses, live)
             view.minimise("optimizer", total, live, view.value("max_grad_norm"))
 
@@ -895,11 +894,13 @@ def joined_ppo_loss(
     )  # fmt: skip
 
 
-def stepping_total(losses: torch.Tensor, step: torch.Tensor) -> torch.Tensor:
-    """The sum of the losses of the agents that ``step`` (bool, one per agent): what one
-    optimiser step minimises (an agent's stacked parameters meet only its rows, so each
-    agent's gradient is its own loss's; an agent alone's loss times 1 is its loss, its
-    gradient to the bit)."""
+def stepping_total(losses: torch.Tensor, step: torch.Tensor | None) -> torch.Tensor:
+    """The sum of the losses of the agents that ``step`` (bool, one per agent; None:
+    every agent): what one optimiser step minimises (an agent's stacked parameters meet
+    only its rows, so each agent's gradient is its own loss's; an agent alone's loss
+    summed is its loss, its gradient to the bit)."""
+    if step is None:
+        return losses.sum()
     return (losses * step.reshape(losses.shape)).sum()
 
 
@@ -976,8 +977,10 @@ def learning_epochs(
             losses, stats = loss(minibatch)
             if totals is None:
                 totals = torch.zeros_like(stats)
-            counted = torch.as_tensor(active, device=stats.device).reshape(stats.shape[1:])
-            totals += stats * counted
+            if active.all():
+                totals += stats
+            else:  # the figures of the agents that have stopped are not counted
+                totals += stats * torch.as_tensor(active, device=stats.device)
             evaluated += active
             step = active.copy()
             if watch_kl:

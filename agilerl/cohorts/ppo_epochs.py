@@ -68,8 +68,8 @@ def ppo_epochs(
     device = adam.params[0].device
 
     def minimise(losses: torch.Tensor, step: np.ndarray) -> None:
-        stepping = torch.as_tensor(step, device=device)
-        adam.minimise(stepping_total(losses, stepping), stepping, own.max_grad_norm)
+        live = None if step.all() else torch.as_tensor(step, device=device)
+        adam.minimise(stepping_total(losses, live), live, own.max_grad_norm)
 
     return learning_epochs(
         own.update_epochs,
