@@ -36,9 +36,10 @@ encoder starts again from zero.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -47,9 +48,9 @@ from pydantic import BaseModel, ValidationError
 
 from agilerl import checkpoints
 from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
+from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
 from agilerl.algorithms.hyperparameters import positive_int
-from agilerl.algorithms.optim import gradient_step
 from agilerl.components import on_policy
 from agilerl.components.normalization import Normalization
 from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
@@ -61,7 +62,7 @@ from agilerl.networks.networks import StochasticActor, ValueNetwork
 from agilerl.observations import map_tree, stack_tree, tree_leaves
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
-#: means over the minibatches evaluated, in the order :meth:`PPO._minibatch_loss` stacks them.
+#: means over the minibatches evaluated, in the order :func:`clipped_ppo_loss` stacks them.
 LEARN_METRICS = {
     "loss": "total loss: policy loss - ent_coef * entropy + vf_coef * value loss",
     "policy_loss": "clipped surrogate policy loss",
@@ -106,6 +107,16 @@ class PPO(RLAlgorithm):
     minibatch exceeds ``target_kl``. ``max_grad_norm`` 0 disables gradient clipping.
     """
 
+    #: Attributes the agents of a cohort share (the shape of their rollouts and
+    #: minibatches, and the code path): their minibatches line up.
+    cohort_same: ClassVar[tuple[str, ...]] = (
+        "num_envs",
+        "learn_step",
+        "batch_size",
+        "share_encoders",
+        "recurrent",
+        "use_gae",
+    )
     init_args = (
         "batch_size",
         "lr",
@@ -362,11 +373,18 @@ class PPO(RLAlgorithm):
         return self.normalization.normalize(x)
 
     def _forward_x(
-        self, x: Any, mask: Any, state: HiddenState | None, with_value: bool = True
+        self,
+        actor: Any,
+        critic: Any,
+        x: Any,
+        mask: Any,
+        state: HiddenState | None,
+        with_value: bool = True,
     ) -> tuple[Any, torch.Tensor | None, HiddenState | None]:
         """Action distribution, value ``(batch,)`` (None when not ``with_value`` and the
         critic keeps no state of its own) and next hidden state (None for a feed-forward
-        agent) of preprocessed observations ``x``; a shared encoder runs once."""
+        agent) of preprocessed observations ``x`` through ``actor`` and ``critic`` (the
+        agent's own, or a view's: :meth:`Population.net`); a shared encoder runs once."""
         next_state: HiddenState = {}
 
         def encode(name: str, net: EvolvableNetwork) -> torch.Tensor:
@@ -375,20 +393,21 @@ class PPO(RLAlgorithm):
             latent, next_state[name] = net.encoder.forward_with_state(x, state[name])
             return latent
 
-        latent = encode("actor", self.actor)
-        dist = self.actor.distribution(self.actor.head(latent), mask)
+        latent = encode("actor", actor)
+        dist = actor.distribution(actor.head(latent), mask)
         value = None
         if with_value or (state is not None and "critic" in state):
-            if self.critic.encoder is not self.actor.encoder:
-                latent = encode("critic", self.critic)
-            value = self.critic.head(latent).squeeze(-1)
+            if critic.encoder is not actor.encoder:
+                latent = encode("critic", critic)
+            value = critic.head(latent).squeeze(-1)
         return dist, value, (None if state is None else next_state)
 
     def _forward(self, obs: Any, mask: Any = None) -> tuple[Any, torch.Tensor]:
         """Action distribution and value ``(batch,)`` of a batch of observations, each
         acted on from a fresh state (feed-forward: the only way)."""
         x = self._preprocess(obs)
-        dist, value, _ = self._forward_x(x, mask, self.initial_hidden_state(_batch_of(x)))
+        state = self.initial_hidden_state(_batch_of(x))
+        dist, value, _ = self._forward_x(self.actor, self.critic, x, mask, state)
         return dist, value
 
     def _act(
@@ -399,7 +418,9 @@ class PPO(RLAlgorithm):
         with torch.no_grad():
             x = self._preprocess(obs)
             state = self._state_for(self.hidden_state, _batch_of(x))
-            dist, value, self.hidden_state = self._forward_x(x, mask, state, with_value)
+            dist, value, self.hidden_state = self._forward_x(
+                self.actor, self.critic, x, mask, state, with_value
+            )
             sample = dist.sample(deterministic)
         return sample, dist, value
 
@@ -426,13 +447,44 @@ class PPO(RLAlgorithm):
         sample, _, _ = self._act(obs, action_mask, deterministic=True, with_value=False)
         return self.actor.distribution.env_actions(sample)
 
-    def _value(self, obs: Any, state: HiddenState | None = None) -> torch.Tensor:
-        """``V`` of observations, acted on from ``state`` (recurrent)."""
+    def act(
+        self,
+        view: Population[PPO],
+        obs: Any,
+        action_mask: Any,
+        state: HiddenState | None = None,
+    ) -> Acted:
+        """The agents of ``view`` acting in their training rollouts, each on its block of
+        ``obs`` (its rows of ``action_mask`` alike, or None), from ``state`` (recurrent,
+        an agent alone): one forward of the view's networks for every row, then every
+        row's action drawn from its own agent's distribution in one draw of torch's
+        global generator (which a turn seeds as the agent's alone, as the cohort's
+        stacked), its log-probability and value. The observations are the rollout's:
+        ``normalize`` keeps them for its statistics."""
+        actor = view.net("actor")
+        with torch.inference_mode():
+            x = self._preprocess(obs, observe=True)
+            dist, value, next_state = self._forward_x(
+                actor, view.net("critic"), x, action_mask, state
+            )
+            sample = dist.sample()
+            log_prob = dist.log_prob(sample)
+        assert value is not None  # with_value: a rollout stores every step's value
+        return Acted(actor.distribution.env_actions(sample), sample, log_prob, value, next_state)
+
+    def values(
+        self, view: Population[PPO], obs: Any, state: HiddenState | None = None
+    ) -> torch.Tensor:
+        """``V`` of every agent of ``view`` on its block of ``obs``, from ``state``
+        (recurrent, an agent alone)."""
+        critic = view.net("critic")
         with torch.no_grad():
             x = self._preprocess(obs)
             if state is None:
-                return self.critic.head(self.critic.encoder(x)).squeeze(-1)
-            return self._forward_x(x, None, state)[1]
+                return critic.head(critic.encoder(x)).squeeze(-1)
+            value = self._forward_x(view.net("actor"), critic, x, None, state)[1]
+        assert value is not None
+        return value
 
     # -- rollouts -------------------------------------------------------------------------
     @property
@@ -536,13 +588,17 @@ class PPO(RLAlgorithm):
         collector = _RolloutCollector(self, buffer, state, self._episode_returns)
         obs, info = on_policy.collect_rollout(env, collector, obs, info, buffer.capacity)
         state = collector.state
-        buffer.compute_returns_and_advantages(self._value(obs, state))
+        buffer.compute_returns_and_advantages(self.values(collector.view, obs, state))
         self._rollout_obs = obs
         self._rollout_state = state
         return obs, info, collector.completed
 
     def _final_values(
-        self, info: dict[str, Any], envs: np.ndarray, state: HiddenState | None = None
+        self,
+        view: Population[PPO],
+        info: dict[str, Any],
+        envs: np.ndarray,
+        state: HiddenState | None = None,
     ) -> np.ndarray:
         """``V`` of the final observations of environments ``envs`` (same-step autoreset
         puts them in ``info["final_obs"]``), from their ``state`` after the last step."""
@@ -553,13 +609,16 @@ class PPO(RLAlgorithm):
                 "collect_rollouts needs a vector env with autoreset_mode=SAME_STEP"
             )
         batch = stack_tree([final[i] for i in envs])
-        return self._value(batch, state).cpu().numpy()
+        return self.values(view, batch, state).cpu().numpy()
 
     # -- learning -------------------------------------------------------------------------
-    def _forward_sequences(self, batch: RolloutBatch) -> tuple[Any, torch.Tensor]:
-        """Distribution and values of the valid steps of a sequence minibatch: each
-        sequence runs through the LSTMs from its stored state, resetting where an episode
-        starts inside it, and the gradient flows back through the whole sequence."""
+    def _forward_sequences(
+        self, batch: RolloutBatch, actor: Any, critic: Any
+    ) -> tuple[Any, torch.Tensor]:
+        """Distribution and values of the valid steps of a sequence minibatch through
+        ``actor`` and ``critic``: each sequence runs through the LSTMs from its stored
+        state, resetting where an episode starts inside it, and the gradient flows back
+        through the whole sequence."""
         count, length = batch.valid.shape
         flat = map_tree(lambda v: v.reshape(count * length, *v.shape[2:]), batch.obs)
         x = self._preprocess(flat).reshape(count, length, -1)
@@ -570,27 +629,90 @@ class PPO(RLAlgorithm):
             latent, _ = net.encoder.forward_sequence(x, state[name], batch.resets)
             return latent.reshape(count * length, -1)[valid]
 
-        latent = encode("actor", self.actor)
-        dist = self.actor.distribution(self.actor.head(latent), batch.action_masks)
-        if self.critic.encoder is not self.actor.encoder:
-            latent = encode("critic", self.critic)
-        return dist, self.critic.head(latent).squeeze(-1)
+        latent = encode("actor", actor)
+        dist = actor.distribution(actor.head(latent), batch.action_masks)
+        if critic.encoder is not actor.encoder:
+            latent = encode("critic", critic)
+        return dist, critic.head(latent).squeeze(-1)
 
-    def _minibatch_loss(self, batch: RolloutBatch) -> tuple[torch.Tensor, torch.Tensor]:
-        """The PPO loss of one minibatch (class docstring) and, detached, the values of
-        :data:`METRICS` for it."""
+    def _minibatch_loss(
+        self, view: Population[PPO], batch: RolloutBatch
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each agent of ``view``'s PPO loss of a minibatch (class docstring) and,
+        detached, its :data:`METRICS`: an agent alone's loss and ``(6,)``; a stacked
+        view's ``(P,)`` and ``(6, P)``, agent ``p``'s rows (the ``p``-th block of the
+        minibatch) reduced with its own ``clip_coef``, ``ent_coef`` and ``vf_coef``."""
+        actor, critic = view.net("actor"), view.net("critic")
         if batch.hidden is None:
-            dist, value = self._forward(batch.obs, batch.action_masks)
+            x = self._preprocess(batch.obs)
+            dist, value, _ = self._forward_x(actor, critic, x, batch.action_masks, None)
         else:
-            dist, value = self._forward_sequences(batch)
-        return clipped_ppo_loss(
-            dist.log_prob(batch.actions), dist.entropy(), value, batch,
-            self.clip_coef, self.ent_coef, self.vf_coef,
-        )  # fmt: skip
+            dist, value = self._forward_sequences(batch, actor, critic)
+        assert value is not None
+        log_prob, entropy = dist.log_prob(batch.actions), dist.entropy()
+        coefficients = [view.value(name) for name in ("clip_coef", "ent_coef", "vf_coef")]
+        if view.stacked:
+            return joined_ppo_loss(log_prob, entropy, value, batch, view.count, *coefficients)
+        return clipped_ppo_loss(log_prob, entropy, value, batch, *coefficients)
+
+    def _epoch(
+        self,
+        view: Population[PPO],
+        rollout: RolloutBuffer,
+        generators: Sequence[torch.Generator | None] | None,
+    ) -> Callable[[np.ndarray], Iterator[RolloutBatch]]:
+        """One epoch's minibatches of ``rollout`` for the agents still learning: a
+        recurrent agent's whole sequences (it learns alone); else each agent's
+        ``batch_size`` samples of its own (its block of the rollout's columns) in an
+        order drawn from its generator (None: torch's global one, an agent alone)."""
+        if self.recurrent:
+            return lambda active: rollout.sequence_minibatches(self.batch_size)
+        every = rollout.samples()
+        where = agent_samples(rollout.num_envs, len(rollout), view.count)
+        draws = [None] * view.count if generators is None else list(generators)
+
+        def epoch(active: np.ndarray) -> Iterator[RolloutBatch]:
+            for index in joined_minibatches(where, self.batch_size, draws, active):
+                yield every.rows(index.to(rollout.device))
+
+        return epoch
+
+    def update(
+        self,
+        view: Population[PPO],
+        rollout: RolloutBuffer,
+        generators: Sequence[torch.Generator] | None = None,
+    ) -> list[dict[str, float] | None]:
+        """The PPO update of every agent of ``view`` on its rollout (class docstring), a
+        recurrent agent's on minibatches of whole sequences (module docstring):
+        ``rollout`` holds agent ``p``'s environments as the ``p``-th block of its
+        columns, and each agent's minibatch orders are drawn from its own of
+        ``generators`` (None: torch's global generator, an agent alone). Each agent
+        steps on its own loss with its own ``max_grad_norm``, for its own
+        ``update_epochs``, and its ``target_kl`` stops it alone
+        (:func:`learning_epochs`). Returns each agent's :data:`LEARN_METRICS`."""
+
+        def minimise(losses: torch.Tensor, step: np.ndarray) -> None:
+            live = None if step.all() else view.live_mask(step)
+            total = stepping_total(losses, live)
+            view.minimise("optimizer", total, live, view.value("max_grad_norm"))
+
+        figures = learning_epochs(
+            [agent.update_epochs for agent in view.agents],
+            [agent.target_kl for agent in view.agents],
+            self._epoch(view, rollout, generators),
+            lambda batch: self._minibatch_loss(view, batch),
+            minimise,
+        )
+        for agent in view.agents:
+            if agent.normalization is not None:
+                agent.normalization.absorb()  # the next rollout is normalised with this one in
+        return [*figures.metrics()]
 
     def learn(self) -> dict[str, float]:
-        """PPO updates on the collected rollout (see the class docstring); a recurrent
-        agent learns from minibatches of whole sequences (module docstring).
+        """PPO updates on the collected rollout (see the class docstring): :meth:`update`
+        of this agent alone; a recurrent agent learns from minibatches of whole
+        sequences (module docstring).
 
         Returns the means over the minibatches evaluated of ``loss``, ``policy_loss``,
         ``value_loss``, ``entropy``, ``approx_kl`` (Schulman's ``(r - 1) - log r``
@@ -601,30 +723,7 @@ class PPO(RLAlgorithm):
         buffer = self.rollout_buffer
         if buffer is None or not buffer.ready:
             raise RuntimeError("learn() needs a rollout: call collect_rollouts() first")
-        minibatches = buffer.sequence_minibatches if self.recurrent else buffer.minibatches
-        kl_index = METRICS.index("approx_kl")
-        totals = torch.zeros(len(METRICS), device=self.device)
-        evaluated = updates = 0
-        stopped = False
-        for _ in range(self.update_epochs):
-            for batch in minibatches(self.batch_size):
-                loss, stats = self._minibatch_loss(batch)
-                totals += stats
-                evaluated += 1
-                # .item() waits for the device, so the KL is only read when it matters.
-                if self.target_kl is not None and stats[kl_index].item() > self.target_kl:
-                    stopped = True
-                    break
-                gradient_step(self.optimizer, loss, self.max_grad_norm)
-                updates += 1
-            if stopped:
-                break
-        metrics = dict(zip(METRICS, (totals / max(evaluated, 1)).tolist(), strict=True))
-        metrics["updates"] = float(updates)
-        metrics["early_stop"] = float(stopped)
-        if self.normalization is not None:
-            self.normalization.absorb()  # the next rollout is normalised with this one in
-        return metrics
+        return learned(self.update(Population.of(self), buffer))
 
     def extra_state(self) -> dict[str, Any]:
         if self.normalization is None:
@@ -641,6 +740,16 @@ class PPO(RLAlgorithm):
         )
 
 
+class Acted(NamedTuple):
+    """A rollout step's acting (:meth:`PPO.act`), every row of the view's batch."""
+
+    actions: np.ndarray  #: for ``env.step``
+    sample: torch.Tensor  #: the distribution's samples, as the rollout stores them
+    log_prob: torch.Tensor
+    value: torch.Tensor
+    state: HiddenState | None  #: the hidden state after the step (None: feed-forward)
+
+
 class _RolloutCollector(on_policy.RolloutCollector):
     """PPO's hooks of :func:`~agilerl.components.on_policy.collect_rollout`: act from the
     carried hidden state, store into the rollout buffer, count episode returns and reset
@@ -654,6 +763,8 @@ class _RolloutCollector(on_policy.RolloutCollector):
         episode_returns: np.ndarray,
     ) -> None:
         self.agent = agent
+        #: The agent as the view of one it acts and values through.
+        self.view: Population[PPO] = Population.of(agent)
         self.buffer = buffer
         self.gamma = agent.gamma
         self.num_envs = buffer.num_envs
@@ -665,15 +776,10 @@ class _RolloutCollector(on_policy.RolloutCollector):
         self._acted: tuple[Any, ...] = ()
 
     def act(self, obs: Any, info: Any) -> np.ndarray:
-        agent = self.agent
         mask = action_mask_from_info(info)
-        with torch.inference_mode():
-            x = agent._preprocess(obs, observe=True)
-            dist, value, next_state = agent._forward_x(x, mask, self.state)
-            sample = dist.sample()
-            log_prob = dist.log_prob(sample)
-        self._acted = (sample, log_prob, value, mask, next_state)
-        return agent.actor.distribution.env_actions(sample)
+        acted = self.agent.act(self.view, obs, mask, self.state)
+        self._acted = (acted.sample, acted.log_prob, acted.value, mask, acted.state)
+        return acted.actions
 
     def outcome(
         self, reward: Any, terminated: Any, truncated: Any
@@ -696,7 +802,7 @@ class _RolloutCollector(on_policy.RolloutCollector):
         next_state = self._acted[-1]
         after = None if next_state is None else _rows(next_state, envs)
         values = np.zeros(self.num_envs, dtype=np.float32)
-        values[envs] = self.agent._final_values(next_info, envs, after)
+        values[envs] = self.agent._final_values(self.view, next_info, envs, after)
         return values
 
     def store(self, step: on_policy.VectorStep) -> None:
@@ -751,6 +857,178 @@ def clipped_ppo_loss(
         clip_fraction = ((ratio - 1.0).abs() > clip_coef).float().mean(-1)
         stats = torch.stack([loss, policy_loss, value_loss, entropy, approx_kl, clip_fraction])
     return loss, stats
+
+
+def joined_ppo_loss(
+    log_prob: torch.Tensor,
+    entropy: torch.Tensor,
+    value: torch.Tensor,
+    batch: Any,
+    count: int,
+    clip_coef: float | torch.Tensor,
+    ent_coef: float | torch.Tensor,
+    vf_coef: float | torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each of ``count`` agents' PPO loss ``(P,)`` and metrics ``(len(METRICS), P)`` of a
+    joined minibatch (agent ``p``'s rows the ``p``-th block of ``batch``, a dataclass
+    with ``log_probs``, ``advantages``, ``values`` and ``returns``, and of ``log_prob``,
+    ``entropy`` and ``value``): :func:`clipped_ppo_loss` reducing each agent's rows with
+    its own coefficients (``(P,)`` or ``(P, 1)``)."""
+
+    def agent_rows(x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(count, -1)
+
+    def per_agent(coef: float | torch.Tensor) -> float | torch.Tensor:
+        return coef.reshape(count, 1) if isinstance(coef, torch.Tensor) else coef
+
+    rows = replace(
+        batch,
+        log_probs=agent_rows(batch.log_probs),
+        advantages=agent_rows(batch.advantages),
+        values=agent_rows(batch.values),
+        returns=agent_rows(batch.returns),
+    )
+    return clipped_ppo_loss(
+        agent_rows(log_prob), agent_rows(entropy), agent_rows(value), rows,
+        per_agent(clip_coef), per_agent(ent_coef), per_agent(vf_coef),
+    )  # fmt: skip
+
+
+def stepping_total(losses: torch.Tensor, step: torch.Tensor | None) -> torch.Tensor:
+    """The sum of the losses of the agents that ``step`` (bool, one per agent; None:
+    every agent): what one optimiser step minimises (an agent's stacked parameters meet
+    only its rows, so each agent's gradient is its own loss's; an agent alone's loss
+    summed is its loss, its gradient to the bit)."""
+    if step is None:
+        return losses.sum()
+    return (losses * step.reshape(losses.shape)).sum()
+
+
+#: A minibatch of the epochs (:func:`learning_epochs`): a rollout's, a team's samples'.
+Minibatch = TypeVar("Minibatch")
+
+
+@dataclass
+class EpochFigures:
+    """What P agents' epochs did (:func:`learning_epochs`), per agent."""
+
+    #: :data:`METRICS` summed over the minibatches each agent evaluated: ``(6,)`` of an
+    #: agent alone, ``(6, P)`` of a stacked view (as its losses' metrics come).
+    totals: torch.Tensor
+    evaluated: np.ndarray  # (P,) minibatches evaluated
+    updates: np.ndarray  # (P,) optimiser steps taken
+    stopped: np.ndarray  # (P,) bool: its target_kl ended its epochs
+
+    def means(self) -> torch.Tensor:
+        """Each agent's mean of every figure of :data:`METRICS` over the minibatches it
+        evaluated, shaped as :attr:`totals`. The counts take the totals' agent shape: an
+        agent alone's is a 0-dim tensor, which does not promote, so it divides in
+        float32 as its ``learn`` always has; a stacked view's ``(P,)`` float64 counts
+        promote, so a cohort's means are float64 as they always were."""
+        counts = torch.as_tensor(np.maximum(self.evaluated, 1), device=self.totals.device)
+        return self.totals / counts.reshape(self.totals.shape[1:])
+
+    def metrics(self) -> list[dict[str, float]]:
+        """Each agent's :data:`LEARN_METRICS`."""
+        means = self.means().reshape(len(METRICS), -1).T.tolist()
+        return [
+            {
+                **dict(zip(METRICS, row, strict=True)),
+                "updates": float(self.updates[p]),
+                "early_stop": float(self.stopped[p]),
+            }
+            for p, row in enumerate(means)
+        ]
+
+
+def learning_epochs(
+    update_epochs: Sequence[int],
+    target_kl: Sequence[float | None],
+    epoch: Callable[[np.ndarray], Iterator[Minibatch]],
+    loss: Callable[[Minibatch], tuple[torch.Tensor, torch.Tensor]],
+    minimise: Callable[[torch.Tensor, np.ndarray], None],
+) -> EpochFigures:
+    """The epochs of P agents' PPO updates, every agent's minibatch ``k`` learnt together.
+
+    ``epoch(active)`` gives one epoch's minibatches (each agent of the bool row
+    ``active`` draws its order, as its own ``learn`` draws one per epoch it runs);
+    ``loss(minibatch)`` each agent's loss and :data:`METRICS` (:meth:`PPO.
+    _minibatch_loss`); ``minimise(losses, step)`` one optimiser step of the agents of
+    ``step``. ``target_kl`` stops each agent on its own: the minibatch whose KL exceeded
+    it is measured but not stepped on, and the agent is masked out of the steps after
+    it (weights and Adam moments untouched); an agent of fewer ``update_epochs`` is
+    masked out the same way once its epochs are done."""
+    count = len(update_epochs)
+    epochs_left = np.asarray(update_epochs)
+    stopped = np.zeros(count, dtype=bool)
+    evaluated = np.zeros(count)
+    updates = np.zeros(count)
+    totals: torch.Tensor | None = None
+    kl_index = METRICS.index("approx_kl")
+    watch_kl = any(limit is not None for limit in target_kl)
+    limits = np.array([np.inf if limit is None else limit for limit in target_kl])
+    for number in range(int(epochs_left.max())):
+        active = ~stopped & (number < epochs_left)
+        if not active.any():
+            break
+        for minibatch in epoch(active):
+            if not active.any():
+                break
+            losses, stats = loss(minibatch)
+            if totals is None:
+                totals = torch.zeros_like(stats)
+            if active.all():
+                totals += stats
+            else:  # the figures of the agents that have stopped are not counted
+                totals += stats * torch.as_tensor(active, device=stats.device)
+            evaluated += active
+            step = active.copy()
+            if watch_kl:
+                # One read of every agent's KL (.cpu() waits for the device, so only when
+                # some agent has a target_kl) decides which of them step.
+                exceeded = active & (stats[kl_index].reshape(-1).cpu().numpy() > limits)
+                stopped |= exceeded
+                step &= ~exceeded
+            if step.any():
+                minimise(losses, step)
+                updates += step
+            active = step
+    assert totals is not None  # every agent runs at least one epoch
+    return EpochFigures(totals, evaluated, updates, stopped)
+
+
+def agent_samples(columns: int, samples: int, count: int) -> torch.Tensor:
+    """``where[p, i]``: the sample of a rollout of ``columns`` environments and
+    ``samples`` samples (numbered step by step) that is agent ``p``'s sample ``i`` as its
+    own rollout numbers it, agent ``p``'s environments being the ``p``-th block of the
+    columns; ``(count, samples // count)`` (one agent: every sample in order)."""
+    n = columns // count
+    own = torch.arange(samples // count)
+    first = (torch.arange(count) * n).unsqueeze(1)
+    return (own // n * n * count + own % n).unsqueeze(0) + first
+
+
+def joined_minibatches(
+    where: torch.Tensor,
+    batch_size: int,
+    generators: Sequence[torch.Generator | None],
+    active: np.ndarray,
+) -> Iterator[torch.Tensor]:
+    """One epoch of P agents' minibatches as indices of their joined samples: each agent
+    in ``active`` draws its own order of its samples ``where[p]`` from its generator
+    (None: torch's global one); minibatch ``k`` holds every agent's ``k``-th
+    ``batch_size`` samples, agent ``p``'s the ``p``-th block (an agent not active keeps
+    its samples in order, unused)."""
+    size = where.shape[1]
+    unused = torch.arange(size)
+    orders = torch.stack(
+        [
+            torch.randperm(size, generator=g) if active[p] else unused
+            for p, g in enumerate(generators)
+        ]
+    )
+    for start in range(0, size, batch_size):
+        yield where.gather(1, orders[:, start : start + batch_size]).reshape(-1)
 
 
 def _flat(coef: float | torch.Tensor) -> float | torch.Tensor:

@@ -1,83 +1,46 @@
-"""PPO agents as one cohort: rollouts collected in lockstep with one forward per step,
-and every agent's epochs of minibatches learnt with one loss and one optimiser step each.
+"""PPO agents as one cohort: the collection glue of the on-policy lockstep turn around
+PPO's own acting and update on the cohort's stacked view
+(:class:`~agilerl.cohorts.views.StackedPopulation`).
 
 Collection runs :func:`~agilerl.components.on_policy.collect_rollout` (the loop every
 on-policy agent collects with) over the cohort's environments joined into one vector env
-(agent ``p``'s copies the ``p``-th block): the cohort acts for every row with one
-forward of the stacked networks (the first agent's own ``_forward_x``, its networks
-holding the stacked modules) and stores every row at once into one rollout buffer of
-the cohort, whose columns are the agents' blocks; each column's advantages are computed
-with its agent's ``gamma`` and ``gae_lambda``, each agent's episode returns counted on
-its own block. Actions are sampled from torch's global generator, which the generation
-loop seeds per cohort.
+(agent ``p``'s copies the ``p``-th block): :meth:`~agilerl.algorithms.ppo.PPO.act` acts
+for every row with one forward of the stacked networks, and every row is stored at once
+into one rollout buffer of the cohort, whose columns are the agents' blocks; each
+column's advantages are computed with its agent's ``gamma`` and ``gae_lambda``, each
+agent's episode returns counted on its own block. Actions are sampled from torch's
+global generator, which the generation loop seeds per cohort.
 
-Learning replays :meth:`~agilerl.algorithms.ppo.PPO.learn` for all agents at once: each
-agent's epochs draw its own order of its samples (its own generator, over its samples
-numbered as its own rollout buffer numbers them), minibatch ``k`` of every agent runs
-through the stacked networks together, and
-:func:`~agilerl.algorithms.ppo.clipped_ppo_loss` reduces each agent's rows with its own
-``clip_coef``, ``ent_coef`` and ``vf_coef``. Each agent's gradient is clipped to its own
-``max_grad_norm``, and ``target_kl`` stops each agent on its own: the minibatch whose KL
-exceeded it is measured but not stepped on, and the agent is masked out of the steps
-after it (weights and Adam moments untouched), as its own ``learn`` would stop. An agent
-of fewer ``update_epochs`` is masked out the same way once its epochs are done.
-
-Agents of a cohort share what shapes a rollout and its minibatches: ``num_envs``,
-``learn_step`` (the rollout length), ``batch_size`` and ``use_gae``
-(:data:`PolicyCohort.same`, part of the cohort key), so their minibatches line up. Recurrent agents (LSTM encoders) do not
-stack (torch's LSTM kernel takes one set of weights) and train alone.
+Learning is :meth:`~agilerl.algorithms.ppo.PPO.update` on the stacked view and the
+cohort's rollout: each agent its own minibatch orders (its own generator), its own
+coefficients, gradient clip, ``target_kl`` and ``update_epochs``. Agents of a cohort
+share what shapes a rollout and its minibatches (:attr:`~agilerl.algorithms.ppo.PPO.
+cohort_same`, part of the cohort key). Recurrent agents (LSTM encoders) do not stack
+(torch's LSTM kernel takes one set of weights) and train alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import torch
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.algorithms.optim import StackedAdam
-from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
-from agilerl.cohorts.stacking import StackedNetwork
+from agilerl.cohorts.views import StackedPopulation
 from agilerl.components import on_policy
-from agilerl.components.rollout_buffer import RolloutBatch, RolloutBuffer
+from agilerl.components.rollout_buffer import RolloutBuffer
 from agilerl.observations import stack_tree
 
 
 class PolicyCohort:
     """PPO agents (same architecture and loop shape) as one; see the module docstring."""
 
-    #: Attributes that must be equal across the cohort (the loop's shape).
-    same: ClassVar[tuple[str, ...]] = (
-        "num_envs",
-        "learn_step",
-        "batch_size",
-        "share_encoders",
-        "recurrent",
-        "use_gae",
-    )
-
     def __init__(self, agents: Sequence[Any]) -> None:
         self.agents = list(agents)
         self.template = self.agents[0]
-        self.actor = StackedNetwork([agent.actor for agent in self.agents])
-        shared = (
-            {"encoder": self.actor.modules["encoder"]} if self.template.share_encoders else None
-        )
-        self.critic = StackedNetwork([agent.critic for agent in self.agents], shared=shared)
-        params = self.actor.parameters() + self.critic.parameters()
-        self.adam = StackedAdam(
-            params,
-            [
-                self.actor.agent_parameters(a.actor) + self.critic.agent_parameters(a.critic)
-                for a in self.agents
-            ],
-            [agent.optimizer for agent in self.agents],
-            [agent.lr for agent in self.agents],
-        )
-        #: Each agent's own settings of its update.
-        self.own = OwnSettings.of(self.agents, params[0].device)
+        self.view = StackedPopulation(self.agents)
         #: The cohort's rollouts: agent ``p``'s rows the ``p``-th block of its columns
         #: (built at the first rollout, when the number of copies is known).
         self.buffer: RolloutBuffer | None = None
@@ -100,12 +63,10 @@ class PolicyCohort:
         returns = self.returns if self.returns is not None else np.zeros(env.num_envs)
         self.returns = returns
         collector = _CohortCollector(self, buffer, returns, per_agent)
-        with self.actor.bound(), self.critic.bound():
-            obs, info = on_policy.collect_rollout(
-                env, collector, obs, info, self.template.rollout_length
-            )
-            last = self.template._value(obs)
-        buffer.compute_returns_and_advantages(last)
+        obs, info = on_policy.collect_rollout(
+            env, collector, obs, info, self.template.rollout_length
+        )
+        buffer.compute_returns_and_advantages(self.template.values(self.view, obs))
         return obs, info, collector.completed
 
     def _rollout_buffer(self, num_envs: int) -> RolloutBuffer:
@@ -136,49 +97,23 @@ class PolicyCohort:
         return buffer
 
     # -- learning ---------------------------------------------------------------------------
-    def learn(self, generators: Sequence[torch.Generator]) -> list[dict[str, float]]:
-        """Every agent's PPO update on its rollout (module docstring), minibatch orders
+    def learn(self, generators: Sequence[torch.Generator]) -> list[dict[str, float] | None]:
+        """Every agent's PPO update on its block of the cohort's rollout (PPO's own
+        :meth:`~agilerl.algorithms.ppo.PPO.update` on the stacked view), minibatch orders
         drawn from ``generators`` (one per agent); each agent's metrics as its own
-        :meth:`~agilerl.algorithms.ppo.PPO.learn` reports them."""
-        count = len(self.agents)
+        ``learn`` reports them."""
         assert self.buffer is not None  # collect_rollouts came first
-        every = self.buffer.samples()
-        size = len(self.buffer) // count
-        # Agent p's sample i, numbered as its own buffer numbers it (step by step, its
-        # own n copies), is row (i // n) * P * n + p * n + i % n of the cohort's samples.
-        n = self.buffer.num_envs // count
-        own = torch.arange(size)
-        where = (own // n * n * count + own % n).unsqueeze(0) + (torch.arange(count) * n).unsqueeze(
-            1
-        )
-        return ppo_epochs(
-            where,
-            self.template.batch_size,
-            self.own,
-            generators,
-            lambda index: self._loss(every.rows(index), count),
-            self.adam,
-        ).metrics()
-
-    def _loss(self, batch: RolloutBatch, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Each agent's PPO loss ``(P,)`` and metrics ``(6, P)`` of a joined minibatch."""
-        with self.actor.bound(), self.critic.bound():
-            dist, value = self.template._forward(batch.obs, batch.action_masks)
-        return cohort_ppo_loss(
-            dist.log_prob(batch.actions), dist.entropy(), value, batch, count, self.own
-        )
+        return self.template.update(self.view, self.buffer, generators)
 
     def write_back(self) -> None:
         """Every agent's weights and optimiser state back into it."""
-        self.actor.write_back([agent.actor for agent in self.agents])
-        self.critic.write_back([agent.critic for agent in self.agents])
-        self.adam.write_back([agent.optimizer for agent in self.agents])
+        self.view.write_back()
 
 
 class _CohortCollector(on_policy.RolloutCollector):
-    """The cohort's hooks of :func:`~agilerl.components.on_policy.collect_rollout`: one
-    forward acts for every row, and every row is stored at once into the cohort's
-    buffer; each agent's episode returns are counted on its own block."""
+    """The cohort's hooks of :func:`~agilerl.components.on_policy.collect_rollout`: PPO's
+    acting for every row, and every row stored at once into the cohort's buffer; each
+    agent's episode returns are counted on its own block."""
 
     def __init__(
         self, cohort: PolicyCohort, buffer: RolloutBuffer, returns: np.ndarray, per_agent: int
@@ -196,14 +131,10 @@ class _CohortCollector(on_policy.RolloutCollector):
         self._acted: tuple[Any, ...] = ()
 
     def act(self, obs: Any, info: Any) -> np.ndarray:
-        template = self.cohort.template
         mask = action_mask_from_info(info)
-        with torch.inference_mode():
-            dist, value, _ = template._forward_x(template._preprocess(obs), mask, None)
-            sample = dist.sample()
-            log_prob = dist.log_prob(sample)
-        self._acted = (sample, log_prob, value, mask)
-        return template.actor.distribution.env_actions(sample)
+        acted = self.cohort.template.act(self.cohort.view, obs, mask)
+        self._acted = (acted.sample, acted.log_prob, acted.value, mask)
+        return acted.actions
 
     def outcome(
         self, reward: Any, terminated: Any, truncated: Any
@@ -221,7 +152,8 @@ class _CohortCollector(on_policy.RolloutCollector):
         envs = np.flatnonzero(cut)
         filler = final[envs[0]]
         rows = stack_tree([final[i] if cut[i] else filler for i in range(len(cut))])
-        return self.cohort.template._value(rows).cpu().numpy()
+        cohort = self.cohort
+        return cohort.template.values(cohort.view, rows).cpu().numpy()
 
     def store(self, step: on_policy.VectorStep) -> None:
         sample, log_prob, value, mask = self._acted

@@ -16,6 +16,7 @@ from torch.distributions import Categorical
 
 from agilerl.algorithms import PPO, RLAlgorithm
 from agilerl.algorithms.core.evolvable import unique_parameters
+from agilerl.algorithms.core.population import Population
 from agilerl.models import PPOSpec
 from agilerl.networks.distributions import Categoricals
 
@@ -300,7 +301,7 @@ def test_loss_matches_the_formula_through_the_networks_own_distributions(name):
     agent.collect_rollouts(env, *env.reset(seed=2))
     agent.learn()  # move the policy away from the one that collected the rollout
     (batch,) = list(agent.rollout_buffer.minibatches(16))
-    loss, stats = agent._minibatch_loss(batch)
+    loss, stats = agent._minibatch_loss(Population.of(agent), batch)
     with torch.no_grad():
         log_prob, entropy = agent.actor.evaluate_actions(batch.obs, batch.actions)
         value = agent.critic(batch.obs).squeeze(-1).numpy()

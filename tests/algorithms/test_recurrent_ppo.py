@@ -219,7 +219,7 @@ def test_sequence_evaluation_reproduces_the_rollout(share, action_space):
     steps = resets = 0
     with torch.no_grad():
         for batch in agent.rollout_buffer.sequence_minibatches(batch_size=8):
-            dist, value = agent._forward_sequences(batch)
+            dist, value = agent._forward_sequences(batch, agent.actor, agent.critic)
             torch.testing.assert_close(dist.log_prob(batch.actions), batch.log_probs)
             torch.testing.assert_close(value, batch.values)
             steps += int(batch.valid.sum())

@@ -11,6 +11,7 @@ import pytest
 import torch
 from support.ppo_cohorts import NET, OWN
 
+from agilerl.algorithms.core.population import Population
 from agilerl.algorithms.ppo import PPO
 from agilerl.cohorts.learners import cohort_key, form_cohorts
 from agilerl.cohorts.policy import PolicyCohort
@@ -118,19 +119,20 @@ def test_an_agent_stopped_by_its_target_kl_or_its_epochs_is_left_bit_equal():
     together = agents()
     together[1].target_kl = 0.0  # a fresh rollout's first KL is 0: one step, then stopped
     cohort = cohort_with_rollouts(together)
+    adam = cohort.view.optimizers["optimizer"]
     seen = []  # every agent's weights and moments after every step of the cohort
 
     def snapshot():
-        tensors = cohort.adam.params + cohort.adam.exp_avg + cohort.adam.exp_avg_sq
+        tensors = adam.params + adam.exp_avg + adam.exp_avg_sq
         seen.append([[t[p].detach().clone() for t in tensors] for p in range(3)])
 
-    real = cohort.adam.step
-    cohort.adam.step = lambda grads, mask, *used: (real(grads, mask, *used), snapshot())
+    real = adam.step
+    adam.step = lambda grads, mask, used=None: (real(grads, mask, used), snapshot())
     figures = cohort.learn([torch.Generator().manual_seed(p) for p in range(3)])
     # 32 samples in minibatches of 16: agent 0 two epochs, agent 2 three
     assert [f["updates"] for f in figures] == [4.0, 1.0, 6.0] and len(seen) == 6
     assert [f["early_stop"] for f in figures] == [0.0, 1.0, 0.0]
-    assert cohort.adam.steps.tolist() == [4.0, 1.0, 6.0]
+    assert adam.steps.tolist() == [4.0, 1.0, 6.0]
     for p, last in ((0, 3), (1, 0)):  # from its last step on, nothing of it moves
         for later in seen[last + 1 :]:
             assert all(torch.equal(x, y) for x, y in zip(seen[last][p], later[p], strict=True))
@@ -164,7 +166,7 @@ def test_each_agents_rollout_is_its_own():
         # its values and log-probabilities are its own networks'
         with torch.no_grad():
             dist, value = agent._forward(every.obs)
-            last = agent._value(obs[2 * p : 2 * p + 2])
+            last = agent.values(Population.of(agent), obs[2 * p : 2 * p + 2])
         torch.testing.assert_close(every.values, value, rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(
             every.log_probs, dist.log_prob(every.actions), rtol=1e-5, atol=1e-5

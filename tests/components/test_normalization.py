@@ -62,7 +62,7 @@ def test_a_rollout_is_normalised_alike_when_acted_on_and_learnt_from_then_taken_
     buffer = ppo.rollout_buffer
     stored = buffer.samples()
     with torch.no_grad():  # the policy now, on what it acted on: the stored log-probs
-        dist, _, _ = ppo._forward_x(ppo._preprocess(stored.obs), None, None)
+        dist, _, _ = ppo._forward_x(ppo.actor, ppo.critic, ppo._preprocess(stored.obs), None, None)
         torch.testing.assert_close(dist.log_prob(stored.actions), stored.log_probs)
     raw = stored.obs.reshape(-1, 1).double().numpy()
     ppo.learn()

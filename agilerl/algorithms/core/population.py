@@ -54,14 +54,15 @@ OwnAction = Callable[[Any, Any, Any, Any], np.ndarray]
 
 class Minimiser(Protocol):
     """One optimiser of a view: a step on a loss for the agents in ``live``, each agent's
-    gradients clipped to ``max_grad_norm`` on their own (none when None or 0), after
+    gradients clipped to ``max_grad_norm`` on their own (none when None or 0; one for
+    all, or each agent's ``(P,)`` as :meth:`Population.value` gives it), after
     ``gradient`` (None: nothing) added its closed-form term to them."""
 
     def minimise(
         self,
         loss: torch.Tensor,
         live: torch.Tensor | None,
-        max_grad_norm: float | None,
+        max_grad_norm: float | torch.Tensor | None,
         gradient: GradientTerm | None = None,
     ) -> None: ...
 
@@ -76,9 +77,10 @@ class OwnOptimizer:
         self,
         loss: torch.Tensor,
         live: torch.Tensor | None,
-        max_grad_norm: float | None,
+        max_grad_norm: float | torch.Tensor | None,
         gradient: GradientTerm | None = None,
     ) -> None:
+        assert not isinstance(max_grad_norm, torch.Tensor)  # the view of one: its own float
         gradient_step(self.optimizer, loss, max_grad_norm, gradient)
 
 
@@ -226,7 +228,7 @@ class Population(Generic[Agent]):
         optimizer: str,
         loss: torch.Tensor,
         live: torch.Tensor | None = None,
-        max_grad_norm: float | None = None,
+        max_grad_norm: float | torch.Tensor | None = None,
         gradient: GradientTerm | None = None,
     ) -> None:
         """One step of optimiser attribute ``optimizer`` on ``loss`` for the agents in
