@@ -45,9 +45,16 @@ from agilerl.algorithms.multi_agent_actor_critic import (
     leading,
     rows_of,
 )
-from agilerl.algorithms.optim import StackedAdam, gradient_step
-from agilerl.algorithms.ppo import LEARN_METRICS, METRICS, clipped_ppo_loss
-from agilerl.cohorts.ppo_epochs import OwnSettings, cohort_ppo_loss, ppo_epochs
+from agilerl.algorithms.optim import gradient_step
+from agilerl.algorithms.ppo import (
+    LEARN_METRICS,
+    METRICS,
+    clipped_ppo_loss,
+    joined_minibatches,
+    joined_ppo_loss,
+    learning_epochs,
+    stepping_total,
+)
 from agilerl.components import on_policy
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
 from agilerl.networks.networks import StochasticActor, ValueNetwork
@@ -490,25 +497,39 @@ class IPPO(MultiAgentActorCritic):
     ) -> list[tuple[torch.Tensor, int, bool] | None]:
         """The teams' PPO epochs of ``group`` as one (:func:`lined_up` samples): each
         team's minibatch orders from its own generator, its own coefficients, clip,
-        ``target_kl`` and ``update_epochs`` (:func:`~agilerl.cohorts.ppo_epochs.
-        ppo_epochs`)."""
+        ``target_kl`` and ``update_epochs`` (PPO's :func:`~agilerl.algorithms.ppo.
+        learning_epochs` on the view's stacked optimiser of the group)."""
         assert generators is not None  # a stacked view's teams draw their own orders
         parts = cast(list[GroupSamples], samples)
         count, size = len(parts), parts[0].actions.shape[0]
         every = GroupSamples.joined(parts)
-        own = OwnSettings.of(view.agents, self.device)
+        coefficients = [
+            cast(torch.Tensor, view.value(name)).unsqueeze(1)
+            for name in ("clip_coef", "ent_coef", "vf_coef")
+        ]
+        max_grad_norm = view.value("max_grad_norm")
 
         def minibatch(index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            batch = every.rows(index)
+            batch = every.rows(index.to(self.device))
             dist, value = self.group_forward(group, batch.obs, batch.masks, view)
-            return cohort_ppo_loss(
-                dist.log_prob(batch.actions), dist.entropy(), value, batch, count, own
+            return joined_ppo_loss(
+                dist.log_prob(batch.actions), dist.entropy(), value, batch, count, *coefficients
             )
 
-        adam = view.optimizers[self.net_name("optimizer", group)]
-        assert isinstance(adam, StackedAdam)  # the optimiser of a stacked view's group
+        optimizer = self.net_name("optimizer", group)
+
+        def minimise(losses: torch.Tensor, step: np.ndarray) -> None:
+            live = None if step.all() else torch.as_tensor(step, device=self.device)
+            view.minimise(optimizer, stepping_total(losses, live), live, max_grad_norm)
+
         where = torch.arange(size).unsqueeze(0) + (torch.arange(count) * size).unsqueeze(1)
-        figures = ppo_epochs(where, self.batch_size, own, generators, minibatch, adam)
+        figures = learning_epochs(
+            [int(agent.update_epochs) for agent in view.agents],
+            [agent.target_kl for agent in view.agents],
+            lambda active: joined_minibatches(where, self.batch_size, generators, active),
+            minibatch,
+            minimise,
+        )
         means = figures.means()
         return [
             (means[:, p], int(figures.updates[p]), bool(figures.stopped[p])) for p in range(count)

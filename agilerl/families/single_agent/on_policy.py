@@ -125,6 +125,7 @@ def lockstep_turn(envs: CohortEnvs) -> Any:
         while taken < budget:
             obs, info, returns = learner.collect_rollouts(env, obs, info)
             for p, figures in enumerate(learner.learn(generators)):
+                assert figures is not None  # every agent of a PPO cohort learns each rollout
                 metrics[p].add(figures)
                 completed[p].extend(returns[p])
             taken += agents[0].rollout_steps
