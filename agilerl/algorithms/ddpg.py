@@ -293,9 +293,11 @@ class DDPG(RLAlgorithm):
         """Restart the noise of the sub-environments whose episode ended."""
         self.noise.reset(ended)
 
-    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
-        """The deterministic actor's actions."""
-        return self.get_action(obs, training=False)
+    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+        """The deterministic actor's actions: this agent's, or ``actor``'s when given (a
+        network of its architecture, e.g. a cohort's stacked one)."""
+        policy = None if actor is None else self._policy(obs, actor)
+        return self.get_action(obs, training=False, policy=policy)
 
     def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """The actor's actions plus independent Gaussian noise ``N(mean_noise,

@@ -298,9 +298,11 @@ class DQN(RLAlgorithm):
     def exploration_metrics(self) -> dict[str, float]:
         return {"epsilon": self.epsilon}
 
-    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
-        """Greedy actions (among the allowed ones)."""
-        return self.get_action(obs, 0.0, action_mask)
+    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+        """Greedy actions (among the allowed ones); of ``actor`` when given (a network of
+        this agent's architecture, e.g. a cohort's stacked one), else of its own."""
+        q_values = None if actor is None else _outputs(actor, obs)
+        return self.get_action(obs, 0.0, action_mask, q_values)
 
     def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Epsilon-greedy actions with :attr:`sample_epsilon`, the exploration rate the
@@ -404,3 +406,9 @@ class DQN(RLAlgorithm):
     def soft_update(self) -> None:
         """``target <- tau * online + (1 - tau) * target`` for every parameter."""
         polyak_update(self._target_parameters(), self._online_parameters(), self.tau)
+
+
+def _outputs(network: Any, obs: Any) -> torch.Tensor:
+    """``network(obs)``, outside autograd."""
+    with torch.inference_mode():
+        return network(obs)

@@ -119,12 +119,16 @@ def clip_grad_norm(
     ``max_norm`` for all or ``(P,)`` (0 leaves an agent unclipped).
 
     The arithmetic is ``torch.nn.utils.clip_grad_norm_``'s for every agent: the norm of the
-    per-tensor norms, then ``max_norm / (norm + 1e-6)`` capped at 1. Agent ``p``'s slices
-    go through the same kernel as its tensors alone, so its clip is bit-equal to the one it
-    gets training alone."""
-    agents = 1 if count is None else count
-    slices = list(grads) if count is None else [g[p] for p in range(agents) for g in grads]
-    norms = torch.stack(multi_tensor._foreach_norm(slices)).reshape(agents, -1)
+    per-tensor norms, then ``max_norm / (norm + 1e-6)`` capped at 1. Agent ``p``'s norm of
+    a stacked tensor's slice is a row of one ``vector_norm`` over the stacked tensor, which
+    adds its squares as the per-tensor kernel does alone, so its clip is bit-equal to the
+    one it gets training alone (tested on random gradients of many shapes)."""
+    if count is None:
+        norms = torch.stack(multi_tensor._foreach_norm(list(grads))).reshape(1, -1)
+    else:  # each stacked tensor's per-agent norms in one reduction (P x N slices: slower)
+        norms = torch.stack(
+            [torch.linalg.vector_norm(g.reshape(count, -1), dim=1) for g in grads], 1
+        )
     total = torch.linalg.vector_norm(norms, dim=1)
     scale = torch.clamp(max_norm / (total + 1e-6), max=1.0)
     if isinstance(max_norm, torch.Tensor):

@@ -411,15 +411,15 @@ class PPO(RLAlgorithm):
         return dist, value
 
     def _act(
-        self, obs: Any, mask: Any, deterministic: bool, with_value: bool
+        self, obs: Any, mask: Any, deterministic: bool, with_value: bool, actor: Any = None
     ) -> tuple[torch.Tensor, Any, torch.Tensor | None]:
         """Sample (or mode), distribution and value of a batch of observations, acting
-        on and advancing :attr:`hidden_state`."""
+        on and advancing :attr:`hidden_state`; the policy of ``actor`` when given."""
         with torch.no_grad():
             x = self._preprocess(obs)
             state = self._state_for(self.hidden_state, _batch_of(x))
             dist, value, self.hidden_state = self._forward_x(
-                self.actor, self.critic, x, mask, state, with_value
+                self.actor if actor is None else actor, self.critic, x, mask, state, with_value
             )
             sample = dist.sample(deterministic)
         return sample, dist, value
@@ -442,9 +442,11 @@ class PPO(RLAlgorithm):
         sample, _, _ = self._act(obs, action_mask, deterministic=False, with_value=False)
         return self.actor.distribution.env_actions(sample)
 
-    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
-        """The most likely action of each observation (the Gaussian mean for Box)."""
-        sample, _, _ = self._act(obs, action_mask, deterministic=True, with_value=False)
+    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+        """The most likely action of each observation (the Gaussian mean for Box): of
+        this agent's policy, or of ``actor`` when given (a network of its architecture,
+        e.g. a cohort's stacked one)."""
+        sample, _, _ = self._act(obs, action_mask, True, with_value=False, actor=actor)
         return self.actor.distribution.env_actions(sample)
 
     def act(

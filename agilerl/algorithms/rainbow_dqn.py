@@ -46,7 +46,7 @@ from gymnasium import spaces
 from torch import nn
 
 from agilerl.algorithms.core.population import Population, learned
-from agilerl.algorithms.dqn import DQN
+from agilerl.algorithms.dqn import DQN, _outputs
 from agilerl.algorithms.hyperparameters import (
     non_negative,
     parse_hp_config,
@@ -220,20 +220,26 @@ class RainbowDQN(DQN):
         )
 
     # -- acting ---------------------------------------------------------------------------
-    def get_action(self, obs: Any, action_mask: Any = None, training: bool = True) -> np.ndarray:
+    def get_action(
+        self, obs: Any, action_mask: Any = None, training: bool = True, actor: Any = None
+    ) -> np.ndarray:
         """Greedy actions (among the allowed ones) of the noisy network (``training``) or
-        of its mean weights. Returns int64 actions ``(batch,)`` with the space's start."""
+        of its mean weights: this agent's, or ``actor`` (a network of its architecture,
+        e.g. a cohort's stacked one). Returns int64 actions ``(batch,)`` with the space's
+        start."""
         mask = self._mask(action_mask, leading_size(obs))
-        was_training = self.actor.training
+        network = self.actor if actor is None else actor
+        was_training = network.training
         # The noisy layers add noise in training mode only. Switching modes walks the
         # module tree (as costly as a small forward pass), so only when it changes.
-        if was_training == training:
-            return self._to_actions(self._greedy_index(obs, mask))
-        self.actor.train(training)
+        if was_training != training:
+            network.train(training)
         try:
-            return self._to_actions(self._greedy_index(obs, mask))
+            q_values = None if actor is None else _outputs(actor, obs)
+            return self._to_actions(self._greedy_index(obs, mask, q_values))
         finally:
-            self.actor.train(was_training)
+            if was_training != training:
+                network.train(was_training)
 
     def configure_exploration(self, schedule: EpsilonSchedule) -> None:
         """Noisy networks explore: the run's epsilon schedule is not used."""
@@ -268,9 +274,9 @@ class RainbowDQN(DQN):
 
         return view.act(obs, action_mask, uniform, forward, own)
 
-    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
-        """Greedy actions of the mean weights (no noise)."""
-        return self.get_action(obs, action_mask, training=False)
+    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+        """Greedy actions of the mean weights (no noise); of ``actor`` when given."""
+        return self.get_action(obs, action_mask, training=False, actor=actor)
 
     def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Greedy actions of the noisy network: how the agent acts while it trains."""

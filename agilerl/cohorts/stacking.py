@@ -25,8 +25,7 @@ modules, in place.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 
 import torch
@@ -165,15 +164,6 @@ class StackedNetwork:
         #: code (forward, ``dist``, ``from_latent``, its buffers) run for all P agents.
         self.network = with_parts(self.template, self.modules)
 
-    def __call__(self, *args: Any) -> Any:
-        with self.bound():
-            return self.template(*args)
-
-    def call(self, method: str, *args: Any) -> Any:
-        """The network's own ``method`` (``from_latent``, ...) run on the stacked modules."""
-        with self.bound():
-            return getattr(self.template, method)(*args)
-
     def parameters(self) -> list[nn.Parameter]:
         return [p for module in self.owned.values() for p in module.stacked]
 
@@ -188,19 +178,6 @@ class StackedNetwork:
         order: what a target network of it (which shares nothing) holds, position by
         position."""
         return [p for module in self.modules.values() for p in module.stacked]
-
-    @contextmanager
-    def bound(self) -> Iterator[None]:
-        """The template network (the first agent's own) running on the stacked modules
-        for the length of the block, for algorithm code that reaches into its networks'
-        parts (``encoder``, ``head``, ``distribution``, ``from_latent``). A dotted
-        part (``head.value``) is bound on the submodule that holds it."""
-        with ExitStack() as stack:
-            for name, module in self.modules.items():
-                *path, attribute = name.split(".")
-                holder = self.template.get_submodule(".".join(path)) if path else self.template
-                stack.enter_context(bound(holder, **{attribute: module}))
-            yield
 
     def agent_parameters(self, network: EvolvableNetwork) -> list[nn.Parameter]:
         """``network``'s own parameters, in the order of :meth:`parameters` (the slice
@@ -236,32 +213,3 @@ def with_parts(network: nn.Module, parts: Mapping[str, nn.Module]) -> Any:
         assert holder is not None  # a part's holder is a submodule
         clone._modules[head] = with_parts(holder, inner)
     return clone
-
-
-@contextmanager
-def bound(target: Any, **attributes: Any) -> Iterator[None]:
-    """``target`` with ``attributes`` set for the length of the block, then put back (a
-    network's forward or an algorithm's code pointed at a cohort's stacked parts and
-    per-row hyperparameters). An attribute the instance did not hold itself (a method
-    of its class) is removed again, so no bound method of the instance stays in it."""
-    saved = {name: getattr(target, name) for name in attributes}
-    inherited = {name for name in attributes if not _held(target, name)}
-    try:
-        for name, value in attributes.items():
-            setattr(target, name, value)
-        yield
-    finally:
-        for name, value in saved.items():
-            if name in inherited:
-                delattr(target, name)
-            else:
-                setattr(target, name, value)
-
-
-def _held(target: Any, name: str) -> bool:
-    """Whether ``target`` holds ``name`` itself (an instance attribute, or a module's
-    registered submodule, parameter or buffer) rather than through its class."""
-    if name in vars(target):
-        return True
-    registered = ("_modules", "_parameters", "_buffers")
-    return isinstance(target, nn.Module) and any(name in vars(target)[r] for r in registered)

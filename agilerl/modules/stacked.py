@@ -66,9 +66,14 @@ class StackedLinear(StackedLayer):
     weight: nn.Parameter  # (P, out, in)
     bias: nn.Parameter  # (P, out)
 
+    def __init__(self, layers: Sequence[nn.Module], trainable: bool) -> None:
+        super().__init__(layers, trainable)
+        # Held plainly too: nn.Module's attribute lookup costs a microsecond a call.
+        self.pair = (self.weight, self.bias)
+
     def weights(self) -> tuple[torch.Tensor, torch.Tensor]:
         """The weight and bias this forward uses (a noisy layer adds its noise)."""
-        return self.weight, self.bias
+        return self.pair
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         weight, bias = self.weights()
@@ -83,11 +88,13 @@ class StackedLayerNorm(StackedLayer):
 
     def __init__(self, layers: Sequence[nn.Module], trainable: bool) -> None:
         super().__init__(layers, trainable)
-        self.eps = float(layers[0].eps)  # type: ignore[arg-type]
+        # Held plainly too: nn.Module's attribute lookup costs a microsecond a call.
+        self.affine = (self.weight, self.bias, float(layers[0].eps))  # type: ignore[arg-type]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        normalised = functional.layer_norm(x, x.shape[-1:], eps=self.eps)
-        return torch.addcmul(self.bias.unsqueeze(1), normalised, self.weight.unsqueeze(1))
+        scale, shift, eps = self.affine
+        normalised = functional.layer_norm(x, x.shape[-1:], eps=eps)
+        return torch.addcmul(shift.unsqueeze(1), normalised, scale.unsqueeze(1))
 
 
 #: Layer class -> how P copies of it run as one (exact classes). A module whose
@@ -143,6 +150,8 @@ class StackedModule(nn.Module):
             holder = self.module.get_submodule(parent) if parent else self.module
             setattr(holder, attribute, stacked)
             self.layers[name] = stacked
+        #: The copy's own forward (held plainly: looked up once, not every call).
+        self.run = self.module.forward
         #: The agents' parameter names, in the module's own order, and the stacked
         #: tensors at the same positions.
         self.names = [name for name, _ in template.named_parameters()]
@@ -153,7 +162,7 @@ class StackedModule(nn.Module):
         return getattr(self.layers[layer], attribute)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = self.module(x.reshape(self.count, -1, x.shape[-1]))
+        out = self.run(x.reshape(self.count, -1, x.shape[-1]))
         return out.reshape(-1, out.shape[-1])
 
     def reset_noise(self, agent: int, generator: torch.Generator) -> None:

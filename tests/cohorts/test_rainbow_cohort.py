@@ -96,14 +96,12 @@ def test_noisy_streams_stack_with_each_agents_noise_in_training_and_none_in_eval
     obs = torch.rand(3 * 5, 4) * 2 - 1
     blocks = obs.reshape(3, 5, 4)
     with torch.no_grad():
-        noisy = stacked.call("dist", obs)
+        noisy = stacked.network.dist(obs)
         expected = torch.cat([a.actor.dist(blocks[p]) for p, a in enumerate(agents)])
         torch.testing.assert_close(noisy, expected)
-        template = agents[0].actor
-        with stacked.bound():
-            template.eval()  # reaches the stacked streams: the mean layers
-            mean = template.dist(obs)
-            template.train()
+        stacked.network.eval()  # reaches the stacked streams: the mean layers
+        mean = stacked.network.dist(obs)
+        stacked.network.train()
         for a in agents:
             a.actor.eval()
         expected = torch.cat([a.actor.dist(blocks[p]) for p, a in enumerate(agents)])

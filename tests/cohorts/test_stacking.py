@@ -9,7 +9,8 @@ from gymnasium import spaces
 
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.optim import StackedAdam
-from agilerl.cohorts.stacking import StackedNetwork, bound, stackable
+from agilerl.cohorts.stacking import StackedNetwork, stackable
+from agilerl.modules.stacked import StackedModule
 
 LAYOUTS = {
     "layer-norm": {"latent_dim": 8, "encoder_config": {"hidden_size": [8, 10]}, "head_config": {"hidden_size": [8]}},
@@ -32,11 +33,12 @@ def test_each_block_of_rows_goes_through_its_agents_network(layout):
     nets = networks(layout)
     stacked = StackedNetwork(nets)
     x = torch.randn(3 * 7, 5)
-    out = stacked(x)
+    out = stacked.network(x)
     for p, net in enumerate(nets):
         torch.testing.assert_close(out[p * 7 : (p + 1) * 7], net(x[p * 7 : (p + 1) * 7]))
-    # the template network is itself again after the call
-    assert all(not isinstance(m, torch.nn.ParameterList) for m in nets[0].modules())
+    # the first agent's own network is left as it was (the stacked one is a copy)
+    assert stacked.network is not nets[0]
+    assert all(not isinstance(m, StackedModule) for m in nets[0].modules())
     assert stacked.parameters()[0].shape[0] == 3
 
 
@@ -44,7 +46,7 @@ def test_a_discrete_observation_is_preprocessed_per_row_as_alone():
     nets = networks("layer-norm", obs=spaces.Discrete(5))
     stacked = StackedNetwork(nets)
     x = torch.randint(0, 5, (3 * 4,))
-    out = stacked(x)
+    out = stacked.network(x)
     for p, net in enumerate(nets):
         torch.testing.assert_close(out[p * 4 : (p + 1) * 4], net(x[p * 4 : (p + 1) * 4]))
 
@@ -91,7 +93,7 @@ def test_a_gaussian_policy_stacks_with_its_learnt_spread_unless_it_squashes():
     stacked = StackedNetwork(actors)
     obs = torch.rand(8, 3)
     with torch.no_grad():
-        joint = stacked.call("forward", obs, True)[0]  # the Gaussian means
+        joint = stacked.network(obs, True)[0]  # the Gaussian means
         for p, actor in enumerate(actors):
             torch.testing.assert_close(
                 joint[4 * p : 4 * p + 4], actor(obs[4 * p : 4 * p + 4], True)[0]
@@ -134,17 +136,6 @@ def test_stacked_adam_is_torchs_adam_per_agent_with_its_own_learning_rate():
         torch.testing.assert_close(mine["exp_avg_sq"], theirs["exp_avg_sq"])
 
 
-def test_bound_puts_attributes_back_even_when_the_block_raises():
-    class Thing:
-        value = 1
-
-    thing = Thing()
-    with pytest.raises(RuntimeError), bound(thing, value=2):
-        assert thing.value == 2
-        raise RuntimeError
-    assert thing.value == 1
-
-
 def test_buffers_of_a_networks_own_code_stack_but_not_buffers_in_its_modules():
     from agilerl.algorithms.ddpg import DDPG
 
@@ -156,19 +147,3 @@ def test_buffers_of_a_networks_own_code_stack_but_not_buffers_in_its_modules():
     net = networks("layer-norm", 1)[0]
     net.encoder.register_buffer("running_mean", torch.zeros(5))  # per-agent statistics
     assert not stackable(net)
-
-
-def test_bound_removes_what_the_instance_did_not_hold_itself():
-    class Thing:
-        def method(self):
-            return "own"
-
-    thing = Thing()
-    with bound(thing, method=lambda: "bound"):
-        assert thing.method() == "bound"
-    assert thing.method() == "own" and "method" not in vars(thing)
-    module = networks("layer-norm", 1)[0]
-    encoder = module.encoder
-    with bound(module, encoder=torch.nn.Identity()):
-        assert isinstance(module.encoder, torch.nn.Identity)
-    assert module.encoder is encoder and "encoder" in module._modules

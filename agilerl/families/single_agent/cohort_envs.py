@@ -188,7 +188,8 @@ def lockstep_evaluation(
     acting with ``eval_action``; its fitness is the
     mean return, appended to its ``fitness``, and its steps are counted until its own
     episodes end. The agents act with one forward of their stacked policies (the first
-    agent's ``eval_action`` on every row: greedy, so nothing of it is per agent)."""
+    agent's ``eval_action`` of the stacked actor on every row: greedy, so nothing of it
+    is per agent)."""
 
     def evaluate(agents: list[Any], slots: list[int], state: RunState) -> list[tuple[float, int]]:
         count = len(agents)
@@ -201,11 +202,14 @@ def lockstep_evaluation(
         def reset(round_: int) -> tuple[Any, dict[str, Any]]:
             return env.reset_each([seed + round_ * n for seed in seeds])
 
-        with torch.no_grad(), policy.bound():
+        def act(obs: Any, action_mask: Any = None) -> np.ndarray:
+            return template.eval_action(obs, action_mask, actor=policy.network)
+
+        with torch.no_grad():
             returns, taken, cut = play_episodes(
                 env,
                 reset,
-                template.eval_action,
+                act,
                 [agent.episodes_ended for agent in agents],
                 episode_steps(eval_steps),
                 eval_loop,
