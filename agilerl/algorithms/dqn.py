@@ -283,8 +283,9 @@ class DQN(RLAlgorithm):
     ) -> np.ndarray:
         """Every agent of ``view`` exploring on its block of ``obs``: one forward of the
         view's networks, then each agent's own :meth:`explore` (its epsilon, its
-        generator, its action masks) on its block of the Q-values; uniform actions for the
-        agents ``uniform`` names."""
+        generator, its action masks; RainbowDQN's greedy choice on its noisy network's
+        Q-values, which the forward drew nothing for) on its block of the Q-values;
+        uniform actions for the agents ``uniform`` names."""
 
         def forward(rows: Any) -> torch.Tensor:
             with torch.no_grad():

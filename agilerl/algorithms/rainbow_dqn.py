@@ -257,23 +257,6 @@ class RainbowDQN(DQN):
     def exploration_metrics(self) -> dict[str, float]:
         return {}
 
-    def act(
-        self, view: Population[DQN], obs: Any, action_mask: Any, uniform: np.ndarray
-    ) -> np.ndarray:
-        """Every agent of ``view`` acting greedily on its noisy network (its current noise
-        sample) for its block of ``obs``: one forward for all, which draws nothing, then
-        each agent's own :meth:`explore` on its block of the Q-values; uniform actions for
-        the agents ``uniform`` names."""
-
-        def forward(rows: Any) -> torch.Tensor:
-            with torch.inference_mode():
-                return view.net("actor")(rows)
-
-        def own(agent: RainbowDQN, own_obs: Any, own_mask: Any, q_values: Any) -> np.ndarray:
-            return agent.explore(own_obs, own_mask, q_values)
-
-        return view.act(obs, action_mask, uniform, forward, own)
-
     def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """Greedy actions of the mean weights (no noise); of ``actor`` when given."""
         return self.get_action(obs, action_mask, training=False, actor=actor)

@@ -81,12 +81,12 @@ class EvolvableMLP(EvolvableModule):
         return self.spec.output_activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Each layer's own forward, called directly: torch's call machinery (hook checks)
-        # costs about as much as a small layer's product, and these layers hold no hooks.
         # Row by row, so P stacked copies run through it as one (agilerl.modules.stacked).
+        # Layers are called as modules: their hooks fire (a bandit's gradient features
+        # read its output layer's input through one).
         for linear, norm, act in zip(self.linears, self.norms, self.acts, strict=True):
-            x = act.forward(norm.forward(linear.forward(x)))
-        return self.out_act.forward(self.out_norm.forward(self.out.forward(x)))
+            x = act(norm(linear(x)))
+        return self.out_act(self.out_norm(self.out(x)))
 
     def set_num_inputs(self, num_inputs: int) -> None:
         """Resize the input (the first layer keeps its overlapping weights; new input columns

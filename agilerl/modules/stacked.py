@@ -48,6 +48,11 @@ class StackedLayer(nn.Module):
         for name in self.param_names:
             setattr(self, name, _stacked([getattr(layer, name) for layer in layers], trainable))
 
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        # Straight to forward: a stacked layer is built for one cohort and holds no hooks,
+        # and torch's call machinery costs about as much as a small layer's batched product.
+        return self.forward(x)
+
     def write_back(self, layers: Sequence[nn.Module]) -> None:
         """Copy copy ``p``'s parameters into ``layers[p]``, in place."""
         with torch.no_grad():
