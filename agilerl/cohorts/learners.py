@@ -153,15 +153,9 @@ def cohort_key(agent: Any) -> tuple[Any, ...] | None:
         # The constants of the code around the stacked modules (an actor's action
         # bounds), which runs once with the first agent's.
         tuple(tuple(b.flatten().tolist()) for net in networks for b in outside_buffers(net)),
-        tuple(getattr(agent, name) for name in _same(agent, LEARNERS[type(agent)])),
+        tuple(getattr(agent, name) for name in getattr(agent, "cohort_same", ())),
         str(agent.device),
     )
-
-
-def _same(agent: Any, learner: type[Learner]) -> tuple[str, ...]:
-    """The attributes agents of ``learner`` must share: the learner's, or (a
-    :class:`ReplayCohort`) those the algorithm's update reads for all (``cohort_same``)."""
-    return tuple(getattr(learner, "same", ()) or getattr(agent, "cohort_same", ()))
 
 
 def form_cohorts(agents: dict[int, Any], enabled: bool = True) -> list[list[int]]:

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from agilerl.algorithms.core.population import own_size
 from agilerl.algorithms.multi_agent_actor_critic import leading
 from agilerl.cohorts.team_rows import joined, own_rows, team_major
-from agilerl.cohorts.views import StackedPopulation, rows_of
+from agilerl.cohorts.views import StackedPopulation
 from agilerl.observations import map_tree
 
 
@@ -44,7 +45,7 @@ class TeamPopulation(StackedPopulation):
     ) -> list[tuple[int, Any]]:
         rows = batch_rows // (members * self.count)
         return [
-            (p, own_rows(members, self.count, rows, p, rows_of(team, rows)).to(self.device))
+            (p, own_rows(members, self.count, rows, p, own_size(team, rows)).to(self.device))
             for p, team in enumerate(self.agents)
             if live is None or live[p]
         ]
@@ -59,7 +60,7 @@ class TeamPopulation(StackedPopulation):
     ) -> np.ndarray:
         rows = total // (members * self.count)
         sizes = [
-            0 if live is not None and not live[p] else rows if whole else rows_of(team, rows)
+            0 if live is not None and not live[p] else rows if whole else own_size(team, rows)
             for p, team in enumerate(self.agents)
         ]
         parts = [

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from agilerl.algorithms.core.population import Minimiser, Population
+from agilerl.algorithms.core.population import Minimiser, Population, own_size
 from agilerl.algorithms.optim import StackedAdam
 from agilerl.cohorts.stacking import Stacked, StackedNetwork
 
@@ -85,7 +85,7 @@ class StackedPopulation(Population[Any]):
         parts = [
             None
             if live is not None and not live[p]
-            else draw(agent, (rows_of(agent, rows), *shape[1:]))
+            else draw(agent, (own_size(agent, rows), *shape[1:]))
             for p, agent in enumerate(self.agents)
         ]
         given = next(part for part in parts if part is not None)
@@ -102,11 +102,6 @@ class StackedPopulation(Population[Any]):
         for name, adam in self.optimizers.items():
             assert isinstance(adam, StackedAdam)
             adam.write_back([getattr(agent, name) for agent in self.agents])
-
-
-def rows_of(agent: Any, rows: int) -> int:
-    """How many of a block's ``rows`` are ``agent``'s own draws (its batch size)."""
-    return int(getattr(agent, "batch_size", rows))
 
 
 def _stacked_adam(

@@ -170,7 +170,7 @@ class Population(Generic[Agent]):
             return [(0, slice(None))] if live is None or live[0] else []
         rows = self.rows(batch_rows)
         return [
-            (p, slice(p * rows, p * rows + int(getattr(agent, "batch_size", rows))))
+            (p, slice(p * rows, p * rows + own_size(agent, rows)))
             for p, agent in enumerate(self.agents)
             if live is None or live[p]
         ]
@@ -349,6 +349,12 @@ class Population(Generic[Agent]):
         """Agent ``p``'s figures ``figures[p]`` as floats (one device sync for every figure
         of every agent), None for an agent that reported none."""
         return reported(figures, self.count)
+
+
+def own_size(agent: Any, rows: int) -> int:
+    """How many of a stacked block's ``rows`` are ``agent``'s own draws (its batch size;
+    the rest is padding)."""
+    return int(getattr(agent, "batch_size", rows))
 
 
 def learned(figures: list[dict[str, float] | None]) -> dict[str, float]:
