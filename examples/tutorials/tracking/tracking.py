@@ -32,7 +32,7 @@ class StopAtTarget(Callback):
 
 
 trainer = LocalTrainer.from_manifest(Path(__file__).with_name("tracking.yaml"))
-trainer.train(verbose=False, output_dir="runs/tracking", force=True, callbacks=[StopAtTarget(275)])
+trainer.train(verbose=False, output_dir="runs/tracking", force=True, callbacks=[StopAtTarget(250)])
 print("the run ended:", trainer.state.finished)
 
 events = EventAccumulator("runs/tb/tracking")
