@@ -36,38 +36,46 @@ from agilerl.distributed.group import Group, current_group
 from agilerl.finite import first_non_finite
 from agilerl.hpo.placement import Placement
 from agilerl.training.callbacks import Callback, stop_requested
-from agilerl.training.cohorting import Cohorting, cohorts, trains_in_cohorts
+from agilerl.training.cohorting import Cohorting, cohorts
 from agilerl.training.errors import DivergedError
 from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 from agilerl.training.state import RunState, reset_seed, snapshot
 
-#: train_agent(agent, slot, budget, state) -> (env steps taken, completed episode returns,
-#: metrics): the metrics are the means over the generation of what the agent's ``learn``
-#: reported (:class:`~agilerl.training.tracking.MeanMetrics`), plus what the loop adds.
-TrainAgent = Callable[
-    [EvolvingAgent, int, int, RunState], tuple[int, list[float], dict[str, float]]
-]
+#: What one agent's turn of training gives back: (env steps taken, returns of the
+#: episodes it completed, metrics): the metrics are the means over the generation of what
+#: the agent's ``learn`` reported (:class:`~agilerl.training.tracking.MeanMetrics`), plus
+#: what the loop adds.
+Trained = tuple[int, list[float], dict[str, float]]
 
-#: evaluate_agent(agent, slot, state) -> (fitness, env steps the evaluation took), or
-#: (fitness, steps, figures): evaluation figures recorded beside the agent's metrics
-#: (a multi-agent team's fitness per agent group). The fitness is appended to
+#: train(agents, slots, budget, state) -> one :data:`Trained` per agent: the agents of one
+#: cohort (:mod:`~agilerl.training.cohorting`; an agent alone is a cohort of one) train
+#: together for ``budget`` env steps each. A family that shares experience
+#: (``Turns.sharing``) gives it each agent's journal of the turn itself.
+TrainTurn = Callable[[list[Any], list[int], int, RunState], list[Trained]]
+
+#: evaluate(agents, slots, state) -> per agent (fitness, env steps the evaluation took), or
+#: (fitness, steps, figures): evaluation figures recorded beside the agent's metrics (a
+#: multi-agent team's fitness per agent group). Each fitness is appended to
 #: ``agent.fitness``. A family whose fitness is not "episodes in a vector env" (bandit
-#: regret, an LLM's reward on a test split, multi-agent summed scores) passes its own;
-#: :func:`episode_evaluation` is the single-agent one.
+#: regret, an LLM's reward on a test split, multi-agent summed scores) passes its own.
+EvaluateTurn = Callable[[list[Any], list[int], RunState], list[tuple[Any, ...]]]
+
+#: One agent's evaluation: evaluate_agent(agent, slot, state) -> as one entry of
+#: :data:`EvaluateTurn`'s list (:func:`episode_evaluation`, the single-agent one).
 EvaluateAgent = Callable[[EvolvingAgent, int, RunState], tuple[Any, ...]]
 
 
 @dataclass(frozen=True)
 class Turns:
-    """What a family's training function gives the generation loop: how one agent trains
-    for a generation and how it is evaluated, plus what the family adds to the loop."""
+    """What a family gives the generation loop: how the agents of a cohort train for a
+    generation and how they are evaluated, plus what the family adds to the loop."""
 
-    train_agent: TrainAgent
-    evaluate_agent: EvaluateAgent
-    #: The off-policy families' :class:`~agilerl.training.sharing.ExperienceSharing`,
-    #: told where each turn begins and ends, and merged once per generation.
+    train: TrainTurn
+    evaluate: EvaluateTurn
+    #: The off-policy families' :class:`~agilerl.training.sharing.ExperienceSharing`: the
+    #: turns give it their journals; the loop merges them once per generation.
     sharing: Any = None
     #: Reasons of the family's own to stop: reason -> whether it holds after a
     #: generation (an LLM run's passes over its dataset).
@@ -78,24 +86,40 @@ class Turns:
     #: reward rate of its training pulls); None: the family's training plays no
     #: episodes (offline updates), so the table has no such column.
     score_column: str | None = "train score"
-    #: How a cohort of agents trains together (:mod:`agilerl.cohorts`):
-    #: ``train_cohort(agents, slots, budget, state) -> (results, journals)``, one
-    #: ``train_agent`` result per agent and, for ``sharing``, each agent's journal. None:
-    #: the family's agents train one at a time.
-    train_cohort: Callable[..., tuple[list[Any], list[Any]]] | None = None
     #: What of the run decides whether its agents train as cohorts
     #: (:mod:`~agilerl.training.cohorting`); the default: every agent alone.
     cohorting: Cohorting = field(default_factory=Cohorting)
-    #: How a cohort's agents are evaluated together after training:
-    #: ``evaluate_cohort(agents, slots, state) -> [evaluate_agent's result per agent]``.
-    #: None: each is evaluated alone (``evaluate_agent``).
-    evaluate_cohort: Callable[..., list[tuple[Any, ...]]] | None = None
     #: Called once when the run ends (what the turns built for it, cohort envs).
     close: Callable[[], None] | None = None
 
-    def __post_init__(self) -> None:
-        if trains_in_cohorts(self.cohorting) and self.train_cohort is None:
-            raise ValueError("Turns: a run whose agents may share cohorts needs train_cohort")
+
+def one_by_one(
+    train_agent: Callable[[Any, int, int, RunState], Trained], sharing: Any = None
+) -> TrainTurn:
+    """The turn of a family whose agents always train alone (bandits, LLMs: their
+    ``Turns.cohorting`` forms no cohort of more than one) from its one-agent turn: each
+    agent trains by itself, its turn of ``sharing`` opened and closed around it."""
+
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
+        results = []
+        for agent, slot in zip(agents, slots, strict=True):
+            if sharing is not None:
+                sharing.begin_turn(slot)
+            results.append(train_agent(agent, slot, budget, run))
+            if sharing is not None:
+                sharing.end_turn(slot)
+        return results
+
+    return train
+
+
+def each_alone(evaluate_agent: EvaluateAgent) -> EvaluateTurn:
+    """The evaluation of a family whose agents are evaluated one by one."""
+
+    def evaluate(agents: list[Any], slots: list[int], run: RunState) -> list[tuple[Any, ...]]:
+        return [evaluate_agent(a, s, run) for a, s in zip(agents, slots, strict=True)]
+
+    return evaluate
 
 
 class Checkpointer(Protocol):
@@ -382,8 +406,8 @@ def evolve(
     """Run generations until ``config.max_steps`` per agent, ``config.target`` or
     ``config.max_wall_seconds`` (or a reason of the family's own, ``turns.stops``).
 
-    Each generation trains every agent (``turns.train_agent``), evaluates it
-    (``turns.evaluate_agent``), keeps the best ever evaluated, then selects and mutates
+    Each generation trains every agent (``turns.train``, a cohort at a time), evaluates
+    it (``turns.evaluate``), keeps the best ever evaluated, then selects and mutates
     (when ``config`` has both operators). The loop knows nothing of a family beyond
     :class:`EvolvingAgent` and the family's :class:`Turns`.
 
@@ -548,74 +572,48 @@ def _generation_turns(
     local: dict[int, Any], budget: int, state: RunState, turns: Turns
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Every local agent's turn of the generation, in slot order of the cohorts
-    (:func:`~agilerl.training.cohorting.cohorts`, of ``turns.cohorting``): ``(slot,
-    record)``. An agent alone trains by itself, as :func:`_turn`; a cohort trains
-    together (:func:`_cohort_turn`)."""
+    (:func:`~agilerl.training.cohorting.cohorts`, of ``turns.cohorting``; an agent alone
+    is a cohort of one): ``(slot, record)``."""
     for slots in cohorts(turns.cohorting, local):
-        if len(slots) == 1:
-            yield slots[0], _turn(local[slots[0]], slots[0], budget, state, turns)
-        else:
-            yield from _cohort_turn([local[slot] for slot in slots], slots, budget, state, turns)
+        yield from _turn([local[slot] for slot in slots], slots, budget, state, turns)
 
 
-def _turn(agent: Any, slot: int, budget: int, state: RunState, turns: Turns) -> dict[str, Any]:
-    """One agent's turn of a generation: train, evaluate; its record in the history."""
+def _turn(
+    agents: list[Any], slots: list[int], budget: int, state: RunState, turns: Turns
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The turn of a cohort: its agents train together (``turns.train``), then are
+    evaluated (``turns.evaluate``). The wall time is shared out evenly for the records'
+    rates."""
     import torch
 
     started = time.perf_counter()
     # The turn's own random stream: what it draws from torch's global generator (batch
     # indices, sampled actions) cannot depend on the turns before it in this process.
-    torch.manual_seed(reset_seed(state, slot, 2))
-    if turns.sharing is not None:
-        turns.sharing.begin_turn(slot)
-    taken, scores, metrics = turns.train_agent(agent, slot, budget, state)
-    if turns.sharing is not None:
-        turns.sharing.end_turn(slot)
-    return _record(agent, slot, (taken, scores, metrics), started, state, turns)
-
-
-def _cohort_turn(
-    agents: list[Any], slots: list[int], budget: int, state: RunState, turns: Turns
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The turn of a cohort: its agents train together (``turns.train_cohort``), whose
-    journals of the shared buffer are kept as their own turns' would be; then they are
-    evaluated together (``turns.evaluate_cohort``; where the family has none, each
-    alone). The wall time is shared out evenly for the records' rates."""
-    import torch
-
-    started = time.perf_counter()
-    torch.manual_seed(reset_seed(state, slots[0], 2))  # the cohort's stream: its first slot's
-    assert turns.train_cohort is not None
-    results, journals = turns.train_cohort(agents, slots, budget, state)
-    if turns.sharing is not None:
-        for slot, own in zip(slots, journals, strict=True):
-            turns.sharing.record(slot, own)  # one journal per shared buffer
-    evaluations: list[tuple[Any, ...] | None] = [None] * len(agents)
-    if turns.evaluate_cohort is not None:
-        evaluations = list(turns.evaluate_cohort(agents, slots, state))
+    # A cohort's is its first slot's (each agent's own draws come from a generator of
+    # its own slot: turn_generators).
+    torch.manual_seed(reset_seed(state, slots[0], 2))
+    results = turns.train(agents, slots, budget, state)
+    evaluations = turns.evaluate(agents, slots, state)
     share = (time.perf_counter() - started) / len(agents)  # each agent's part of the turn
     for agent, slot, result, evaluation in zip(agents, slots, results, evaluations, strict=True):
         yield (
             slot,
-            _record(agent, slot, result, time.perf_counter() - share, state, turns, evaluation),
+            _record(agent, slot, result, time.perf_counter() - share, state, evaluation),
         )
 
 
 def _record(
     agent: Any,
     slot: int,
-    trained: tuple[int, list[float], dict[str, float]],
+    trained: Trained,
     started: float,
     state: RunState,
-    turns: Turns,
-    evaluation: tuple[Any, ...] | None = None,
+    evaluation: tuple[Any, ...],
 ) -> dict[str, Any]:
-    """Evaluate an agent that has trained (``trained``: steps, returns, metrics), unless
-    its cohort's ``evaluation`` is given, and make its record of the generation
-    (``started``: when its turn began, for its rate)."""
+    """The record of the generation of an agent that has trained (``trained``: steps,
+    returns, metrics) and been evaluated (``evaluation``); ``started``: when its part of
+    the turn began, for its rate."""
     taken, scores, metrics = trained
-    if evaluation is None:
-        evaluation = turns.evaluate_agent(agent, slot, state)
     fitness, eval_taken, *figures = evaluation
     for extra in figures:
         metrics = {**metrics, **extra}

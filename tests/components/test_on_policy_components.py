@@ -279,7 +279,7 @@ def test_ippo_collects_bootstraps_and_computes_masked_gae_with_the_shared_functi
     learn = agent.learn
     monkeypatch.setattr(agent, "learn", lambda r, o, *a: rollouts.append(r) or learn(r, o, *a))
     turns = multi_agent_on_policy_turns(env, [agent])
-    taken, _, _ = turns.train_agent(agent, 0, 8, RunState())
+    ((taken, _, _),) = turns.train([agent], [0], 8, RunState())
     assert taken == 8
     (args, _, _), = spies["collect_rollout"].calls  # fmt: skip
     assert args[0] is env and isinstance(args[1], TeamRolloutCollector) and args[4] == 4

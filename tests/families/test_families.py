@@ -25,7 +25,7 @@ from agilerl.models.networks import QNetworkSpec
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.networks.networks import QNetwork
 from agilerl.trainer import LocalTrainer
-from agilerl.training.evolution import RunConfig, Turns, evolve
+from agilerl.training.evolution import RunConfig, Turns, each_alone, evolve, one_by_one
 from agilerl.training.state import RunState
 
 BOX = spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -125,7 +125,7 @@ def test_evolve_takes_fitness_and_steps_from_the_evaluation_callback():
     state = RunState(seed=1)
     final, fitnesses = evolve(
         population,
-        Turns(train_agent, evaluate_agent),
+        Turns(one_by_one(train_agent), each_alone(evaluate_agent)),
         RunConfig(
             max_steps=20,
             evo_steps=10,

@@ -23,7 +23,7 @@ from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.testing.probe_envs import ActionRewardEnv
 from agilerl.trainer import LocalTrainer
 from agilerl.training.cohorting import Cohorting, trains_in_cohorts
-from agilerl.training.evolution import RunConfig, Turns
+from agilerl.training.evolution import RunConfig
 
 #: Two agents of one architecture, a short run.
 PAIR = {"max_steps": 256, "evo_steps": 128, "pop_size": 2, "seed": 0, "eval_steps": 20}
@@ -76,14 +76,6 @@ def test_every_fact_of_the_run_must_allow_cohorts():
     assert not trains_in_cohorts(replace(shared, copies=False))  # an environment object
     assert not trains_in_cohorts(replace(shared, memory=PrioritizedReplayBuffer))  # no view
     assert not trains_in_cohorts(Cohorting())  # the default: alone
-
-
-def test_turns_that_let_agents_share_cohorts_need_a_cohort_turn():
-    def alone(*args):
-        raise AssertionError
-
-    with pytest.raises(ValueError, match="needs train_cohort"):
-        Turns(alone, alone, cohorting=Cohorting(True, True))
 
 
 def test_a_factory_given_in_python_trains_in_cohorts_like_a_named_environment(formed):

@@ -36,8 +36,10 @@ from agilerl.training.evolution import (
     LoopArguments,
     RunState,
     Turns,
+    each_alone,
     episode_evaluation,
     evolve,
+    one_by_one,
     reset_seed,
     run_config,
 )
@@ -97,10 +99,11 @@ def bandit_turns(
         figures = {"reward_rate": total / budget, "regret": agent.regret}
         return budget, scores, {**metrics.means(), **figures}
 
+    sharing = ExperienceSharing(memory)
     return Turns(
-        train_agent,
-        episode_evaluation(env, eval_steps or EVAL_STEPS, eval_loop),
-        sharing=ExperienceSharing(memory),
+        one_by_one(train_agent, sharing),
+        each_alone(episode_evaluation(env, eval_steps or EVAL_STEPS, eval_loop)),
+        sharing=sharing,
         # The training score is the reward rate of the training pulls already (the mean of
         # equal stretches): the table shows it once, under its name.
         table_metrics=("regret",),

@@ -30,7 +30,7 @@ from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.rewards import RewardError
 from agilerl.training.callbacks import Callback
 from agilerl.training.errors import TrainerError
-from agilerl.training.evolution import RunConfig, RunState, Turns, evolve
+from agilerl.training.evolution import RunConfig, RunState, Turns, each_alone, evolve, one_by_one
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 from agilerl.training.tracking import MeanMetrics
 
@@ -145,8 +145,8 @@ def llm_turns(
     if num_epochs is not None:
         stops["num_epochs"] = lambda run: env.num_epochs >= num_epochs
     return Turns(
-        train_agent,
-        evaluate_agent,
+        one_by_one(train_agent),
+        each_alone(evaluate_agent),
         stops=stops,
         table_metrics=tuple(
             m for m in type(pop[0]).learn_metrics if m != SCORE_COLUMNS[env_type].repeats

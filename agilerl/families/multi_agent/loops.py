@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, cast
 
 import numpy as np
@@ -47,7 +46,7 @@ from agilerl.families.multi_agent.buffers import (
 from agilerl.families.multi_agent.cohort_envs import TeamCohortEnvs
 from agilerl.families.multi_agent.vector import FINAL
 from agilerl.families.python_env import PythonEnv
-from agilerl.training.cohorting import trains_in_cohorts
+from agilerl.training.cohorting import Cohorting, trains_in_cohorts
 from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.evolution import (
     LoopArguments,
@@ -58,6 +57,7 @@ from agilerl.training.evolution import (
     run_config,
     vector_steps,
 )
+from agilerl.training.paired import paired_evaluation, paired_turn
 from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
@@ -120,20 +120,25 @@ def _team_turns(
     env: Any,
     pop: list[Any],
     train_agent: TrainTeam,
+    train_cohort: Any,
     *,
     sum_scores: bool,
     eval_steps: int | None,
     eval_loop: int,
     sharing: Any = None,
+    cohorting: Cohorting | None = None,
+    close: Any = None,
 ) -> Turns:
-    """A team family's turns: ``train_agent``, evaluation by :func:`team_evaluation`, and
-    each group's fitness in the per-generation table."""
+    """A team family's turns: ``train_agent`` (and ``train_cohort``), evaluation by
+    :func:`team_evaluation`, and each group's fitness in the per-generation table."""
     groups = sorted({g for team in pop for g in team.groups})
     return Turns(
-        train_agent,
-        team_evaluation(env, eval_steps, eval_loop, sum_scores),
+        paired_turn(train_agent, train_cohort, sharing),
+        paired_evaluation(team_evaluation(env, eval_steps, eval_loop, sum_scores), None),
         sharing=sharing,
         table_metrics=tuple(f"fitness/{g}" for g in groups),
+        cohorting=cohorting or Cohorting(),
+        close=close,
     )
 
 
@@ -198,25 +203,20 @@ def multi_agent_off_policy_turns(
         agent.scores.extend(returns.completed)
         return n_steps * num_envs, returns.completed, metrics.means()
 
-    turns = _team_turns(
-        env,
-        pop,
-        train_agent,
-        sum_scores=sum_scores,
-        eval_steps=eval_steps,
-        eval_loop=eval_loop,
-        sharing=ExperienceSharing(memory),
-    )
+    sharing = ExperienceSharing(memory)
     cohorting = run_cohorting(cohorts, env_spec, source, type(memory), TEAM_REPLAYS)
     if not trains_in_cohorts(cohorting):
-        return turns
+        return _team_turns(
+            env, pop, train_agent, None, sum_scores=sum_scores, eval_steps=eval_steps,
+            eval_loop=eval_loop, sharing=sharing,
+        )  # fmt: skip
     cohort_envs = TeamCohortEnvs(env_spec, source)
-    return replace(
-        turns,
-        train_cohort=team_replay_turn(cohort_envs, memory, learning_delay, sum_scores),
-        cohorting=cohorting,
-        close=cohort_envs.close,
-    )
+    return _team_turns(
+        env, pop, train_agent,
+        team_replay_turn(cohort_envs, memory, learning_delay, sum_scores),
+        sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop, sharing=sharing,
+        cohorting=cohorting, close=cohort_envs.close,
+    )  # fmt: skip
 
 
 def _transition(
@@ -405,19 +405,18 @@ def multi_agent_on_policy_turns(
         agent.scores.extend(returns.completed)
         return taken, returns.completed, metrics.means()
 
-    turns = _team_turns(
-        env, pop, train_agent, sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop
-    )
     cohorting = run_cohorting(cohorts, env_spec, source)  # each team its own rollouts
     if not trains_in_cohorts(cohorting):
-        return turns
+        return _team_turns(
+            env, pop, train_agent, None,
+            sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop,
+        )  # fmt: skip
     cohort_envs = TeamCohortEnvs(env_spec, source)
-    return replace(
-        turns,
-        train_cohort=team_lockstep_turn(cohort_envs, sum_scores),
-        cohorting=cohorting,
-        close=cohort_envs.close,
-    )
+    return _team_turns(
+        env, pop, train_agent, team_lockstep_turn(cohort_envs, sum_scores),
+        sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop,
+        cohorting=cohorting, close=cohort_envs.close,
+    )  # fmt: skip
 
 
 def _collect(

@@ -22,6 +22,7 @@ from agilerl.training.evolution import (
     evolve,
     run_config,
 )
+from agilerl.training.paired import paired_evaluation, paired_turn
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
@@ -93,9 +94,8 @@ def offline_turns(
 
     cohorting = offline_cohorting(cohorts, type(memory))
     return Turns(
-        train_agent,
-        episode_evaluation(env, eval_steps, eval_loop),
-        train_cohort=train_cohort if trains_in_cohorts(cohorting) else None,
+        paired_turn(train_agent, train_cohort if trains_in_cohorts(cohorting) else None),
+        paired_evaluation(episode_evaluation(env, eval_steps, eval_loop), None),
         cohorting=cohorting,
         score_column=None,  # updates play no episodes: no training score to show
     )

@@ -36,6 +36,7 @@ from agilerl.training.evolution import (
     run_config,
     vector_steps,
 )
+from agilerl.training.paired import paired_evaluation, paired_turn
 from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
@@ -151,19 +152,28 @@ def off_policy_turns(
     evaluation = scoring.evaluation(eval_steps, eval_loop)
     cohorting = run_cohorting(cohorts, env_spec, source, type(memory), LOCKSTEP_REPLAYS)
     if not trains_in_cohorts(cohorting):
-        return Turns(train_agent, evaluation, sharing=sharing, close=scoring.close)
+        return Turns(
+            paired_turn(train_agent, None, sharing),
+            paired_evaluation(evaluation, None),
+            sharing=sharing,
+            close=scoring.close,
+        )
     cohort_envs = CohortEnvs(env_spec, source)
     lockstep = functools.partial(
         LOCKSTEP_REPLAYS[type(memory)], memory, n_step_memory, max_steps=max_steps
     )
     return Turns(
-        train_agent,
-        evaluation,
-        sharing=sharing,
-        train_cohort=lockstep_turn(
-            lockstep, num_envs, schedule, learning_delay, uniform_warmup, cohort_envs
+        paired_turn(
+            train_agent,
+            lockstep_turn(
+                lockstep, num_envs, schedule, learning_delay, uniform_warmup, cohort_envs
+            ),
+            sharing,
         ),
-        evaluate_cohort=scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop),
+        paired_evaluation(
+            evaluation, scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop)
+        ),
+        sharing=sharing,
         cohorting=cohorting,
         close=closing(cohort_envs.close, scoring.close),
     )

@@ -28,6 +28,7 @@ from agilerl.training.evolution import (
     reset_seed,
     run_config,
 )
+from agilerl.training.paired import paired_evaluation, paired_turn
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
@@ -74,13 +75,17 @@ def on_policy_turns(
     evaluation = scoring.evaluation(eval_steps, eval_loop)
     cohorting = run_cohorting(cohorts, env_spec, source)  # each agent its own rollouts
     if not trains_in_cohorts(cohorting):
-        return Turns(train_agent, evaluation, close=scoring.close)
+        return Turns(
+            paired_turn(train_agent, None),
+            paired_evaluation(evaluation, None),
+            close=scoring.close,
+        )
     cohort_envs = CohortEnvs(env_spec, source)
     return Turns(
-        train_agent,
-        evaluation,
-        train_cohort=lockstep_turn(cohort_envs),
-        evaluate_cohort=scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop),
+        paired_turn(train_agent, lockstep_turn(cohort_envs)),
+        paired_evaluation(
+            evaluation, scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop)
+        ),
         cohorting=cohorting,
         close=closing(cohort_envs.close, scoring.close),
     )
