@@ -22,16 +22,60 @@ cohort_same`, part of the cohort key). Recurrent agents (LSTM encoders) do not s
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
+from agilerl.algorithms.core.population import Population
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.views import StackedPopulation
 from agilerl.components import on_policy
 from agilerl.components.rollout_buffer import RolloutBuffer
 from agilerl.observations import stack_tree
+
+
+class Rollouts(Protocol):
+    """What an on-policy turn drives for its P agents: a rollout of every agent at a
+    time, then every agent's update on its own; :class:`PolicyCohort` (P > 1) or
+    :class:`OwnRollouts` (an agent alone)."""
+
+    def collect_rollouts(
+        self, env: Any, obs: Any, info: dict[str, Any]
+    ) -> tuple[Any, dict[str, Any], list[list[float]]]: ...
+
+    def learn(self, generators: Sequence[torch.Generator]) -> list[dict[str, float] | None]: ...
+
+    def write_back(self) -> None: ...
+
+
+class OwnRollouts:
+    """A PPO agent alone as its turn drives a cohort (:class:`Rollouts`): its own
+    collection (:meth:`~agilerl.algorithms.ppo.PPO.collect_rollouts`, which carries a
+    recurrent agent's hidden state and scales rewards with ``normalize``: neither
+    stacks, so the cohort's collection has neither) and PPO's update on its view of one,
+    its own floats."""
+
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        self.view = Population.of(agent)
+
+    def collect_rollouts(
+        self, env: Any, obs: Any, info: dict[str, Any]
+    ) -> tuple[Any, dict[str, Any], list[list[float]]]:
+        obs, info, returns = self.agent.collect_rollouts(env, obs, info)
+        return obs, info, [returns]
+
+    def learn(self, generators: Sequence[torch.Generator]) -> list[dict[str, float] | None]:
+        """PPO's update of the agent on its rollout, its minibatch orders drawn from
+        ``generators``' one (``[torch.default_generator]``: the stream its actions are
+        drawn from too, as the agent's own ``learn`` draws)."""
+        buffer = self.agent.rollout_buffer
+        assert buffer is not None  # collect_rollouts came first
+        return self.agent.update(self.view, buffer, generators)
+
+    def write_back(self) -> None:
+        """Nothing: the view of one trains the agent's own networks and optimiser."""
 
 
 class PolicyCohort:

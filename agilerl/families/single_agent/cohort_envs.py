@@ -1,7 +1,8 @@
 """The environments a cohort (:mod:`agilerl.cohorts`) steps: one vector env of ``P x
 num_envs`` copies for its P agents, agent ``p``'s the ``p``-th block, built in this
 process, so the collection code of one agent (which acts on a vector env) runs unchanged
-for the cohort, and :func:`lockstep_evaluation` evaluates the cohort's agents together.
+for the cohort, and the cohort's agents are evaluated together
+(:meth:`~agilerl.families.single_agent.scoring.Scoring.evaluation`).
 
 Each block is reset with the seeds its agent's own turn would use and draws its own
 episodes, so what an agent experiences does not depend on the other agents: natively
@@ -17,14 +18,10 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, cast
 
 import numpy as np
-import torch
 
-from agilerl.algorithms.core.rl_algorithm import play_episodes
-from agilerl.cohorts.stacking import StackedNetwork
 from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import concat_tree
-from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.state import RunState, reset_seed
 from agilerl.vectorize import resolve_vectorize
 
@@ -80,6 +77,27 @@ class CohortEnvs:
         for env in self.built.values():
             env.close()
         self.built.clear()
+
+
+class OwnEnv:
+    """The run's own vector env as the :class:`CohortEnv` of an agent alone: a turn of
+    one steps and evaluates on the environment the run built (whatever its
+    vectorisation, an environment object given in Python), reset with the agent's one
+    seed. Closing it is the run's."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+        self.num_envs = int(env.num_envs)
+
+    def reset_each(self, seeds: Sequence[int]) -> tuple[Any, dict[str, Any]]:
+        (seed,) = seeds
+        return self.env.reset(seed=seed)
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        return self.env.step(actions)
+
+    def close(self) -> None:
+        """Nothing: the run closes its own environment."""
 
 
 class JoinedEnvs:
@@ -175,52 +193,3 @@ def _unreported(like: np.ndarray, size: int) -> np.ndarray:
     if like.dtype == object:
         return np.full(size, None, dtype=object)
     return np.zeros((size, *like.shape[1:]), dtype=like.dtype)
-
-
-def lockstep_evaluation(
-    envs: CohortEnvs, eval_steps: int | None = None, eval_loop: int = 1
-) -> Callable[[list[Any], list[int], RunState], list[tuple[float, int]]]:
-    """A cohort's agents evaluated together, each as
-    :func:`~agilerl.training.evolution.episode_evaluation` evaluates it alone
-    (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.test`): ``eval_loop``
-    rounds of one episode per copy of its own env, reset with the seeds of its own
-    evaluation, cut at ``eval_steps`` (or the cap, :mod:`~agilerl.training.evaluation_cap`),
-    acting with ``eval_action``; its fitness is the
-    mean return, appended to its ``fitness``, and its steps are counted until its own
-    episodes end. The agents act with one forward of their stacked policies (the first
-    agent's ``eval_action`` of the stacked actor on every row: greedy, so nothing of it
-    is per agent)."""
-
-    def evaluate(agents: list[Any], slots: list[int], state: RunState) -> list[tuple[float, int]]:
-        count = len(agents)
-        env = envs.take(count)
-        n = env.num_envs // count
-        template = agents[0]
-        policy = StackedNetwork([agent.actor for agent in agents], trainable=False)
-        seeds = [reset_seed(state, slot, 1) for slot in slots]
-
-        def reset(round_: int) -> tuple[Any, dict[str, Any]]:
-            return env.reset_each([seed + round_ * n for seed in seeds])
-
-        def act(obs: Any, action_mask: Any = None) -> np.ndarray:
-            return template.eval_action(obs, action_mask, actor=policy.network)
-
-        with torch.no_grad():
-            returns, taken, cut = play_episodes(
-                env,
-                reset,
-                act,
-                [agent.episodes_ended for agent in agents],
-                episode_steps(eval_steps),
-                eval_loop,
-            )
-        results = []
-        for agent, own, steps_taken, own_cut in zip(agents, returns, taken, cut, strict=True):
-            fitness = float(np.mean(own))
-            agent.fitness.append(fitness)
-            agent.eval_steps_taken, agent.eval_cut = steps_taken, own_cut
-            results.append((fitness, steps_taken))
-        warn_if_cut(any(cut), eval_steps, state)
-        return results
-
-    return evaluate

@@ -36,7 +36,7 @@ from agilerl.training.evolution import (
     run_config,
     vector_steps,
 )
-from agilerl.training.paired import paired_evaluation, paired_turn
+from agilerl.training.paired import paired_turn
 from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
@@ -149,12 +149,11 @@ def off_policy_turns(
         return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
 
     sharing = ExperienceSharing(memory, n_step_memory)
-    evaluation = scoring.evaluation(eval_steps, eval_loop)
     cohorting = run_cohorting(cohorts, env_spec, source, type(memory), LOCKSTEP_REPLAYS)
     if not trains_in_cohorts(cohorting):
         return Turns(
             paired_turn(train_agent, None, sharing),
-            paired_evaluation(evaluation, None),
+            scoring.evaluation(eval_steps, eval_loop),
             sharing=sharing,
             close=scoring.close,
         )
@@ -170,9 +169,7 @@ def off_policy_turns(
             ),
             sharing,
         ),
-        paired_evaluation(
-            evaluation, scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop)
-        ),
+        scoring.evaluation(eval_steps, eval_loop, cohort_envs),
         sharing=sharing,
         cohorting=cohorting,
         close=closing(cohort_envs.close, scoring.close),

@@ -3,32 +3,30 @@
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
+import torch
 from typing_extensions import Unpack
 
-from agilerl.cohorts.learners import LEARNERS
-from agilerl.cohorts.policy import PolicyCohort
+from agilerl.cohorts.policy import OwnRollouts, PolicyCohort, Rollouts
 from agilerl.families.base import Memory
 from agilerl.families.cohorting import run_cohorting
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import PythonEnv
-from agilerl.families.single_agent.cohort_envs import (
-    CohortEnvs,
-    start_turn,
-)
+from agilerl.families.single_agent.cohort_envs import CohortEnv, CohortEnvs, OwnEnv
 from agilerl.families.single_agent.scoring import Scoring
 from agilerl.training.cohorting import trains_in_cohorts
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
+    Trained,
+    TrainTurn,
     Turns,
     closing,
     evolve,
     reset_seed,
     run_config,
 )
-from agilerl.training.paired import paired_evaluation, paired_turn
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
@@ -43,52 +41,78 @@ def on_policy_turns(
     source: PythonEnv | None = None,
     cohorts: bool = True,
 ) -> Turns:
-    """Each agent in turn collects rollouts of ``learn_step`` env steps (rounded up to
-    whole vector steps) on the vectorised ``env`` and learns from each, until its
-    ``evo_steps`` share is used; then it is evaluated by its mean return.
+    """The agents of a turn (a cohort, or an agent alone) collect rollouts of
+    ``learn_step`` env steps each (rounded up to whole vector steps) and learn from
+    each, until their ``evo_steps`` share is used; then they are evaluated by their
+    mean return.
 
-    Where :mod:`~agilerl.training.cohorting` lets them (``cohorts``; copies of ``env``
-    made from ``env_spec``, the environment section ``env`` was built from, and from
-    ``source``, the environment given in Python), agents of one cohort
-    (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`).
-    Agents are evaluated where ``scoring`` says (:mod:`.scoring`; default: on ``env``).
+    An agent alone steps the vectorised ``env``. Where :mod:`~agilerl.training.cohorting`
+    lets them (``cohorts``; copies of ``env`` made from ``env_spec``, the environment
+    section ``env`` was built from, and from ``source``, the environment given in
+    Python), agents of one cohort (:mod:`agilerl.cohorts`) step copies of their own
+    together (:func:`on_policy_turn`). Agents are evaluated where ``scoring`` says
+    (:mod:`.scoring`; default: on ``env``).
     """
     scoring = scoring or Scoring(env)
-
-    def train_agent(
-        agent: Any, slot: int, budget: int, run: RunState
-    ) -> tuple[int, list[float], dict[str, float]]:
-        obs, info = env.reset(seed=reset_seed(run, slot, 0))
-        agent.reset_rollouts()  # episodes in flight belong to the environment just reset
-        taken = 0
-        completed: list[float] = []
-        metrics = MeanMetrics()
-        while taken < budget:
-            obs, info, returns = agent.collect_rollouts(env, obs, info)
-            metrics.add(agent.learn())
-            taken += agent.rollout_steps
-            completed.extend(returns)
-        agent.steps += taken
-        agent.scores.extend(completed)
-        return taken, completed, metrics.means()
-
-    evaluation = scoring.evaluation(eval_steps, eval_loop)
     cohorting = run_cohorting(cohorts, env_spec, source)  # each agent its own rollouts
     if not trains_in_cohorts(cohorting):
         return Turns(
-            paired_turn(train_agent, None),
-            paired_evaluation(evaluation, None),
+            on_policy_turn(env, None),
+            scoring.evaluation(eval_steps, eval_loop),
             close=scoring.close,
         )
     cohort_envs = CohortEnvs(env_spec, source)
     return Turns(
-        paired_turn(train_agent, lockstep_turn(cohort_envs)),
-        paired_evaluation(
-            evaluation, scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop)
-        ),
+        on_policy_turn(env, cohort_envs),
+        scoring.evaluation(eval_steps, eval_loop, cohort_envs),
         cohorting=cohorting,
         close=closing(cohort_envs.close, scoring.close),
     )
+
+
+def on_policy_turn(env: Any, cohort_envs: CohortEnvs | None) -> TrainTurn:
+    """The on-policy turn of P agents: each steps its own environments, reset with the
+    seed of its slot, a rollout of every agent at a time, each learning from its own
+    rollout with minibatch orders drawn from its own generator. What differs with P is
+    chosen once, at its start; an on-policy turn keeps no journal."""
+
+    def start(
+        agents: list[Any], slots: list[int], run: RunState
+    ) -> tuple[Rollouts, CohortEnv, list[torch.Generator]]:
+        """An agent alone (its history as it always was): the run's ``env``, the agent's
+        own collection and view (:class:`~agilerl.cohorts.policy.OwnRollouts`) and torch's
+        global generator, which the loop seeds for its turn and its actions draw from
+        too. A cohort: its copies (``cohort_envs``), the stacked view
+        (:class:`~agilerl.cohorts.policy.PolicyCohort`) and a generator per agent seeded
+        as its own turn seeds torch's."""
+        if len(agents) == 1:
+            return OwnRollouts(agents[0]), OwnEnv(env), [torch.default_generator]
+        assert cohort_envs is not None  # cohorts form only where copies can be made
+        envs = cohort_envs.take(len(agents))
+        return PolicyCohort(agents), envs, turn_generators(run, slots)
+
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
+        learner, envs, generators = start(agents, slots, run)
+        obs, info = envs.reset_each([reset_seed(run, slot, 0) for slot in slots])
+        for agent in agents:
+            agent.reset_rollouts()  # episodes in flight belong to the environments just reset
+        taken = 0
+        completed: list[list[float]] = [[] for _ in agents]
+        metrics = [MeanMetrics() for _ in agents]
+        while taken < budget:
+            obs, info, returns = learner.collect_rollouts(envs, obs, info)
+            for p, figures in enumerate(learner.learn(generators)):
+                assert figures is not None  # every PPO agent learns from each rollout
+                metrics[p].add(figures)
+                completed[p].extend(returns[p])
+            taken += agents[0].rollout_steps
+        learner.write_back()
+        for p, agent in enumerate(agents):
+            agent.steps += taken
+            agent.scores.extend(completed[p])
+        return [(taken, completed[p], metrics[p].means()) for p in range(len(agents))]
+
+    return train
 
 
 def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:
@@ -105,44 +129,6 @@ def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) 
         source=ctx.env_source,
         cohorts=training.cohorts,
     )
-
-
-def lockstep_turn(envs: CohortEnvs) -> Any:
-    """The on-policy turn of a cohort (:class:`~agilerl.cohorts.policy.PolicyCohort`): its
-    P agents step their own environments together (each reset with the seed its own
-    turn would use), a rollout of every agent at a time, each learning from its own
-    with minibatch orders drawn from its own generator (seeded as its own turn seeds
-    torch's). Returns each agent's (steps, returns, metrics); an on-policy turn keeps no
-    journal."""
-
-    def train_cohort(
-        agents: list[Any], slots: list[int], budget: int, run: RunState
-    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        count = len(agents)
-        env, obs, info = start_turn(envs, slots, run)
-        generators = turn_generators(run, slots)
-        learner = cast(PolicyCohort, LEARNERS[type(agents[0])](agents))  # this turn's kind
-        for agent in agents:
-            agent.reset_rollouts()
-        taken = 0
-        completed: list[list[float]] = [[] for _ in agents]
-        metrics = [MeanMetrics() for _ in agents]
-        while taken < budget:
-            obs, info, returns = learner.collect_rollouts(env, obs, info)
-            for p, figures in enumerate(learner.learn(generators)):
-                assert figures is not None  # every agent of a PPO cohort learns each rollout
-                metrics[p].add(figures)
-                completed[p].extend(returns[p])
-            taken += agents[0].rollout_steps
-        learner.write_back()
-        results = []
-        for p, agent in enumerate(agents):
-            agent.steps += taken
-            agent.scores.extend(completed[p])
-            results.append((taken, completed[p], metrics[p].means()))
-        return results, [None] * count
-
-    return train_cohort
 
 
 def train_on_policy(
