@@ -17,6 +17,14 @@ coefficients, gradient clip, ``target_kl`` and ``update_epochs``. Agents of a co
 share what shapes a rollout and its minibatches (:attr:`~agilerl.algorithms.ppo.PPO.
 cohort_same`, part of the cohort key). Recurrent agents (LSTM encoders) do not stack
 (torch's LSTM kernel takes one set of weights) and train alone.
+
+Both serve the one on-policy turn (:func:`~agilerl.families.single_agent.on_policy.
+on_policy_turn`) behind :class:`Rollouts`: a cohort (P > 1) is a :class:`PolicyCohort`;
+an agent alone is :class:`OwnRollouts`, the agent's own collection and PPO's update on
+its view of one. (A :class:`PolicyCohort` on the view of one reproduces a feed-forward
+agent's own rollouts and updates bit for bit, but its collection carries no recurrent
+state and no reward normalisation, which agents alone have: so an agent alone collects
+its own way.)
 """
 
 from __future__ import annotations

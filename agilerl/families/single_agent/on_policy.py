@@ -50,8 +50,8 @@ def on_policy_turns(
     lets them (``cohorts``; copies of ``env`` made from ``env_spec``, the environment
     section ``env`` was built from, and from ``source``, the environment given in
     Python), agents of one cohort (:mod:`agilerl.cohorts`) step copies of their own
-    together (:func:`on_policy_turn`). Agents are evaluated where ``scoring`` says
-    (:mod:`.scoring`; default: on ``env``).
+    together. One turn trains either (:func:`on_policy_turn`); agents are evaluated
+    where ``scoring`` says (:mod:`.scoring`; default: on ``env``).
     """
     scoring = scoring or Scoring(env)
     cohorting = run_cohorting(cohorts, env_spec, source)  # each agent its own rollouts

@@ -270,7 +270,7 @@ def test_the_loops_evaluate_on_environments_of_the_scoring_spec():
         copy = scoring.env.envs[0]
         assert EpisodicLife not in _chain(copy) and ClipReward not in _chain(copy)
         training_cohorts = CohortEnvs(spec)
-        scoring.cohort_evaluation(training_cohorts, None, 1)
+        scoring.evaluation(None, 1, training_cohorts)
         (own,) = scoring._cohorts.take(1).envs  # a cohort's agent: one of its own
         assert EpisodicLife not in _chain(own.envs[0])
         assert training_cohorts.built == {}
@@ -283,7 +283,7 @@ def test_the_loops_evaluate_on_environments_of_the_scoring_spec():
         unshaped = Scoring(cartpole, GymEnvSpec(name="CartPole-v1", num_envs=2))
         assert unshaped.env is cartpole and unshaped.spec is None
         shared = CohortEnvs(GymEnvSpec(name="CartPole-v1", num_envs=2))
-        unshaped.cohort_evaluation(shared, None, 1)
+        unshaped.evaluation(None, 1, shared)
         assert unshaped._cohorts is shared  # the cohort's own training envs
     finally:
         cartpole.close()

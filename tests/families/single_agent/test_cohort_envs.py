@@ -1,7 +1,8 @@
 """A cohort's environments: each agent's copies a block of one vector env (natively one
 environment whose blocks draw their own agents' episodes; otherwise each agent's own env
 stepped as one, infos joined copy by copy), and the agents evaluated together as each
-is evaluated alone."""
+is evaluated alone (the one evaluation of P agents, ``Scoring.evaluation``; an agent
+alone's exactly as ``RLAlgorithm.test`` evaluates it)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import torch
 from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.ppo import PPO
-from agilerl.families.single_agent.cohort_envs import CohortEnvs, join_infos, lockstep_evaluation
+from agilerl.families.single_agent.cohort_envs import CohortEnvs, join_infos
 from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.families.single_agent.scoring import Scoring
 from agilerl.models import GymEnvSpec
 from agilerl.training.evolution import episode_evaluation
 from agilerl.training.state import RunState
@@ -111,13 +113,13 @@ def test_a_cohort_is_evaluated_as_each_agent_alone(case, vectorize):
     agents = [cls(*spaces(spec), index=i, net_config=NET, seed=i) for i in range(3)]
     twins = copy.deepcopy(agents)
     state = RunState(seed=3, generation=2)
-    envs = CohortEnvs(spec)
-    together = lockstep_evaluation(envs, eval_steps=60, eval_loop=2)(agents, [4, 5, 6], state)
-    envs.close()
     env = make_vector_env(spec)
+    envs = CohortEnvs(spec)
+    evaluate = Scoring(env).evaluation(60, 2, envs)
+    together = evaluate(agents, [4, 5, 6], state)
+    envs.close()
     alone = [
-        episode_evaluation(env, 60, 2)(twin, slot, state)
-        for twin, slot in zip(twins, [4, 5, 6], strict=True)
+        evaluate([twin], [slot], state)[0] for twin, slot in zip(twins, [4, 5, 6], strict=True)
     ]
     env.close()
     for (fitness, steps), (own_fitness, own_steps), agent in zip(
@@ -127,6 +129,27 @@ def test_a_cohort_is_evaluated_as_each_agent_alone(case, vectorize):
         assert steps == own_steps  # counted until its own episodes end (or the cut)
         assert agent.fitness[-1] == fitness and agent.eval_steps_taken == steps
     assert len({fitness for fitness, _ in together}) == 3  # each its own policy
+
+
+@pytest.mark.parametrize("case", [*CASES, "PPO-recurrent"])
+def test_an_agent_alone_is_evaluated_exactly_as_its_test_evaluates_it(case):
+    """On the run's env, with its own policy (a recurrent one from its hidden state):
+    the same fitness, steps and cut to the bit as ``episode_evaluation``."""
+    name, cls = CASES.get(case, ("CartPole-v1", PPO))
+    settings = {"recurrent": True} if case == "PPO-recurrent" else {"net_config": NET}
+    spec = GymEnvSpec(name=name, num_envs=2, vectorize="sync")
+    torch.manual_seed(0)
+    agent = cls(*spaces(spec), index=0, seed=0, **settings)
+    twin = copy.deepcopy(agent)
+    state = RunState(seed=3, generation=2)
+    env = make_vector_env(spec)
+    try:
+        (got,) = Scoring(env).evaluation(60, 2)([agent], [4], state)
+        expected = episode_evaluation(env, 60, 2)(twin, 4, state)
+    finally:
+        env.close()
+    assert got == expected and agent.fitness == twin.fitness
+    assert (agent.eval_steps_taken, agent.eval_cut) == (twin.eval_steps_taken, twin.eval_cut)
 
 
 def spaces(spec):
