@@ -18,6 +18,7 @@ from support import ROOT
 from agilerl.algorithms import DQN, RLAlgorithm
 from agilerl.checkpoints import CheckpointError, load, save
 from agilerl.cli import main
+from agilerl.families.single_agent import scoring
 from agilerl.models.manifest import load_manifest
 from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training import threads as thread_rule
@@ -34,7 +35,7 @@ TINY = {
         "encoder_config": {"hidden_size": [8]},
         "head_config": {"hidden_size": [8]},
     },
-    # one agent at a time: each evaluated by its own test(), which `scripted` replaces
+    # one agent at a time: each evaluated alone, its episodes' returns what `scripted` says
     "training": {
         "max_steps": 200,
         "evo_steps": 100,
@@ -80,14 +81,13 @@ def scripted(monkeypatch):
 
     def script(values):
         values = iter(values)
-        real = DQN.test
+        real = scoring.play_episodes
 
-        def test(self, *args, **kwargs):
-            real(self, *args, **kwargs)
-            self.fitness[-1] = float(next(values))
-            return self.fitness[-1]
+        def play(*args, **kwargs):
+            returns, taken, cut = real(*args, **kwargs)
+            return [[float(next(values))] for _ in returns], taken, cut  # each agent's mean
 
-        monkeypatch.setattr(DQN, "test", test)
+        monkeypatch.setattr(scoring, "play_episodes", play)
 
     return script
 
