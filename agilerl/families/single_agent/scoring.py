@@ -4,7 +4,8 @@ rewards); fitness is then measured on the game as a player scores it, whole game
 the game's own rewards, in environments of their own
 (:func:`~agilerl.families.single_agent.atari.scoring_spec`), as Stable-Baselines3's
 Monitor and the published Atari tables score. Elsewhere agents are evaluated on the
-training environments themselves.
+training environments themselves. One evaluation serves a turn's P agents
+(:meth:`Scoring.evaluation`): an agent alone, a cohort together.
 """
 
 from __future__ import annotations
