@@ -237,8 +237,8 @@ def multi_agent_off_policy_turns(
     :mod:`~agilerl.training.sharing` merges them) with the true next observations,
     ``done`` = terminated (a time-limit cut bootstraps) and the masks the environment
     gave (those acted within and those of the next observations). Each learns from a
-    sample of ``batch_size`` rows of its view, drawn by its generator (:class:`TeamTurn`), every
-    ``learn_step`` of its env steps once the view holds a batch and more than
+    sample of ``batch_size`` rows of its view, drawn by its generator (:class:`TeamTurn`),
+    every ``learn_step`` of its env steps once the view holds a batch and more than
     ``learning_delay`` rows (:class:`~agilerl.training.rounds.LearningRounds`).
     """
     sharing = ExperienceSharing(memory)
