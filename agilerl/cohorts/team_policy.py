@@ -38,7 +38,8 @@ from agilerl.cohorts.team_views import TeamPopulation
 
 class TeamPolicyCohort:
     """IPPO teams (same architecture and loop shape) as one; see the module docstring.
-    ``view``: the turn's view of ``agents`` (None: their stacked view)."""
+    ``view``: the turn's view of ``agents`` (:class:`~agilerl.families.multi_agent.loops.
+    TeamTurn`'s; None: their stacked view, as a cohort learner is made of its agents)."""
 
     def __init__(self, agents: Sequence[Any], view: Population[Any] | None = None) -> None:
         self.agents = list(agents)

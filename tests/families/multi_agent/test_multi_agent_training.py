@@ -24,13 +24,25 @@ from agilerl.algorithms.ippo import IPPO
 from agilerl.algorithms.maddpg import MADDPG
 from agilerl.cli import main
 from agilerl.cohorts.replay import CohortReplay
+from agilerl.components import on_policy
 from agilerl.documents import load_document
-from agilerl.families.multi_agent.buffers import MA_FIELDS, MultiAgentReplayBuffer
-from agilerl.families.multi_agent.loops import team_evaluation
+from agilerl.families.multi_agent.buffers import (
+    MA_FIELDS,
+    MultiAgentReplayBuffer,
+    MultiAgentRollout,
+    TeamRolloutCollector,
+)
+from agilerl.families.multi_agent.loops import (
+    _transition,
+    multi_agent_off_policy_turns,
+    multi_agent_on_policy_turns,
+    team_evaluation,
+)
 from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv
+from agilerl.observations import tree_leaves
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 from agilerl.training import train_multi_agent_off_policy, train_multi_agent_on_policy
-from agilerl.training.state import RunState
+from agilerl.training.state import RunState, reset_seed
 
 CORPUS = ROOT / "tests" / "agilerl_manifests"
 
@@ -153,6 +165,58 @@ def test_on_policy_loop_learns_from_whole_rollouts_with_time_limits_bootstrapped
             second[0].reward[agent_id][0].numpy(), expected[0][agent_id], rtol=1e-5
         )
         assert second[0].done[agent_id][0].all() and not first[0].done[agent_id].any()
+
+
+@pytest.mark.parametrize("cls", [MADDPG, IPPO])
+def test_a_team_alone_trains_bit_for_bit_as_its_own_explore_and_learn_do(cls):
+    """A turn of one team (P = 1) runs its kind's cohort code on the view of the team
+    itself, its draws from torch's stream: after the turn its weights are those of a hand
+    loop of the team's own explore and learn on the run's env, and (off-policy) its
+    journal merged is what writing into the buffer itself stores."""
+    env = vec(n=2)
+    turn_team, hand = (team(cls, env, batch_size=4, learn_step=4) for _ in range(2))
+    run = RunState(seed=1)
+    memory, by_hand = MultiAgentReplayBuffer(100), MultiAgentReplayBuffer(100)
+    if cls is MADDPG:
+        turns = multi_agent_off_policy_turns(env, memory, [turn_team])
+    else:
+        turns = multi_agent_on_policy_turns(env, [turn_team])
+    torch.manual_seed(5)
+    ((taken, _, _),) = turns.train([turn_team], [0], 16, run)
+    assert taken == 16
+
+    torch.manual_seed(5)
+    obs, infos = env.reset(seed=reset_seed(run, 0, 0))
+    hand.episodes_ended(np.ones(2, dtype=bool))
+
+    def ended(step_infos):
+        if step_infos[FINAL]["ended"].any():
+            hand.episodes_ended(step_infos[FINAL]["ended"])
+
+    for vector_step in range(8 if cls is MADDPG else 4):
+        if cls is MADDPG:  # learns every 2 vector steps (learn_step 4 of 2 envs)
+            actions = hand.explore(obs, infos)
+            step = env.step(actions)
+            by_hand.add(*_transition(env.agent_ids, obs, infos, actions, step))
+            obs, _, _, _, infos = step
+            ended(infos)
+            if vector_step % 2 == 1:
+                hand.learn(by_hand.sample(4))
+        else:  # rollouts of 2 vector steps
+            rollout = MultiAgentRollout(2, 2)
+            collector = TeamRolloutCollector(
+                hand, rollout, env.agent_ids, on_step=lambda s: ended(s.next_info)
+            )
+            obs, infos = on_policy.collect_rollout(env, collector, obs, infos, 2)
+            hand.learn(rollout, obs)
+    for x, y in zip(turn_team.network_parameters(), hand.network_parameters(), strict=True):
+        assert torch.equal(x, y)
+    if cls is MADDPG:
+        turns.sharing.merge(turns.sharing.take())
+        merged, own = memory.state_dict(), by_hand.state_dict()
+        assert merged["size"] == own["size"] == 16
+        for x, y in zip(tree_leaves(merged["data"]), tree_leaves(own["data"]), strict=True):
+            assert torch.equal(x, y)
 
 
 # --- fitness ----------------------------------------------------------------------------
