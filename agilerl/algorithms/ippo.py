@@ -468,7 +468,8 @@ class IPPO(MultiAgentActorCritic):
         samples of each group (its GAE with its own ``gamma`` and ``gae_lambda``); the
         teams' epochs of a group run together when their samples line up
         (:meth:`_epochs_together`), else each team's on its own (:meth:`_epochs_each`).
-        ``generators``: each team's own minibatch orders (None: torch's, one team)."""
+        ``generators``: each team's own minibatch orders (None, or torch's own generator:
+        torch's stream, one team)."""
         last = self.population_values(view, last_obs)
         updated: list[list[tuple[torch.Tensor, int, bool]]] = [[] for _ in view.agents]
         for group in self.groups:
@@ -561,8 +562,9 @@ def _own_epochs(
     team: IPPO, group: str, samples: GroupSamples, generator: torch.Generator | None
 ) -> tuple[torch.Tensor, int, int, bool]:
     """``team``'s :meth:`IPPO.update_group`, its minibatch orders from torch's generator,
-    seeded from ``generator`` when given (its stream left where it was)."""
-    if generator is None:
+    seeded from ``generator`` when given (its stream left where it was); given torch's
+    own generator (a turn of one team), from its stream, as :meth:`IPPO.learn` draws."""
+    if generator is None or generator is torch.default_generator:
         return team.update_group(group, samples)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(torch.randint(2**31, (1,), generator=generator)))

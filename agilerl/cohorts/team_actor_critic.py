@@ -1,9 +1,12 @@
 """MADDPG and MATD3 teams as one cohort: every team acts with one forward per agent group,
 and learns with one loss and one optimiser step per group and optimiser.
 
-The cohort is the algorithm's own code on the stacked view of its teams
+The cohort is the algorithm's own code on a view of its teams, the family's turn's
+(:class:`~agilerl.families.multi_agent.loops.TeamTurn`): the stacked view of P teams
 (:class:`~agilerl.cohorts.team_views.TeamPopulation`: per group, the actors, critics,
-targets and both optimisers of every team): acting is
+targets and both optimisers of every team), or the view of one team
+(:meth:`~agilerl.algorithms.core.population.Population.of`: exactly the team's own
+``explore`` and ``learn``). Acting is
 :meth:`~agilerl.algorithms.maddpg.MADDPG.act`, learning
 :meth:`~agilerl.algorithms.maddpg.MADDPG.update`. What stays each team's own: its
 losses (masked means over its own active rows), learning rates, ``gamma``, ``tau``,
@@ -23,16 +26,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from agilerl.algorithms.core.population import Population
 from agilerl.cohorts.team_views import TeamPopulation
 
 
 class TeamActorCriticCohort:
-    """MADDPG or MATD3 teams (same architecture) as one; see the module docstring."""
+    """MADDPG or MATD3 teams (same architecture) as one; see the module docstring.
+    ``view``: the turn's view of ``agents`` (:class:`~agilerl.families.multi_agent.loops.
+    TeamTurn`'s; None: their stacked view, as a cohort learner is made of its agents)."""
 
-    def __init__(self, agents: Sequence[Any]) -> None:
+    def __init__(self, agents: Sequence[Any], view: Population[Any] | None = None) -> None:
         self.agents = list(agents)
         self.template = self.agents[0]
-        self.view = TeamPopulation(self.agents)
+        self.view = TeamPopulation(self.agents) if view is None else view
 
     def explore(self, obs: Any, infos: Any = None) -> dict[str, np.ndarray]:
         """Every team's exploring actions for the cohort's observations (team ``p``'s

@@ -2,8 +2,11 @@
 per agent group and step, and every team's PPO epochs of a group learnt with one loss
 and one optimiser step each.
 
-The cohort is IPPO's own code on the stacked view of its teams
-(:class:`~agilerl.cohorts.team_views.TeamPopulation`): acting is
+The cohort is IPPO's own code on a view of its teams, the family's turn's
+(:class:`~agilerl.families.multi_agent.loops.TeamTurn`): the stacked view of P teams
+(:class:`~agilerl.cohorts.team_views.TeamPopulation`), or the view of one team
+(:meth:`~agilerl.algorithms.core.population.Population.of`: exactly the team's own
+``explore``, ``values`` and ``learn``, its minibatch orders from torch's stream). Acting is
 :meth:`~agilerl.algorithms.ippo.IPPO.act`, bootstrapping ``population_values``, learning
 :meth:`~agilerl.algorithms.ippo.IPPO.update` (each team's own samples, GAE, minibatch
 orders from its own generator, coefficients, clip, ``target_kl`` and ``update_epochs``;
@@ -11,7 +14,7 @@ teams whose samples of a group do not line up learn it one after another on thei
 networks).
 
 Collection (the family's turn,
-:func:`~agilerl.families.multi_agent.loops.team_lockstep_turn`) runs
+:func:`~agilerl.families.multi_agent.loops.multi_agent_on_policy_turns`) runs
 :func:`~agilerl.components.on_policy.collect_rollout` with the team's own
 :class:`~agilerl.families.multi_agent.buffers.TeamRolloutCollector`, the cohort standing
 in for the team (:meth:`TeamPolicyCohort.explore`, ``values``, ``last_step``,
@@ -29,16 +32,19 @@ from typing import Any
 import numpy as np
 import torch
 
+from agilerl.algorithms.core.population import Population
 from agilerl.cohorts.team_views import TeamPopulation
 
 
 class TeamPolicyCohort:
-    """IPPO teams (same architecture and loop shape) as one; see the module docstring."""
+    """IPPO teams (same architecture and loop shape) as one; see the module docstring.
+    ``view``: the turn's view of ``agents`` (:class:`~agilerl.families.multi_agent.loops.
+    TeamTurn`'s; None: their stacked view, as a cohort learner is made of its agents)."""
 
-    def __init__(self, agents: Sequence[Any]) -> None:
+    def __init__(self, agents: Sequence[Any], view: Population[Any] | None = None) -> None:
         self.agents = list(agents)
         self.template = self.agents[0]
-        self.view = TeamPopulation(self.agents)
+        self.view = TeamPopulation(self.agents) if view is None else view
         #: Every row's team's discount (:meth:`use_copies`): what a rollout collector
         #: bootstraps time-limit cuts with.
         self.gamma: np.ndarray = np.zeros(0, dtype=np.float32)

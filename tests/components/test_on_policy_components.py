@@ -276,8 +276,10 @@ def test_ippo_collects_bootstraps_and_computes_masked_gae_with_the_shared_functi
     agent = IPPO(env.observation_spaces, env.action_spaces, seed=0, batch_size=8,
                  learn_step=8, update_epochs=1)  # fmt: skip
     rollouts = []
-    learn = agent.learn
-    monkeypatch.setattr(agent, "learn", lambda r, o, *a: rollouts.append(r) or learn(r, o, *a))
+    update = agent.update  # what a team's turn learns through (on the view of the team)
+    monkeypatch.setattr(
+        agent, "update", lambda v, r, o, *a: rollouts.append(r) or update(v, r, o, *a)
+    )
     turns = multi_agent_on_policy_turns(env, [agent])
     ((taken, _, _),) = turns.train([agent], [0], 8, RunState())
     assert taken == 8

@@ -43,15 +43,16 @@ def trained_cohorts(
     monkeypatch: Any, learner: type, manifest: dict[str, Any], out: Any
 ) -> tuple[list[int], list[Any]]:
     """Train ``manifest`` as ``agilerl train`` does, into ``out``: the size of every
-    cohort ``learner`` formed, and the trained population."""
+    cohort of more than one team ``learner`` was made for, and the trained population."""
     from agilerl.trainer import LocalTrainer
 
     sizes: list[int] = []
     real = learner.__init__
 
-    def spy(self: Any, agents: Any) -> None:
-        sizes.append(len(agents))
-        real(self, agents)
+    def spy(self: Any, agents: Any, view: Any = None) -> None:
+        if len(agents) > 1:  # a team alone learns through the same class, on its own view
+            sizes.append(len(agents))
+        real(self, agents, view)
 
     monkeypatch.setattr(learner, "__init__", spy)
     population, _ = LocalTrainer.from_manifest(manifest).train(verbose=False, output_dir=out)

@@ -342,6 +342,11 @@ class Population(Generic[Agent]):
         to do for the view of one, whose networks are the agent's."""
         yield
 
+    def write_back(self) -> None:
+        """Every agent's weights, target weights and optimiser states back into it, when
+        the view's turn ends: nothing to do for the view of one, whose networks and
+        optimisers are the agent's own."""
+
     # -- results ------------------------------------------------------------------------
     def reported(
         self, figures: dict[int, dict[str, torch.Tensor]]

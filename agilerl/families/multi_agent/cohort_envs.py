@@ -1,5 +1,5 @@
-"""The environments a cohort of IPPO teams steps
-(:func:`~agilerl.families.multi_agent.loops.team_lockstep_turn`).
+"""The environments a cohort of teams steps
+(:class:`~agilerl.families.multi_agent.loops.TeamTurn`).
 
 A cohort of P teams steps one :class:`~agilerl.families.multi_agent.vector.ParallelVecEnv`
 of ``P x num_envs`` copies in this process (team ``p``'s the ``p``-th block; a worker

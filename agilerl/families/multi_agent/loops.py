@@ -22,15 +22,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
+import torch
 from typing_extensions import Unpack
 
-from agilerl.cohorts.learners import LEARNERS
+from agilerl.algorithms.core.population import Population
 from agilerl.cohorts.replay import CohortReplay
 from agilerl.cohorts.team_actor_critic import TeamActorCriticCohort
 from agilerl.cohorts.team_policy import TeamPolicyCohort
+from agilerl.cohorts.team_views import TeamPopulation
 from agilerl.components import on_policy
 from agilerl.families.base import Memory
 from agilerl.families.cohorting import run_cohorting
@@ -51,20 +53,19 @@ from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
+    Trained,
+    TrainTurn,
     Turns,
+    each_alone,
     evolve,
     reset_seed,
     run_config,
     vector_steps,
 )
-from agilerl.training.paired import paired_evaluation, paired_turn
 from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
-
-#: One agent's turn: (agent, slot, budget, run) -> (env steps, episode returns, metrics).
-TrainTeam = Callable[[Any, int, int, RunState], tuple[int, list[float], dict[str, float]]]
 
 #: The replay memories a cohort of off-policy teams has a view of
 #: (:class:`~agilerl.cohorts.replay.CohortReplay`).
@@ -74,21 +75,6 @@ TEAM_REPLAYS = frozenset({MultiAgentReplayBuffer})
 def _scale(sum_scores: bool, team: Any) -> float:
     """What one team return counts as: itself, or per agent (``sum_scores`` false)."""
     return 1.0 if sum_scores else 1.0 / len(team.agent_ids)
-
-
-class _Returns:
-    """Each sub-environment's running team return, and those of the episodes that ended."""
-
-    def __init__(self, num_envs: int, scale: float) -> None:
-        self.running = np.zeros(num_envs)
-        self.completed: list[float] = []
-        self.scale = scale
-
-    def add(self, rewards: dict[str, np.ndarray], ended: np.ndarray) -> None:
-        self.running += sum(np.asarray(r, dtype=float) for r in rewards.values())
-        if ended.any():
-            self.completed.extend((self.running[ended] * self.scale).tolist())
-            self.running[ended] = 0.0
 
 
 def team_evaluation(
@@ -116,30 +102,107 @@ def team_evaluation(
     return evaluate
 
 
+class TeamTurn:
+    """A turn of P teams of one cohort (P = 1: a team alone): what differs with P, chosen
+    here and nowhere else, and what the turn keeps of each team besides its learner.
+
+    One team steps the run's own ``env``, reset as its turn resets it (``reset_seed(run,
+    slot, 0)``), on the view of itself (:meth:`~agilerl.algorithms.core.population.
+    Population.of`: its own networks and optimisers), drawing from torch's global stream
+    (``[torch.default_generator]``): its history is that of the team trained on its own.
+    P teams step the joined copies of ``envs`` (team ``p``'s the ``p``-th block of
+    :attr:`n`, each block reset with the seed its team's own turn would use) on the
+    stacked view (:class:`~agilerl.cohorts.team_views.TeamPopulation`: the same code in
+    one forward per group), each team drawing from its own generator
+    (:func:`~agilerl.training.state.turn_generators`). Either way each team keeps its
+    episodes, returns and learning metrics in its block."""
+
+    def __init__(
+        self, env: Any, envs: TeamCohortEnvs | None, agents: list[Any], slots: list[int],
+        run: RunState, sum_scores: bool,
+    ) -> None:  # fmt: skip
+        self.agents = agents
+        self.view: Population[Any]
+        self.generators: list[torch.Generator]
+        if len(agents) == 1:
+            self.env = env
+            self.obs, self.infos = env.reset(seed=reset_seed(run, slots[0], 0))
+            self.view = Population.of(agents[0])
+            self.generators = [torch.default_generator]
+        else:
+            assert envs is not None  # cohorts form only where the run makes copies
+            self.env = envs.take(len(agents))
+            self.obs, self.infos = self.env.reset_each([reset_seed(run, s, 0) for s in slots])
+            self.view = TeamPopulation(agents)
+            self.generators = turn_generators(run, slots)
+        self.n = self.env.num_envs // len(agents)  # each team's copies
+        # What a copy's team return counts as (its team's _scale).
+        self.scale = np.repeat([_scale(sum_scores, agent) for agent in agents], self.n)
+        self.running = np.zeros(self.env.num_envs)  # each copy's running team return
+        self.returns: list[list[float]] = [[] for _ in agents]  # of the episodes that ended
+        self.metrics = [MeanMetrics() for _ in agents]
+        for agent in agents:
+            agent.episodes_ended(np.ones(self.n, dtype=bool))  # every copy starts one
+
+    def add(self, rewards: dict[str, np.ndarray], ended: np.ndarray) -> None:
+        """A vector step's rewards (every agent's added) and ended episodes, each team's
+        from its block."""
+        self.running += sum(np.asarray(r, dtype=float) for r in rewards.values())
+        for p, agent in enumerate(self.agents):
+            own = slice(p * self.n, (p + 1) * self.n)
+            done = ended[own]
+            if done.any():
+                self.returns[p].extend((self.running[own][done] * self.scale[own][done]).tolist())
+                agent.episodes_ended(done)
+        self.running[ended] = 0.0
+
+    def learnt(self, figures: list[dict[str, float] | None]) -> None:
+        """What each team reported of a learning call (None: it did not learn)."""
+        for metrics, own in zip(self.metrics, figures, strict=True):
+            if own is not None:
+                metrics.add(own)
+
+    def results(self, taken: int) -> list[Trained]:
+        """Each team's (steps, returns, metrics) of a turn of ``taken`` steps per team."""
+        out = []
+        for agent, returns, metrics in zip(self.agents, self.returns, self.metrics, strict=True):
+            agent.steps += taken
+            agent.scores.extend(returns)
+            out.append((taken, returns, metrics.means()))
+        return out
+
+
 def _team_turns(
     env: Any,
     pop: list[Any],
-    train_agent: TrainTeam,
-    train_cohort: Any,
+    train: TrainTurn,
     *,
     sum_scores: bool,
     eval_steps: int | None,
     eval_loop: int,
+    cohorting: Cohorting,
+    envs: TeamCohortEnvs | None,
     sharing: Any = None,
-    cohorting: Cohorting | None = None,
-    close: Any = None,
 ) -> Turns:
-    """A team family's turns: ``train_agent`` (and ``train_cohort``), evaluation by
-    :func:`team_evaluation`, and each group's fitness in the per-generation table."""
+    """A team family's turns: ``train``, each team evaluated by :func:`team_evaluation`,
+    and each group's fitness in the per-generation table; the run's cohort copies
+    (``envs``, None: none) closed when it ends."""
     groups = sorted({g for team in pop for g in team.groups})
     return Turns(
-        paired_turn(train_agent, train_cohort, sharing),
-        paired_evaluation(team_evaluation(env, eval_steps, eval_loop, sum_scores), None),
+        train,
+        each_alone(team_evaluation(env, eval_steps, eval_loop, sum_scores)),
         sharing=sharing,
         table_metrics=tuple(f"fitness/{g}" for g in groups),
-        cohorting=cohorting or Cohorting(),
-        close=close,
+        cohorting=cohorting,
+        close=None if envs is None else envs.close,
     )
+
+
+def _cohort_envs(
+    cohorting: Cohorting, spec: Any, source: PythonEnv | None
+) -> TeamCohortEnvs | None:
+    """The copies a run's team cohorts step, where it forms any."""
+    return TeamCohortEnvs(spec, source) if trains_in_cohorts(cohorting) else None
 
 
 def multi_agent_off_policy_turns(
@@ -162,60 +225,52 @@ def multi_agent_off_policy_turns(
     rows are added, in slot order, when the generation ends; see
     :mod:`agilerl.training.sharing`).
 
-    Each team in turn explores for its ``evo_steps`` share (its own noise, restarted per
-    sub-environment where an episode ended), storing every vector step with the true
-    next observations, ``done`` = terminated (a time-limit cut bootstraps) and the masks
-    the environment gave (those acted within and those of the next observations), and
-    learns from a sample of ``batch_size`` rows every ``learn_step`` env steps once the
-    buffer holds a batch and more than ``learning_delay`` rows (:class:`~agilerl.training.
-    rounds.LearningRounds`).
-
-    Where :mod:`~agilerl.training.cohorting` lets them (``cohorts``; copies of ``env``
-    made from ``env_spec``, the environment section ``env`` was built from, and from
-    ``source``, the environment given in Python; a ``memory`` of
-    :data:`TEAM_REPLAYS`), teams of one cohort (:mod:`agilerl.cohorts`) train together
-    (:func:`team_replay_turn`).
+    The teams of a turn (:class:`TeamTurn`; where :mod:`~agilerl.training.cohorting` lets
+    them, ``cohorts``, teams of one cohort, :mod:`agilerl.cohorts`, stepping copies of
+    ``env`` made from ``env_spec``, the environment section ``env`` was built from, or
+    from ``source``, the environment given in Python, with a ``memory`` of
+    :data:`TEAM_REPLAYS`) act together (:class:`~agilerl.cohorts.team_actor_critic.
+    TeamActorCriticCohort`: one forward per group), each exploring for its ``evo_steps``
+    share (its own noise, restarted per sub-environment where an episode ended), storing
+    every vector step in its view of ``memory`` (:class:`~agilerl.cohorts.replay.
+    CohortReplay`: the generation's buffer plus its own rows, journalled as
+    :mod:`~agilerl.training.sharing` merges them) with the true next observations,
+    ``done`` = terminated (a time-limit cut bootstraps) and the masks the environment
+    gave (those acted within and those of the next observations). Each learns from a
+    sample of ``batch_size`` rows of its view, drawn by its generator (:class:`TeamTurn`),
+    every ``learn_step`` of its env steps once the view holds a batch and more than
+    ``learning_delay`` rows (:class:`~agilerl.training.rounds.LearningRounds`).
     """
-    num_envs = env.num_envs
-
-    def train_agent(
-        agent: Any, slot: int, budget: int, run: RunState
-    ) -> tuple[int, list[float], dict[str, float]]:
-        obs, infos = env.reset(seed=reset_seed(run, slot, 0))
-        agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
-        returns = _Returns(num_envs, _scale(sum_scores, agent))
-        metrics = MeanMetrics()
-        rounds = LearningRounds([agent], num_envs, learning_delay)
-        n_steps = vector_steps(budget, num_envs)
-        for _ in range(n_steps):
-            actions = agent.explore(obs, infos)
-            step = env.step(actions)
-            memory.add(*_transition(env.agent_ids, obs, infos, actions, step))
-            next_obs, rewards, _, _, next_infos = step
-            final = next_infos[FINAL]
-            returns.add(rewards, final["ended"])
-            if final["ended"].any():
-                agent.episodes_ended(final["ended"])
-            obs, infos = next_obs, next_infos
-            agent.steps += num_envs
-            for _ in rounds.after_step(len(memory)):
-                metrics.add(agent.learn(memory.sample(agent.batch_size)))
-        agent.scores.extend(returns.completed)
-        return n_steps * num_envs, returns.completed, metrics.means()
-
     sharing = ExperienceSharing(memory)
     cohorting = run_cohorting(cohorts, env_spec, source, type(memory), TEAM_REPLAYS)
-    if not trains_in_cohorts(cohorting):
-        return _team_turns(
-            env, pop, train_agent, None, sum_scores=sum_scores, eval_steps=eval_steps,
-            eval_loop=eval_loop, sharing=sharing,
-        )  # fmt: skip
-    cohort_envs = TeamCohortEnvs(env_spec, source)
+    envs = _cohort_envs(cohorting, env_spec, source)
+
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
+        turn = TeamTurn(env, envs, agents, slots, run, sum_scores)
+        learner = TeamActorCriticCohort(agents, turn.view)
+        n_steps = vector_steps(budget, turn.n)
+        replay = CohortReplay(memory, len(agents), n_steps * turn.n)
+        rounds = LearningRounds(agents, turn.n, learning_delay)
+        sizes = [int(agent.batch_size) for agent in agents]
+        obs, infos = turn.obs, turn.infos
+        for _ in range(n_steps):
+            actions = learner.explore(obs, infos)
+            step = turn.env.step(actions)
+            rows = _transition(turn.env.agent_ids, obs, infos, actions, step)
+            replay.store(dict(zip(MA_FIELDS, rows, strict=True)))
+            obs, rewards, _, _, infos = step
+            turn.add(rewards, infos[FINAL]["ended"])
+            for live in rounds.after_step(len(replay)):
+                batch = replay.rows(replay.draw(sizes, turn.generators, live))
+                turn.learnt(learner.learn(batch, live, turn.generators))
+        learner.write_back()
+        for slot, journal in zip(slots, replay.journals(), strict=True):
+            sharing.record(slot, [journal])
+        return turn.results(n_steps * turn.n)
+
     return _team_turns(
-        env, pop, train_agent,
-        team_replay_turn(cohort_envs, memory, learning_delay, sum_scores),
-        sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop, sharing=sharing,
-        cohorting=cohorting, close=cohort_envs.close,
+        env, pop, train, sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop,
+        cohorting=cohorting, envs=envs, sharing=sharing,
     )  # fmt: skip
 
 
@@ -233,88 +288,6 @@ def _transition(
         obs, actions, rewards, final["obs"], terminated, active_of(next_infos, agent_ids),
         masks_of(infos, agent_ids), final["action_mask"],
     )  # fmt: skip
-
-
-class _CohortTurn:
-    """What a turn of a team cohort keeps besides its learner: the joined copies
-    (``envs.take``: team ``p``'s the ``p``-th block of ``n``), reset with the seeds the
-    teams' own turns would use, each team's episodes and returns in its block, and its
-    learning metrics."""
-
-    def __init__(
-        self, envs: TeamCohortEnvs, agents: list[Any], slots: list[int], run: RunState,
-        sum_scores: bool,
-    ) -> None:  # fmt: skip
-        self.agents = agents
-        self.env = envs.take(len(agents))
-        self.n = self.env.num_envs // len(agents)
-        self.obs, self.infos = self.env.reset_each([reset_seed(run, slot, 0) for slot in slots])
-        self.returns = [_Returns(self.n, _scale(sum_scores, agent)) for agent in agents]
-        self.metrics = [MeanMetrics() for _ in agents]
-        for agent in agents:
-            agent.episodes_ended(np.ones(self.n, dtype=bool))  # every copy starts one
-
-    def add(self, rewards: dict[str, np.ndarray], ended: np.ndarray) -> None:
-        """A vector step's rewards and ended episodes, each team's from its block."""
-        for p, agent in enumerate(self.agents):
-            own = slice(p * self.n, (p + 1) * self.n)
-            self.returns[p].add({a: r[own] for a, r in rewards.items()}, ended[own])
-            if ended[own].any():
-                agent.episodes_ended(ended[own])
-
-    def learnt(self, figures: list[dict[str, float] | None]) -> None:
-        """What each team reported of a learning call (None: it did not learn)."""
-        for metrics, own in zip(self.metrics, figures, strict=True):
-            if own is not None:
-                metrics.add(own)
-
-    def results(self, taken: int) -> list[tuple[int, list[float], dict[str, float]]]:
-        """Each team's (steps, returns, metrics) of a turn of ``taken`` steps per team."""
-        out = []
-        for agent, returns, metrics in zip(self.agents, self.returns, self.metrics, strict=True):
-            agent.steps += taken
-            agent.scores.extend(returns.completed)
-            out.append((taken, returns.completed, metrics.means()))
-        return out
-
-
-def team_replay_turn(
-    envs: TeamCohortEnvs, memory: Any, learning_delay: int, sum_scores: bool
-) -> Any:
-    """The turn of a cohort of MADDPG or MATD3 teams (:class:`~agilerl.cohorts.
-    team_actor_critic.TeamActorCriticCohort`): the teams step their own copies together
-    (each block reset with the seed its team's own turn would use), act with one forward
-    per group and step, and learn together from their views of the shared ``memory``
-    (:class:`~agilerl.cohorts.replay.CohortReplay`: the generation's buffer plus each
-    team's own rows), each every ``learn_step`` of its own env steps (:class:`~agilerl.
-    training.rounds.LearningRounds`), on batches drawn by its own generator. Returns each
-    team's (steps, returns, metrics) and journal."""
-
-    def train_cohort(
-        agents: list[Any], slots: list[int], budget: int, run: RunState
-    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        turn = _CohortTurn(envs, agents, slots, run, sum_scores)
-        env, n, obs, infos = turn.env, turn.n, turn.obs, turn.infos
-        generators = turn_generators(run, slots)
-        learner = cast(TeamActorCriticCohort, LEARNERS[type(agents[0])](agents))  # its kind
-        n_steps = vector_steps(budget, n)
-        view = CohortReplay(memory, len(agents), n_steps * n)
-        rounds = LearningRounds(agents, n, learning_delay)
-        sizes = [int(agent.batch_size) for agent in agents]
-        for _ in range(n_steps):
-            actions = learner.explore(obs, infos)
-            step = env.step(actions)
-            view.store(dict(zip(MA_FIELDS, _transition(env.agent_ids, obs, infos, actions, step),
-                                strict=True)))  # fmt: skip
-            obs, rewards, _, _, infos = step
-            turn.add(rewards, infos[FINAL]["ended"])
-            for live in rounds.after_step(len(view)):
-                batch = view.rows(view.draw(sizes, generators, live))
-                turn.learnt(learner.learn(batch, live, generators))
-        learner.write_back()
-        return turn.results(n_steps * n), [[journal] for journal in view.journals()]
-
-    return train_cohort
 
 
 def train_multi_agent_off_policy(
@@ -363,7 +336,13 @@ def multi_agent_on_policy_turns(
 ) -> Turns:
     """The turns of on-policy teams (IPPO) on a vectorised parallel ``env``.
 
-    Each team in turn collects rollouts of ``learn_step`` env steps (rounded up to whole
+    The teams of a turn (:class:`TeamTurn`; where :mod:`~agilerl.training.cohorting` lets
+    them, ``cohorts``, teams of one cohort, :mod:`agilerl.cohorts`, stepping copies of
+    ``env`` made from ``env_spec``, the environment section ``env`` was built from, or
+    from ``source``, the environment given in Python) act together
+    (:class:`~agilerl.cohorts.team_policy.TeamPolicyCohort`: one forward per group and
+    step) and learn together, each team's minibatch orders drawn by its own generator.
+    Each team collects rollouts of ``learn_step`` env steps (rounded up to whole
     vector steps) with :func:`~agilerl.components.on_policy.collect_rollout`, the
     collection PPO uses, into a :class:`~agilerl.families.multi_agent.buffers.
     MultiAgentRollout` (:class:`~agilerl.families.multi_agent.buffers.
@@ -372,50 +351,35 @@ def multi_agent_on_policy_turns(
     within), and learns from each whole (GAE per agent, bootstrapped from the
     observations after the rollout), until its ``evo_steps`` share is used. Time-limit
     cuts are bootstrapped by adding ``gamma * V`` of the last observation to that step's
-    reward (:func:`~agilerl.components.on_policy.bootstrap_time_limits`).
-
-    Where :mod:`~agilerl.training.cohorting` lets them (``cohorts``; copies of ``env``
-    made from ``env_spec``, the environment section ``env`` was built from, and from
-    ``source``, the environment given in Python), teams of one cohort
-    (:mod:`agilerl.cohorts`) train together (:func:`team_lockstep_turn`).
+    reward (each row's team's ``gamma``;
+    :func:`~agilerl.components.on_policy.bootstrap_time_limits`).
     """
-    num_envs = env.num_envs
+    cohorting = run_cohorting(cohorts, env_spec, source)  # each team its own rollouts
+    envs = _cohort_envs(cohorting, env_spec, source)
 
-    def train_agent(
-        agent: Any, slot: int, budget: int, run: RunState
-    ) -> tuple[int, list[float], dict[str, float]]:
-        obs, infos = env.reset(seed=reset_seed(run, slot, 0))
-        agent.episodes_ended(np.ones(num_envs, dtype=bool))
-        returns = _Returns(num_envs, _scale(sum_scores, agent))
-        metrics = MeanMetrics()
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
+        turn = TeamTurn(env, envs, agents, slots, run, sum_scores)
+        obs, infos = turn.obs, turn.infos
 
         def episodes(step: on_policy.VectorStep) -> None:
-            ended = step.next_info[FINAL]["ended"]
-            returns.add(step.env_reward, ended)
-            if ended.any():
-                agent.episodes_ended(ended)
+            turn.add(step.env_reward, step.next_info[FINAL]["ended"])
 
+        learner = TeamPolicyCohort(agents, turn.view)
+        learner.use_copies(turn.n)
         taken = 0
         while taken < budget:
-            length = math.ceil(agent.learn_step / num_envs)  # learn_step may mutate
-            rollout, obs, infos = _collect(agent, env, obs, infos, length, episodes, agent.device)
-            metrics.add(agent.learn(rollout, obs))
-            taken += length * num_envs
-        agent.steps += taken
-        agent.scores.extend(returns.completed)
-        return taken, returns.completed, metrics.means()
+            length = math.ceil(agents[0].learn_step / turn.n)  # learn_step may mutate
+            rollout, obs, infos = _collect(
+                learner, turn.env, obs, infos, length, episodes, agents[0].device
+            )
+            turn.learnt(list(learner.learn(rollout, obs, turn.generators)))
+            taken += length * turn.n
+        learner.write_back()
+        return turn.results(taken)
 
-    cohorting = run_cohorting(cohorts, env_spec, source)  # each team its own rollouts
-    if not trains_in_cohorts(cohorting):
-        return _team_turns(
-            env, pop, train_agent, None,
-            sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop,
-        )  # fmt: skip
-    cohort_envs = TeamCohortEnvs(env_spec, source)
     return _team_turns(
-        env, pop, train_agent, team_lockstep_turn(cohort_envs, sum_scores),
-        sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop,
-        cohorting=cohorting, close=cohort_envs.close,
+        env, pop, train, sum_scores=sum_scores, eval_steps=eval_steps, eval_loop=eval_loop,
+        cohorting=cohorting, envs=envs,
     )  # fmt: skip
 
 
@@ -435,40 +399,6 @@ def _collect(
     collector = TeamRolloutCollector(team, rollout, env.agent_ids, on_step=on_step)
     obs, infos = on_policy.collect_rollout(env, collector, obs, infos, length)
     return rollout, obs, infos
-
-
-def team_lockstep_turn(envs: TeamCohortEnvs, sum_scores: bool) -> Any:
-    """The turn of a cohort of IPPO teams (:class:`~agilerl.cohorts.team_policy.
-    TeamPolicyCohort`): the teams step their own copies together (each block reset with
-    the seed its team's own turn would use), collect a rollout each at a time with one
-    forward per group and step, and learn from them together, minibatch orders drawn
-    from each team's own generator, until their ``evo_steps`` share is used. Returns
-    each team's (steps, returns, metrics); an on-policy turn keeps no journal."""
-
-    def train_cohort(
-        agents: list[Any], slots: list[int], budget: int, run: RunState
-    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        turn = _CohortTurn(envs, agents, slots, run, sum_scores)
-        obs, infos = turn.obs, turn.infos
-
-        def episodes(step: on_policy.VectorStep) -> None:
-            turn.add(step.env_reward, step.next_info[FINAL]["ended"])
-
-        generators = turn_generators(run, slots)
-        learner = cast(TeamPolicyCohort, LEARNERS[type(agents[0])](agents))  # this turn's kind
-        learner.use_copies(turn.n)
-        taken = 0
-        while taken < budget:
-            length = math.ceil(agents[0].learn_step / turn.n)
-            rollout, obs, infos = _collect(
-                learner, turn.env, obs, infos, length, episodes, agents[0].device
-            )
-            turn.learnt(list(learner.learn(rollout, obs, generators)))
-            taken += length * turn.n
-        learner.write_back()
-        return turn.results(taken), [None] * len(agents)
-
-    return train_cohort
 
 
 def train_multi_agent_on_policy(

@@ -23,13 +23,26 @@ from support import ROOT
 from agilerl.algorithms.ippo import IPPO
 from agilerl.algorithms.maddpg import MADDPG
 from agilerl.cli import main
+from agilerl.cohorts.replay import CohortReplay
+from agilerl.components import on_policy
 from agilerl.documents import load_document
-from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
-from agilerl.families.multi_agent.loops import team_evaluation
+from agilerl.families.multi_agent.buffers import (
+    MA_FIELDS,
+    MultiAgentReplayBuffer,
+    MultiAgentRollout,
+    TeamRolloutCollector,
+)
+from agilerl.families.multi_agent.loops import (
+    _transition,
+    multi_agent_off_policy_turns,
+    multi_agent_on_policy_turns,
+    team_evaluation,
+)
 from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv
+from agilerl.observations import tree_leaves
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 from agilerl.training import train_multi_agent_off_policy, train_multi_agent_on_policy
-from agilerl.training.state import RunState
+from agilerl.training.state import RunState, reset_seed
 
 CORPUS = ROOT / "tests" / "agilerl_manifests"
 
@@ -63,25 +76,35 @@ class Spy:
 # --- the off-policy loop ----------------------------------------------------------------
 
 
-def test_off_policy_loop_hands_the_env_the_teams_own_actions_and_stores_what_happened():
+def test_off_policy_loop_hands_the_env_the_teams_own_actions_and_stores_what_happened(
+    monkeypatch,
+):
     env = vec(awkward_cue_game, n=2)
     agent = team(MADDPG, env, batch_size=2, learn_step=2)
     memory = MultiAgentReplayBuffer(1000)
-    explore, step = Spy(agent, "explore"), Spy(env, "step")
-    added, learn = Spy(memory, "add"), Spy(agent, "learn")
+    # A team alone acts and learns on the view of itself (what explore and learn run)
+    # and stores into its view of the shared buffer.
+    explore, step = Spy(agent, "act"), Spy(env, "step")
+    learn = Spy(agent, "update")
+    added = []
+    store = CohortReplay.store
+    monkeypatch.setattr(
+        CohortReplay, "store", lambda view, rows: added.append(rows) or store(view, rows)
+    )
     train_multi_agent_off_policy(
         env, "cue", "MADDPG", [agent], memory, max_steps=16, evo_steps=16, verbose=False
     )
     # 16 env steps over 2 envs, then the evaluation's episode (4 steps, greedy)
     assert len(explore.calls) == 8 and len(step.calls) == 8 + 4
+    assert all(args[0].agents == [agent] for args, _, _ in explore.calls + learn.calls)
     training = step.calls[:8]
     for (_, _, actions), (args, _, _) in zip(explore.calls, training, strict=True):
         assert args[0] is actions  # never replaced, never resampled
     before = [explore_args for explore_args, _, _ in explore.calls]  # (obs, infos) acted on
-    for (args, _, _), (_, _, out), (_, acted_infos) in zip(
-        added.calls, training, before, strict=True
-    ):
-        obs, action, reward, next_obs, done, active, mask, next_mask = args
+    for rows, (_, _, out), (_, _, acted_infos) in zip(added, training, before, strict=True):
+        obs, action, reward, next_obs, done, active, mask, next_mask = (
+            rows[name] for name in MA_FIELDS
+        )
         _, rewards, terminated, _, infos = out
         assert next_obs is infos[FINAL]["obs"] and done is terminated and reward is rewards
         assert all(active[a] is infos[a]["active"] for a in env.agent_ids)
@@ -89,7 +112,7 @@ def test_off_policy_loop_hands_the_env_the_teams_own_actions_and_stores_what_hap
         assert mask["blind_0"] is acted_infos["blind_0"]["action_mask"]
         assert next_mask is infos[FINAL]["action_mask"]
     # the scout leaves after 2 of the 4 steps: half the stored rows are inactive for it
-    scout = np.concatenate([args[5]["scout_0"] for args, _, _ in added.calls])
+    scout = np.concatenate([rows["active"]["scout_0"] for rows in added])
     assert scout.sum() == len(scout) // 2
     # learning from the first full batch on, every learn_step (2) env steps: once a step
     assert len(learn.calls) == 8
@@ -99,7 +122,7 @@ def test_off_policy_loop_hands_the_env_the_teams_own_actions_and_stores_what_hap
 def test_off_policy_loop_waits_for_learning_delay():
     env = vec(n=2)
     agent = team(MADDPG, env, batch_size=2, learn_step=2)
-    learn = Spy(agent, "learn")
+    learn = Spy(agent, "update")  # what learn runs, on the view of the team
     train_multi_agent_off_policy(
         env, "cue", "MADDPG", [agent], MultiAgentReplayBuffer(100), max_steps=16,
         evo_steps=16, learning_delay=10, verbose=False,
@@ -116,18 +139,19 @@ def test_on_policy_loop_learns_from_whole_rollouts_with_time_limits_bootstrapped
     step = Spy(env, "step")
     expected = []
 
-    def before(rollout, last_obs, *rest):
+    def before(view, rollout, last_obs, *rest):
         if len(step.calls) == 6:  # the second rollout: vector steps 4-6; step 4 was cut
             _, rewards, _, truncated, infos = step.calls[3][2]
             assert truncated["seer_0"].all()
             values = agent.values(infos[FINAL]["obs"])  # the critic it was collected with
             expected.append({a: rewards[a] + agent.gamma * values[a] for a in env.agent_ids})
 
-    learn = Spy(agent, "learn", before=before)
+    learn = Spy(agent, "update", before=before)  # what learn runs, on the view of the team
     train_multi_agent_on_policy(
         env, "cue", "IPPO", [agent], max_steps=12, evo_steps=12, verbose=False
     )
-    (first, _, _), (second, _, _) = learn.calls  # 12 env steps: two rollouts
+    (first, _, _), (second, _, _) = ((args[1:], kw, out) for args, kw, out in learn.calls)
+    assert len(learn.calls) == 2  # 12 env steps: two rollouts
     assert len(first[0]) == len(second[0]) == 3 and agent.steps == 12
     assert first[1] is step.calls[2][2][0]  # bootstrapped from the obs after the rollout
     for agent_id in env.agent_ids:
@@ -141,6 +165,58 @@ def test_on_policy_loop_learns_from_whole_rollouts_with_time_limits_bootstrapped
             second[0].reward[agent_id][0].numpy(), expected[0][agent_id], rtol=1e-5
         )
         assert second[0].done[agent_id][0].all() and not first[0].done[agent_id].any()
+
+
+@pytest.mark.parametrize("cls", [MADDPG, IPPO])
+def test_a_team_alone_trains_bit_for_bit_as_its_own_explore_and_learn_do(cls):
+    """A turn of one team (P = 1) runs its kind's cohort code on the view of the team
+    itself, its draws from torch's stream: after the turn its weights are those of a hand
+    loop of the team's own explore and learn on the run's env, and (off-policy) its
+    journal merged is what writing into the buffer itself stores."""
+    env = vec(n=2)
+    turn_team, hand = (team(cls, env, batch_size=4, learn_step=4) for _ in range(2))
+    run = RunState(seed=1)
+    memory, by_hand = MultiAgentReplayBuffer(100), MultiAgentReplayBuffer(100)
+    if cls is MADDPG:
+        turns = multi_agent_off_policy_turns(env, memory, [turn_team])
+    else:
+        turns = multi_agent_on_policy_turns(env, [turn_team])
+    torch.manual_seed(5)
+    ((taken, _, _),) = turns.train([turn_team], [0], 16, run)
+    assert taken == 16
+
+    torch.manual_seed(5)
+    obs, infos = env.reset(seed=reset_seed(run, 0, 0))
+    hand.episodes_ended(np.ones(2, dtype=bool))
+
+    def ended(step_infos):
+        if step_infos[FINAL]["ended"].any():
+            hand.episodes_ended(step_infos[FINAL]["ended"])
+
+    for vector_step in range(8 if cls is MADDPG else 4):
+        if cls is MADDPG:  # learns every 2 vector steps (learn_step 4 of 2 envs)
+            actions = hand.explore(obs, infos)
+            step = env.step(actions)
+            by_hand.add(*_transition(env.agent_ids, obs, infos, actions, step))
+            obs, _, _, _, infos = step
+            ended(infos)
+            if vector_step % 2 == 1:
+                hand.learn(by_hand.sample(4))
+        else:  # rollouts of 2 vector steps
+            rollout = MultiAgentRollout(2, 2)
+            collector = TeamRolloutCollector(
+                hand, rollout, env.agent_ids, on_step=lambda s: ended(s.next_info)
+            )
+            obs, infos = on_policy.collect_rollout(env, collector, obs, infos, 2)
+            hand.learn(rollout, obs)
+    for x, y in zip(turn_team.network_parameters(), hand.network_parameters(), strict=True):
+        assert torch.equal(x, y)
+    if cls is MADDPG:
+        turns.sharing.merge(turns.sharing.take())
+        merged, own = memory.state_dict(), by_hand.state_dict()
+        assert merged["size"] == own["size"] == 16
+        for x, y in zip(tree_leaves(merged["data"]), tree_leaves(own["data"]), strict=True):
+            assert torch.equal(x, y)
 
 
 # --- fitness ----------------------------------------------------------------------------
