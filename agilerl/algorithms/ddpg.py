@@ -107,6 +107,8 @@ class DDPG(RLAlgorithm):
     #: ``share_encoders`` decides which modules the critics run and which parameters each
     #: optimiser holds; ``max_grad_norm`` is the one clip of a stacked step.
     cohort_same: ClassVar[tuple[str, ...]] = ("share_encoders", "max_grad_norm")
+    #: Learns in cohorts (TD3 inherits it).
+    learns_in_cohorts: ClassVar[bool] = True
     noise_clip: ClassVar[float] = 0.5
 
     def __init__(

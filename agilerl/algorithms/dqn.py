@@ -67,6 +67,8 @@ class DQN(RLAlgorithm):
     #: Attributes the update reads from the view's first agent for every agent (the code
     #: path): agents of one cohort must be equal in them.
     cohort_same: ClassVar[tuple[str, ...]] = ("double",)
+    #: Learns in cohorts (CQN and RainbowDQN inherit it).
+    learns_in_cohorts: ClassVar[bool] = True
     #: Exploration rate of ``predict(..., deterministic=False)``: the default schedule's
     #: final epsilon (``agilerl.components.exploration.EPS_END``; a test keeps them equal).
     sample_epsilon: ClassVar[float] = 0.01

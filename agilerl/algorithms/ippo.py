@@ -154,6 +154,8 @@ class IPPO(MultiAgentActorCritic):
     #: team with an ``action_batch_size`` trains alone:
     #: :data:`~agilerl.cohorts.learners.ALONE_IF`).
     cohort_same: ClassVar[tuple[str, ...]] = ("learn_step", "batch_size")
+    #: Teams learn in cohorts.
+    learns_in_cohorts: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -213,6 +213,8 @@ class MADDPG(MultiAgentActorCritic):
     #: What teams of a cohort share beyond the architecture: nothing (batch sizes are
     #: padded; the clip and the smoothing are class attributes, equal within a class).
     cohort_same: ClassVar[tuple[str, ...]] = ()
+    #: Teams learn in cohorts (MATD3 inherits it).
+    learns_in_cohorts: ClassVar[bool] = True
 
     def __init__(
         self,

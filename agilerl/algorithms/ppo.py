@@ -117,6 +117,8 @@ class PPO(RLAlgorithm):
         "recurrent",
         "use_gae",
     )
+    #: Learns in cohorts (a recurrent agent's networks do not stack: it trains alone).
+    learns_in_cohorts: ClassVar[bool] = True
     init_args = (
         "batch_size",
         "lr",

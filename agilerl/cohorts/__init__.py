@@ -15,6 +15,7 @@ n-step sums (:mod:`~agilerl.cohorts.replay`). When the generation's training end
 weights and optimiser state are written back into it: evaluation, selection, mutation,
 cloning and every saved file see agents exactly as when they train one at a time.
 
-Which algorithms learn in cohorts: :data:`~agilerl.cohorts.learners.LEARNERS`. A cohort
-of one trains on the plain path, and ``training.cohorts: false`` keeps every agent on it.
+Which algorithms learn in cohorts, each algorithm declares (``learns_in_cohorts``, read
+by :func:`~agilerl.cohorts.learners.can_join`). A cohort of one trains on the plain
+path, and ``training.cohorts: false`` keeps every agent on it.
 """

@@ -7,12 +7,15 @@ is the update of a view of one. A cohort is that algorithm's code run on the sta
 of its agents (:class:`~agilerl.cohorts.views.StackedPopulation`); it never calls the
 algorithm's private methods nor rebinds its attributes.
 
-:data:`LEARNERS` says which algorithms learn in cohorts, and how: DQN, CQN, RainbowDQN,
-DDPG and TD3 from replayed batches (:class:`ReplayCohort`), PPO through
-:class:`~agilerl.cohorts.policy.PolicyCohort`, IPPO's teams through
-:class:`~agilerl.cohorts.team_policy.TeamPolicyCohort`, MADDPG's and MATD3's through
-:class:`~agilerl.cohorts.team_actor_critic.TeamActorCriticCohort`. :func:`cohort_key` says
-which agents may share a cohort.
+Which algorithms learn in cohorts, each declares itself
+(:attr:`~agilerl.algorithms.core.evolvable.EvolvableAlgorithm.learns_in_cohorts`: DQN,
+CQN, RainbowDQN, DDPG, TD3, PPO, IPPO, MADDPG, MATD3); :func:`can_join` says which
+agents can train in a cohort at all, :func:`cohort_key` which may share one. Each family
+builds its cohort class itself: :class:`ReplayCohort` for the replayed batches of DQN,
+CQN, RainbowDQN, DDPG and TD3, :class:`~agilerl.cohorts.policy.PolicyCohort` for PPO,
+:class:`~agilerl.cohorts.team_policy.TeamPolicyCohort` for IPPO's teams,
+:class:`~agilerl.cohorts.team_actor_critic.TeamActorCriticCohort` for MADDPG's and
+MATD3's.
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ class Learner(Protocol):
 
 
 class ReplayLearner(Learner, Protocol):
-    """A learner from replayed batches (:func:`~agilerl.families.single_agent.off_policy.
-    lockstep_turn`, the offline turn): it acts for every agent (uniformly at random for
+    """A learner from replayed batches (what :class:`~agilerl.cohorts.replay.
+    LockstepReplay` drives): it acts for every agent (uniformly at random for
     those ``uniform`` names: :mod:`~agilerl.cohorts.acting`) and learns for those a mask
     names, each on its block of a batch."""
 
@@ -127,11 +130,11 @@ ALONE_IF = ("normalization", "action_batch_size")
 
 
 def can_join(agent: Any) -> bool:
-    """Whether ``agent`` can train in a cohort at all: its algorithm learns in cohorts
-    (:data:`LEARNERS`), none of :data:`ALONE_IF` is set, and every network can be stacked
-    (:func:`~agilerl.cohorts.stacking.stackable`). Reads no values (the pre-flight asks it
-    of an agent on the meta device)."""
-    if type(agent) not in LEARNERS:
+    """Whether ``agent`` can train in a cohort at all: its algorithm says it learns in
+    cohorts (``learns_in_cohorts``), none of :data:`ALONE_IF` is set, and every network
+    can be stacked (:func:`~agilerl.cohorts.stacking.stackable`). Reads no values (the
+    pre-flight asks it of an agent on the meta device)."""
+    if not agent.learns_in_cohorts:
         return False
     if any(getattr(agent, name, None) is not None for name in ALONE_IF):
         return False

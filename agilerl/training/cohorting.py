@@ -13,10 +13,10 @@ A run's agents share cohorts (:mod:`agilerl.cohorts`) where all of these hold:
   has a view of (:data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` for single agents, the
   multi-agent buffer for teams, a uniform buffer offline; a frame-storing buffer has
   none);
-* and, per agent, :func:`~agilerl.cohorts.learners.can_join` (the algorithm has a
-  cohort learner, none of :data:`~agilerl.cohorts.learners.ALONE_IF` is set, every
-  network can be stacked), and agents whose :func:`~agilerl.cohorts.learners.cohort_key`
-  are equal form one cohort.
+* and, per agent, :func:`~agilerl.cohorts.learners.can_join` (the algorithm declares
+  that it learns in cohorts, ``learns_in_cohorts`` on its class; none of
+  :data:`~agilerl.cohorts.learners.ALONE_IF` is set; every network can be stacked), and
+  agents whose :func:`~agilerl.cohorts.learners.cohort_key` are equal form one cohort.
 
 A family states the first three as a :class:`Cohorting` when it builds its turns
 (:class:`~agilerl.training.evolution.Turns` carries it), :func:`~agilerl.training.
@@ -57,7 +57,7 @@ def cohorts(run: Cohorting, agents: Mapping[int, Any]) -> list[list[int]]:
     """The slots of ``agents`` grouped into cohorts, in slot order (a cohort's first slot
     orders it): by :func:`~agilerl.cohorts.learners.cohort_key` where ``run`` lets them
     share cohorts, every agent alone otherwise."""
-    from agilerl.cohorts import learners  # every cohort learner's algorithm: on first use
+    from agilerl.cohorts import learners  # the stacking machinery: imported on first use
 
     return learners.form_cohorts(dict(agents), trains_in_cohorts(run))
 
@@ -69,6 +69,6 @@ def shares_cohorts(run: Cohorting, agent: Any, count: int) -> bool:
     them unless mutation changed their architectures, which the pre-flight cannot know."""
     if count < 2 or not trains_in_cohorts(run):
         return False
-    from agilerl.cohorts import learners  # every cohort learner's algorithm: on first use
+    from agilerl.cohorts import learners  # the stacking machinery: imported on first use
 
     return learners.can_join(agent)

@@ -13,7 +13,7 @@ from gymnasium import spaces
 
 from agilerl.algorithms.ddpg import DDPG
 from agilerl.algorithms.td3 import TD3
-from agilerl.cohorts.learners import LEARNERS, ReplayCohort, cohort_key, form_cohorts
+from agilerl.cohorts.learners import ReplayCohort, cohort_key, form_cohorts
 
 OBS = spaces.Box(-1.0, 1.0, (3,))
 ACTIONS = spaces.Box(-2.0, 2.0, (2,))
@@ -237,7 +237,7 @@ def test_exploring_in_a_cohort_is_each_agents_own_exploration():
 
 
 def test_cohorts_group_ddpg_and_td3_agents_by_what_their_code_needs_equal():
-    assert LEARNERS[DDPG] is ReplayCohort and LEARNERS[TD3] is ReplayCohort
+    assert DDPG.learns_in_cohorts and TD3.learns_in_cohorts
     ddpg, td3 = agents(DDPG, count=3), agents(TD3, count=2)
     shared = agents(TD3, count=1, share_encoders=True)[0]
     wider = DDPG(OBS, ACTIONS, index=7, net_config={**NET, "latent_dim": 20})

@@ -14,7 +14,7 @@ from gymnasium import spaces
 from agilerl.algorithms.cqn import CQN
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.rainbow_dqn import RainbowDQN
-from agilerl.cohorts.learners import ReplayCohort, cohort_key, form_cohorts
+from agilerl.cohorts.learners import ReplayCohort, can_join, cohort_key, form_cohorts
 from agilerl.testing.transitions import random_transitions
 
 OBS = spaces.Box(-1.0, 1.0, (4,))
@@ -132,3 +132,19 @@ def test_cohorts_group_agents_by_algorithm_and_architecture():
     # another batch size joins (padded batches); another architecture or double does not
     assert form_cohorts(population) == [[0, 2, 6], [1], [3], [4], [5]]
     assert form_cohorts(population, enabled=False) == [[i] for i in range(7)]
+
+
+def test_each_algorithm_declares_whether_it_learns_in_cohorts():
+    import agilerl.algorithms
+
+    cohorts = {name for name in agilerl.algorithms.NAMES
+               if getattr(agilerl.algorithms, name).learns_in_cohorts}  # fmt: skip
+    assert cohorts == {"DQN", "CQN", "RainbowDQN", "DDPG", "TD3", "PPO", "IPPO", "MADDPG", "MATD3"}
+
+    class OwnStep(DQN):  # a learning step of its own, not its update on a view
+        learns_in_cohorts = False
+
+    own = OwnStep(OBS, ACTIONS, index=3, net_config=NET)
+    dqn = agents(count=1)[0]
+    assert can_join(dqn) and not can_join(own)  # the class decides, nothing else
+    assert form_cohorts({0: dqn, 1: agents(count=1)[0], 2: own}) == [[0, 1], [2]]

@@ -135,6 +135,14 @@ class EvolvableAlgorithm:
     learn_metrics: ClassVar[Mapping[str, str]] = {}
     #: The metric of :attr:`learn_metrics` the fitness plot draws as "the loss".
     main_loss: ClassVar[str | None] = None
+    #: Whether agents of this algorithm may train together as a cohort
+    #: (:mod:`agilerl.cohorts`): its learning step is its ``update`` on a view of P agents
+    #: (:class:`~agilerl.algorithms.core.population.Population`) and the families' turns
+    #: can run it on a stacked view. The first condition of
+    #: :func:`~agilerl.cohorts.learners.can_join`, the one predicate the generation loop
+    #: and the pre-flight ask. Subclasses inherit it: one whose learning step is not its
+    #: ``update`` sets it back to False.
+    learns_in_cohorts: ClassVar[bool] = False
 
     #: What the agent is built from besides its hyperparameters (constructor argument ->
     #: its type in a checkpoint): saved in :meth:`state_dict`, passed back on rebuild.

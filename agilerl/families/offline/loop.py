@@ -3,26 +3,31 @@ with evolution (CQN)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
 
 import numpy as np
+import torch
 from typing_extensions import Unpack
 
-from agilerl.cohorts.learners import LEARNERS, ReplayLearner
+from agilerl.algorithms.core.population import Population
+from agilerl.cohorts.learners import ReplayCohort
 from agilerl.cohorts.replay import draw_padded
 from agilerl.components.replay import STORAGES, Replay
 from agilerl.families.base import Memory
 from agilerl.families.context import RunContext
-from agilerl.training.cohorting import Cohorting, trains_in_cohorts
+from agilerl.training.cohorting import Cohorting
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
+    Trained,
     Turns,
+    each_alone,
     episode_evaluation,
     evolve,
     run_config,
 )
-from agilerl.training.paired import paired_evaluation, paired_turn
 from agilerl.training.state import turn_generators
 from agilerl.training.tracking import MeanMetrics
 
@@ -54,51 +59,63 @@ def offline_turns(
     :mod:`~agilerl.training.cohorting` lets them (``cohorts``; a ``memory`` of
     :data:`UNIFORM_REPLAYS`: a cohort steps no environment, so it copies none), agents
     of one cohort (:mod:`agilerl.cohorts`) make their updates together: one step per
-    update for all, each on its own uniform sample."""
-    replay = Replay.of(memory)
-    for agent in pop:
-        replay.check(agent)
+    update for all, each on its own uniform sample. One turn trains any cohort; an agent
+    alone is a cohort of one, and :func:`updates` says what differs with the count.
+    ``memory`` must draw uniformly (a prioritised buffer is refused); ``pop`` is not
+    read (a uniform memory serves any agent)."""
+    if type(Replay.of(memory)) is not Replay:
+        raise ValueError(
+            f"memory: offline agents learn from uniform samples of their dataset; a "
+            f"{type(memory).__name__} draws by priority: pass a ReplayBuffer"
+        )
 
-    def train_agent(
-        agent: Any, slot: int, budget: int, run: RunState
-    ) -> tuple[int, list[float], dict[str, float]]:
-        metrics = MeanMetrics()
-        for _ in range(budget):
-            metrics.add(replay.learn(agent))
-        agent.steps += budget
-        # No episodes are played while learning: training scores come from evaluation.
-        return budget, [], metrics.means()
-
-    def train_cohort(
-        agents: list[Any], slots: list[int], budget: int, run: RunState
-    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        learner = cast(ReplayLearner, LEARNERS[type(agents[0])](agents))  # this turn's kind
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
+        learn, generators, write_back = updates(agents, slots, run)
         sizes = [agent.batch_size for agent in agents]
         everyone = np.ones(len(agents), dtype=bool)
-        # Each agent draws its samples as its own turn would: its own generator, seeded
-        # as that turn seeds torch's (what it sees does not depend on its cohort).
-        generators = turn_generators(run, slots)
         metrics = [MeanMetrics() for _ in agents]
         for _ in range(budget):
             drawn = draw_padded(len(memory), sizes, generators, everyone)
             batch = memory.sample_from_indices(drawn.reshape(-1))
-            for own, figures in zip(
-                metrics, learner.learn(batch, everyone, generators), strict=True
-            ):
+            for own, figures in zip(metrics, learn(batch, everyone, generators), strict=True):
                 assert figures is not None  # every agent learns at every update
                 own.add(figures)
-        learner.write_back()
+        write_back()
         for agent in agents:
             agent.steps += budget
-        return [(budget, [], own.means()) for own in metrics], []
+        # No episodes are played while learning: training scores come from evaluation.
+        return [(budget, [], own.means()) for own in metrics]
 
-    cohorting = offline_cohorting(cohorts, type(memory))
     return Turns(
-        paired_turn(train_agent, train_cohort if trains_in_cohorts(cohorting) else None),
-        paired_evaluation(episode_evaluation(env, eval_steps, eval_loop), None),
-        cohorting=cohorting,
+        train,
+        each_alone(episode_evaluation(env, eval_steps, eval_loop)),
+        cohorting=offline_cohorting(cohorts, type(memory)),
         score_column=None,  # updates play no episodes: no training score to show
     )
+
+
+#: learn(batch, live, generators) -> each agent's figures: one update of a turn's agents,
+#: agent ``p`` on the ``p``-th block of ``batch``.
+Learn = Callable[[dict[str, Any], np.ndarray, Sequence[torch.Generator]], list[Any]]
+
+
+def updates(
+    agents: list[Any], slots: list[int], run: RunState
+) -> tuple[Learn, list[torch.Generator], Callable[[], None]]:
+    """The one place where a turn of P = 1 and one of P > 1 differ: how its agents
+    update, what each draws its samples with, and what puts the updates back into them.
+    An agent alone updates on its own view of one
+    (:meth:`~agilerl.algorithms.core.population.Population.of`) and draws from torch's
+    global generator, which the loop seeded for its turn: exactly the samples and updates
+    of ``Replay.learn``. A cohort updates on the stacked view of its agents
+    (:class:`~agilerl.cohorts.learners.ReplayCohort`), each drawing with a generator of
+    its own slot (:func:`~agilerl.training.state.turn_generators`)."""
+    if len(agents) == 1:
+        agent = agents[0]
+        # The view of one holds the agent's own modules: nothing to write back.
+        return partial(agent.update, Population.of(agent)), [torch.default_generator], lambda: None
+    cohort = ReplayCohort(agents)
+    return cohort.learn, turn_generators(run, slots), cohort.write_back
 
 
 def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) -> Turns:

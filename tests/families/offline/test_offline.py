@@ -440,3 +440,46 @@ def test_an_array_compressed_with_an_unknown_filter_is_refused(tmp_path):
     assert str(err.value).endswith(
         "), which this h5py cannot decode; write the dataset with gzip, lzf or no compression"
     )
+
+
+def test_an_agent_alone_updates_exactly_as_replay_learn_does(tmp_path):
+    """The offline turn of one agent (P = 1 of the one turn: its own view of one, torch's
+    global generator) draws the samples and makes the updates of ``Replay.learn``, the
+    one-agent step of the other replay loops, float for float."""
+    from agilerl.components.replay import Replay
+    from agilerl.families.offline.loop import offline_turns
+    from agilerl.training.state import RunState
+    from agilerl.training.tracking import MeanMetrics
+
+    dataset = load_dataset(random_dataset(tmp_path / "d.h5"), OBS, ACT)
+    memory = ReplayBuffer(len(dataset))
+    dataset.fill(memory)
+    turned = CQN(OBS, ACT, 0, batch_size=32, seed=0, net_config=SMALL_NET)
+    alone = turned.clone()
+    env = cartpole()
+    try:
+        turns = offline_turns(env, memory, [turned])
+    finally:
+        env.close()
+    torch.manual_seed(7)
+    [(taken, scores, metrics)] = turns.train([turned], [0], 5, RunState(seed=0))
+    torch.manual_seed(7)
+    reported = MeanMetrics()
+    for _ in range(5):
+        reported.add(Replay.of(memory).learn(alone))
+    assert (taken, scores, turned.steps) == (5, [], 5)
+    assert metrics == reported.means()
+    for name in turned._network_attrs():  # the online and the target network
+        for mine, theirs in zip(
+            getattr(turned, name).parameters(), getattr(alone, name).parameters(), strict=True
+        ):
+            assert torch.equal(mine, theirs), name
+
+
+def test_an_offline_run_refuses_a_prioritised_memory():
+    from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
+    from agilerl.families.offline.loop import offline_turns
+
+    agent = CQN(OBS, ACT, 0, batch_size=32, seed=0, net_config=SMALL_NET)
+    with pytest.raises(ValueError, match="memory: offline agents learn from uniform samples"):
+        offline_turns(None, PrioritizedReplayBuffer(100), [agent])
