@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol
 
 import numpy as np
 from typing_extensions import Unpack
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.cohorts.learners import LEARNERS, ReplayLearner
+from agilerl.cohorts.learners import ReplayCohort
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
@@ -29,6 +28,8 @@ from agilerl.training.cohorting import trains_in_cohorts
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
+    Trained,
+    TrainTurn,
     Turns,
     closing,
     evolve,
@@ -36,7 +37,7 @@ from agilerl.training.evolution import (
     run_config,
     vector_steps,
 )
-from agilerl.training.paired import paired_evaluation, paired_turn
+from agilerl.training.paired import paired_evaluation
 from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
@@ -114,62 +115,30 @@ def off_policy_turns(
         raise ValueError(f"warmup_actions must be one of {WARMUP_ACTIONS}, got {warmup_actions!r}")
     uniform_warmup = warmup_actions == "uniform"
 
-    def train_agent(
-        agent: Any, slot: int, budget: int, run: RunState
-    ) -> tuple[int, list[float], dict[str, float]]:
-        obs, info = env.reset(seed=reset_seed(run, slot, 0))
-        agent.configure_exploration(schedule)
-        agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
-        returns = np.zeros(num_envs)
-        completed: list[float] = []
-        metrics = MeanMetrics()
-        rounds = LearningRounds([agent], num_envs, learning_delay)
-        n_steps = vector_steps(budget, num_envs)
-
-        for _ in range(n_steps):
-            warming = uniform_warmup and not rounds.learning(len(replay))[0]
-            act = agent.uniform_actions if warming else agent.explore
-            action = act(obs, action_mask_from_info(info))
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            agent.steps += num_envs
-            replay.add(obs, action, reward, with_final_obs(next_obs, info), terminated, truncated)
-            returns += reward
-            ended = np.logical_or(terminated, truncated)
-            if ended.any():
-                completed.extend(returns[ended].tolist())
-                returns[ended] = 0.0
-                agent.episodes_ended(ended)
-            obs = next_obs
-            for _ in rounds.after_step(len(replay)):
-                metrics.add(replay.learn(agent))
-        replay.end_turn()  # the next turn (or the evaluation) resets the environment
-        taken = n_steps * num_envs
-        agent.scores.extend(completed)
-        # The exploration the generation ended with (e.g. DQN's epsilon).
-        return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
-
     sharing = ExperienceSharing(memory, n_step_memory)
     evaluation = scoring.evaluation(eval_steps, eval_loop)
     cohorting = run_cohorting(cohorts, env_spec, source, type(memory), LOCKSTEP_REPLAYS)
-    if not trains_in_cohorts(cohorting):
-        return Turns(
-            paired_turn(train_agent, None, sharing),
-            paired_evaluation(evaluation, None),
-            sharing=sharing,
-            close=scoring.close,
+    cohort_envs = CohortEnvs(env_spec, source) if trains_in_cohorts(cohorting) else None
+
+    def parts_of(agents: list[Any], slots: list[int], run: RunState, rows: int) -> TurnParts:
+        """The one place where a turn's parts follow from its number of agents."""
+        if len(agents) == 1:
+            return AloneParts(agents[0], slots[0], run, env, replay, sharing)
+        # Cohorts of more than one are formed only where cohort_envs was built, of a
+        # buffer LOCKSTEP_REPLAYS serves (run_cohorting).
+        assert cohort_envs is not None
+        view = LOCKSTEP_REPLAYS[type(memory)](
+            memory, n_step_memory, agents, rows=rows, max_steps=max_steps
         )
-    cohort_envs = CohortEnvs(env_spec, source)
-    lockstep = functools.partial(
-        LOCKSTEP_REPLAYS[type(memory)], memory, n_step_memory, max_steps=max_steps
-    )
+        return CohortParts(agents, slots, run, cohort_envs, view, sharing)
+
+    train = off_policy_turn(parts_of, num_envs, schedule, learning_delay, uniform_warmup)
+    if cohort_envs is None:
+        return Turns(
+            train, paired_evaluation(evaluation, None), sharing=sharing, close=scoring.close
+        )
     return Turns(
-        paired_turn(
-            train_agent,
-            lockstep_turn(
-                lockstep, num_envs, schedule, learning_delay, uniform_warmup, cohort_envs
-            ),
-            sharing,
-        ),
+        train,
         paired_evaluation(
             evaluation, scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop)
         ),
@@ -207,50 +176,180 @@ def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) 
     )
 
 
-def lockstep_turn(
-    replay: Callable[..., LockstepReplay],
+class TurnParts(Protocol):
+    """What of an off-policy turn depends on how many agents it trains, P (chosen once,
+    at the turn's start, by the ``parts`` of :func:`off_policy_turn`): the vector env
+    its agents step (agent ``p``'s the ``p``-th block of every step's rows), how they
+    act, where their transitions go and where their batches come from, and how each
+    agent's journal of the shared buffers reaches the run's
+    :class:`~agilerl.training.sharing.ExperienceSharing`."""
+
+    def start(self) -> tuple[Any, Any, dict[str, Any]]:
+        """The environment, reset with the seeds each agent's turn uses; its first
+        observations and infos."""
+        ...
+
+    def act(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
+        """Every agent's exploration on its block (uniform actions where ``uniform[p]``)."""
+        ...
+
+    def add(
+        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
+    ) -> None:
+        """Every agent's vector step, stored where its own batches are drawn from."""
+        ...
+
+    def __len__(self) -> int:
+        """The rows each agent's view of the buffer holds."""
+        ...
+
+    def learn(self, live: np.ndarray) -> list[dict[str, float] | None]:
+        """One learning round of the agents ``live`` names; what each reported."""
+        ...
+
+    def finish(self) -> None:
+        """The turn is over (the next turn, or the evaluation, resets the environment in
+        mid-episode): store what is held back, give every agent's journal to the sharing."""
+        ...
+
+
+class AloneParts:
+    """P = 1: the agent on the run's ``env``, acting as itself
+    (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`, or ``uniform_actions``)
+    and learning from ``replay`` (:class:`~agilerl.components.replay.Replay`: the shared
+    buffers themselves, batches drawn by torch's global generator, which the generation
+    loop seeds for the agent's turn) inside its turn of ``sharing``, which undoes its
+    writes and keeps them as its journal. Any agent with ``explore`` and ``learn`` and any
+    buffer :data:`~agilerl.components.replay.REPLAYS` serves trains so (a cohort needs
+    the algorithm's population update and a buffer of
+    :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS`)."""
+
+    def __init__(
+        self, agent: Any, slot: int, run: RunState, env: Any, replay: Replay, sharing: Any
+    ) -> None:
+        self.agent = agent
+        self.slot = slot
+        self.seed = reset_seed(run, slot, 0)
+        self.env = env
+        self.replay = replay
+        self.sharing = sharing
+        sharing.begin_turn(slot)
+
+    def start(self) -> tuple[Any, Any, dict[str, Any]]:
+        return (self.env, *self.env.reset(seed=self.seed))
+
+    def act(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
+        act = self.agent.uniform_actions if uniform[0] else self.agent.explore
+        return act(obs, mask)
+
+    def add(
+        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
+    ) -> None:
+        self.replay.add(obs, action, reward, next_obs, terminated, truncated)
+
+    def __len__(self) -> int:
+        return len(self.replay)
+
+    def learn(self, live: np.ndarray) -> list[dict[str, float] | None]:
+        return [self.replay.learn(self.agent) if live[0] else None]
+
+    def finish(self) -> None:
+        self.replay.end_turn()
+        self.sharing.end_turn(self.slot)
+
+
+class CohortParts:
+    """P > 1: the cohort's copies of the environment (:class:`~agilerl.families.
+    single_agent.cohort_envs.CohortEnvs`, each agent's block reset with its own seed),
+    the algorithm's ``act`` and ``update`` on the stacked view of the agents
+    (:class:`~agilerl.cohorts.learners.ReplayCohort`), batches from ``view``, each
+    agent's view of the shared buffers (:class:`~agilerl.cohorts.replay.LockstepReplay`:
+    the buffers are only read), drawn by each agent's own generator, seeded as its own
+    turn seeds torch's (:func:`~agilerl.training.state.turn_generators`): what an agent
+    draws and sees does not depend on the other agents of its cohort. The views give
+    each agent the journal its own turn would have kept."""
+
+    def __init__(
+        self,
+        agents: list[Any],
+        slots: list[int],
+        run: RunState,
+        envs: CohortEnvs,
+        view: LockstepReplay,
+        sharing: Any,
+    ) -> None:
+        self.slots = slots
+        self.run = run
+        self.envs = envs
+        self.view = view
+        self.sharing = sharing
+        self.learner = ReplayCohort(agents)
+        self.generators = turn_generators(run, slots)
+        self.sizes = [int(agent.batch_size) for agent in agents]
+
+    def start(self) -> tuple[Any, Any, dict[str, Any]]:
+        return start_turn(self.envs, self.slots, self.run)
+
+    def act(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
+        return self.learner.explore(obs, mask, uniform)
+
+    def add(
+        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
+    ) -> None:
+        self.view.add(obs, action, reward, next_obs, terminated, truncated)
+
+    def __len__(self) -> int:
+        return len(self.view)
+
+    def learn(self, live: np.ndarray) -> list[dict[str, float] | None]:
+        return self.view.learn(self.learner, self.sizes, self.generators, live)
+
+    def finish(self) -> None:
+        self.view.end_turn()
+        self.learner.write_back()
+        for slot, journals in zip(self.slots, self.view.journals(), strict=True):
+            self.sharing.record(slot, journals)
+
+
+#: ``parts(agents, slots, run, rows)``: the :class:`TurnParts` of a turn of ``agents`` in
+#: which each stores ``rows`` transitions.
+PartsOf = Callable[[list[Any], list[int], RunState, int], TurnParts]
+
+
+def off_policy_turn(
+    parts_of: PartsOf,
     num_envs: int,
     schedule: EpsilonSchedule,
     learning_delay: int,
     uniform_warmup: bool,
-    envs: CohortEnvs,
-) -> Any:
-    """The off-policy turn of a cohort. Its P agents step their own environments together,
-    each reset with the seeds its own turn would use, act with one forward, and learn
-    with one step per round from their views of the shared buffers (``replay(agents,
-    rows=...)``, a :class:`~agilerl.cohorts.replay.LockstepReplay`: the generation's
-    buffer plus their own rows, their own priorities and n-step sums). Each agent learns every ``learn_step`` of its own env steps, from batches
-    drawn by its own generator, seeded as its own turn seeds torch's: what an agent
-    draws and sees does not depend on the other agents of its cohort, so a run split
-    over processes (other cohorts) gives the same history. With ``uniform_warmup``,
-    agents not learning yet act uniformly at random, as alone. Returns each agent's (steps,
-    returns, metrics) and journal."""
+) -> TrainTurn:
+    """The off-policy turn of P agents (:func:`off_policy_turns`): each steps its
+    ``num_envs`` environments for its share of the budget, storing every transition,
+    and learns every ``learn_step`` of its own env steps
+    (:class:`~agilerl.training.rounds.LearningRounds`). What differs with P is chosen
+    once, at the start, by ``parts_of``."""
 
-    def train_cohort(
-        agents: list[Any], slots: list[int], budget: int, run: RunState
-    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
         count = len(agents)
-        env, obs, info = start_turn(envs, slots, run)
-        generators = turn_generators(run, slots)
-        learner = cast(ReplayLearner, LEARNERS[type(agents[0])](agents))  # this turn's kind
+        n_steps = vector_steps(budget, num_envs)
+        rows = n_steps * num_envs
+        parts = parts_of(agents, slots, run, rows)
+        env, obs, info = parts.start()
         for agent in agents:
             agent.configure_exploration(schedule)
-            agent.episodes_ended(np.ones(num_envs, dtype=bool))
-        n_steps = vector_steps(budget, num_envs)
-        view = replay(agents, rows=n_steps * num_envs)
+            agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
         returns = np.zeros((count, num_envs))
         completed: list[list[float]] = [[] for _ in agents]
         metrics = [MeanMetrics() for _ in agents]
         rounds = LearningRounds(agents, num_envs, learning_delay)
-        sizes = [int(agent.batch_size) for agent in agents]
 
         for _ in range(n_steps):
-            uniform = ~rounds.learning(len(view)) & uniform_warmup  # all False without it
-            actions = learner.explore(obs, action_mask_from_info(info), uniform)
+            uniform = ~rounds.learning(len(parts)) & uniform_warmup  # all False without it
+            actions = parts.act(obs, action_mask_from_info(info), uniform)
             next_obs, reward, terminated, truncated, info = env.step(actions)
-            view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
-            returns += reward.reshape(count, num_envs)
-            ended = (terminated | truncated).reshape(count, num_envs)
+            parts.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
+            returns += np.reshape(reward, (count, num_envs))
+            ended = np.reshape(terminated | truncated, (count, num_envs))
             for p, agent in enumerate(agents):
                 agent.steps += num_envs
                 if ended[p].any():
@@ -258,23 +357,20 @@ def lockstep_turn(
                     returns[p][ended[p]] = 0.0
                     agent.episodes_ended(ended[p])
             obs = next_obs
-            for live in rounds.after_step(len(view)):
-                figures = view.learn(learner, sizes, generators, live)
-                for p, figs in enumerate(figures):
-                    if figs is not None:
-                        metrics[p].add(figs)
-        view.end_turn()  # the next turn (or the evaluation) resets the environments
-        learner.write_back()
-        taken = n_steps * num_envs
+            for live in rounds.after_step(len(parts)):
+                for p, figures in enumerate(parts.learn(live)):
+                    if figures is not None:
+                        metrics[p].add(figures)
+        parts.finish()
         results = []
         for p, agent in enumerate(agents):
             agent.scores.extend(completed[p])
-            results.append(
-                (taken, completed[p], {**metrics[p].means(), **agent.exploration_metrics()})
-            )
-        return results, view.journals()
+            # The exploration the generation ended with (e.g. DQN's epsilon).
+            exploration = agent.exploration_metrics()
+            results.append((rows, completed[p], {**metrics[p].means(), **exploration}))
+        return results
 
-    return train_cohort
+    return train
 
 
 def train_off_policy(
