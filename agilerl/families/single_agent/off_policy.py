@@ -101,9 +101,10 @@ def off_policy_turns(
     made from ``env_spec``, the environment section ``env`` was built from, and from
     ``source``, the environment given in Python; a ``memory`` of a class
     :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` serves), agents of one cohort
-    (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`); every agent alone
-    as above. Agents are evaluated where ``scoring`` says (:mod:`.scoring`; default: on
-    ``env``).
+    (:mod:`agilerl.cohorts`) train together, each as it would alone. Both are the one
+    turn, :func:`off_policy_turn`, with the parts of P agents (:class:`CohortParts`) or
+    of one (:class:`AloneParts`). Agents are evaluated where ``scoring`` says
+    (:mod:`.scoring`; default: on ``env``).
     """
     scoring = scoring or Scoring(env)
     replay = Replay.of(memory, n_step_memory, max_steps)
@@ -178,7 +179,7 @@ def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) 
 
 class TurnParts(Protocol):
     """What of an off-policy turn depends on how many agents it trains, P (chosen once,
-    at the turn's start, by the ``parts`` of :func:`off_policy_turn`): the vector env
+    at the turn's start, by the ``parts_of`` of :func:`off_policy_turn`): the vector env
     its agents step (agent ``p``'s the ``p``-th block of every step's rows), how they
     act, where their transitions go and where their batches come from, and how each
     agent's journal of the shared buffers reaches the run's
@@ -219,13 +220,25 @@ class AloneParts:
     and learning from ``replay`` (:class:`~agilerl.components.replay.Replay`: the shared
     buffers themselves, batches drawn by torch's global generator, which the generation
     loop seeds for the agent's turn) inside its turn of ``sharing``, which undoes its
-    writes and keeps them as its journal. Any agent with ``explore`` and ``learn`` and any
-    buffer :data:`~agilerl.components.replay.REPLAYS` serves trains so (a cohort needs
-    the algorithm's population update and a buffer of
-    :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS`)."""
+    writes and keeps them as its journal.
+
+    The cohort's parts with one agent's (the run's env, :meth:`Population.of
+    <agilerl.algorithms.core.population.Population.of>`, ``[torch.default_generator]``, a
+    lockstep view of one) give the same histories bit for bit, but serve only algorithms
+    with a population update (``act``, ``update``) and buffers
+    :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` has a view of; an agent alone may be
+    any agent with ``explore`` and ``learn`` (a user's algorithm) on any buffer
+    :data:`~agilerl.components.replay.REPLAYS` serves (frame storage), so it writes into
+    the buffers themselves."""
 
     def __init__(
-        self, agent: Any, slot: int, run: RunState, env: Any, replay: Replay, sharing: Any
+        self,
+        agent: Any,
+        slot: int,
+        run: RunState,
+        env: Any,
+        replay: Replay,
+        sharing: ExperienceSharing,
     ) -> None:
         self.agent = agent
         self.slot = slot
@@ -276,7 +289,7 @@ class CohortParts:
         run: RunState,
         envs: CohortEnvs,
         view: LockstepReplay,
-        sharing: Any,
+        sharing: ExperienceSharing,
     ) -> None:
         self.slots = slots
         self.run = run
