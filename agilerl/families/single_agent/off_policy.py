@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from typing_extensions import Unpack
@@ -29,7 +30,6 @@ from agilerl.training.evolution import (
     LoopArguments,
     RunState,
     Trained,
-    TrainTurn,
     Turns,
     closing,
     evolve,
@@ -101,10 +101,9 @@ def off_policy_turns(
     made from ``env_spec``, the environment section ``env`` was built from, and from
     ``source``, the environment given in Python; a ``memory`` of a class
     :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` serves), agents of one cohort
-    (:mod:`agilerl.cohorts`) train together, each as it would alone. Both are the one
-    turn, :func:`off_policy_turn`, with the parts of P agents (:class:`CohortParts`) or
-    of one (:class:`AloneParts`). Agents are evaluated where ``scoring`` says
-    (:mod:`.scoring`; default: on ``env``).
+    (:mod:`agilerl.cohorts`) train together, each as it would alone: one turn for P
+    agents, whose parts (:class:`TurnParts`) are chosen by P once at its start. Agents
+    are evaluated where ``scoring`` says (:mod:`.scoring`; default: on ``env``).
     """
     scoring = scoring or Scoring(env)
     replay = Replay.of(memory, n_step_memory, max_steps)
@@ -124,28 +123,109 @@ def off_policy_turns(
     def parts_of(agents: list[Any], slots: list[int], run: RunState, rows: int) -> TurnParts:
         """The one place where a turn's parts follow from its number of agents."""
         if len(agents) == 1:
-            return AloneParts(agents[0], slots[0], run, env, replay, sharing)
-        # Cohorts of more than one are formed only where cohort_envs was built, of a
-        # buffer LOCKSTEP_REPLAYS serves (run_cohorting).
+            # The agent on the run's env, acting as itself and learning from the shared
+            # buffers themselves (Replay; batches drawn by torch's global generator, which
+            # the loop seeds for its turn) inside its turn of the sharing, which undoes its
+            # writes and keeps them as its journal. The cohort's parts with one agent's
+            # (the run's env, Population.of(agent), [torch.default_generator], a lockstep
+            # view of one) give the same histories bit for bit, but serve only algorithms
+            # with a population update and buffers LOCKSTEP_REPLAYS has a view of; an
+            # agent alone may be any agent with explore and learn (a user's algorithm) on
+            # any buffer REPLAYS serves (frame storage).
+            agent, slot = agents[0], slots[0]
+            sharing.begin_turn(slot)
+
+            def act(obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
+                return (agent.uniform_actions if uniform[0] else agent.explore)(obs, mask)
+
+            return TurnParts(
+                (env, *env.reset(seed=reset_seed(run, slot, 0))),
+                replay,
+                act,
+                lambda live: [replay.learn(agent) if live[0] else None],
+                lambda: sharing.end_turn(slot),
+            )
+        # The cohort's copies of the environment, the algorithm's act and update on the
+        # stacked view of its agents, and each agent's view of the shared buffers (only
+        # read), its batches drawn by its own generator, seeded as its own turn seeds
+        # torch's: what an agent draws and sees does not depend on the other agents of its
+        # cohort, and its view keeps the journal its own turn would have kept. Cohorts of
+        # more than one are formed only where cohort_envs was built (run_cohorting).
         assert cohort_envs is not None
-        view = LOCKSTEP_REPLAYS[type(memory)](
+        start = start_turn(cohort_envs, slots, run)
+        generators = turn_generators(run, slots)
+        learner = ReplayCohort(agents)
+        views = LOCKSTEP_REPLAYS[type(memory)](
             memory, n_step_memory, agents, rows=rows, max_steps=max_steps
         )
-        return CohortParts(agents, slots, run, cohort_envs, view, sharing)
+        sizes = [int(agent.batch_size) for agent in agents]
 
-    train = off_policy_turn(parts_of, num_envs, schedule, learning_delay, uniform_warmup)
-    if cohort_envs is None:
-        return Turns(
-            train, paired_evaluation(evaluation, None), sharing=sharing, close=scoring.close
+        def finish() -> None:
+            learner.write_back()
+            for slot, journals in zip(slots, views.journals(), strict=True):
+                sharing.record(slot, journals)
+
+        return TurnParts(
+            start,
+            views,
+            learner.explore,
+            lambda live: views.learn(learner, sizes, generators, live),
+            finish,
         )
+
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
+        count = len(agents)
+        n_steps = vector_steps(budget, num_envs)
+        rows = n_steps * num_envs
+        parts = parts_of(agents, slots, run, rows)
+        turn_env, obs, info = parts.start
+        for agent in agents:
+            agent.configure_exploration(schedule)
+            agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
+        returns = np.zeros((count, num_envs))
+        completed: list[list[float]] = [[] for _ in agents]
+        metrics = [MeanMetrics() for _ in agents]
+        rounds = LearningRounds(agents, num_envs, learning_delay)
+
+        replay = parts.replay
+        for _ in range(n_steps):
+            uniform = ~rounds.learning(len(replay)) & uniform_warmup  # all False without it
+            actions = parts.act(obs, action_mask_from_info(info), uniform)
+            next_obs, reward, terminated, truncated, info = turn_env.step(actions)
+            replay.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
+            returns += np.reshape(reward, (count, num_envs))
+            ended = np.reshape(terminated | truncated, (count, num_envs))
+            for p, agent in enumerate(agents):
+                agent.steps += num_envs
+                if ended[p].any():
+                    completed[p].extend(returns[p][ended[p]].tolist())
+                    returns[p][ended[p]] = 0.0
+                    agent.episodes_ended(ended[p])
+            obs = next_obs
+            for live in rounds.after_step(len(replay)):
+                for p, figures in enumerate(parts.learn(live)):
+                    if figures is not None:
+                        metrics[p].add(figures)
+        replay.end_turn()  # the next turn (or the evaluation) resets the environment
+        parts.finish()
+        results = []
+        for p, agent in enumerate(agents):
+            agent.scores.extend(completed[p])
+            # The exploration the generation ended with (e.g. DQN's epsilon).
+            exploration = agent.exploration_metrics()
+            results.append((rows, completed[p], {**metrics[p].means(), **exploration}))
+        return results
+
+    cohort_evaluation, close = None, scoring.close
+    if cohort_envs is not None:
+        cohort_evaluation = scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop)
+        close = closing(cohort_envs.close, scoring.close)
     return Turns(
         train,
-        paired_evaluation(
-            evaluation, scoring.cohort_evaluation(cohort_envs, eval_steps, eval_loop)
-        ),
+        paired_evaluation(evaluation, cohort_evaluation),
         sharing=sharing,
         cohorting=cohorting,
-        close=closing(cohort_envs.close, scoring.close),
+        close=close,
     )
 
 
@@ -177,213 +257,23 @@ def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) 
     )
 
 
-class TurnParts(Protocol):
-    """What of an off-policy turn depends on how many agents it trains, P (chosen once,
-    at the turn's start, by the ``parts_of`` of :func:`off_policy_turn`): the vector env
-    its agents step (agent ``p``'s the ``p``-th block of every step's rows), how they
-    act, where their transitions go and where their batches come from, and how each
-    agent's journal of the shared buffers reaches the run's
-    :class:`~agilerl.training.sharing.ExperienceSharing`."""
+@dataclass(frozen=True)
+class TurnParts:
+    """What of an off-policy turn (:func:`off_policy_turns`) depends on its number of
+    agents, P, chosen once at the turn's start."""
 
-    def start(self) -> tuple[Any, Any, dict[str, Any]]:
-        """The environment, reset with the seeds each agent's turn uses; its first
-        observations and infos."""
-        ...
-
-    def act(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
-        """Every agent's exploration on its block (uniform actions where ``uniform[p]``)."""
-        ...
-
-    def add(
-        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
-    ) -> None:
-        """Every agent's vector step, stored where its own batches are drawn from."""
-        ...
-
-    def __len__(self) -> int:
-        """The rows each agent's view of the buffer holds."""
-        ...
-
-    def learn(self, live: np.ndarray) -> list[dict[str, float] | None]:
-        """One learning round of the agents ``live`` names; what each reported."""
-        ...
-
-    def finish(self) -> None:
-        """The turn is over (the next turn, or the evaluation, resets the environment in
-        mid-episode): store what is held back, give every agent's journal to the sharing."""
-        ...
-
-
-class AloneParts:
-    """P = 1: the agent on the run's ``env``, acting as itself
-    (:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`, or ``uniform_actions``)
-    and learning from ``replay`` (:class:`~agilerl.components.replay.Replay`: the shared
-    buffers themselves, batches drawn by torch's global generator, which the generation
-    loop seeds for the agent's turn) inside its turn of ``sharing``, which undoes its
-    writes and keeps them as its journal.
-
-    The cohort's parts with one agent's (the run's env, :meth:`Population.of
-    <agilerl.algorithms.core.population.Population.of>`, ``[torch.default_generator]``, a
-    lockstep view of one) give the same histories bit for bit, but serve only algorithms
-    with a population update (``act``, ``update``) and buffers
-    :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` has a view of; an agent alone may be
-    any agent with ``explore`` and ``learn`` (a user's algorithm) on any buffer
-    :data:`~agilerl.components.replay.REPLAYS` serves (frame storage), so it writes into
-    the buffers themselves."""
-
-    def __init__(
-        self,
-        agent: Any,
-        slot: int,
-        run: RunState,
-        env: Any,
-        replay: Replay,
-        sharing: ExperienceSharing,
-    ) -> None:
-        self.agent = agent
-        self.slot = slot
-        self.seed = reset_seed(run, slot, 0)
-        self.env = env
-        self.replay = replay
-        self.sharing = sharing
-        sharing.begin_turn(slot)
-
-    def start(self) -> tuple[Any, Any, dict[str, Any]]:
-        return (self.env, *self.env.reset(seed=self.seed))
-
-    def act(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
-        act = self.agent.uniform_actions if uniform[0] else self.agent.explore
-        return act(obs, mask)
-
-    def add(
-        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
-    ) -> None:
-        self.replay.add(obs, action, reward, next_obs, terminated, truncated)
-
-    def __len__(self) -> int:
-        return len(self.replay)
-
-    def learn(self, live: np.ndarray) -> list[dict[str, float] | None]:
-        return [self.replay.learn(self.agent) if live[0] else None]
-
-    def finish(self) -> None:
-        self.replay.end_turn()
-        self.sharing.end_turn(self.slot)
-
-
-class CohortParts:
-    """P > 1: the cohort's copies of the environment (:class:`~agilerl.families.
-    single_agent.cohort_envs.CohortEnvs`, each agent's block reset with its own seed),
-    the algorithm's ``act`` and ``update`` on the stacked view of the agents
-    (:class:`~agilerl.cohorts.learners.ReplayCohort`), batches from ``view``, each
-    agent's view of the shared buffers (:class:`~agilerl.cohorts.replay.LockstepReplay`:
-    the buffers are only read), drawn by each agent's own generator, seeded as its own
-    turn seeds torch's (:func:`~agilerl.training.state.turn_generators`): what an agent
-    draws and sees does not depend on the other agents of its cohort. The views give
-    each agent the journal its own turn would have kept."""
-
-    def __init__(
-        self,
-        agents: list[Any],
-        slots: list[int],
-        run: RunState,
-        envs: CohortEnvs,
-        view: LockstepReplay,
-        sharing: ExperienceSharing,
-    ) -> None:
-        self.slots = slots
-        self.run = run
-        self.envs = envs
-        self.view = view
-        self.sharing = sharing
-        self.learner = ReplayCohort(agents)
-        self.generators = turn_generators(run, slots)
-        self.sizes = [int(agent.batch_size) for agent in agents]
-
-    def start(self) -> tuple[Any, Any, dict[str, Any]]:
-        return start_turn(self.envs, self.slots, self.run)
-
-    def act(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
-        return self.learner.explore(obs, mask, uniform)
-
-    def add(
-        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
-    ) -> None:
-        self.view.add(obs, action, reward, next_obs, terminated, truncated)
-
-    def __len__(self) -> int:
-        return len(self.view)
-
-    def learn(self, live: np.ndarray) -> list[dict[str, float] | None]:
-        return self.view.learn(self.learner, self.sizes, self.generators, live)
-
-    def finish(self) -> None:
-        self.view.end_turn()
-        self.learner.write_back()
-        for slot, journals in zip(self.slots, self.view.journals(), strict=True):
-            self.sharing.record(slot, journals)
-
-
-#: ``parts(agents, slots, run, rows)``: the :class:`TurnParts` of a turn of ``agents`` in
-#: which each stores ``rows`` transitions.
-PartsOf = Callable[[list[Any], list[int], RunState, int], TurnParts]
-
-
-def off_policy_turn(
-    parts_of: PartsOf,
-    num_envs: int,
-    schedule: EpsilonSchedule,
-    learning_delay: int,
-    uniform_warmup: bool,
-) -> TrainTurn:
-    """The off-policy turn of P agents (:func:`off_policy_turns`): each steps its
-    ``num_envs`` environments for its share of the budget, storing every transition,
-    and learns every ``learn_step`` of its own env steps
-    (:class:`~agilerl.training.rounds.LearningRounds`). What differs with P is chosen
-    once, at the start, by ``parts_of``."""
-
-    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
-        count = len(agents)
-        n_steps = vector_steps(budget, num_envs)
-        rows = n_steps * num_envs
-        parts = parts_of(agents, slots, run, rows)
-        env, obs, info = parts.start()
-        for agent in agents:
-            agent.configure_exploration(schedule)
-            agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
-        returns = np.zeros((count, num_envs))
-        completed: list[list[float]] = [[] for _ in agents]
-        metrics = [MeanMetrics() for _ in agents]
-        rounds = LearningRounds(agents, num_envs, learning_delay)
-
-        for _ in range(n_steps):
-            uniform = ~rounds.learning(len(parts)) & uniform_warmup  # all False without it
-            actions = parts.act(obs, action_mask_from_info(info), uniform)
-            next_obs, reward, terminated, truncated, info = env.step(actions)
-            parts.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
-            returns += np.reshape(reward, (count, num_envs))
-            ended = np.reshape(terminated | truncated, (count, num_envs))
-            for p, agent in enumerate(agents):
-                agent.steps += num_envs
-                if ended[p].any():
-                    completed[p].extend(returns[p][ended[p]].tolist())
-                    returns[p][ended[p]] = 0.0
-                    agent.episodes_ended(ended[p])
-            obs = next_obs
-            for live in rounds.after_step(len(parts)):
-                for p, figures in enumerate(parts.learn(live)):
-                    if figures is not None:
-                        metrics[p].add(figures)
-        parts.finish()
-        results = []
-        for p, agent in enumerate(agents):
-            agent.scores.extend(completed[p])
-            # The exploration the generation ended with (e.g. DQN's epsilon).
-            exploration = agent.exploration_metrics()
-            results.append((rows, completed[p], {**metrics[p].means(), **exploration}))
-        return results
-
-    return train
+    #: The vector env its agents step (agent ``p``'s the ``p``-th block of every step's
+    #: rows), reset with each agent's turn's seeds, and its first observations and infos.
+    start: tuple[Any, Any, dict[str, Any]]
+    #: Where the agents' transitions go (its length: the rows each agent's view holds).
+    replay: Replay | LockstepReplay
+    #: ``act(obs, mask, uniform)``: every agent's exploration on its block (uniform
+    #: actions where ``uniform[p]``).
+    act: Callable[[Any, Any, np.ndarray], np.ndarray]
+    #: ``learn(live)``: one learning round of the agents ``live`` names; what each reported.
+    learn: Callable[[np.ndarray], list[dict[str, float] | None]]
+    #: After the replay's ``end_turn``: every agent's journal to the run's sharing.
+    finish: Callable[[], None]
 
 
 def train_off_policy(
