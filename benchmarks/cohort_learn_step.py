@@ -5,7 +5,7 @@ Usage: ``python benchmarks/cohort_learn_step.py [dqn|td3 ...] [--population 4]
 
 For each algorithm, P agents with layers ``--width`` wide learn from random batches of
 ``--batch`` rows: each agent's own ``learn`` in turn, then the same agents' cohort
-(:data:`~agilerl.cohorts.learners.LEARNERS`) on the joined batch. Printed: milliseconds
+(:class:`~agilerl.cohorts.learners.ReplayCohort`) on the joined batch. Printed: milliseconds
 per round (one step of every agent) both ways and their ratio, one torch thread; with
 ``--profile``, torch's profiler table of the cohort step's operations (where the time of
 a step that is not matrix products goes). Only the learning step is timed: no
@@ -25,7 +25,7 @@ from gymnasium import spaces
 
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.td3 import TD3
-from agilerl.cohorts.learners import LEARNERS
+from agilerl.cohorts.learners import ReplayCohort
 from agilerl.testing.transitions import random_transitions
 
 
@@ -84,7 +84,7 @@ def measure(name: str, population: int, width: int, batch: int, steps: int, prof
     agents, draw = ALGORITHMS[name](population, width, batch)
     own = draw(batch)
     alone = ms_per_call(lambda: [agent.learn(own) for agent in agents], steps)
-    cohort = LEARNERS[type(agents[0])](agents)
+    cohort = ReplayCohort(agents)
     joined, live = draw(batch * len(agents)), np.ones(len(agents), dtype=bool)
     generators = [torch.Generator().manual_seed(i) for i in range(len(agents))]
     together = ms_per_call(lambda: cohort.learn(joined, live, generators), steps)

@@ -26,44 +26,23 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from agilerl.algorithms.cqn import CQN
-from agilerl.algorithms.ddpg import DDPG
-from agilerl.algorithms.dqn import DQN
-from agilerl.algorithms.ippo import IPPO
-from agilerl.algorithms.maddpg import MADDPG
-from agilerl.algorithms.matd3 import MATD3
-from agilerl.algorithms.ppo import PPO
-from agilerl.algorithms.rainbow_dqn import RainbowDQN
-from agilerl.algorithms.td3 import TD3
-from agilerl.cohorts.policy import PolicyCohort
 from agilerl.cohorts.stacking import outside_buffers, stackable
-from agilerl.cohorts.team_actor_critic import TeamActorCriticCohort
-from agilerl.cohorts.team_policy import TeamPolicyCohort
 from agilerl.cohorts.views import StackedPopulation
 
 
-class Learner(Protocol):
-    """What every cohort learner is: made of a cohort's agents, it writes everything back
-    into them at the end. The family's cohort turn drives the rest
-    (:class:`ReplayLearner`, or :class:`~agilerl.cohorts.policy.PolicyCohort` for
-    rollouts)."""
-
-    def __init__(self, agents: Sequence[Any]) -> None: ...
-
-    def write_back(self) -> None: ...
-
-
-class ReplayLearner(Learner, Protocol):
+class ReplayLearner(Protocol):
     """A learner from replayed batches (what :class:`~agilerl.cohorts.replay.
-    LockstepReplay` drives): it acts for every agent (uniformly at random for
-    those ``uniform`` names: :mod:`~agilerl.cohorts.acting`) and learns for those a mask
-    names, each on its block of a batch."""
+    LockstepReplay` drives): it acts for every agent (uniformly at random for those
+    ``uniform`` names) and learns for those a mask names, each on its block of a batch;
+    at the end it writes everything back into the agents."""
 
     def explore(self, obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray: ...
 
     def learn(
         self, batch: dict[str, Any], mask: np.ndarray, generators: Sequence[torch.Generator]
     ) -> list[dict[str, float] | None]: ...
+
+    def write_back(self) -> None: ...
 
 
 class PrioritizedLearner(ReplayLearner, Protocol):
@@ -106,20 +85,6 @@ class ReplayCohort:
     def write_back(self) -> None:
         """Every agent's weights, target weights and optimiser state back into it."""
         self.view.write_back()
-
-
-#: Algorithm class -> its cohort learner (exact classes).
-LEARNERS: dict[type, type[Learner]] = {
-    DQN: ReplayCohort,
-    CQN: ReplayCohort,
-    RainbowDQN: ReplayCohort,
-    DDPG: ReplayCohort,
-    TD3: ReplayCohort,
-    PPO: PolicyCohort,
-    IPPO: TeamPolicyCohort,
-    MADDPG: TeamActorCriticCohort,
-    MATD3: TeamActorCriticCohort,
-}
 
 
 #: Attributes that, set on an agent, keep it alone: running normalisation statistics are

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from typing_extensions import Unpack
 
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
-from agilerl.cohorts.learners import LEARNERS, ReplayLearner
+from agilerl.cohorts.learners import ReplayCohort
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
 from agilerl.components.replay import Replay
@@ -29,6 +29,7 @@ from agilerl.training.cohorting import trains_in_cohorts
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,
+    Trained,
     Turns,
     closing,
     evolve,
@@ -36,7 +37,6 @@ from agilerl.training.evolution import (
     run_config,
     vector_steps,
 )
-from agilerl.training.paired import paired_turn
 from agilerl.training.rounds import LearningRounds
 from agilerl.training.sharing import ExperienceSharing
 from agilerl.training.state import turn_generators
@@ -100,9 +100,9 @@ def off_policy_turns(
     made from ``env_spec``, the environment section ``env`` was built from, and from
     ``source``, the environment given in Python; a ``memory`` of a class
     :data:`~agilerl.cohorts.replay.LOCKSTEP_REPLAYS` serves), agents of one cohort
-    (:mod:`agilerl.cohorts`) train together (:func:`lockstep_turn`); every agent alone
-    as above. Agents are evaluated where ``scoring`` says (:mod:`.scoring`; default: on
-    ``env``).
+    (:mod:`agilerl.cohorts`) train together, each as it would alone: one turn for P
+    agents, whose parts (:class:`TurnParts`) are chosen by P once at its start. Agents
+    are evaluated where ``scoring`` says (:mod:`.scoring`; default: on ``env``).
     """
     scoring = scoring or Scoring(env)
     replay = Replay.of(memory, n_step_memory, max_steps)
@@ -114,65 +114,115 @@ def off_policy_turns(
         raise ValueError(f"warmup_actions must be one of {WARMUP_ACTIONS}, got {warmup_actions!r}")
     uniform_warmup = warmup_actions == "uniform"
 
-    def train_agent(
-        agent: Any, slot: int, budget: int, run: RunState
-    ) -> tuple[int, list[float], dict[str, float]]:
-        obs, info = env.reset(seed=reset_seed(run, slot, 0))
-        agent.configure_exploration(schedule)
-        agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
-        returns = np.zeros(num_envs)
-        completed: list[float] = []
-        metrics = MeanMetrics()
-        rounds = LearningRounds([agent], num_envs, learning_delay)
-        n_steps = vector_steps(budget, num_envs)
-
-        for _ in range(n_steps):
-            warming = uniform_warmup and not rounds.learning(len(replay))[0]
-            act = agent.uniform_actions if warming else agent.explore
-            action = act(obs, action_mask_from_info(info))
-            next_obs, reward, terminated, truncated, info = env.step(action)
-            agent.steps += num_envs
-            replay.add(obs, action, reward, with_final_obs(next_obs, info), terminated, truncated)
-            returns += reward
-            ended = np.logical_or(terminated, truncated)
-            if ended.any():
-                completed.extend(returns[ended].tolist())
-                returns[ended] = 0.0
-                agent.episodes_ended(ended)
-            obs = next_obs
-            for _ in rounds.after_step(len(replay)):
-                metrics.add(replay.learn(agent))
-        replay.end_turn()  # the next turn (or the evaluation) resets the environment
-        taken = n_steps * num_envs
-        agent.scores.extend(completed)
-        # The exploration the generation ended with (e.g. DQN's epsilon).
-        return taken, completed, {**metrics.means(), **agent.exploration_metrics()}
-
     sharing = ExperienceSharing(memory, n_step_memory)
     cohorting = run_cohorting(cohorts, env_spec, source, type(memory), LOCKSTEP_REPLAYS)
-    if not trains_in_cohorts(cohorting):
-        return Turns(
-            paired_turn(train_agent, None, sharing),
-            scoring.evaluation(eval_steps, eval_loop),
-            sharing=sharing,
-            close=scoring.close,
+    cohort_envs = CohortEnvs(env_spec, source) if trains_in_cohorts(cohorting) else None
+
+    def parts_of(agents: list[Any], slots: list[int], run: RunState, rows: int) -> TurnParts:
+        """The one place where a turn's parts follow from its number of agents."""
+        if len(agents) == 1:
+            # The agent on the run's env, acting as itself and learning from the shared
+            # buffers themselves (Replay; batches drawn by torch's global generator, which
+            # the loop seeds for its turn) inside its turn of the sharing, which undoes its
+            # writes and keeps them as its journal. The cohort's parts with one agent's
+            # (the run's env, Population.of(agent), [torch.default_generator], a lockstep
+            # view of one) give the same histories bit for bit, but serve only algorithms
+            # with a population update and buffers LOCKSTEP_REPLAYS has a view of; an
+            # agent alone may be any agent with explore and learn (a user's algorithm) on
+            # any buffer REPLAYS serves (frame storage).
+            agent, slot = agents[0], slots[0]
+            sharing.begin_turn(slot)
+
+            def act(obs: Any, mask: Any, uniform: np.ndarray) -> np.ndarray:
+                return (agent.uniform_actions if uniform[0] else agent.explore)(obs, mask)
+
+            return TurnParts(
+                (env, *env.reset(seed=reset_seed(run, slot, 0))),
+                replay,
+                act,
+                lambda live: [replay.learn(agent) if live[0] else None],
+                lambda: sharing.end_turn(slot),
+            )
+        # The cohort's copies of the environment, the algorithm's act and update on the
+        # stacked view of its agents, and each agent's view of the shared buffers (only
+        # read), its batches drawn by its own generator, seeded as its own turn seeds
+        # torch's: what an agent draws and sees does not depend on the other agents of its
+        # cohort, and its view keeps the journal its own turn would have kept. Cohorts of
+        # more than one are formed only where cohort_envs was built (run_cohorting).
+        assert cohort_envs is not None
+        start = start_turn(cohort_envs, slots, run)
+        generators = turn_generators(run, slots)
+        learner = ReplayCohort(agents)
+        views = LOCKSTEP_REPLAYS[type(memory)](
+            memory, n_step_memory, agents, rows=rows, max_steps=max_steps
         )
-    cohort_envs = CohortEnvs(env_spec, source)
-    lockstep = functools.partial(
-        LOCKSTEP_REPLAYS[type(memory)], memory, n_step_memory, max_steps=max_steps
-    )
+        sizes = [int(agent.batch_size) for agent in agents]
+
+        def finish() -> None:
+            learner.write_back()
+            for slot, journals in zip(slots, views.journals(), strict=True):
+                sharing.record(slot, journals)
+
+        return TurnParts(
+            start,
+            views,
+            learner.explore,
+            lambda live: views.learn(learner, sizes, generators, live),
+            finish,
+        )
+
+    def train(agents: list[Any], slots: list[int], budget: int, run: RunState) -> list[Trained]:
+        count = len(agents)
+        n_steps = vector_steps(budget, num_envs)
+        rows = n_steps * num_envs
+        parts = parts_of(agents, slots, run, rows)
+        turn_env, obs, info = parts.start
+        for agent in agents:
+            agent.configure_exploration(schedule)
+            agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
+        returns = np.zeros((count, num_envs))
+        completed: list[list[float]] = [[] for _ in agents]
+        metrics = [MeanMetrics() for _ in agents]
+        rounds = LearningRounds(agents, num_envs, learning_delay)
+
+        replay = parts.replay
+        for _ in range(n_steps):
+            uniform = ~rounds.learning(len(replay)) & uniform_warmup  # all False without it
+            actions = parts.act(obs, action_mask_from_info(info), uniform)
+            next_obs, reward, terminated, truncated, info = turn_env.step(actions)
+            replay.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
+            returns += np.reshape(reward, (count, num_envs))
+            ended = np.reshape(terminated | truncated, (count, num_envs))
+            for p, agent in enumerate(agents):
+                agent.steps += num_envs
+                if ended[p].any():
+                    completed[p].extend(returns[p][ended[p]].tolist())
+                    returns[p][ended[p]] = 0.0
+                    agent.episodes_ended(ended[p])
+            obs = next_obs
+            for live in rounds.after_step(len(replay)):
+                for p, figures in enumerate(parts.learn(live)):
+                    if figures is not None:
+                        metrics[p].add(figures)
+        replay.end_turn()  # the next turn (or the evaluation) resets the environment
+        parts.finish()
+        results = []
+        for p, agent in enumerate(agents):
+            agent.scores.extend(completed[p])
+            # The exploration the generation ended with (e.g. DQN's epsilon).
+            exploration = agent.exploration_metrics()
+            results.append((rows, completed[p], {**metrics[p].means(), **exploration}))
+        return results
+
+    close = scoring.close
+    if cohort_envs is not None:
+        close = closing(cohort_envs.close, scoring.close)
     return Turns(
-        paired_turn(
-            train_agent,
-            lockstep_turn(
-                lockstep, num_envs, schedule, learning_delay, uniform_warmup, cohort_envs
-            ),
-            sharing,
-        ),
+        train,
         scoring.evaluation(eval_steps, eval_loop, cohort_envs),
         sharing=sharing,
         cohorting=cohorting,
-        close=closing(cohort_envs.close, scoring.close),
+        close=close,
     )
 
 
@@ -204,74 +254,23 @@ def run_turns(ctx: RunContext, env: Any, memory: Memory, population: list[Any]) 
     )
 
 
-def lockstep_turn(
-    replay: Callable[..., LockstepReplay],
-    num_envs: int,
-    schedule: EpsilonSchedule,
-    learning_delay: int,
-    uniform_warmup: bool,
-    envs: CohortEnvs,
-) -> Any:
-    """The off-policy turn of a cohort. Its P agents step their own environments together,
-    each reset with the seeds its own turn would use, act with one forward, and learn
-    with one step per round from their views of the shared buffers (``replay(agents,
-    rows=...)``, a :class:`~agilerl.cohorts.replay.LockstepReplay`: the generation's
-    buffer plus their own rows, their own priorities and n-step sums). Each agent learns every ``learn_step`` of its own env steps, from batches
-    drawn by its own generator, seeded as its own turn seeds torch's: what an agent
-    draws and sees does not depend on the other agents of its cohort, so a run split
-    over processes (other cohorts) gives the same history. With ``uniform_warmup``,
-    agents not learning yet act uniformly at random, as alone. Returns each agent's (steps,
-    returns, metrics) and journal."""
+@dataclass(frozen=True)
+class TurnParts:
+    """What of an off-policy turn (:func:`off_policy_turns`) depends on its number of
+    agents, P, chosen once at the turn's start."""
 
-    def train_cohort(
-        agents: list[Any], slots: list[int], budget: int, run: RunState
-    ) -> tuple[list[tuple[int, list[float], dict[str, float]]], list[Any]]:
-        count = len(agents)
-        env, obs, info = start_turn(envs, slots, run)
-        generators = turn_generators(run, slots)
-        learner = cast(ReplayLearner, LEARNERS[type(agents[0])](agents))  # this turn's kind
-        for agent in agents:
-            agent.configure_exploration(schedule)
-            agent.episodes_ended(np.ones(num_envs, dtype=bool))
-        n_steps = vector_steps(budget, num_envs)
-        view = replay(agents, rows=n_steps * num_envs)
-        returns = np.zeros((count, num_envs))
-        completed: list[list[float]] = [[] for _ in agents]
-        metrics = [MeanMetrics() for _ in agents]
-        rounds = LearningRounds(agents, num_envs, learning_delay)
-        sizes = [int(agent.batch_size) for agent in agents]
-
-        for _ in range(n_steps):
-            uniform = ~rounds.learning(len(view)) & uniform_warmup  # all False without it
-            actions = learner.explore(obs, action_mask_from_info(info), uniform)
-            next_obs, reward, terminated, truncated, info = env.step(actions)
-            view.add(obs, actions, reward, with_final_obs(next_obs, info), terminated, truncated)
-            returns += reward.reshape(count, num_envs)
-            ended = (terminated | truncated).reshape(count, num_envs)
-            for p, agent in enumerate(agents):
-                agent.steps += num_envs
-                if ended[p].any():
-                    completed[p].extend(returns[p][ended[p]].tolist())
-                    returns[p][ended[p]] = 0.0
-                    agent.episodes_ended(ended[p])
-            obs = next_obs
-            for live in rounds.after_step(len(view)):
-                figures = view.learn(learner, sizes, generators, live)
-                for p, figs in enumerate(figures):
-                    if figs is not None:
-                        metrics[p].add(figs)
-        view.end_turn()  # the next turn (or the evaluation) resets the environments
-        learner.write_back()
-        taken = n_steps * num_envs
-        results = []
-        for p, agent in enumerate(agents):
-            agent.scores.extend(completed[p])
-            results.append(
-                (taken, completed[p], {**metrics[p].means(), **agent.exploration_metrics()})
-            )
-        return results, view.journals()
-
-    return train_cohort
+    #: The vector env its agents step (agent ``p``'s the ``p``-th block of every step's
+    #: rows), reset with each agent's turn's seeds, and its first observations and infos.
+    start: tuple[Any, Any, dict[str, Any]]
+    #: Where the agents' transitions go (its length: the rows each agent's view holds).
+    replay: Replay | LockstepReplay
+    #: ``act(obs, mask, uniform)``: every agent's exploration on its block (uniform
+    #: actions where ``uniform[p]``).
+    act: Callable[[Any, Any, np.ndarray], np.ndarray]
+    #: ``learn(live)``: one learning round of the agents ``live`` names; what each reported.
+    learn: Callable[[np.ndarray], list[dict[str, float] | None]]
+    #: After the replay's ``end_turn``: every agent's journal to the run's sharing.
+    finish: Callable[[], None]
 
 
 def train_off_policy(
