@@ -21,9 +21,10 @@ NET = {"latent_dim": 8, "encoder_config": {"hidden_size": [8]}, "head_config": {
 
 class OwnStepDQN(DQN):
     """An algorithm on the off-policy contract only: its own ``learn`` (DQN's, counted),
-    no population acting, and no cohort (its class is not one :mod:`agilerl.cohorts`
-    stacks)."""
+    no population acting, and so no cohort: a subclass whose learning step is not its
+    ``update`` says so (``learns_in_cohorts`` is inherited from DQN)."""
 
+    learns_in_cohorts = False
     learned = 0  # on the class: clones made by the loop count too
 
     def act(self, view: Any, obs: Any, action_mask: Any, uniform: np.ndarray) -> np.ndarray:
