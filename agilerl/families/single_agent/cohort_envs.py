@@ -22,7 +22,6 @@ import numpy as np
 from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.observations import concat_tree
-from agilerl.training.state import RunState, reset_seed
 from agilerl.vectorize import resolve_vectorize
 
 
@@ -154,15 +153,6 @@ JOINS: dict[str, Callable[[Any, int, PythonEnv | None], CohortEnv]] = {
     "native": _one_native_env,
     "sync": _joined_copies,
 }
-
-
-def start_turn(
-    envs: CohortEnvs, slots: Sequence[int], run: RunState
-) -> tuple[CohortEnv, Any, dict[str, Any]]:
-    """A cohort turn's environments joined, each agent's reset with the seed its own
-    turn would use; the first observations and infos."""
-    env = envs.take(len(slots))
-    return (env, *env.reset_each([reset_seed(run, slot, 0) for slot in slots]))
 
 
 def join_infos(infos: Sequence[dict[str, Any]], sizes: Sequence[int]) -> dict[str, Any]:

@@ -19,10 +19,7 @@ from agilerl.families.base import Memory
 from agilerl.families.cohorting import run_cohorting
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import PythonEnv
-from agilerl.families.single_agent.cohort_envs import (
-    CohortEnvs,
-    start_turn,
-)
+from agilerl.families.single_agent.cohort_envs import CohortEnv, CohortEnvs, OwnEnv
 from agilerl.families.single_agent.scoring import Scoring
 from agilerl.observations import replace_rows
 from agilerl.training.cohorting import trains_in_cohorts
@@ -137,7 +134,7 @@ def off_policy_turns(
                 return (agent.uniform_actions if uniform[0] else agent.explore)(obs, mask)
 
             return TurnParts(
-                (env, *env.reset(seed=reset_seed(run, slot, 0))),
+                OwnEnv(env),
                 replay,
                 act,
                 lambda live: [replay.learn(agent) if live[0] else None],
@@ -150,7 +147,6 @@ def off_policy_turns(
         # cohort, and its view keeps the journal its own turn would have kept. Cohorts of
         # more than one are formed only where cohort_envs was built (run_cohorting).
         assert cohort_envs is not None
-        start = start_turn(cohort_envs, slots, run)
         generators = turn_generators(run, slots)
         learner = ReplayCohort(agents)
         views = LOCKSTEP_REPLAYS[type(memory)](
@@ -164,7 +160,7 @@ def off_policy_turns(
                 sharing.record(slot, journals)
 
         return TurnParts(
-            start,
+            cohort_envs.take(len(agents)),
             views,
             learner.explore,
             lambda live: views.learn(learner, sizes, generators, live),
@@ -176,7 +172,8 @@ def off_policy_turns(
         n_steps = vector_steps(budget, num_envs)
         rows = n_steps * num_envs
         parts = parts_of(agents, slots, run, rows)
-        turn_env, obs, info = parts.start
+        turn_env = parts.env
+        obs, info = turn_env.reset_each([reset_seed(run, slot, 0) for slot in slots])
         for agent in agents:
             agent.configure_exploration(schedule)
             agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
@@ -260,8 +257,8 @@ class TurnParts:
     agents, P, chosen once at the turn's start."""
 
     #: The vector env its agents step (agent ``p``'s the ``p``-th block of every step's
-    #: rows), reset with each agent's turn's seeds, and its first observations and infos.
-    start: tuple[Any, Any, dict[str, Any]]
+    #: rows): the run's own for an agent alone, the cohort's copies together.
+    env: CohortEnv
     #: Where the agents' transitions go (its length: the rows each agent's view holds).
     replay: Replay | LockstepReplay
     #: ``act(obs, mask, uniform)``: every agent's exploration on its block (uniform
