@@ -116,12 +116,15 @@ def test_clipping_scales_to_the_norm_and_leaves_small_gradients_alone():
     assert all(torch.equal(p.grad, g) for p, g in zip(params, before, strict=True))
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "transposed"])
 @pytest.mark.parametrize("max_norm", ["one for all", "per agent"])
-def test_stacked_clipping_is_each_agents_own_clip_to_the_bit(max_norm):
+def test_stacked_clipping_is_each_agents_own_clip_to_the_bit(max_norm, layout):
     generator = torch.Generator().manual_seed(3)
     shapes = [(32, 8), (32,), (32, 32), (32,), (2, 32), (2,)]
     agents = 4
     stacked = [torch.randn(agents, *shape, generator=generator) * 3 for shape in shapes]
+    if layout == "transposed":  # as a batched matmul's weight gradients lie in memory
+        stacked = [g.transpose(1, 2) if g.dim() == 3 else g for g in stacked]
     for g in stacked:
         g[2] *= 1e-3  # agent 2 is under the norm: left exactly as it is
     limits = torch.tensor([0.5, 1.0, 0.7, 0.0]) if max_norm == "per agent" else 0.5

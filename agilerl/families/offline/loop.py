@@ -4,14 +4,12 @@ with evolution (CQN)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 import numpy as np
 import torch
 from typing_extensions import Unpack
 
-from agilerl.algorithms.core.population import Population
 from agilerl.cohorts.learners import ReplayCohort
 from agilerl.cohorts.replay import draw_padded
 from agilerl.components.replay import STORAGES, Replay
@@ -104,16 +102,20 @@ def updates(
 ) -> tuple[Learn, list[torch.Generator], Callable[[], None]]:
     """The one place where a turn of P = 1 and one of P > 1 differ: how its agents
     update, what each draws its samples with, and what puts the updates back into them.
-    An agent alone updates on its own view of one
-    (:meth:`~agilerl.algorithms.core.population.Population.of`) and draws from torch's
-    global generator, which the loop seeded for its turn: exactly the samples and updates
-    of ``Replay.learn``. A cohort updates on the stacked view of its agents
+    An agent alone learns with its own ``learn`` (the update of its view of one, for the
+    algorithms that have one; a user's offline algorithm need only have ``learn``) and
+    draws from torch's global generator, which the loop seeded for its turn: exactly the
+    samples and updates of ``Replay.learn``. A cohort updates on the stacked view of its agents
     (:class:`~agilerl.cohorts.learners.ReplayCohort`), each drawing with a generator of
     its own slot (:func:`~agilerl.training.state.turn_generators`)."""
     if len(agents) == 1:
         agent = agents[0]
-        # The view of one holds the agent's own modules: nothing to write back.
-        return partial(agent.update, Population.of(agent)), [torch.default_generator], lambda: None
+        # The agent learns on its own modules: nothing to write back.
+        return (
+            lambda batch, live, generators: [agent.learn(batch)],
+            [torch.default_generator],
+            lambda: None,
+        )
     cohort = ReplayCohort(agents)
     return cohort.learn, turn_generators(run, slots), cohort.write_back
 

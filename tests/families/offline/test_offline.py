@@ -23,6 +23,7 @@ from agilerl.cli import main
 from agilerl.components.replay_buffer import ReplayBuffer
 from agilerl.families.offline.collect import collect_transitions, write_dataset
 from agilerl.families.offline.datasets import DatasetError, OfflineDataset, load_dataset
+from agilerl.families.offline.loop import train_offline
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models.env import GymEnvSpec
 from agilerl.trainer import LocalTrainer
@@ -296,6 +297,39 @@ def test_an_offline_run_trains_evolves_and_writes_its_outputs(tmp_path):
     assert len(history) == 2 and "cql_loss" in history[0]["agents"][0]["metrics"]
     written = (tmp_path / "run" / "manifest.yaml").read_text()
     assert f"dataset_path: {dataset.resolve()}" in written
+
+
+class OwnLearnCQN(CQN):
+    """An offline algorithm on the contract only (its own ``learn``, counted): it says it
+    has no population update, so it trains alone, through its ``learn``."""
+
+    learns_in_cohorts = False
+    learned = 0  # on the class: clones made by the loop count too
+
+    def learn(self, batch: dict) -> dict[str, float]:
+        type(self).learned += 1
+        return super().learn(batch)
+
+
+def test_an_offline_agent_without_a_population_update_trains_alone(tmp_path):
+    OwnLearnCQN.learned = 0
+    env = cartpole()
+    memory = ReplayBuffer(1_000)
+    pop = [
+        OwnLearnCQN(env.single_observation_space, env.single_action_space, net_config=SMALL_NET,
+                    batch_size=16, index=i, seed=i)
+        for i in range(2)
+    ]  # fmt: skip
+    dataset = load_dataset(random_dataset(tmp_path / "d.h5"))
+    try:
+        pop, fitnesses = train_offline(
+            env, "CartPole-v1", "CQN", pop, memory, dataset=dataset, cohorts=True,
+            max_steps=30, evo_steps=30, eval_steps=20, verbose=False,
+        )  # fmt: skip
+    finally:
+        env.close()
+    assert OwnLearnCQN.learned == 2 * 30  # every update of both agents, on their own learn
+    assert [agent.steps for agent in pop] == [30, 30] and len(fitnesses) == 2
 
 
 BRIEF = ["--set", "training.max_steps=60", "--set", "training.evo_steps=20",
