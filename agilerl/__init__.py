@@ -15,7 +15,10 @@ import importlib.machinery
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader
 
 #: Public names -> the module that defines them, imported on first use.
 LAZY = {
@@ -66,7 +69,7 @@ class MovedModuleFinder:
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
             return None
-        return importlib.machinery.ModuleSpec(fullname, self)
+        return importlib.machinery.ModuleSpec(fullname, cast("Loader", self))
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> None:
         return None  # the placeholder; exec_module swaps the real module in

@@ -49,6 +49,16 @@ def positive(text: str) -> int:
     return int(text)
 
 
+def subcommand(
+    commands: Any, group: str, group_help: str, name: str, help: str
+) -> argparse.ArgumentParser:
+    """The parser of ``agilerl GROUP NAME`` (``dataset collect``, ``llm tiny``): a command
+    that only groups its subcommands, one of which is added here."""
+    parser = commands.add_parser(group, help=group_help)
+    subcommands = parser.add_subparsers(dest=f"{group}_command", required=True)
+    return subcommands.add_parser(name, help=help)
+
+
 def threads_option(parser: argparse.ArgumentParser) -> None:
     """``--threads N`` of every command that runs networks (:func:`command_threads`)."""
     parser.add_argument(

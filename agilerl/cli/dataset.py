@@ -10,7 +10,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agilerl.cli.common import CliError, command_threads, positive, threads_option
+from agilerl.cli.common import (
+    CliError,
+    command_threads,
+    positive,
+    subcommand,
+    threads_option,
+)
 from agilerl.cli.overrides import load_with_overrides
 from agilerl.guards.manifest_code import anchored
 from agilerl.guards.user_code import UserCodeError
@@ -114,11 +120,12 @@ def _fraction(text: str) -> float:
 
 def add_parser(commands: Any) -> None:
     """The ``dataset`` command and its ``collect`` subcommand."""
-    dataset = commands.add_parser("dataset", help="offline datasets (HDF5) for CQN")
-    dataset_commands = dataset.add_subparsers(dest="dataset_command", required=True)
-    collect = dataset_commands.add_parser(
+    collect = subcommand(
+        commands,
+        "dataset",
+        "offline datasets (HDF5) for CQN",
         "collect",
-        help="record transitions of a Gymnasium environment (random or a trained agent) in "
+        "record transitions of a Gymnasium environment (random or a trained agent) in "
         "an HDF5 dataset",
     )
     collect.add_argument(

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from agilerl.cli.common import CliError, command_threads
+from agilerl.cli.common import CliError, command_threads, subcommand
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,11 +33,12 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(commands: Any) -> None:
     """The ``llm`` command and its ``tiny`` subcommand."""
-    llm = commands.add_parser("llm", help="LLM fine-tuning helpers")
-    llm_commands = llm.add_subparsers(dest="llm_command", required=True)
-    tiny = llm_commands.add_parser(
+    tiny = subcommand(
+        commands,
+        "llm",
+        "LLM fine-tuning helpers",
         "tiny",
-        help="build a tiny random causal LM, its tokenizer, toy datasets and a reward file "
+        "build a tiny random causal LM, its tokenizer, toy datasets and a reward file "
         "in DIR (offline, seconds) for the LLM manifests, examples and tests",
     )
     tiny.add_argument("directory", metavar="DIR")
