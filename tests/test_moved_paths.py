@@ -55,3 +55,46 @@ def test_a_name_that_never_existed_is_still_not_found():
 def test_at_most_eight_modules_sit_directly_under_the_package():
     top = sorted(p.name for p in (ROOT / "agilerl").glob("*.py"))
     assert len(top) <= 8, top
+
+
+def _old_path_imports(path, root=ROOT):
+    """The old paths of :data:`agilerl.MOVED` that the file at ``path`` imports."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        found += [
+            f"{path.relative_to(root)}:{node.lineno} {n}" for n in names if n in agilerl.MOVED
+        ]
+    return found
+
+
+def test_the_project_imports_only_the_new_paths():
+    # The old paths are for users' code; the project's own code names where a module is.
+    folders = ("agilerl", "tests", "benchmarks", "codegen", "examples", "docs")
+    files = [
+        path
+        for folder in folders
+        for path in sorted((ROOT / folder).rglob("*.py"))
+        if path.name != "test_moved_paths.py" and "node_modules" not in path.parts
+    ]
+    found = [line for path in files for line in _old_path_imports(path)]
+    assert found == [], "\n".join(found)
+
+
+def test_an_old_path_import_is_found(tmp_path):
+    source = tmp_path / "user.py"
+    source.write_text(
+        "import agilerl.documents\nfrom agilerl import trainer\n"
+        "from agilerl.files import atomic\nfrom agilerl.observations import map_tree\n"
+    )
+    assert _old_path_imports(source, tmp_path) == [
+        "user.py:1 agilerl.documents",
+        "user.py:4 agilerl.observations",
+    ]
