@@ -366,7 +366,9 @@ class AlgorithmBase(SpecBase):
         when given (its defaults else)."""
         require_runtime_args(self, **spaces, index=index)
         assert index is not None  # required just above
-        extensions = {k: v for k, v in (("net_config", net_config), ("seed", seed)) if v is not None}
+        extensions = {
+            k: v for k, v in (("net_config", net_config), ("seed", seed)) if v is not None
+        }
         return self._instantiate(
             index,
             resume_from_checkpoint,
