@@ -450,8 +450,8 @@ def _spec_layer_files() -> list[Path]:
     package = ROOT / "agilerl"
     return [
         *sorted((package / "models").rglob("*.py")),
-        package / "documents.py",
-        package / "schema.py",
+        package / "files" / "documents.py",
+        package / "files" / "schema.py",
     ]
 
 
