@@ -27,16 +27,15 @@ import numpy as np
 import torch
 from pydantic import ValidationError
 
-from agilerl.atomic import DirectoryLock, OutputError, clean_stale_temporaries, write_text
-from agilerl.checkpoints import CheckpointError
 from agilerl.distributed import Group, join, leave
 from agilerl.families import family_for
 from agilerl.families.base import Memory
 from agilerl.families.context import RunContext
 from agilerl.families.python_env import PythonEnv
-from agilerl.finite import json_safe
+from agilerl.files.atomic import DirectoryLock, OutputError, clean_stale_temporaries, write_text
+from agilerl.files.checkpoints import CheckpointError
+from agilerl.guards.manifest_code import anchored
 from agilerl.hpo.limits import operator_problems
-from agilerl.manifest_code import anchored
 from agilerl.models.hpo import SELECTION_SPECS, MutationSpec, TournamentSelectionSpec
 from agilerl.models.manifest import (
     TrainingManifest,
@@ -52,6 +51,7 @@ from agilerl.models.training import ReplayBufferSpec, TrainingSpec
 from agilerl.training.callbacks import Callback
 from agilerl.training.errors import DivergedError, TrainerError
 from agilerl.training.evolution import RunConfig, evolve, next_generation
+from agilerl.training.finite import json_safe
 from agilerl.training.preflight import Estimate, PreflightError, check_outputs
 from agilerl.training.report import describe_best
 from agilerl.training.run_checkpoint import (
@@ -81,7 +81,7 @@ __all__ = ["LocalTrainer", "TrainerError"]
 
 
 def _not_written(err: OSError, path: Path) -> str:
-    if isinstance(err, OutputError):  # agilerl.atomic already said which file and why
+    if isinstance(err, OutputError):  # agilerl.files.atomic already said which file and why
         return str(err)
     return f"{path}: cannot write ({err.strerror or err}); the previous file is unchanged"
 
@@ -510,8 +510,8 @@ class LocalTrainer:
         agent ever evaluated), ``population.pt`` (the final population),
         ``manifest.yaml`` (:meth:`to_manifest`), ``fitness.png`` and ``history.json``,
         each atomically. The run holds ``output_dir`` (and the checkpoint) for its whole
-        length: a second run on them is refused with :class:`~agilerl.atomic.OutputInUseError`.
-        A file that cannot be written (a full disk) raises :class:`~agilerl.atomic.OutputError`
+        length: a second run on them is refused with :class:`~agilerl.files.atomic.OutputInUseError`.
+        A file that cannot be written (a full disk) raises :class:`~agilerl.files.atomic.OutputError`
         and leaves the previous one intact; a failed checkpoint stops the run, after
         writing the outputs of the generations done so far where it can.
 
@@ -883,7 +883,7 @@ class LocalTrainer:
         """Write every output atomically. Those that cannot be written (a full disk) keep
         their previous version; :class:`OutputError` then names each of them and what
         was written."""
-        from agilerl.documents import dump_yaml, modeline
+        from agilerl.files.documents import dump_yaml, modeline
         from agilerl.training.report import plot_fitness
 
         out = Path(output_dir)
@@ -906,7 +906,7 @@ class LocalTrainer:
                 measure=self.family.measure,
                 step_unit=self.family.step_unit,
             ),
-            # strict JSON: a figure that is not finite is null (agilerl.finite.json_safe)
+            # strict JSON: a figure that is not finite is null (agilerl.training.finite.json_safe)
             "history": lambda p: write_text(
                 p, json.dumps(json_safe(history), indent=1, allow_nan=False)
             ),

@@ -6,7 +6,7 @@ Its own module, loaded only when the version is asked for, because
 
 from importlib import metadata
 
-from agilerl.distribution import DISTRIBUTION
+from agilerl.resources.distribution import DISTRIBUTION
 
 try:
     __version__ = metadata.version(DISTRIBUTION)

@@ -51,8 +51,8 @@ COUNTED = {
 
 def one_run(directory: Path, pop_size: int, steps: int, config: str) -> dict[str, Any]:
     """Train ``configs/CONFIG.yaml`` in this process; the figures of that run."""
-    from agilerl.documents import load_document
     from agilerl.families.llm import loop as llm_loop
+    from agilerl.files.documents import load_document
     from agilerl.models.manifest import parse_manifest
     from agilerl.trainer import LocalTrainer
 

@@ -1,4 +1,4 @@
-"""How fast and how bounded loading a document is (agilerl/documents.py).
+"""How fast and how bounded loading a document is (agilerl/files/documents.py).
 
 1. Parse time of the DQN CartPole manifest of ``shared/bench-manifests/``
    (``load_document``: read, decode, parse, build the values; no validation).
@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agilerl.documents import MAX_DOCUMENT_BYTES, _load, load_document
+from agilerl.files.documents import MAX_DOCUMENT_BYTES, _load, load_document
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_MANIFEST = ROOT.parent / "shared" / "bench-manifests" / "dqn_cartpole.yaml"

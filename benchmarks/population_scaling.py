@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 import agilerl.cohorts.learners as learners
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
 from agilerl.trainer import LocalTrainer
 
 HERE = Path(__file__).parent

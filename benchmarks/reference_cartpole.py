@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
 from agilerl.models.manifest import parse_manifest
 from agilerl.trainer import LocalTrainer
 

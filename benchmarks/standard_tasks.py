@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agilerl.atomic import write_text
+from agilerl.files.atomic import write_text
 from agilerl.training.callbacks import Callback
 
 if TYPE_CHECKING:
@@ -255,7 +255,7 @@ SB3_TRANSLATIONS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 # -- runs ---------------------------------------------------------------------------------
 def _manifest(task: Task, steps: int, evo_steps: int | None) -> dict[str, Any]:
     """The task's manifest with the run's budget (and evaluation interval, if given)."""
-    from agilerl.documents import load_document
+    from agilerl.files.documents import load_document
 
     doc = copy.deepcopy(load_document(CONFIGS / task.manifest)[0])
     training = doc.setdefault("training", {})

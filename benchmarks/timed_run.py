@@ -10,7 +10,7 @@ import resource
 import time
 from pathlib import Path
 
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
 from agilerl.models.manifest import parse_manifest
 from agilerl.trainer import LocalTrainer
 from agilerl.training.callbacks import Callback

@@ -21,10 +21,10 @@ import argparse
 import time
 from pathlib import Path
 
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
+from agilerl.files.schema import validator_for
 from agilerl.models import load_manifest, parse_manifest
 from agilerl.models.validation import SpecError
-from agilerl.schema import validator_for
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_MANIFEST = ROOT.parent / "shared" / "bench-manifests" / "dqn_cartpole.yaml"

@@ -118,7 +118,7 @@ def cli_page(parser: argparse.ArgumentParser | None = None) -> str:
     lines = [
         "# Command line",
         "",
-        f"Generated from the argument parser of `{prog}` (`agilerl/cli.py`) when the site is "
+        f"Generated from the argument parser of `{prog}` (`agilerl/cli/`) when the site is "
         f"built. `{prog} COMMAND --help` prints the same.",
         "",
         " ".join((parser.description or "").split()),

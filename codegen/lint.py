@@ -44,8 +44,8 @@ from referencing import Registry, Resource
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
+from agilerl.files.schema import SCHEMA_BASE_URI, SpecValidator
 from agilerl.models.rules import RULES_KEYWORD, rule_operands
-from agilerl.schema import SCHEMA_BASE_URI, SpecValidator
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -1,5 +1,5 @@
 """No code from an agent file: what a file records is built only when it names no code
-outside :data:`agilerl.recorded_code.TRUSTED_MODULES`, or when the user names the code
+outside :data:`agilerl.guards.recorded_code.TRUSTED_MODULES`, or when the user names the code
 again (--env, --manifest) or passes --trust-agent-code. Every hostile file here is an
 agent file edited and re-signed (its checksum recomputed), as anyone can."""
 
@@ -12,11 +12,11 @@ import gymnasium as gym
 import pytest
 import torch
 
-from agilerl import checkpoints
 from agilerl.algorithms import PPO, RLAlgorithm
 from agilerl.cli import main
+from agilerl.files import checkpoints
+from agilerl.guards.recorded_code import TRUSTED_MODULES, installed_imports, untrusted_code
 from agilerl.models.env import GymEnvSpec, PzEnvSpec
-from agilerl.recorded_code import TRUSTED_MODULES, installed_imports, untrusted_code
 
 NET = {"encoder_config": {"hidden_size": [8]}, "head_config": {"hidden_size": [8]}}
 

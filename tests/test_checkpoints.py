@@ -17,10 +17,10 @@ import safetensors.torch
 import torch
 from gymnasium import spaces
 
-from agilerl import checkpoints
 from agilerl.algorithms import DQN, PPO, RLAlgorithm
-from agilerl.checkpoints import CheckpointError
 from agilerl.components.replay_buffer import ReplayBuffer
+from agilerl.files import checkpoints
+from agilerl.files.checkpoints import CheckpointError
 from agilerl.trainer import LocalTrainer
 from agilerl.training.run_checkpoint import (
     HISTORY_RECORD,

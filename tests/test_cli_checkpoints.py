@@ -9,8 +9,8 @@ import pytest
 import torch
 from support import ROOT
 
-from agilerl import checkpoints
 from agilerl.cli import main
+from agilerl.files import checkpoints
 
 CONFIG = str(ROOT / "configs/dqn.yaml")
 TINY = [

@@ -10,7 +10,8 @@ import pytest
 from support import ROOT
 
 from agilerl.cli import main
-from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env, missing_extra
+from agilerl.families.environments import EnvironmentSpecError
+from agilerl.families.single_agent.envs import make_env, missing_extra
 from agilerl.models.base import engine_lacks
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest

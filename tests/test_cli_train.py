@@ -14,8 +14,8 @@ from support import ROOT
 from support.killed_runs import kill_at_first_checkpoint
 
 from agilerl.cli import main
+from agilerl.guards.user_code import UserCodeWarning
 from agilerl.models.manifest import load_manifest
-from agilerl.user_code import UserCodeWarning
 
 SMALL = [
     "--set", "training.max_steps=400",

@@ -11,7 +11,7 @@ import pytest
 from support import TESTS
 from support.minari_data import write_cartpole_dataset
 
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
 from agilerl.models.manifest import parse_manifest
 from agilerl.trainer import LocalTrainer
 

@@ -16,7 +16,7 @@ import pytest
 import tomllib
 from support import ROOT
 
-from agilerl.distribution import DISTRIBUTION, install_command
+from agilerl.resources.distribution import DISTRIBUTION, install_command
 
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 

@@ -1,6 +1,6 @@
 """One YAML dialect in both languages, with the same limits.
 
-Python reads documents with libyaml's parser (``agilerl.documents.load_document``), Node
+Python reads documents with libyaml's parser (``agilerl.files.documents.load_document``), Node
 with the ``yaml`` package (``codegen/node/documents.mjs``); each builds the values itself
 under the documented dialect: YAML 1.2 core schema plus ``_`` digit separators. Both must
 read every manifest and spec file of the repository, and a table of tricky scalars, as
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from support import ROOT, TESTS
 
-from agilerl.documents import (
+from agilerl.files.documents import (
     MAX_ALIAS_NODES,
     MAX_DEPTH,
     MAX_DOCUMENT_BYTES,
@@ -194,7 +194,7 @@ SCALARS: list[tuple[str, str, Any]] = [
     ("non-ascii-digit-is-string", "1\u0663", "1\u0663"),
 ]
 
-#: Where the Python loader misses the dialect (agilerl/documents.py is to be fixed).
+#: Where the Python loader misses the dialect (agilerl/files/documents.py is to be fixed).
 PYTHON_GAPS: dict[str, str] = {}
 
 

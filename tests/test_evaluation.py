@@ -16,10 +16,10 @@ from PIL import Image
 from support import ROOT
 
 from agilerl.algorithms import DQN, PPO, RLAlgorithm
-from agilerl.checkpoints import CheckpointError
 from agilerl.cli import main
 from agilerl.evaluation import EvaluationError, evaluate_agent
-from agilerl.families.single_agent.envs import EnvironmentSpecError
+from agilerl.families.environments import EnvironmentSpecError
+from agilerl.files.checkpoints import CheckpointError
 from agilerl.models.env import GymEnvSpec
 
 NET = {"encoder_config": {"hidden_size": [16]}, "head_config": {"hidden_size": [16]}}

@@ -25,12 +25,15 @@ PACKAGE = ROOT / "agilerl"
 LAYERS: dict[str, int] = {
     "agilerl.cli": 90,
     "agilerl.__main__": 90,
+    "agilerl.one_agent": 85,
     "agilerl.trainer": 80,
     "agilerl.evaluation": 80,
-    "agilerl.one_agent": 85,
-    "agilerl.starter": 80,
     "agilerl.families": 70,
+    # which of the num_envs ways to run copies: read by ``agilerl validate``, imports no engine
+    "agilerl.families.single_agent.vectorize": 10,
     "agilerl.training": 60,
+    # the finiteness checks: data loaded by families, figures the generation loop reports
+    "agilerl.training.finite": 10,
     # stacked algorithms: above the algorithms it stacks, below the loop that forms cohorts
     "agilerl.cohorts": 57,
     "agilerl.hpo": 55,
@@ -40,22 +43,20 @@ LAYERS: dict[str, int] = {
     "agilerl.modules": 30,
     "agilerl.llm": 30,
     "agilerl.distributed": 30,
-    "agilerl.observations": 30,
+    # observation trees: what buffers, algorithms and the loops walk
+    "agilerl.components.observations": 30,
     "agilerl.testing": 30,
-    "agilerl.checkpoints": 20,
-    "agilerl.atomic": 10,
-    "agilerl.finite": 10,
-    "agilerl.user_code": 10,
-    "agilerl.time_limit": 10,
-    "agilerl.manifest_code": 10,
-    "agilerl.vectorize": 10,
-    "agilerl.recorded_code": 10,
-    "agilerl.host_memory": 10,
-    "agilerl.meta_device": 10,
+    # files and checkpoints: the checkpoint format above the writes and reads it uses
+    "agilerl.files": 20,
+    "agilerl.files.atomic": 10,
+    "agilerl.files.documents": 0,
+    "agilerl.files.schema": 0,
+    # user code and its guards
+    "agilerl.guards": 10,
+    # machine resources; the distribution's name is read by the package version too
+    "agilerl.resources": 10,
+    "agilerl.resources.distribution": 0,
     "agilerl.models": 0,
-    "agilerl.documents": 0,
-    "agilerl.schema": 0,
-    "agilerl.distribution": 0,
     "agilerl.version": 0,
     "agilerl._generated": 0,
     "agilerl": 0,  # the package root: lazy names only

@@ -1,11 +1,11 @@
-"""Where a manifest's entry point and wrappers are looked up (agilerl.manifest_code.anchored):
+"""Where a manifest's entry point and wrappers are looked up (agilerl.guards.manifest_code.anchored):
 the manifest's folder, recorded absolute."""
 
 from __future__ import annotations
 
 import pytest
 
-from agilerl.manifest_code import anchored, code_references
+from agilerl.guards.manifest_code import anchored, code_references
 from agilerl.models.env import BanditEnvSpec, GymEnvSpec, OfflineEnvSpec, PzEnvSpec
 from agilerl.models.manifest import parse_manifest
 

@@ -1,4 +1,4 @@
-"""The one time limit on user code (agilerl/time_limit.py)."""
+"""The one time limit on user code (agilerl/guards/time_limit.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agilerl.time_limit import (
+from agilerl.guards.time_limit import (
     DEFAULT_SECONDS,
     ENV_VAR,
     FORCED_EXIT_STATUS,
@@ -46,7 +46,7 @@ def test_code_that_swallows_the_interruption_ends_the_process_after_the_grace() 
     """Pure Python that catches every exception in a loop cannot be stopped otherwise."""
     code = (
         "import time\n"
-        "from agilerl.time_limit import call_with_time_limit\n"
+        "from agilerl.guards.time_limit import call_with_time_limit\n"
         "def spin():\n"
         "    while True:\n"
         "        try:\n"

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from agilerl.checkpoints import CheckpointError
+from agilerl.files.checkpoints import CheckpointError
+from agilerl.files.schema import validator_for
 from agilerl.models.manifest import dump_manifest
-from agilerl.schema import validator_for
 from agilerl.trainer import LocalTrainer
 from agilerl.training.callbacks import Callback
 from agilerl.training.run_checkpoint import load_run

@@ -1,4 +1,4 @@
-"""User code that calls ``sys.exit`` cannot end a run silently (agilerl.user_code): an
+"""User code that calls ``sys.exit`` cannot end a run silently (agilerl.guards.user_code): an
 environment's entry point, ``reset`` or ``step``, a wrapper, a PettingZoo environment, an
 LLM reward file or function. Each becomes one line naming the code and the exit's file
 and line, and ``agilerl train`` exits 1."""
@@ -19,9 +19,9 @@ from agilerl.cli import main
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.multi_agent.vector import ParallelVecEnv
 from agilerl.families.single_agent.envs import make_env, make_vector_env
+from agilerl.guards.user_code import UserCodeError, call_user
 from agilerl.llm.rewards import load_reward_fn
 from agilerl.models.env import GymEnvSpec, PzEnvSpec
-from agilerl.user_code import UserCodeError, call_user
 
 #: Environments that exit where ``where`` says: at import, when built, at reset or step.
 EXITING_ENV = """

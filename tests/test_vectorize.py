@@ -15,14 +15,14 @@ from pydantic import ValidationError
 from support.ended_trainer import run_and_end, the_one_line
 
 from agilerl.cli import main
-from agilerl.models.env import GymEnvSpec, OfflineEnvSpec
-from agilerl.vectorize import (
+from agilerl.families.single_agent.vectorize import (
     VECTORISATIONS,
     VectorizeError,
     describe_vectorize,
     native_ids,
     resolve_vectorize,
 )
+from agilerl.models.env import GymEnvSpec, OfflineEnvSpec
 
 NATIVE_IDS = "CartPole-v0, CartPole-v1"
 
@@ -280,7 +280,7 @@ def dying_env(tmp_path, num_envs=2):
 
 
 def test_a_killed_worker_is_one_error_and_the_other_workers_end(tmp_path):
-    from agilerl.families.single_agent.envs import EnvironmentCallError
+    from agilerl.families.environments import EnvironmentCallError
 
     env = dying_env(tmp_path, num_envs=3)
     env.reset(seed=0)

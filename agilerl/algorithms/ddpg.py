@@ -38,7 +38,6 @@ import torch
 from gymnasium import spaces
 from torch.nn import functional
 
-from agilerl import checkpoints
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
@@ -49,11 +48,12 @@ from agilerl.components.action_noise import (
     OrnsteinUhlenbeckNoise,
     smoothing_noise,
 )
+from agilerl.components.observations import leading_size
+from agilerl.files import checkpoints
 from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSpec
 from agilerl.modules.base import respec
 from agilerl.networks.base import preprocess
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor
-from agilerl.observations import leading_size
 
 
 class DDPG(RLAlgorithm):

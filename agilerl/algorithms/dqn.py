@@ -29,9 +29,9 @@ from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.optim import polyak_update
 from agilerl.components.exploration import EpsilonSchedule
+from agilerl.components.observations import leading_size
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
-from agilerl.observations import leading_size
 
 
 class DQN(RLAlgorithm):

@@ -56,9 +56,9 @@ from agilerl.algorithms.ppo import (
     stepping_total,
 )
 from agilerl.components import on_policy
+from agilerl.components.observations import map_tree
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
 from agilerl.networks.networks import StochasticActor, ValueNetwork
-from agilerl.observations import map_tree
 
 
 @dataclass

@@ -44,7 +44,6 @@ import torch
 from gymnasium import spaces
 from torch.nn import functional
 
-from agilerl import checkpoints
 from agilerl.algorithms.core.multi_agent import PerAgent
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
@@ -61,6 +60,7 @@ from agilerl.components.action_noise import (
     OrnsteinUhlenbeckNoise,
     smoothing_noise,
 )
+from agilerl.files import checkpoints
 from agilerl.models.networks import (
     ContinuousQNetworkSpec,
     DeterministicActorSpec,

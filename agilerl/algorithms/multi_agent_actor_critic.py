@@ -37,9 +37,9 @@ from pydantic import BaseModel
 from agilerl.algorithms.core.evolvable import ACTIVATION_MUTATION, LAYER_MUTATIONS, perturb_weights
 from agilerl.algorithms.core.multi_agent import MultiAgentRLAlgorithm, PerAgent
 from agilerl.algorithms.core.rl_algorithm import network_spec
+from agilerl.components.observations import map_tree, tree_leaves
 from agilerl.modules.multi_input import is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
-from agilerl.observations import map_tree, tree_leaves
 
 MASK_KEY = "action_mask"
 

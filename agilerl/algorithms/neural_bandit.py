@@ -38,11 +38,11 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from agilerl import checkpoints
 from agilerl.algorithms import foreach
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int
+from agilerl.files import checkpoints
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 

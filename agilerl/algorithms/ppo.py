@@ -46,20 +46,20 @@ import torch
 from gymnasium import spaces
 from pydantic import BaseModel, ValidationError
 
-from agilerl import checkpoints
 from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
 from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.components import on_policy
 from agilerl.components.normalization import Normalization
+from agilerl.components.observations import map_tree, stack_tree, tree_leaves
 from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
+from agilerl.files import checkpoints
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
 from agilerl.modules.multi_input import flat_dim, is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
-from agilerl.observations import map_tree, stack_tree, tree_leaves
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
 #: means over the minibatches evaluated, in the order :func:`clipped_ppo_loss` stacks them.

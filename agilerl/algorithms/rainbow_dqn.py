@@ -54,9 +54,9 @@ from agilerl.algorithms.hyperparameters import (
     unit_interval,
 )
 from agilerl.components.exploration import EpsilonSchedule
+from agilerl.components.observations import leading_size
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
-from agilerl.observations import leading_size
 
 
 def project_distribution(

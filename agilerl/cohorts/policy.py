@@ -39,8 +39,8 @@ from agilerl.algorithms.core.population import Population
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.views import StackedPopulation
 from agilerl.components import on_policy
+from agilerl.components.observations import stack_tree
 from agilerl.components.rollout_buffer import RolloutBuffer
-from agilerl.observations import stack_tree
 
 
 class Rollouts(Protocol):

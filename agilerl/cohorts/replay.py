@@ -36,6 +36,7 @@ import torch
 
 from agilerl.cohorts.learners import PrioritizedLearner, ReplayLearner
 from agilerl.components.n_step_replay import STEP_FIELDS, NStepReplayBuffer, NStepWindow
+from agilerl.components.observations import map_tree, tree_leaves
 from agilerl.components.prioritized_replay import (
     PrioritizedReplayBuffer,
     priorities_of,
@@ -44,7 +45,6 @@ from agilerl.components.prioritized_replay import (
 from agilerl.components.replay import annealed_beta
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer, _as_tensor
 from agilerl.components.sum_tree import last_occurrence
-from agilerl.observations import map_tree, tree_leaves
 
 
 class CohortReplay:

@@ -24,7 +24,7 @@ from agilerl.algorithms.core.population import own_size
 from agilerl.algorithms.multi_agent_actor_critic import leading
 from agilerl.cohorts.team_rows import joined, own_rows, team_major
 from agilerl.cohorts.views import StackedPopulation
-from agilerl.observations import map_tree
+from agilerl.components.observations import map_tree
 
 
 class TeamPopulation(StackedPopulation):

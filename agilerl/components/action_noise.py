@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agilerl import checkpoints
+from agilerl.files import checkpoints
 
 
 class ActionNoise:

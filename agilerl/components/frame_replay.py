@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from agilerl import checkpoints
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer, Turn
+from agilerl.files import checkpoints
 
 #: What a slot of this buffer stores: the serials of the frames of ``obs`` and
 #: ``next_obs`` in place of the observations.

@@ -48,7 +48,7 @@ from typing import Any
 
 import torch
 
-from agilerl import checkpoints
+from agilerl.components.observations import map_tree, tree_leaves
 from agilerl.components.replay_buffer import (
     FIELDS,
     STATE_LAYOUT,
@@ -56,7 +56,7 @@ from agilerl.components.replay_buffer import (
     _as_tensor,
     _check_leaves,
 )
-from agilerl.observations import map_tree, tree_leaves
+from agilerl.files import checkpoints
 
 #: Fields of a pending (1-step) transition: a replay transition plus ``truncated``.
 STEP_FIELDS = (*FIELDS, "truncated")

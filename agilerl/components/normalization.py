@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agilerl import checkpoints
+from agilerl.files import checkpoints
 
 #: The count the running statistics start from (weight of the initial mean 0, variance 1).
 INITIAL_COUNT = 1e-4

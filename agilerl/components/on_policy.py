@@ -19,7 +19,7 @@ Three pieces, each independent of how an algorithm acts or stores:
 
 Rewards, flags and values of one vector step are *trees*: one array ``[N]`` for a
 single-agent environment, a dict keyed by agent id of such arrays for a multi-agent one
-(:func:`~agilerl.observations.map_tree` walks both).
+(:func:`~agilerl.components.observations.map_tree` walks both).
 
 GAE (Schulman et al., 2016), with ``V_T`` the value of the observation after the rollout
 and ``d_t`` the done flag of step ``t`` (the episode ended *with* step ``t``)::
@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agilerl.observations import map_tree, tree_leaves
+from agilerl.components.observations import map_tree, tree_leaves
 
 # -- the time-limit bootstrap --------------------------------------------------------------
 

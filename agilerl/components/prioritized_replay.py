@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from agilerl import checkpoints
 from agilerl.components.replay_buffer import STATE_LAYOUT, ReplayBuffer, Turn
 from agilerl.components.sum_tree import SumTree, last_occurrence
+from agilerl.files import checkpoints
 
 #: Default ``alpha``: the ``replay_buffer.per_buffer_args.alpha`` default of the schema
 #: (a test keeps them equal).

@@ -35,8 +35,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from agilerl import checkpoints
-from agilerl.observations import map_tree, tree_leaves
+from agilerl.components.observations import map_tree, tree_leaves
+from agilerl.files import checkpoints
 
 #: Fields of a transition, in the order :meth:`ReplayBuffer.add` takes them.
 FIELDS = ("obs", "action", "reward", "next_obs", "done")
@@ -307,7 +307,7 @@ class ReplayBuffer:
 
     def load_state_dict(self, state: Mapping[str, Any], where: str = "memory") -> None:
         """Restore what :meth:`state_dict` saved (onto this buffer's device). The state is
-        checked first (a :class:`~agilerl.checkpoints.CheckpointError` names the key path
+        checked first (a :class:`~agilerl.files.checkpoints.CheckpointError` names the key path
         ``where...``); a refused state leaves the buffer as it was."""
         self._require_no_turn("load_state_dict")
         checkpoints.require(state, STATE_LAYOUT, where)

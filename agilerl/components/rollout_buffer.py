@@ -37,8 +37,8 @@ import torch
 from gymnasium import spaces
 
 from agilerl.components import on_policy
+from agilerl.components.observations import map_tree, tree_leaves
 from agilerl.networks.distributions import distribution_class
-from agilerl.observations import map_tree, tree_leaves
 
 
 @dataclass(frozen=True)

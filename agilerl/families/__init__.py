@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agilerl.families.base import Family
 from agilerl.models.base import AgentType, AlgorithmNotAvailableError
+
+if TYPE_CHECKING:
+    from agilerl.families.base import Family
 
 #: Agent type -> its family class (``module:Class``). Adding a family is adding its
 #: package and a line here. Each is imported on first use, so that a run loads its own
@@ -27,7 +29,7 @@ FAMILY_CLASSES: dict[AgentType, str] = {
 }
 
 
-class FamilyTable(MutableMapping[AgentType, Family]):
+class FamilyTable(MutableMapping[AgentType, "Family"]):
     """Agent type -> its family, each built (its module imported) when first looked up
     and the same object after. A mapping like any other, so that a test can remove a row
     (``monkeypatch.delitem``) and put it back."""
@@ -40,6 +42,8 @@ class FamilyTable(MutableMapping[AgentType, Family]):
         if isinstance(row, str):
             module, _, name = row.partition(":")
             row = self._rows[agent_type] = getattr(importlib.import_module(module), name)()
+        from agilerl.families.base import Family
+
         assert isinstance(row, Family)  # the class a FAMILY_CLASSES line names
         return row
 
@@ -71,6 +75,17 @@ def family_for(algorithm: Any) -> Family:
             f"no family of this engine runs agent type {algorithm.agent_type}"
         )
     return family
+
+
+def __getattr__(name: str) -> Any:
+    # Family (and the engine it imports: torch, the training loop) loads on first use, so
+    # that a light module of a family (``single_agent.vectorize``, ``families.environments``,
+    # what ``agilerl validate`` imports) does not load the engine with this package.
+    if name == "Family":
+        from agilerl.families.base import Family
+
+        return Family
+    raise AttributeError(f"module 'agilerl.families' has no attribute {name!r}")
 
 
 __all__ = ["FAMILIES", "FAMILY_CLASSES", "Family", "FamilyTable", "family_for"]

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, NamedTuple, Protocol
 from agilerl.families.context import RunContext
 from agilerl.families.evaluation import EvaluationError, EvaluationResult
 from agilerl.families.python_env import PythonEnv
-from agilerl.manifest_code import anchored
+from agilerl.guards.manifest_code import anchored
 from agilerl.models.base import AgentType
 from agilerl.models.manifest import NetworkSection
 from agilerl.training.errors import TrainerError
@@ -178,7 +178,7 @@ class Family(ABC):
     def recorded_environment(self, environment: Any, base_dir: Path) -> dict[str, Any]:
         """The environment section an agent of the run records (``agent.environment``,
         what ``agilerl evaluate`` rebuilds it from): the section as given by default, its
-        code's folder absolute (:func:`~agilerl.manifest_code.anchored`: ``base_dir`` is the
+        code's folder absolute (:func:`~agilerl.guards.manifest_code.anchored`: ``base_dir`` is the
         manifest's folder) so that it is found from anywhere."""
         return anchored(environment, base_dir).model_dump(mode="json", exclude_none=True)
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from agilerl import checkpoints
+from agilerl.files import checkpoints
 from agilerl.hpo.placement import Placement
 
 #: The smallest population and sub-population MF-PBT can rank into its brackets.

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from agilerl import checkpoints
 from agilerl.algorithms.core.protocols import AgentT, MutableAgent
+from agilerl.files import checkpoints
 
 KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from agilerl import checkpoints
 from agilerl.algorithms.core.protocols import AgentT
+from agilerl.files import checkpoints
 from agilerl.hpo.placement import Placement
 
 

@@ -4,7 +4,7 @@ manifest names.
 Importing that file is the only code a manifest makes run, and it runs only because
 ``environment.reward_file_path`` names it. Every way the file or its function can be
 unusable is refused up front (:class:`LLMSetupError`); a function that raises, runs past
-the time limit for user code (:mod:`agilerl.time_limit`), or returns something other than
+the time limit for user code (:mod:`agilerl.guards.time_limit`), or returns something other than
 a finite number a float32 holds, on the train or the test split, is a
 :class:`RewardError` naming the file, the function and the sample it was scoring. The
 import of the file runs under the same time limit.
@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from agilerl.guards.user_code import UserCodeError, call_user
 from agilerl.llm.models import LLMSetupError
-from agilerl.user_code import UserCodeError, call_user
 
 FILE_FIELD = "environment.reward_file_path"
 NAME_FIELD = "environment.reward_fn_name"

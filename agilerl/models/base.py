@@ -349,6 +349,35 @@ class AlgorithmBase(SpecBase):
             self, training=training, env_spec=env_spec, memory=memory, n_step_memory=n_step_memory
         )
 
+    def _build_from_spaces(
+        self,
+        spaces: dict[str, Any],
+        index: int | None,
+        resume_from_checkpoint: str | None,
+        device: Any,
+        accelerator: Any,
+        net_config: Any,
+        seed: int | None,
+    ) -> Any:
+        """The one body of the single- and multi-agent ``build_algorithm``, which differ
+        only in the names of their space arguments: ``spaces`` maps each name to its value
+        (a space each, or a dict of spaces per agent). Each of them and ``index`` is
+        required; the extensions ``net_config`` and ``seed`` reach the constructor only
+        when given (its defaults else)."""
+        require_runtime_args(self, **spaces, index=index)
+        assert index is not None  # required just above
+        extensions = {
+            k: v for k, v in (("net_config", net_config), ("seed", seed)) if v is not None
+        }
+        return self._instantiate(
+            index,
+            resume_from_checkpoint,
+            **spaces,
+            device=device,
+            accelerator=accelerator,
+            **extensions,
+        )
+
     def _instantiate(self, index: int, resume_from_checkpoint: str | None, **runtime: Any) -> Any:
         algo = self.algo_class()(index=index, **runtime, **self.algorithm_kwargs())
         if resume_from_checkpoint is not None:
@@ -383,18 +412,9 @@ class RLAlgorithmBase(AlgorithmBase):
         Raises:
             ValueError: If observation_space, action_space, or index is None.
         """
-        require_runtime_args(
-            self, observation_space=observation_space, action_space=action_space, index=index
-        )
-        return self._instantiate(
-            index,
-            resume_from_checkpoint,
-            observation_space=observation_space,
-            action_space=action_space,
-            device=device,
-            accelerator=accelerator,
-            # The extensions reach the constructor only when given (its defaults else).
-            **{k: v for k, v in (("net_config", net_config), ("seed", seed)) if v is not None},
+        spaces = {"observation_space": observation_space, "action_space": action_space}
+        return self._build_from_spaces(
+            spaces, index, resume_from_checkpoint, device, accelerator, net_config, seed
         )
 
 
@@ -424,17 +444,9 @@ class MultiAgentRLAlgorithmBase(AlgorithmBase):
         Raises:
             ValueError: If observation_spaces, action_spaces, or index is None.
         """
-        require_runtime_args(
-            self, observation_spaces=observation_spaces, action_spaces=action_spaces, index=index
-        )
-        return self._instantiate(
-            index,
-            resume_from_checkpoint,
-            observation_spaces=observation_spaces,
-            action_spaces=action_spaces,
-            device=device,
-            accelerator=accelerator,
-            **{k: v for k, v in (("net_config", net_config), ("seed", seed)) if v is not None},
+        spaces = {"observation_spaces": observation_spaces, "action_spaces": action_spaces}
+        return self._build_from_spaces(
+            spaces, index, resume_from_checkpoint, device, accelerator, net_config, seed
         )
 
 

@@ -100,9 +100,9 @@ def manifest_rule_issues(sections: Mapping[str, Any]) -> list[Issue]:
 
 
 def load_manifest(path: str | Path, *, strict: bool = False) -> TrainingManifest:
-    """Load and validate a manifest file (YAML 1.2 dialect of :mod:`agilerl.documents`);
+    """Load and validate a manifest file (YAML 1.2 dialect of :mod:`agilerl.files.documents`);
     old spellings of keys warn (or, ``strict``, are refused) as in :func:`parse_manifest`."""
-    from agilerl.documents import load_document
+    from agilerl.files.documents import load_document
 
     data, locate = load_document(path)
     manifest, deprecated = parse_manifest_with_deprecations(

@@ -3,7 +3,7 @@
 The keyword lives in ``schemas/`` next to the properties it constrains, so the schema
 stays the single source of truth. It is implemented once per language: here (used by
 the generated pydantic models through :class:`agilerl.models.base.SpecBase` and by the
-Python ``jsonschema`` validator in :mod:`agilerl.schema`) and in
+Python ``jsonschema`` validator in :mod:`agilerl.files.schema`) and in
 ``codegen/node/rules.mjs`` (ajv). Both follow this definition:
 
 The keyword's value is a list of rules; each rule is one of

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import warnings
 
+from agilerl.guards.user_code import UserCodeWarning
 from agilerl.training.state import RunState
-from agilerl.user_code import UserCodeWarning
 
 #: Steps an evaluation episode runs at most when ``training.eval_steps`` is unset.
 EVAL_EPISODE_CAP = 100_000

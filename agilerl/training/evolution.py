@@ -33,12 +33,12 @@ import numpy as np
 
 from agilerl.algorithms.core.protocols import AgentT, EvolvingAgent
 from agilerl.distributed.group import Group, current_group
-from agilerl.finite import first_non_finite
 from agilerl.hpo.placement import Placement
 from agilerl.training.callbacks import Callback, stop_requested
 from agilerl.training.cohorting import Cohorting, cohorts
 from agilerl.training.errors import DivergedError
 from agilerl.training.evaluation_cap import episode_steps, warn_if_cut
+from agilerl.training.finite import first_non_finite
 from agilerl.training.report import Progress, describe_best, generation_summary
 from agilerl.training.run_checkpoint import RunCheckpointer, checkpointer_for
 from agilerl.training.state import RunState, reset_seed, snapshot

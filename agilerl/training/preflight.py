@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from agilerl.host_memory import available_memory
-from agilerl.meta_device import built_on_meta
+from agilerl.resources.host_memory import available_memory
+from agilerl.resources.meta_device import built_on_meta
 
 
 class PreflightError(ValueError):
@@ -238,6 +238,29 @@ def default_buffer() -> int:
     from agilerl.models.training import ReplayBufferSpec
 
     return ReplayBufferSpec().max_size
+
+
+def population_need(pop: int, one: int, members: str, holds: str) -> Need:
+    """The ``training.pop_size`` line every family's estimate opens with: ``pop``
+    ``members`` ("agents", "teams") of ``one`` bytes each (``holds``: what one is made
+    of), :data:`GENERATIONS_ALIVE` generations of them alive while selection runs."""
+    return Need(
+        "training.pop_size",
+        f"{pop:,} {members} of {size_text(one)} ({holds}; {GENERATIONS_ALIVE} generations "
+        "alive during selection)",
+        GENERATIONS_ALIVE * pop * one,
+        one=one,
+    )
+
+
+def environments_need(num_envs: int, per_env: int, how: str) -> Need:
+    """The ``environment.num_envs`` line: ``num_envs`` copies of ``per_env`` bytes each,
+    run ``how`` (natively, in this process, each in a worker process)."""
+    return Need(
+        "environment.num_envs",
+        f"{num_envs:,} environments of {size_text(per_env)} ({how})",
+        num_envs * per_env,
+    )
 
 
 def replay_cohort_need(

@@ -11,7 +11,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from agilerl.atomic import write_bytes
+from agilerl.files.atomic import write_bytes
 
 
 def _fmt(value: Any) -> str:
@@ -180,7 +180,7 @@ def plot_fitness(
     measure: str = "mean return",
     step_unit: str = "environment steps",
 ) -> Path:
-    """PNG of :func:`fitness_figure`, written atomically (:func:`agilerl.atomic.write_bytes`)."""
+    """PNG of :func:`fitness_figure`, written atomically (:func:`agilerl.files.atomic.write_bytes`)."""
     import matplotlib.pyplot as plt
 
     fig = fitness_figure(history, title, loss, measure, step_unit)

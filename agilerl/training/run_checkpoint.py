@@ -6,7 +6,7 @@ the n-step buffer beside it where there is one), the selection and mutation oper
 random generators, the global torch / numpy / python RNG states, the run's progress
 (:class:`~agilerl.training.evolution.RunState`), the best agent ever evaluated (the
 "elite", kept apart from the population so later mutation cannot touch it) and the
-manifest it was started from (:data:`RUN_LAYOUT`). It is a :mod:`agilerl.checkpoints`
+manifest it was started from (:data:`RUN_LAYOUT`). It is a :mod:`agilerl.files.checkpoints`
 file: data only, written atomically (a run killed at any moment leaves the previous checkpoint intact), and
 checked part by part before a resumed run uses any of it (:func:`restore`).
 """
@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from agilerl import checkpoints
+from agilerl.files import checkpoints
 from agilerl.training.state import RunState
 
 KIND = "run"
@@ -193,7 +193,7 @@ class RunCheckpointer:
 
 def load_run(path: str | Path) -> dict[str, Any]:
     """A run checkpoint's contents, its layout and progress checked (see
-    :func:`agilerl.checkpoints.load`)."""
+    :func:`agilerl.files.checkpoints.load`)."""
     data = checkpoints.load(path, kind=KIND)
     with checkpoints.restoring(path):
         checkpoints.require(data, RUN_LAYOUT)
@@ -328,7 +328,7 @@ POPULATION_LAYOUT = {"kind": str, "agents": checkpoints.ListOf(dict)}
 
 
 def save_population(population: list[Any], path: str | Path) -> Path:
-    """Write ``population`` to one :mod:`agilerl.checkpoints` file, atomically."""
+    """Write ``population`` to one :mod:`agilerl.files.checkpoints` file, atomically."""
     agents = [agent.state_dict() for agent in population]
     return checkpoints.save({"kind": POPULATION_KIND, "agents": agents}, path)
 

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from agilerl.atomic import LOCK_NAME, OutputError
+from agilerl.files.atomic import LOCK_NAME, OutputError
 
 #: The files a run writes into its output directory, by kind (the trainer's outputs).
 OUTPUT_NAMES = {

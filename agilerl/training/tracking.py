@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agilerl.distribution import install_command
+from agilerl.resources.distribution import install_command
 from agilerl.training.callbacks import Callback
 
 

@@ -3,7 +3,7 @@
 // Nothing here touches a file system: callers hand in the parsed schemas and the text.
 //
 // An issue is what `agilerl validate --format json` reports for a problem: the dotted
-// path into the document, the 1-based line and column where agilerl/documents.py's
+// path into the document, the 1-based line and column where agilerl/files/documents.py's
 // locator places it, and the message in pydantic's words (agilerl/models/validation.py),
 // so a page can show the same verdict and the same located errors as the command line.
 

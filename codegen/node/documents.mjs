@@ -1,4 +1,4 @@
-// The YAML dialect of AgileRL documents: the Node twin of agilerl/documents.py.
+// The YAML dialect of AgileRL documents: the Node twin of agilerl/files/documents.py.
 //
 // YAML 1.2 core schema, plus `_` digit separators (one `_` between two digits of an
 // integer, or of a float's digits before its exponent: `1_000_000`, `0.000_1`), explicit
@@ -308,7 +308,7 @@ function position(text, lineCounter, offset) {
  * `{value, locate}` of the one YAML document in `text`, as parseDocument reads it.
  * `locate(path)` ([key or index, ...]) gives the 1-based [line, column] of the node at
  * `path` (for a mapping's value, its key), or of its closest existing parent: where
- * agilerl/documents.py's locator places an error, so both name the same line.
+ * agilerl/files/documents.py's locator places an error, so both name the same line.
  */
 export function readDocument(text) {
   const lineCounter = new YAML.LineCounter();

@@ -1,5 +1,5 @@
 // Reading a document file under the dialect's limits (documents.mjs parses the text):
-// the part of the Node view of agilerl/documents.py that needs a file system, kept apart so
+// the part of the Node view of agilerl/files/documents.py that needs a file system, kept apart so
 // the browser bundle (playground/) takes the rest.
 
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";

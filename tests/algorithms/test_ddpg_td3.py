@@ -19,13 +19,13 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from support import ROOT
 from support.killed_runs import kill_at_first_checkpoint
 
-from agilerl import checkpoints
 from agilerl.algorithms import DDPG, TD3
 from agilerl.algorithms.core.population import Population
 from agilerl.cli import main
 from agilerl.components.action_noise import GaussianNoise, OrnsteinUhlenbeckNoise
 from agilerl.components.replay_buffer import ReplayBuffer
 from agilerl.families.single_agent.off_policy import train_off_policy, with_final_obs
+from agilerl.files import checkpoints
 from agilerl.models import DDPGSpec, TD3Spec
 from agilerl.testing.probe_envs import (
     ConstantRewardEnv,

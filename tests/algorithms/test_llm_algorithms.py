@@ -10,7 +10,6 @@ import pytest
 import torch
 from peft import PeftModel
 
-from agilerl import checkpoints
 from agilerl.algorithms import CISPO, DPO, GRPO, GSPO, LLMPPO, LLMREINFORCE, SFT
 from agilerl.algorithms import llm_losses as L
 from agilerl.algorithms.core.llm import cosine_factor, refusals, row_chunks
@@ -21,6 +20,7 @@ from agilerl.families.llm.environments import (
     load_table,
     split_dataset,
 )
+from agilerl.files import checkpoints
 from agilerl.llm.adapters import SharedBase
 from agilerl.llm.batches import Experience
 from agilerl.llm.models import LLMSetupError, load_causal_lm, load_tokenizer

@@ -13,12 +13,12 @@ from gymnasium import spaces
 
 import agilerl.algorithms
 from agilerl.algorithms.ippo import skip_inactive_gae
+from agilerl.components.observations import map_tree
 from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
 from agilerl.families.multi_agent.envs import string_ids
 from agilerl.families.multi_agent.vector import ParallelVecEnv
 from agilerl.models.algorithms import IPPOSpec, MADDPGSpec, MATD3Spec
 from agilerl.modules.multi_input import EvolvableMultiInput
-from agilerl.observations import map_tree
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 
 ALGORITHMS = ("IPPO", "MADDPG", "MATD3")

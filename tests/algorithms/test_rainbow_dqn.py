@@ -20,7 +20,6 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from support import ROOT
 from support.killed_runs import kill_at_first_checkpoint
 
-from agilerl import checkpoints
 from agilerl.algorithms import DQN, RainbowDQN
 from agilerl.algorithms.core.population import Population
 from agilerl.algorithms.rainbow_dqn import project_distribution
@@ -30,6 +29,7 @@ from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay import Replay, annealed_beta
 from agilerl.components.replay_buffer import ReplayBuffer
 from agilerl.families.single_agent.off_policy import train_off_policy, with_final_obs
+from agilerl.files import checkpoints
 from agilerl.models import RainbowDQNSpec
 from agilerl.testing.probe_envs import (
     ActionRewardEnv,

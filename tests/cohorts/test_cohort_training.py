@@ -293,8 +293,8 @@ def test_the_preflight_counts_a_ppo_cohorts_environment_copies():
 
 def test_a_cohort_steps_its_copies_in_this_process():
     from agilerl.families.single_agent.cohort_envs import in_process
+    from agilerl.families.single_agent.vectorize import resolve_vectorize
     from agilerl.models import GymEnvSpec
-    from agilerl.vectorize import resolve_vectorize
 
     spec = GymEnvSpec(name="Pendulum-v1", num_envs=16)  # sync: false, a worker per copy
     assert resolve_vectorize(in_process(spec)).kind == "sync" and spec.sync is False

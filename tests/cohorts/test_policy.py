@@ -16,10 +16,10 @@ from agilerl.algorithms.ppo import PPO
 from agilerl.cohorts.learners import cohort_key, form_cohorts
 from agilerl.cohorts.policy import PolicyCohort
 from agilerl.components import on_policy
+from agilerl.components.observations import map_tree
 from agilerl.families.single_agent.cohort_envs import JoinedEnvs
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models import GymEnvSpec
-from agilerl.observations import map_tree
 
 
 def envs(count, num_envs=2, name="CartPole-v1"):

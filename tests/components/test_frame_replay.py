@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from agilerl import checkpoints
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS
 from agilerl.components.frame_replay import FrameReplayBuffer
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.replay import Replay, build_replay_buffers
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
+from agilerl.files import checkpoints
 from agilerl.models import DQNSpec, RainbowDQNSpec, ReplayBufferSpec
 
 FRAME = (5, 6)

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from agilerl import checkpoints
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import FIELDS
+from agilerl.files import checkpoints
 from agilerl.models import ReplayBufferSpec
 
 GAMMA = 0.5

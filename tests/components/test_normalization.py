@@ -13,9 +13,9 @@ import pytest
 import torch
 
 from agilerl.algorithms.ppo import PPO
-from agilerl.checkpoints import CheckpointError
 from agilerl.cohorts.learners import cohort_key
 from agilerl.components.normalization import RunningMeanStd
+from agilerl.files.checkpoints import CheckpointError
 from agilerl.testing.scaled import ScaledTargetEnv
 
 NET = {

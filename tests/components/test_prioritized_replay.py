@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from agilerl import checkpoints
 from agilerl.components.prioritized_replay import ALPHA, PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import FIELDS
 from agilerl.components.sum_tree import BRANCHING, SumTree
+from agilerl.files import checkpoints
 from agilerl.models import PerBufferArgs, ReplayBufferSpec
 
 #: Standard deviations a count may stray from its expectation (two-sided tail ~7e-6 per

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from agilerl import checkpoints
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
+from agilerl.files import checkpoints
 
 
 def _batch(ids, obs_dim=3):

@@ -2,7 +2,7 @@
 
 Gymnasium's ALE games without preprocessing and PettingZoo's butterfly games observe
 ``(H, W, C)``; the CNN encoder takes ``(C, H, W)``. The environments the engine builds
-turn them around (``agilerl.observations.channels_last``), so AgileRL's image manifests
+turn them around (``agilerl.components.observations.channels_last``), so AgileRL's image manifests
 train as written: ``configs/ppo/ppo_image.yaml`` (Breakout, 210 x 160 x 3),
 ``tests/ppo_cnn.yaml`` (``DummyImage-v0``, registered here as AgileRL's tests register
 it), ``tests/ippo_cnn.yaml`` and ``configs/multi_agent/ippo_pong.yaml`` (cooperative
@@ -18,12 +18,12 @@ from gymnasium import spaces
 from support import TESTS
 from support.corpus import IMAGES
 
-from agilerl.documents import load_document
+from agilerl.components.observations import channels_first, channels_last
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.single_agent.envs import make_env
+from agilerl.files.documents import load_document
 from agilerl.models.env import GymEnvSpec, PettingZooEnvSpec
 from agilerl.models.manifest import parse_manifest
-from agilerl.observations import channels_first, channels_last
 from agilerl.trainer import LocalTrainer
 
 CORPUS = TESTS / "agilerl_manifests"

@@ -12,13 +12,13 @@ import torch
 from gymnasium import spaces
 
 import agilerl.algorithms
-from agilerl import checkpoints
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.algorithms.core.multi_agent import MultiAgentRLAlgorithm, agent_group
 from agilerl.algorithms.core.protocols import EvolvingAgent
 from agilerl.families import FAMILIES, family_for
 from agilerl.families.base import Family
+from agilerl.files import checkpoints
 from agilerl.hpo import Mutations, TournamentSelection
 from agilerl.models.base import AgentType, AlgorithmNotAvailableError
 from agilerl.models.networks import QNetworkSpec

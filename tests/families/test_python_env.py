@@ -112,7 +112,7 @@ class _NoInfo(ActionRewardEnv):
 
 
 def test_gymnasiums_checker_refuses_a_broken_environment_object_before_training():
-    from agilerl.families.single_agent.envs import EnvironmentSpecError
+    from agilerl.families.environments import EnvironmentSpecError
 
     trainer = LocalTrainer("DQN", training=SMALL, env=_NoInfo)
     with pytest.raises(
@@ -205,7 +205,7 @@ VECTORISED = {
 @pytest.mark.parametrize("vectorize", VECTORISED)
 def test_a_factory_whose_spaces_change_between_calls_is_refused_naming_env(vectorize):
     """Gymnasium's vector env refused it with a bare RuntimeError from deep inside."""
-    from agilerl.families.single_agent.envs import EnvironmentSpecError
+    from agilerl.families.environments import EnvironmentSpecError
 
     sizes = itertools.count(2)
 
@@ -225,7 +225,7 @@ def test_a_factory_whose_spaces_change_between_calls_is_refused_naming_env(vecto
 
 
 def test_a_factory_whose_observations_change_is_refused_naming_that_space():
-    from agilerl.families.single_agent.envs import EnvironmentSpecError
+    from agilerl.families.environments import EnvironmentSpecError
 
     names = itertools.cycle(["CartPole-v1", "CartPole-v1", "MountainCar-v0"])  # 4, then 2
 
@@ -242,7 +242,7 @@ def test_a_pettingzoo_factory_whose_spaces_change_between_calls_is_refused_namin
     """The batching's ``ValueError: could not broadcast input array from shape (4,) into
     shape (3,)`` from deep inside before."""
     pytest.importorskip("pettingzoo", reason="the multiagent extra")
-    from agilerl.families.single_agent.envs import EnvironmentSpecError
+    from agilerl.families.environments import EnvironmentSpecError
     from agilerl.testing.cooperative import cue_game
 
     sizes = itertools.count(2)

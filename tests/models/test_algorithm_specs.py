@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 import agilerl.models as models
+from agilerl.files.schema import schema_documents, validator_for
 from agilerl.models import (
     ALGO_REGISTRY,
     AgentType,
@@ -38,7 +39,6 @@ from agilerl.models import (
     TD3Spec,
 )
 from agilerl.models.base import LLMAlgorithmBase, MultiAgentRLAlgorithmBase, RLAlgorithmBase
-from agilerl.schema import schema_documents, validator_for
 
 S, M, L = AgentType.SingleAgent, AgentType.MultiAgent, AgentType.LLMAgent
 

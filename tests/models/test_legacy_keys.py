@@ -12,7 +12,8 @@ import pytest
 from support import ROOT
 
 from agilerl.cli import main
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
+from agilerl.files.schema import validator_for
 from agilerl.models import ReplayBufferSpec, TrainingManifest, TrainingSpec, dump_manifest
 from agilerl.models.legacy import (
     LEGACY_KEYS,
@@ -22,7 +23,6 @@ from agilerl.models.legacy import (
 )
 from agilerl.models.manifest import load_manifest, parse_manifest
 from agilerl.models.validation import SpecError
-from agilerl.schema import validator_for
 
 #: The schema file of each section the table names.
 SECTION_SCHEMAS = {(): "manifest", ("training",): "training", ("replay_buffer",): "replay_buffer"}
@@ -242,7 +242,7 @@ def test_validate_warns_on_stderr_and_strict_refuses(tmp_path, capsys):
 
 
 def test_a_set_of_the_new_name_replaces_the_old_spelling(tmp_path, capsys):
-    from agilerl.cli import load_with_overrides
+    from agilerl.cli.overrides import load_with_overrides
 
     manifest = load_with_overrides(str(write(tmp_path, LEGACY)), ["training.pop_size=3"])
     assert manifest.training.pop_size == 3  # no conflict with the file's population_size

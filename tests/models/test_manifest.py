@@ -11,6 +11,7 @@ from support import ROOT, TESTS
 from support.corpus import REFUSED, RUN_REFUSED
 
 from agilerl.cli import main
+from agilerl.files.schema import schema_documents, validator_for
 from agilerl.models import (
     ALGO_REGISTRY,
     TrainingManifest,
@@ -20,7 +21,6 @@ from agilerl.models import (
 )
 from agilerl.models.manifest_base import environment_spec_for
 from agilerl.models.validation import SpecError
-from agilerl.schema import schema_documents, validator_for
 
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
 CORPUS_DIR = TESTS / "agilerl_manifests"
@@ -361,7 +361,7 @@ def test_cli_validate_refuses_a_batch_size_range_no_machine_runs(tmp_path, capsy
     )
     assert message in capsys.readouterr().err
     # the schema says it too (codegen/lint.py writes the bound into the range clauses)
-    from agilerl.documents import load_document
+    from agilerl.files.documents import load_document
 
     errors = list(validator_for("TrainingManifest").iter_errors(load_document(path)[0]))
     found = [
@@ -393,8 +393,8 @@ def test_cli_schema_is_self_contained(tmp_path):
     bundled = json.loads(out.read_text())
     refs = [ref for ref in json.dumps(bundled).split('"$ref": "')[1:]]
     assert refs and all(ref.startswith("#") for ref in refs)
-    from agilerl.documents import load_document
-    from agilerl.schema import SpecValidator
+    from agilerl.files.documents import load_document
+    from agilerl.files.schema import SpecValidator
 
     validator = SpecValidator(bundled)
     for path in CONFIGS[:3] + [CORPUS_DIR / "tests" / "dqn.yaml"]:
@@ -424,7 +424,7 @@ def test_cli_init_writes_a_valid_manifest_with_modeline(tmp_path, capsys):
 
 
 def test_malformed_yaml_is_a_clear_error_not_a_traceback(tmp_path):
-    from agilerl.documents import DocumentError
+    from agilerl.files.documents import DocumentError
 
     # (``0x_`` is the string "0x_" in the dialect: tests/test_documents.py.)
     for text in ("algorithm: [\n", "lr: .inf\n", "a: !!python/object x\n", "a: !!map:x {}\n"):

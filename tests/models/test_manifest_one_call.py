@@ -15,7 +15,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 from support import ROOT
 
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
 from agilerl.models import TrainingManifest, dump_manifest, parse_manifest
 from agilerl.models.core_schemas import typed_sections
 from agilerl.models.legacy import normalise_legacy_keys

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from agilerl.files.schema import validator_for
 from agilerl.models.env import (
     LLM_ENV_SPECS,
     BanditEnvSpec,
@@ -37,7 +38,6 @@ from agilerl.models.training import (
     ReplayBufferSpec,
     TrainingSpec,
 )
-from agilerl.schema import validator_for
 
 REASONING = {
     "dataset": "data/countdown.parquet",

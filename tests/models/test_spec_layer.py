@@ -23,7 +23,8 @@ import pytest
 from support import ROOT
 
 from agilerl.cli import main
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
+from agilerl.files.schema import schema_documents, validator_for
 from agilerl.models import ALGO_REGISTRY, PPOSpec, load_manifest, parse_manifest
 from agilerl.models.algo import (
     AlgorithmSpec,
@@ -44,7 +45,6 @@ from agilerl.models.kinds import AGENT_KINDS, AgentType
 from agilerl.models.manifest_base import network_section_for
 from agilerl.models.training import TrainingSpec
 from agilerl.models.validation import SpecError
-from agilerl.schema import schema_documents, validator_for
 
 while not (ROOT / "pyproject.toml").is_file():  # the tests may live one folder deeper
     ROOT = ROOT.parent
@@ -438,15 +438,20 @@ def test_no_manifest_of_the_corpora_asks_a_recurrent_ppo_for_simba():
 # --- the spec layer imports no engine module ------------------------------------------------
 
 #: Modules of the spec layer, and the agilerl modules it may import.
-SPEC_LAYER = ("agilerl.models", "agilerl._generated", "agilerl.documents", "agilerl.schema")
+SPEC_LAYER = (
+    "agilerl.models",
+    "agilerl._generated",
+    "agilerl.files.documents",
+    "agilerl.files.schema",
+)
 
 
 def _spec_layer_files() -> list[Path]:
     package = ROOT / "agilerl"
     return [
         *sorted((package / "models").rglob("*.py")),
-        package / "documents.py",
-        package / "schema.py",
+        package / "files" / "documents.py",
+        package / "files" / "schema.py",
     ]
 
 

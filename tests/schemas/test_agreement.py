@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from hypothesis_jsonschema import from_schema
 from pydantic import ValidationError
 
-from agilerl.cli import spec_classes
+from agilerl.cli.validate import spec_classes
+from agilerl.files.schema import inline_schema, schema_titles, validator_for
 from agilerl.models.legacy import RENAMED_KEYWORD
 from agilerl.models.rules import RULES_KEYWORD
-from agilerl.schema import inline_schema, schema_titles, validator_for
 
 #: Specs whose schema makes one section depend on another (if/then) are beyond
 #: hypothesis-jsonschema; their agreement is tested on document corpora instead

@@ -1,7 +1,7 @@
 """Every validator of the specs agrees on tests/corpus, and on where a document is wrong.
 
 Three validators judge each corpus document: the pydantic models (``agilerl.models``),
-the Python ``jsonschema`` view of ``schemas/`` (``agilerl.schema``) and ajv
+the Python ``jsonschema`` view of ``schemas/`` (``agilerl.files.schema``) and ajv
 (``codegen/node/validate.mjs``, the view of every JavaScript tool). Their verdicts must
 equal the corpus's: ``valid.json`` documents are valid, ``invalid.json`` ones are not.
 
@@ -27,9 +27,9 @@ import pytest
 from jsonschema import ValidationError
 from support import ROOT, TESTS
 
-from agilerl.cli import spec_classes
+from agilerl.cli.validate import spec_classes
+from agilerl.files.schema import schema_titles, validator_for
 from agilerl.models.rules import RULES_KEYWORD
-from agilerl.schema import schema_titles, validator_for
 
 CORPUS_DIR = TESTS / "corpus"
 SCHEMA_DIR = ROOT / "schemas"

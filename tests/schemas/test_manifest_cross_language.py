@@ -2,7 +2,7 @@
 
 Three validators judge each manifest file: the pydantic model
 (``agilerl.models.manifest.load_manifest``, which raises ``SpecError``), the Python
-``jsonschema`` view of ``schemas/manifest.schema.json`` (``agilerl.schema``) and ajv
+``jsonschema`` view of ``schemas/manifest.schema.json`` (``agilerl.files.schema``) and ajv
 (``codegen/node/validate.mjs --spec TrainingManifest``), each reading the file in its own
 language (the one YAML dialect, see tests/test_documents.py).
 
@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 from support import ROOT, TESTS
 
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
+from agilerl.files.schema import validator_for
 from agilerl.models.manifest import load_manifest
 from agilerl.models.validation import SpecError
-from agilerl.schema import validator_for
 
 SCHEMA_DIR = ROOT / "schemas"
 CORPUS = TESTS / "manifest_corpus"

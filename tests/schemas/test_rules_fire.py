@@ -6,7 +6,7 @@ fragment, a ``oneOf`` or ``anyOf`` branch). Each object of a schema that holds r
 spec's own document for a spec no manifest holds) and the dotted path of the object the
 rules check there. Each rule is broken alone in that object, and ``agilerl validate``
 (the Python models, which ``agilerl train`` reads a manifest with), the ``jsonschema``
-view (:mod:`agilerl.schema`) and ajv (``codegen/node/check.mjs``, which ``validate.mjs
+view (:mod:`agilerl.files.schema`) and ajv (``codegen/node/check.mjs``, which ``validate.mjs
 --issues`` and the docs' playground share) must refuse the document at the rule's dotted
 path with the rule's message, the one its definition (:mod:`agilerl.models.rules`) gives. A schema that gains rules in a
 new place fails :func:`test_every_place_with_rules_has_a_site` until it has a site.
@@ -28,9 +28,9 @@ import pytest
 from jsonschema import ValidationError
 from support import ROOT
 
-from agilerl.documents import load_document
+from agilerl.files.documents import load_document
+from agilerl.files.schema import validator_for
 from agilerl.models.rules import RULES_KEYWORD, check_rules
-from agilerl.schema import validator_for
 
 SCHEMAS = ROOT / "schemas"
 

@@ -1,4 +1,4 @@
-"""A run whose learn metrics or fitness become NaN or infinite stops (agilerl.finite,
+"""A run whose learn metrics or fitness become NaN or infinite stops (agilerl.training.finite,
 agilerl.training.evolution): the message names the generation, the agent and the figure,
 ``agilerl train`` exits 1 with that one line, nothing claiming a result is written, and
 the last checkpoint is the last good generation's. ``history.json`` is strict JSON."""
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from agilerl.cli import main
-from agilerl.finite import first_non_finite, json_safe
 from agilerl.trainer import LocalTrainer
 from agilerl.training.errors import DivergedError
 from agilerl.training.evolution import _refuse_non_finite, _weights_finite
+from agilerl.training.finite import first_non_finite, json_safe
 from agilerl.training.run_checkpoint import load_run
 
 #: What a finished run writes beside its checkpoint; a diverged run writes none of them.

@@ -17,16 +17,17 @@ import gymnasium as gym
 import pytest
 from support import ROOT
 
-from agilerl.atomic import (
+from agilerl.cli import main
+from agilerl.families.environments import EnvironmentSpecError
+from agilerl.families.single_agent.envs import UserEnv, make_env
+from agilerl.files.atomic import (
     DirectoryLock,
     OutputError,
     OutputInUseError,
     clean_stale_temporaries,
     write_text,
 )
-from agilerl.cli import main
-from agilerl.families.single_agent.envs import EnvironmentSpecError, UserEnv, make_env
-from agilerl.manifest_code import code_references
+from agilerl.guards.manifest_code import code_references
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.manifest import load_manifest, parse_manifest
 from agilerl.trainer import LocalTrainer
@@ -199,7 +200,7 @@ def test_stale_temporaries_of_a_killed_writer_go_on_the_next_start(tmp_path):
 
 KILLED_WRITER = """
 import os, sys, time
-from agilerl import atomic
+from agilerl.files import atomic
 
 def stuck(fd):  # the write is under way: its temporary exists
     print("writing", flush=True)
@@ -240,7 +241,7 @@ def test_clean_stale_temporaries_matches_target_names(tmp_path):
 
 HOLD = """
 import sys, time
-from agilerl.atomic import DirectoryLock
+from agilerl.files.atomic import DirectoryLock
 DirectoryLock.for_directory(sys.argv[1]).acquire()
 print("held", flush=True)
 time.sleep(120)
@@ -405,7 +406,7 @@ def test_a_real_entrypoint_and_wrapper_still_build(env_dir):
             wrappers=["gymnasium.wrappers.RecordEpisodeStatistics"],
         )
     )
-    # the manifest's wrapper, inside the engine's own outermost one (agilerl.user_code)
+    # the manifest's wrapper, inside the engine's own outermost one (agilerl.guards.user_code)
     assert isinstance(env, UserEnv) and isinstance(env.env, gym.wrappers.RecordEpisodeStatistics)
     env.close()
 

@@ -29,14 +29,14 @@ from support import ROOT
 from agilerl.algorithms import DQN, PPO
 from agilerl.algorithms.hyperparameters import RLParameter
 from agilerl.cli import main
-from agilerl.families.single_agent.envs import EnvironmentSpecError
+from agilerl.families.environments import EnvironmentSpecError
 from agilerl.families.single_agent.preflight import estimate
+from agilerl.files.schema import inline_schema, schema_documents, validator_for
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.models.limits import Limits, hyperparameter_limits
 from agilerl.models.manifest import load_manifest, parse_manifest
 from agilerl.models.registry import ALGO_REGISTRY
 from agilerl.models.validation import SpecError
-from agilerl.schema import inline_schema, schema_documents, validator_for
 from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training.preflight import PreflightError
 from codegen.lint import lint

@@ -16,9 +16,9 @@ import torch
 from support import ROOT
 
 from agilerl.algorithms import DQN, RLAlgorithm
-from agilerl.checkpoints import CheckpointError, load, save
 from agilerl.cli import main
 from agilerl.families.single_agent import scoring
+from agilerl.files.checkpoints import CheckpointError, load, save
 from agilerl.models.manifest import load_manifest
 from agilerl.trainer import LocalTrainer, TrainerError
 from agilerl.training import threads as thread_rule

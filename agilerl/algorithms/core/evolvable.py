@@ -34,7 +34,6 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ValidationError
 
-from agilerl import checkpoints
 from agilerl.algorithms.hyperparameters import (
     RLParameter,
     default_range,
@@ -42,8 +41,9 @@ from agilerl.algorithms.hyperparameters import (
     spec_limits,
 )
 from agilerl.algorithms.optim import FusedAdam
-from agilerl.meta_device import built_on_meta
+from agilerl.files import checkpoints
 from agilerl.networks.base import EvolvableNetwork
+from agilerl.resources.meta_device import built_on_meta
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self needs Python 3.11
@@ -393,7 +393,7 @@ class EvolvableAlgorithm:
 
     def state_dict(self) -> dict[str, Any]:
         """Everything needed to rebuild this agent exactly (tensors on the CPU), as a tree
-        :mod:`agilerl.checkpoints` stores (laid out as :data:`AGENT_LAYOUT`)."""
+        :mod:`agilerl.files.checkpoints` stores (laid out as :data:`AGENT_LAYOUT`)."""
         networks = {}
         for attr in self._network_attrs():
             net = getattr(self, attr)
@@ -463,7 +463,7 @@ class EvolvableAlgorithm:
         **runtime: Any,
     ) -> Self:
         """A new agent built from :meth:`state_dict` output, checked before it is used:
-        any problem is a :class:`~agilerl.checkpoints.CheckpointError` naming its key
+        any problem is a :class:`~agilerl.files.checkpoints.CheckpointError` naming its key
         path (``where`` is prefixed, e.g. ``agents[0]``). ``runtime``: constructor
         arguments no checkpoint holds (:meth:`runtime_args`). ``sized``: the state is
         a live agent's (:meth:`clone`), whose sizes are allocated already, so they are
@@ -517,11 +517,11 @@ class EvolvableAlgorithm:
         """Build what a saved state implies on the meta device first (shapes, no
         storage): the networks the constructor makes from the recorded spaces and
         hyperparameters must fit in what this process may allocate
-        (:func:`agilerl.checkpoints.payload_limit`), and every saved architecture must
+        (:func:`agilerl.files.checkpoints.payload_limit`), and every saved architecture must
         give exactly the weights the file holds, which the file's own size bounds. A
         ``Discrete(10**9)`` action space or a hidden size of 10**6 is refused here,
         naming its key path, before memory is allocated for it (not even reserved:
-        :func:`~agilerl.meta_device.built_on_meta`). Building on the meta device leaves
+        :func:`~agilerl.resources.meta_device.built_on_meta`). Building on the meta device leaves
         torch's random generator as it was (it is put back)."""
         limit = checkpoints.payload_limit()
         with torch.random.fork_rng(devices=[]), built_on_meta():

@@ -61,9 +61,9 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from agilerl import checkpoints
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
+from agilerl.files import checkpoints
 
 #: Attention kernels a model can be asked for, with the package each needs (None: torch).
 ATTENTION_IMPLEMENTATIONS = {

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from agilerl import checkpoints
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
-from agilerl.observations import map_tree
+from agilerl.components.observations import map_tree
+from agilerl.files import checkpoints
 
 #: Per agent id: a batch of one agent's observations (or actions, masks, flags).
 PerAgent = dict[str, Any]

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from agilerl.algorithms.optim import GradientTerm, gradient_step, polyak_update
-from agilerl.observations import split_tree
+from agilerl.components.observations import split_tree
 
 Agent = TypeVar("Agent")
 

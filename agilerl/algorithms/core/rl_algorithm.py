@@ -256,7 +256,7 @@ class RLAlgorithm(EvolvableAlgorithm):
         per observation) says which observations begin a new episode, whose state
         starts from zero (:meth:`episodes_ended`).
         """
-        from agilerl.observations import add_batch_dim, batch_size, map_tree
+        from agilerl.components.observations import add_batch_dim, batch_size, map_tree
 
         single = batch_size(observation, self.observation_space) is None
         if single:

@@ -11,7 +11,7 @@ so the regret of a step is ``1 - reward``.
 Tables (:func:`load_tables`) are local CSV files (a header row, then numbers) or
 Parquet files (read with pyarrow, which the ``llm`` extra installs). A missing file,
 tables whose row counts differ, a feature that is not a number or not usable
-(:mod:`agilerl.finite`: NaN, infinite, or of a magnitude whose square overflows
+(:mod:`agilerl.training.finite`: NaN, infinite, or of a magnitude whose square overflows
 float32), a targets table with more than one column or fewer than two distinct labels is
 refused with a :class:`BanditTableError` naming the file and the row.
 """
@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from agilerl.finite import first_bad_value
+from agilerl.training.finite import first_bad_value
 
 #: The most context values one step may build (arms x arms x features, float32): a
 #: bound on the work of a step, which the disjoint encoding makes quadratic in the arms

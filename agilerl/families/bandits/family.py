@@ -17,6 +17,7 @@ from agilerl.families.bandits.memory import BanditMemory
 from agilerl.families.bandits.preflight import check_bandit_run
 from agilerl.families.base import Family, Memory, Output, evolved_mlp_network
 from agilerl.families.context import RunContext
+from agilerl.families.environments import EnvironmentSpecError, call_factory, import_target
 from agilerl.families.evaluation import (
     EvaluationError,
     EvaluationResult,
@@ -24,11 +25,6 @@ from agilerl.families.evaluation import (
     no_video,
 )
 from agilerl.families.python_env import PythonEnv
-from agilerl.families.single_agent.envs import (
-    EnvironmentSpecError,
-    call_factory,
-    import_target,
-)
 from agilerl.families.single_agent.evaluation import check_spaces, seeded_sampling
 from agilerl.models.base import AgentType
 from agilerl.models.env import BANDIT_TABLES, BanditEnvSpec, missing_bandit_tables

@@ -28,10 +28,10 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from agilerl.atomic import write_bytes
 from agilerl.families.bandits.memory import BanditMemory
 from agilerl.families.base import Memory
 from agilerl.families.context import RunContext
+from agilerl.files.atomic import write_bytes
 from agilerl.training.evolution import (
     LoopArguments,
     RunState,

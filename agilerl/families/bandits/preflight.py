@@ -9,7 +9,6 @@ from typing import Any
 from agilerl.families.context import RunContext
 from agilerl.training.errors import TrainerError
 from agilerl.training.preflight import (
-    GENERATIONS_ALIVE,
     Estimate,
     Need,
     PreflightError,
@@ -17,6 +16,7 @@ from agilerl.training.preflight import (
     check_fits,
     default_buffer,
     meta_agent,
+    population_need,
     refuse_unused,
     size_text,
 )
@@ -75,13 +75,11 @@ def estimate_bandit(ctx: RunContext, env: Any, size: int) -> Estimate:
     pull = 4 * env.context_dim + 4
     return Estimate(
         [
-            Need(
-                "training.pop_size",
-                f"{pop:,} agents of {size_text(per_agent)} (networks, gradients, optimiser "
-                f"state, inverse design matrix; {GENERATIONS_ALIVE} generations alive "
-                "during selection)",
-                GENERATIONS_ALIVE * pop * per_agent,
-                one=per_agent,
+            population_need(
+                pop,
+                per_agent,
+                "agents",
+                "networks, gradients, optimiser state, inverse design matrix",
             ),
             Need("replay_buffer.max_size", f"{size:,} pulls of {size_text(pull)}", size * pull),
         ]

@@ -632,8 +632,8 @@ def _sft(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> SFT
 def _multiturn(spec: Any, tokenizer: Any, base_dir: Path | None, **common: Any) -> Any:
     """The rollout over the environment ``entrypoint`` makes (``env_config`` its keyword
     arguments; :mod:`agilerl.families.llm.multiturn`)."""
+    from agilerl.families.environments import EnvironmentSpecError, import_target
     from agilerl.families.llm.multiturn import MultiTurnEpisodes
-    from agilerl.families.single_agent.envs import EnvironmentSpecError, import_target
 
     where = "environment.entrypoint"
     try:

@@ -47,10 +47,10 @@ import numpy as np
 import torch
 
 from agilerl.families.llm.rendering import pad, prompt_ids, render_messages
+from agilerl.guards.user_code import UserCodeError, call_user
 from agilerl.llm.batches import Completions, Experience, PromptBatch
 from agilerl.llm.data_parallel import DataParallel
 from agilerl.llm.models import LLMSetupError
-from agilerl.user_code import UserCodeError, call_user
 
 #: The most turns an episode may have: each episode's per-turn rewards take this many
 #: columns of every batch, so a larger limit is refused before anything is allocated

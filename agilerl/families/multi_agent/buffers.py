@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from agilerl.components.observations import map_tree
 from agilerl.components.on_policy import RolloutCollector, VectorStep
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer
 from agilerl.families.multi_agent.vector import FINAL
-from agilerl.observations import map_tree
 
 #: Fields of a multi-agent transition, in the order :meth:`MultiAgentReplayBuffer.add`
 #: takes them (each a dict keyed by agent id). The masks hold only the agents whose

@@ -8,7 +8,7 @@ refused with the reason. Wrappers are applied innermost first. The engine names 
 by strings: an environment whose ids are not strings (integers) is wrapped so they
 become ``str(id)`` (:class:`StringIds`), and mapped back when it acts.
 
-Every problem is an :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` naming the
+Every problem is an :class:`~agilerl.families.environments.EnvironmentSpecError` naming the
 field, never a traceback from inside PettingZoo.
 """
 
@@ -23,17 +23,17 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import aec_to_parallel
 
-from agilerl.distribution import install_command
-from agilerl.families.python_env import PythonEnv
-from agilerl.families.single_agent.envs import (
+from agilerl.components.observations import channels_first, channels_first_space, channels_last
+from agilerl.families.environments import (
     EnvironmentCallError,
     EnvironmentSpecError,
     call_environment,
     call_factory,
     import_target,
 )
-from agilerl.observations import channels_first, channels_first_space, channels_last
-from agilerl.user_code import UserCodeError, call_user
+from agilerl.families.python_env import PythonEnv
+from agilerl.guards.user_code import UserCodeError, call_user
+from agilerl.resources.distribution import install_command
 
 #: Module prefixes that moved out of PettingZoo, and where they live now: a manifest
 #: naming the old place is told the new one (pettingzoo 1.26 dropped its MPE copy).
@@ -186,7 +186,7 @@ class ParallelWrapper(ParallelEnv):
 class GuardedParallelEnv(ParallelWrapper):
     """The outermost wrapper of every parallel environment :func:`make_parallel_env`
     builds: ``reset`` and ``step`` go through
-    :func:`~agilerl.families.single_agent.envs.call_environment` (time limit, one-line
+    :func:`~agilerl.families.environments.call_environment` (time limit, one-line
     errors), and an observation whose shape is not its agent's observation space's is
     refused there, naming the agent and the call, instead of failing later in a stack."""
 
@@ -236,7 +236,7 @@ class GuardedParallelEnv(ParallelWrapper):
 
 class ChannelsFirst(ParallelWrapper):
     """The agents' images observed channels last, ``(H, W, C)``, handed on channels
-    first, as the CNN encoder takes them (:func:`agilerl.observations.channels_last`);
+    first, as the CNN encoder takes them (:func:`agilerl.components.observations.channels_last`);
     other agents' observations pass unchanged."""
 
     def __init__(self, env: ParallelEnv) -> None:

@@ -14,7 +14,6 @@ from agilerl.families.multi_agent.loops import TEAM_REPLAYS
 from agilerl.families.python_env import close_made
 from agilerl.training.cohorting import Cohorting, shares_cohorts
 from agilerl.training.preflight import (
-    GENERATIONS_ALIVE,
     ROLLOUT_EXTRA_BYTES,
     TRANSITION_EXTRA_BYTES,
     WORKER_PROCESS_BYTES,
@@ -25,7 +24,9 @@ from agilerl.training.preflight import (
     check_batch,
     check_fits,
     default_buffer,
+    environments_need,
     meta_agent,
+    population_need,
     refuse_unused,
     replay_cohort_need,
     sample_bytes,
@@ -89,25 +90,13 @@ def estimate_multi_agent(ctx: RunContext) -> Estimate:
     action = sum(sample_bytes(space) for space in act_spaces.values())
     per_team = agent_bytes(team)
     pop = training.pop_size
-    needs = [
-        Need(
-            "training.pop_size",
-            f"{pop:,} teams of {size_text(per_team)} ({len(ids)} agents in "
-            f"{len(team.groups)} groups; {GENERATIONS_ALIVE} generations alive during "
-            "selection)",
-            GENERATIONS_ALIVE * pop * per_team,
-            one=per_team,
-        )
-    ]
     per_env = env_bytes + 2 * obs + (0 if spec.sync else WORKER_PROCESS_BYTES)
     kind = "in this process" if spec.sync else "each in a worker process"
-    needs.append(
-        Need(
-            "environment.num_envs",
-            f"{num_envs:,} environments of {size_text(per_env)} ({kind})",
-            num_envs * per_env,
-        )
-    )
+    holds = f"{len(ids)} agents in {len(team.groups)} groups"
+    needs = [
+        population_need(pop, per_team, "teams", holds),
+        environments_need(num_envs, per_env, kind),
+    ]
     if algorithm.off_policy:
         row = 2 * obs + action + len(ids) * (TRANSITION_EXTRA_BYTES + 1)  # + active
         size = ctx.replay_buffer.max_size if ctx.replay_buffer else default_buffer()

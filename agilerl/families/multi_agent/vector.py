@@ -29,9 +29,9 @@ Seeded resets: ``reset(seed)`` seeds sub-environment ``i`` with ``seed + i``; au
 continue each sub-environment's own random stream, so a seeded run repeats exactly.
 The copies run in this process, or each in a worker process (``subprocess=True``),
 talking over pipes; the results are the same. Every copy must have the first's agents and
-spaces (:func:`~agilerl.families.single_agent.envs.check_same_spaces`). A worker that ends
+spaces (:func:`~agilerl.families.environments.check_same_spaces`). A worker that ends
 without an exception (its environment's ``os._exit``, a signal) is one
-:class:`~agilerl.families.single_agent.envs.EnvironmentCallError` naming the environment,
+:class:`~agilerl.families.environments.EnvironmentCallError` naming the environment,
 the sub-environment, the call and how the process ended; the other workers are ended with
 it, and workers whose trainer is gone end without a traceback.
 """
@@ -48,16 +48,16 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import create_empty_array
 
-from agilerl.families.python_env import PythonEnv
-from agilerl.families.single_agent.envs import (
+from agilerl.components.observations import map_tree
+from agilerl.families.environments import (
     PIPE_CLOSED,
     EnvironmentCallError,
     EnvironmentSpecError,
     check_same_spaces,
     worker_end_error,
 )
-from agilerl.observations import map_tree
-from agilerl.user_code import UserCodeError
+from agilerl.families.python_env import PythonEnv
+from agilerl.guards.user_code import UserCodeError
 
 #: Errors a worker sends back as they are (each one line naming the manifest field, or
 #: the environment and the call); any other is reported with the worker's traceback.
@@ -74,7 +74,7 @@ BUILD = "the build of its environment"
 
 def named_spaces(env: Any) -> dict[str, Any]:
     """The agents and spaces the vector env batches ``env``'s copy on, each keyed by what
-    :func:`~agilerl.families.single_agent.envs.check_same_spaces` calls it, the agents
+    :func:`~agilerl.families.environments.check_same_spaces` calls it, the agents
     first (their order does not matter: everything is keyed by agent)."""
     agents = list(env.possible_agents)
     named: dict[str, Any] = {"agents": sorted(agents, key=str)}

@@ -4,7 +4,7 @@ A dataset file holds one row per transition under the keys :data:`REQUIRED`
 (``observations``, ``actions``, ``rewards``, ``next_observations``, ``terminals``) and
 optionally ``truncations``. Every key is checked: present, a dataset (not a group), as
 many rows as ``observations``, numeric, shaped for the evaluation environment's
-spaces, and usable (:mod:`agilerl.finite`: no NaN or infinity, no magnitude whose square
+spaces, and usable (:mod:`agilerl.training.finite`: no NaN or infinity, no magnitude whose square
 overflows float32, done flags 0 or 1). A problem is a :class:`DatasetError` naming the
 file, the key and the shapes, or the first row at fault. The header is checked before any
 array is read (links, filters this h5py lacks, shapes that would allocate more than this
@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from agilerl.checkpoints import payload_limit, size_text
-from agilerl.distribution import install_command
-from agilerl.finite import first_bad_flag, first_bad_value
+from agilerl.files.checkpoints import payload_limit, size_text
+from agilerl.resources.distribution import install_command
+from agilerl.training.finite import first_bad_flag, first_bad_value
 
 #: Keys every dataset has, one row per transition.
 REQUIRED = ("observations", "actions", "rewards", "next_observations", "terminals")
@@ -149,7 +149,7 @@ def declared_bytes(node: Any) -> int:
 def check_declared_size(arrays: dict[str, Any], where: str) -> None:
     """Refuse ``arrays`` (key -> HDF5 array of an open file, nothing read yet) whose
     declared shapes would allocate more, read whole, than this process may
-    (:func:`agilerl.checkpoints.payload_limit`: half the memory available, the limit a
+    (:func:`agilerl.files.checkpoints.payload_limit`: half the memory available, the limit a
     checkpoint read has), naming the largest array: a 1 MB file can declare 2e9 rows."""
     limit = payload_limit()
     if limit is None or not arrays:
@@ -199,7 +199,7 @@ def load_dataset(
     or key, a key whose rows differ in number from ``observations``, a per-transition key
     that is not one number per row, observations or actions that do not fit the spaces;
     or the first row of a key holding NaN, infinity, a magnitude above
-    :data:`~agilerl.finite.MAX_MAGNITUDE`, or a done flag that is not 0 or 1. Keys whose
+    :data:`~agilerl.training.finite.MAX_MAGNITUDE`, or a done flag that is not 0 or 1. Keys whose
     declared shapes would allocate more than this process may are refused from the
     header, before any array is read (:func:`check_declared_size`).
     """
@@ -274,7 +274,7 @@ def checked_dataset(
 
 def _refuse_unusable_values(data: dict[str, np.ndarray], where: str) -> None:
     """Every value finite and of a magnitude float32 losses can hold, every done flag 0
-    or 1 (:mod:`agilerl.finite`): a NaN or 1e30 trained on gives NaN losses, never an
+    or 1 (:mod:`agilerl.training.finite`): a NaN or 1e30 trained on gives NaN losses, never an
     error of its own. Checked before any cast, so a value that only overflows as float32
     is refused too."""
     for key, array in data.items():

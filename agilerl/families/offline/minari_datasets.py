@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from agilerl.distribution import install_command
 from agilerl.families.offline.datasets import (
     DatasetError,
     OfflineDataset,
@@ -27,6 +26,7 @@ from agilerl.families.offline.datasets import (
     checked_dataset,
     open_hdf5,
 )
+from agilerl.resources.distribution import install_command
 
 #: Where Minari keeps its datasets when MINARI_DATASETS_PATH is unset (minari 0.5).
 DEFAULT_ROOT = Path("~/.minari/datasets")

@@ -19,10 +19,10 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
+from agilerl.components.observations import concat_tree
 from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.envs import make_vector_env
-from agilerl.observations import concat_tree
-from agilerl.vectorize import resolve_vectorize
+from agilerl.families.single_agent.vectorize import resolve_vectorize
 
 
 def in_process(spec: Any) -> Any:

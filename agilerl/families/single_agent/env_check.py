@@ -6,11 +6,11 @@ with seeds and asserts what Gymnasium's API asks for (``reset`` returns ``(obs, 
 observations lie in the observation space, seeding makes it deterministic). What it
 finds is reported in the run's terms, never as a traceback:
 
-* a failure is one :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError`
+* a failure is one :class:`~agilerl.families.environments.EnvironmentSpecError`
   line naming where the environment came from and the check that failed;
 * a warning (the checker's ``gymnasium.logger.warn``, or any the environment gives
   during the check) is one line prefixed with the same location, issued as a
-  :class:`~agilerl.user_code.UserCodeWarning` by :func:`report_user_env`.
+  :class:`~agilerl.guards.user_code.UserCodeWarning` by :func:`report_user_env`.
 
 Registered Gymnasium ids are not checked: Gymnasium's own environments pass, and its
 ``make`` already wraps them in the passive checker. The checker resets and steps the
@@ -34,8 +34,8 @@ import gymnasium as gym
 from gymnasium.utils import env_checker, passive_env_checker
 from gymnasium.vector.utils import CloudpickleWrapper
 
-from agilerl.families.single_agent.envs import EnvironmentSpecError
-from agilerl.user_code import UserCodeError, UserCodeWarning, call_user, worker_ended
+from agilerl.families.environments import EnvironmentSpecError
+from agilerl.guards.user_code import UserCodeError, UserCodeWarning, call_user, worker_ended
 
 #: The checker's modules: the frame of the check that failed is the innermost in them.
 CHECKER_FILES = (env_checker.__file__, passive_env_checker.__file__)
@@ -62,7 +62,7 @@ def check_user_env(env: gym.Env, where: str) -> list[str]:
     ``environment.entrypoint corridor.py:make``). Returns its warnings as located lines
     (``<where>: <warning>``), each once; raises :class:`EnvironmentSpecError` (one line:
     ``where``, the check and why) when a check fails or the environment's code raises
-    during one, and :class:`~agilerl.user_code.UserCodeError` when it exits or runs past
+    during one, and :class:`~agilerl.guards.user_code.UserCodeError` when it exits or runs past
     the time limit for user code."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,7 +1,7 @@
 """Vectorised Gymnasium environments built from a :class:`~agilerl.models.env.GymEnvSpec`.
 
 Every environment is vectorised (natively, in this process or in worker processes, as
-``environment.vectorize`` resolves: :mod:`agilerl.vectorize`) with *same-step* autoreset:
+``environment.vectorize`` resolves: :mod:`agilerl.families.single_agent.vectorize`) with *same-step* autoreset:
 when a sub-environment ends, ``step`` already returns the first observation of its next
 episode and puts the last one in ``info["final_obs"]``. The loops rely on this (no wasted step per episode, and the true
 final observation is there to bootstrap a time-limit cut).
@@ -13,87 +13,38 @@ import difflib
 import functools
 import importlib
 import importlib.util
-import multiprocessing.connection as mp_connection
 import reprlib
-import sys
 import warnings
-from collections.abc import Callable, Mapping, Sequence
-from multiprocessing.process import BaseProcess
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
 from gymnasium.vector.async_vector_env import AsyncState, _async_worker
 
-from agilerl.distribution import install_command
+from agilerl.components.observations import channels_first, channels_first_space, channels_last
+from agilerl.families.environments import (
+    PIPE_CLOSED,
+    SHARED_SPACES,
+    EnvironmentCallError,
+    EnvironmentSpecError,
+    call_environment,
+    call_factory,
+    check_same_spaces,
+    import_target,
+    worker_end_error,
+)
 from agilerl.families.python_env import PythonEnv, close_made
 from agilerl.families.single_agent.atari import make_kwargs, preprocess_atari, register_namespace
 from agilerl.families.single_agent.native import SameStepAutoreset
-from agilerl.manifest_code import split_target
-from agilerl.observations import channels_first, channels_first_space, channels_last
-from agilerl.user_code import UserCodeError, call_user, worker_ended
-from agilerl.vectorize import ROW_RESETS, VectorizeError, native_entry_point, resolve_vectorize
-
-
-class EnvironmentSpecError(ValueError):
-    """An environment spec that cannot be built; the message names the field."""
-
-
-class EnvironmentCallError(EnvironmentSpecError):
-    """The environment's own code failed in a call the engine made (``reset``,
-    ``step``): one line naming the environment and the call."""
-
-
-def call_environment(what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """``fn(*args, **kwargs)``, a method of the user's environment (``what`` names the
-    environment and the call, built once by the caller), through
-    :func:`~agilerl.user_code.call_user` (time limit, ``sys.exit``); any exception it
-    raises becomes one :class:`EnvironmentCallError` line. The one seam between the
-    engine and an environment's code: single-agent (:class:`UserEnv`) and multi-agent
-    alike, in this process or in a worker process (both errors pickle as their message)."""
-    try:
-        return call_user(fn, *args, what=what, **kwargs)
-    except (UserCodeError, EnvironmentCallError):
-        raise  # one line naming the call already
-    except Exception as err:  # the user's code: any failure is reported as theirs
-        message = " ".join(str(err).split())  # one line
-        raise EnvironmentCallError(f"{what} raised {type(err).__name__}: {message}") from err
-
-
-def import_target(target: str, where: str, path: str | None) -> Any:
-    """``pkg.mod:attr``, ``file.py:attr`` (relative to ``path``) or ``pkg.mod.Attr``
-    (:func:`agilerl.manifest_code.split_target`, so it is what validate lists). A run's
-    spec has ``path`` filled in from its manifest's folder
-    (:func:`agilerl.manifest_code.anchored`), and a module is looked up there first;
-    None: a file is relative to the working directory, a module is imported from
-    ``sys.path`` as it stands (the working directory is not added: a recorded section
-    naming an installed module must get the installed one, :mod:`agilerl.recorded_code`)."""
-    base = Path(path) if path else Path.cwd()
-    module_name, attr = split_target(target)
-    try:
-        if module_name.endswith(".py"):
-            file = (base / module_name).resolve()
-            if not file.is_file():
-                raise EnvironmentSpecError(f"{where}: no file {file}")
-            mod_spec = importlib.util.spec_from_file_location(file.stem, file)
-            # A .py file always gets a spec, with a source file loader.
-            assert mod_spec is not None and mod_spec.loader is not None
-            module = importlib.util.module_from_spec(mod_spec)
-            call_user(mod_spec.loader.exec_module, module, what=f"{where} {target}")
-        else:
-            if path and str(base) not in sys.path:
-                sys.path.insert(0, str(base))
-            module = call_user(importlib.import_module, module_name, what=f"{where} {target}")
-    except (EnvironmentSpecError, UserCodeError):
-        raise
-    except Exception as err:  # the user's module failed to import: say which and why
-        raise EnvironmentSpecError(f"{where}: cannot import {module_name!r}: {err}") from err
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise EnvironmentSpecError(f"{where}: {module_name!r} has no attribute {attr!r}") from None
-
+from agilerl.families.single_agent.vectorize import (
+    ROW_RESETS,
+    VectorizeError,
+    native_entry_point,
+    resolve_vectorize,
+)
+from agilerl.guards.user_code import call_user
+from agilerl.resources.distribution import install_command
 
 #: Environments that need a Gymnasium extra, by where they come from: an entry point's
 #: module (box2d, mujoco; ale_py's once its ids are registered), or a namespace (ALE's,
@@ -149,29 +100,6 @@ def _unknown_env_message(name: str) -> str:
     close = difflib.get_close_matches(name, known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return f"environment.name: {name!r} is not a registered Gymnasium environment{hint}"
-
-
-def call_factory(
-    factory: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    where: str,
-    target: str,
-    kwargs_at: str,
-) -> Any:
-    """``factory(*args, **kwargs)``, the user's code that builds an environment (an entry
-    point, a wrapper) run by :func:`~agilerl.user_code.call_user`: its failure is an
-    :class:`EnvironmentSpecError` naming the field (``kwargs_at`` for a TypeError, most
-    often keywords that do not fit the signature). Every family that builds environments
-    from entry points calls its factories through this."""
-    try:
-        return call_user(factory, *args, what=f"{where} {target}", **kwargs)
-    except TypeError as err:
-        raise EnvironmentSpecError(f"{kwargs_at}: {target}: {err}") from err
-    except UserCodeError:
-        raise  # names the code and the exit already
-    except Exception as err:
-        raise EnvironmentSpecError(f"{where}: {target} raised {type(err).__name__}: {err}") from err
 
 
 def _call(
@@ -269,7 +197,7 @@ def make_env(spec: Any, source: PythonEnv | None = None) -> UserEnv:
 
 class ChannelsFirst(gym.ObservationWrapper):
     """Images observed channels last, ``(H, W, C)``, handed on channels first, as the
-    CNN encoder takes them (see :func:`agilerl.observations.channels_last`)."""
+    CNN encoder takes them (see :func:`agilerl.components.observations.channels_last`)."""
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
@@ -293,31 +221,6 @@ def _native(spec: Any, n: int) -> VectorEnv:
     except (TypeError, gym.error.Error) as err:  # keywords the constructor does not take
         raise EnvironmentSpecError(f"environment.config: {spec.name} (native): {err}") from None
     return SameStepAutoreset(env, ROW_RESETS[entry])
-
-
-#: The spaces every copy of a vector env shares (it batches the copies on them):
-#: attribute -> what a message calls it.
-SHARED_SPACES = {"observation_space": "observation space", "action_space": "action space"}
-
-
-def check_same_spaces(
-    what: str, first: Mapping[str, Any], copies: Sequence[Mapping[str, Any]]
-) -> None:
-    """Refuse copies whose spaces differ from ``first``'s: what a factory that makes
-    another environment on each call gives, which Gymnasium's vector envs refuse with a
-    bare RuntimeError and PettingZoo's batching with a broadcast error. Each copy's spaces
-    are keyed by what the message calls them (``action space``, ``observation space of
-    agent 'a_0'``), in the order they are compared; ``what`` names the environment (``env
-    make_corridor``, ``environment.entrypoint envs.py:make``)."""
-    for own in copies:
-        for name, expected in first.items():
-            found = own[name]
-            if found != expected:
-                raise EnvironmentSpecError(
-                    f"{what}: the environments it made differ in their {name} ({expected}, "
-                    f"then {found}); the environment.num_envs copies are batched into one "
-                    "vector env, so every call must make an environment with the same spaces"
-                )
 
 
 def _spaces(env: gym.Env) -> dict[str, gym.Space]:
@@ -361,7 +264,7 @@ def _native_only(spec: Any, n: int, source: PythonEnv | None = None) -> VectorEn
     return _native(spec, n)
 
 
-#: ``environment.vectorize`` (as :func:`~agilerl.vectorize.resolve_vectorize` resolves it)
+#: ``environment.vectorize`` (as :func:`~agilerl.families.single_agent.vectorize.resolve_vectorize` resolves it)
 #: -> the builder of its ``n`` copies (from the environment given in Python, if any).
 #: Each gives same-step autoreset.
 VECTOR_BUILDERS: dict[str, Callable[[Any, int, PythonEnv | None], VectorEnv]] = {
@@ -375,7 +278,7 @@ def make_vector_env(
     spec: Any, num_envs: int | None = None, source: PythonEnv | None = None
 ) -> VectorEnv:
     """The vectorised environment ``spec`` describes (``num_envs`` overrides the spec),
-    vectorised as ``environment.vectorize`` resolves (:mod:`agilerl.vectorize`); its
+    vectorised as ``environment.vectorize`` resolves (:mod:`agilerl.families.single_agent.vectorize`); its
     copies made from ``source`` where the run's environment was given in Python."""
     try:
         chosen = resolve_vectorize(spec)
@@ -393,31 +296,6 @@ def _quiet_worker(*args: Any) -> None:
         _async_worker(*args)
     except PIPE_CLOSED:
         pass
-
-
-#: What a closed pipe to or from another process raises: on receiving, on sending.
-PIPE_CLOSED = (EOFError, BrokenPipeError, ConnectionResetError)
-#: How long the trainer waits to see a worker whose pipe closed end (a process closes its
-#: pipes as it exits), to name it and say how it ended.
-WORKER_END_SECONDS = 5.0
-
-
-def worker_end_error(
-    what: str, processes: Sequence[BaseProcess], call: str
-) -> EnvironmentCallError:
-    """The error for a worker process of the environment ``what`` found gone (its pipe
-    closed) during ``call``: the first of ``processes`` (one per sub-environment) seen to
-    end, named with how it ended (:func:`~agilerl.user_code.worker_ended`). The caller
-    ends the others (no reply is left to wait for)."""
-    sentinels = [process.sentinel for process in processes]
-    gone = mp_connection.wait(sentinels, timeout=WORKER_END_SECONDS)
-    first = next((i for i, sentinel in enumerate(sentinels) if sentinel in gone), None)
-    if first is None:  # its pipe closed and it ran on (the caller ends it)
-        return EnvironmentCallError(f"{what}: a worker process stopped answering")
-    process = processes[first]
-    process.join(timeout=WORKER_END_SECONDS)  # closed its pipes; its exit status is next
-    ended = f"{what}: the worker process of sub-environment {first}, during {call},"
-    return EnvironmentCallError(worker_ended(ended, process.exitcode))
 
 
 def _reporting_ends(name: str, call: str) -> Any:

@@ -24,12 +24,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from agilerl.atomic import write_bytes
-from agilerl.distribution import install_command
+from agilerl.families.environments import EnvironmentSpecError
 from agilerl.families.evaluation import EvaluationError, EvaluationResult, check_counts
 from agilerl.families.single_agent.atari import scoring_spec
-from agilerl.families.single_agent.envs import EnvironmentSpecError, make_env
+from agilerl.families.single_agent.envs import make_env
+from agilerl.files.atomic import write_bytes
 from agilerl.models.env import OFFLINE_DATASET_FIELDS, GymEnvSpec
+from agilerl.resources.distribution import install_command
 from agilerl.training.evaluation_cap import episode_steps, warn_if_saved_cut
 
 
@@ -183,7 +184,7 @@ def run_episodes(
     ``max_episode_steps`` cuts episodes that run longer (for environments without a
     time limit); left None, :data:`~agilerl.training.evaluation_cap.EVAL_EPISODE_CAP`
     does, with a warning. Problems are :class:`EvaluationError` (and
-    :class:`~agilerl.families.single_agent.envs.EnvironmentSpecError` for the environment).
+    :class:`~agilerl.families.environments.EnvironmentSpecError` for the environment).
     """
     check_counts(episodes, max_episode_steps)
     video = None if video is None else Path(video)

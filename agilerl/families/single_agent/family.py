@@ -17,12 +17,12 @@ from agilerl.families.single_agent import off_policy, on_policy
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.families.single_agent.evaluation import GymEvaluation
 from agilerl.families.single_agent.preflight import check_rl_run
+from agilerl.families.single_agent.vectorize import resolve_vectorize
 from agilerl.models.base import AgentType
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.errors import TrainerError
 from agilerl.training.evolution import Turns
 from agilerl.training.preflight import Estimate
-from agilerl.vectorize import resolve_vectorize
 
 #: The spec's training function (``x-agilerl-algorithm.training_fn``) -> the turns of
 #: a run of it.

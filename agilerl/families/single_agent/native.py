@@ -31,12 +31,12 @@ import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv, VectorWrapper
 
-from agilerl.vectorize import RowReset
+from agilerl.families.single_agent.vectorize import RowReset
 
 
 class SameStepAutoreset(VectorWrapper):
     """A native vector environment whose ended copies restart in the step that ends them
-    (``reset_rows`` starts new episodes in some rows at once: :data:`~agilerl.vectorize.
+    (``reset_rows`` starts new episodes in some rows at once: :data:`~agilerl.families.single_agent.vectorize.
     ROW_RESETS`).
 
     :meth:`reset_each` makes it the native environments of several agents in one (a

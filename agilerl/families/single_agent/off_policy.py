@@ -14,6 +14,7 @@ from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.learners import ReplayCohort
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
 from agilerl.components.exploration import EPS_DECAY, EPS_END, EPS_START, EpsilonSchedule
+from agilerl.components.observations import replace_rows
 from agilerl.components.replay import Replay
 from agilerl.families.base import Memory
 from agilerl.families.cohorting import run_cohorting
@@ -21,7 +22,6 @@ from agilerl.families.context import RunContext
 from agilerl.families.python_env import PythonEnv
 from agilerl.families.single_agent.cohort_envs import CohortEnv, CohortEnvs, OwnEnv
 from agilerl.families.single_agent.scoring import Scoring
-from agilerl.observations import replace_rows
 from agilerl.training.cohorting import trains_in_cohorts
 from agilerl.training.evolution import (
     LoopArguments,

@@ -16,12 +16,12 @@ from agilerl.families.context import RunContext
 from agilerl.families.python_env import close_made
 from agilerl.families.single_agent.env_check import report_user_env, report_user_env_in_worker
 from agilerl.families.single_agent.envs import make_env
+from agilerl.families.single_agent.vectorize import VectorizeError, resolve_vectorize
 from agilerl.hpo.selections import selection_class
 from agilerl.models.base import AlgorithmNotAvailableError
 from agilerl.models.training import ReplayBufferSpec
 from agilerl.training.cohorting import Cohorting, shares_cohorts
 from agilerl.training.preflight import (
-    GENERATIONS_ALIVE,
     N_STEP_EXTRA_BYTES,
     PRIORITY_BYTES,
     ROLLOUT_EXTRA_BYTES,
@@ -34,13 +34,14 @@ from agilerl.training.preflight import (
     check_batch,
     check_fits,
     default_buffer,
+    environments_need,
     meta_agent,
+    population_need,
     replay_cohort_need,
     sample_bytes,
     size_text,
     traced_bytes,
 )
-from agilerl.vectorize import VectorizeError, resolve_vectorize
 
 
 def check_rl_run(ctx: RunContext, available: int | None = None) -> Estimate:
@@ -112,25 +113,12 @@ def estimate(ctx: RunContext, cohorting: Cohorting | None = None) -> Estimate:
     obs, action = sample_bytes(obs_space), sample_bytes(action_space)
     per_agent = agent_bytes(agent)
     pop = training.pop_size
-    needs = [
-        Need(
-            "training.pop_size",
-            f"{pop:,} agents of {size_text(per_agent)} (networks, gradients, optimiser "
-            f"state; {GENERATIONS_ALIVE} generations alive during selection)",
-            GENERATIONS_ALIVE * pop * per_agent,
-            one=per_agent,
-        )
-    ]
     # a native environment's copies cost no more than separate ones (CartPole: less)
     per_env = env_bytes + 2 * obs + (WORKER_PROCESS_BYTES if vectorised.workers else 0)
-    kind = vectorised.how
-    needs.append(
-        Need(
-            "environment.num_envs",
-            f"{num_envs:,} environments of {size_text(per_env)} ({kind})",
-            num_envs * per_env,
-        )
-    )
+    needs = [
+        population_need(pop, per_agent, "agents", "networks, gradients, optimiser state"),
+        environments_need(num_envs, per_env, vectorised.how),
+    ]
     if ctx.evolving:
         need = selection_class(ctx.selection_strategy).working_memory(ctx.selection_strategy)
         if need is not None:

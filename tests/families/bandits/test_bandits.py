@@ -569,7 +569,7 @@ def test_agilerls_own_bandit_manifests_train_with_a_rate_target(name, tmp_path):
     (tests/data/, relative to where the run starts)."""
     import shutil
 
-    from agilerl.documents import load_document
+    from agilerl.files.documents import load_document
     from agilerl.models.manifest import parse_manifest
     from agilerl.trainer import LocalTrainer
 

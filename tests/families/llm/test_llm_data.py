@@ -21,12 +21,12 @@ from agilerl.families.llm.environments import (
     load_table,
     split_dataset,
 )
+from agilerl.guards.time_limit import ENV_VAR
+from agilerl.guards.user_code import UserCodeError
 from agilerl.llm.batches import Completions, PreferenceBatch, PromptBatch, TokenSequences
 from agilerl.llm.models import LLMSetupError, load_tokenizer
 from agilerl.llm.rewards import RewardError, load_reward_fn
 from agilerl.models import LLMPreferenceEnvSpec, LLMReasoningEnvSpec, LLMSftEnvSpec
-from agilerl.time_limit import ENV_VAR
-from agilerl.user_code import UserCodeError
 
 ROWS = [{"id": i, "question": f"what colour is the {i}", "answer": f"a{i}"} for i in range(20)]
 TEMPLATE = {"system_0": "You are a helpful assistant .", "user_1": "{question}"}

@@ -405,7 +405,7 @@ def test_a_killed_llm_run_resumes_where_it_stood(tiny, capsys):
 
 
 def test_a_mutated_learning_rate_takes_effect_in_the_next_generation(tiny):
-    from agilerl.documents import load_document
+    from agilerl.files.documents import load_document
     from agilerl.models.manifest import parse_manifest
 
     doc = load_document(tiny / "configs" / "grpo.yaml")[0]

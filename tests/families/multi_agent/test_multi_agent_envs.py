@@ -12,14 +12,14 @@ from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
+from agilerl.families.environments import EnvironmentCallError, EnvironmentSpecError
 from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv, make_vector_env
-from agilerl.families.single_agent.envs import EnvironmentCallError, EnvironmentSpecError
+from agilerl.guards.time_limit import ENV_VAR
+from agilerl.guards.user_code import UserCodeError
 from agilerl.models.env import PzEnvSpec
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
-from agilerl.time_limit import ENV_VAR
-from agilerl.user_code import UserCodeError
 
 COOP = "agilerl.testing.cooperative"
 #: The cue game's integer ids, by role.

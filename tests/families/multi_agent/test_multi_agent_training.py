@@ -25,7 +25,7 @@ from agilerl.algorithms.maddpg import MADDPG
 from agilerl.cli import main
 from agilerl.cohorts.replay import CohortReplay
 from agilerl.components import on_policy
-from agilerl.documents import load_document
+from agilerl.components.observations import tree_leaves
 from agilerl.families.multi_agent.buffers import (
     MA_FIELDS,
     MultiAgentReplayBuffer,
@@ -39,7 +39,7 @@ from agilerl.families.multi_agent.loops import (
     team_evaluation,
 )
 from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv
-from agilerl.observations import tree_leaves
+from agilerl.files.documents import load_document
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
 from agilerl.training import train_multi_agent_off_policy, train_multi_agent_on_policy
 from agilerl.training.state import RunState, reset_seed

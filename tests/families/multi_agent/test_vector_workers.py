@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from support.ended_trainer import run_and_end, the_one_line
 
+from agilerl.families.environments import EnvironmentCallError, EnvironmentSpecError
 from agilerl.families.multi_agent.vector import make_vector_env
-from agilerl.families.single_agent.envs import EnvironmentCallError, EnvironmentSpecError
 from agilerl.models.env import PzEnvSpec
 
 #: A parallel environment of two agents whose ``step`` ends its process (``os._exit(7)``)

@@ -19,10 +19,10 @@ from gymnasium import spaces
 from support import ROOT
 from support.minari_data import write_cartpole_dataset
 
-from agilerl import checkpoints
 from agilerl.cli import main
 from agilerl.families.offline.datasets import DatasetError, load_dataset
 from agilerl.families.offline.minari_datasets import load_minari_dataset
+from agilerl.files import checkpoints
 
 OBS = spaces.Box(-np.inf, np.inf, (4,), np.float32)
 ACT = spaces.Discrete(2)

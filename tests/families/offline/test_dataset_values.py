@@ -1,5 +1,5 @@
 """Offline datasets are checked for values they cannot be trained on when they are
-loaded (:mod:`agilerl.finite`): NaN, infinity, magnitudes whose square overflows float32,
+loaded (:mod:`agilerl.training.finite`): NaN, infinity, magnitudes whose square overflows float32,
 done flags that are not 0 or 1. Each refusal names the file, the key and the first row."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from gymnasium import spaces
 from support import ROOT
 
-from agilerl import finite
 from agilerl.cli import main
 from agilerl.families.offline.datasets import DatasetError, load_dataset
+from agilerl.training import finite
 
 OBS = spaces.Box(-np.inf, np.inf, (4,), np.float32)
 ACT = spaces.Discrete(2)

@@ -12,14 +12,10 @@ from gymnasium.wrappers import AtariPreprocessing, ClipReward, FrameStackObserva
 from support import ROOT
 
 from agilerl.cli import main
+from agilerl.families.environments import EnvironmentSpecError
 from agilerl.families.single_agent.atari import EpisodicLife, FireReset, scoring_spec
 from agilerl.families.single_agent.cohort_envs import CohortEnvs
-from agilerl.families.single_agent.envs import (
-    EnvironmentSpecError,
-    image_observations,
-    make_env,
-    make_vector_env,
-)
+from agilerl.families.single_agent.envs import image_observations, make_env, make_vector_env
 from agilerl.families.single_agent.evaluation import run_episodes
 from agilerl.families.single_agent.scoring import Scoring
 from agilerl.models import QNetworkSpec

@@ -11,11 +11,11 @@ import gymnasium as gym
 import pytest
 from support import ROOT
 
+from agilerl.families.environments import EnvironmentSpecError
 from agilerl.families.single_agent.env_check import check_user_env
-from agilerl.families.single_agent.envs import EnvironmentSpecError
+from agilerl.guards.user_code import UserCodeWarning
 from agilerl.models.env import GymEnvSpec
 from agilerl.trainer import LocalTrainer
-from agilerl.user_code import UserCodeWarning
 
 #: Variants of the example corridor (examples/corridor/corridor.py), each with one fault.
 FAULTS = """

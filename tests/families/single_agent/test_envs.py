@@ -5,14 +5,11 @@ import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-from agilerl.families.single_agent.envs import (
-    EnvironmentCallError,
-    EnvironmentSpecError,
-    make_vector_env,
-)
+from agilerl.families.environments import EnvironmentCallError, EnvironmentSpecError
+from agilerl.families.single_agent.envs import make_vector_env
+from agilerl.guards.time_limit import ENV_VAR
+from agilerl.guards.user_code import UserCodeError
 from agilerl.models.env import GymEnvSpec
-from agilerl.time_limit import ENV_VAR
-from agilerl.user_code import UserCodeError
 
 
 def test_sync_and_async_from_the_spec_with_same_step_autoreset():

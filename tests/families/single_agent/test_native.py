@@ -9,7 +9,8 @@ import pytest
 from gymnasium.envs.classic_control.cartpole import CartPoleVectorEnv
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 
-from agilerl.families.single_agent.envs import EnvironmentSpecError, make_vector_env
+from agilerl.families.environments import EnvironmentSpecError
+from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.families.single_agent.native import SameStepAutoreset
 from agilerl.models.env import GymEnvSpec
 from agilerl.trainer import LocalTrainer

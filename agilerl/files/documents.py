@@ -560,6 +560,6 @@ def dump_yaml(data: Any) -> str:
 def modeline(output: Path) -> str:
     """The yaml-language-server comment pointing a manifest at ``output`` to the schema
     shipped with the package (a relative path: editors resolve it offline)."""
-    schema = Path(__file__).with_name("schemas") / "manifest.schema.json"
+    schema = Path(__file__).parents[1] / "schemas" / "manifest.schema.json"  # agilerl/schemas
     relative = os.path.relpath(schema.resolve(), Path(output).resolve().parent)
     return f"# yaml-language-server: $schema={relative}\n"

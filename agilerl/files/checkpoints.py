@@ -44,9 +44,9 @@ import safetensors.torch
 import torch
 from gymnasium import spaces
 
-from agilerl.atomic import write_bytes
-from agilerl.documents import NotRegularFile, open_regular
-from agilerl.host_memory import available_memory
+from agilerl.files.atomic import write_bytes
+from agilerl.files.documents import NotRegularFile, open_regular
+from agilerl.resources.host_memory import available_memory
 
 MAGIC = b"AGILERL-CKPT\x00"
 FORMAT_VERSION = 2
@@ -467,7 +467,7 @@ def save(obj: Any, path: str | os.PathLike[str]) -> Path:
     """Write ``obj`` (a tree of the types in :data:`ENCODERS`) to ``path`` atomically.
 
     Raises ``TypeError`` naming the key path of a value no checkpoint can hold, and
-    :class:`~agilerl.atomic.OutputError` when the file cannot be written (the previous
+    :class:`~agilerl.files.atomic.OutputError` when the file cannot be written (the previous
     file is then unchanged)."""
     return write_bytes(path, frame(encode(obj)))
 

@@ -4,7 +4,7 @@ An agent file (and every agent inside a run checkpoint or a population file) rec
 the environment section it was trained on, so that ``agilerl evaluate a.pt`` can rebuild
 it. That section may name code: an ``entrypoint``, ``wrappers``, a PettingZoo module, a
 Gymnasium ``pkg:Env`` name, a ``path`` where modules and files are looked up first
-(:data:`agilerl.manifest_code.CODE_FIELDS` lists them all). A checkpoint's SHA-256 is a
+(:data:`agilerl.guards.manifest_code.CODE_FIELDS` lists them all). A checkpoint's SHA-256 is a
 checksum, not a signature: anyone can edit a file and recompute it, so what a file
 names is what its last editor chose. Before anything is built from a *recorded*
 section, :func:`check_recorded_code` refuses every code reference outside
@@ -40,7 +40,7 @@ from importlib.machinery import ModuleSpec
 from pathlib import Path
 from typing import Any
 
-from agilerl.manifest_code import CodeReference, code_references
+from agilerl.guards.manifest_code import CodeReference, code_references
 
 #: Module (and every module below it) -> why code it names may be built from a recorded
 #: section without asking. Anything else (any other module, any ``.py`` file, anything
@@ -72,7 +72,7 @@ def _installed_roots() -> tuple[Path, ...]:
     roots = [paths[key] for key in ("purelib", "platlib", "stdlib", "platstdlib")]
     roots += site.getsitepackages() if hasattr(site, "getsitepackages") else []
     roots += [site.getusersitepackages()] if site.ENABLE_USER_SITE else []
-    roots.append(str(Path(__file__).resolve().parent))
+    roots.append(str(Path(__file__).resolve().parents[1]))  # agilerl/, above guards/
     return tuple(Path(root).resolve() for root in roots)
 
 

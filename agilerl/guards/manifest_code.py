@@ -198,7 +198,7 @@ def anchored(spec: Any, base_dir: str | Path) -> Any:
     (``corridor.py:make``) or a module that only ``base_dir`` holds; a spec naming only
     installed modules (``gymnasium.wrappers``, ``agilerl.testing``) is returned as it is,
     since a recorded ``path`` is a folder modules are imported from first, which
-    ``agilerl evaluate`` asks the user to trust (:mod:`agilerl.recorded_code`)."""
+    ``agilerl evaluate`` asks the user to trust (:mod:`agilerl.guards.recorded_code`)."""
     if not any(row.under_path and isinstance(spec, row.spec_types) for row in CODE_FIELDS):
         return spec  # a section without code looked up under a path (an LLM dataset)
     base = Path(base_dir).expanduser().resolve()

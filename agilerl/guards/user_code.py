@@ -7,7 +7,7 @@ and its function).
 - user code that ends the process with ``sys.exit()`` (or ``raise SystemExit``), which
   Python would otherwise carry up through the run as a clean exit, status 0, with no
   outputs and no message;
-- user code that never returns: it runs under the time limit of :mod:`agilerl.time_limit`
+- user code that never returns: it runs under the time limit of :mod:`agilerl.guards.time_limit`
   (``AGILERL_USER_CODE_TIMEOUT``, 60 s by default).
 
 Either becomes a :class:`UserCodeError` naming what was called (and where the exit was
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
-from agilerl.time_limit import TimeLimitExceeded, call_with_time_limit
+from agilerl.guards.time_limit import TimeLimitExceeded, call_with_time_limit
 
 T = TypeVar("T")
 
