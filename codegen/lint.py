@@ -215,6 +215,8 @@ def _hyperparameters(ref: str, resolver: Any) -> dict[str, str]:
     base = ref.split("#")[0]
     found: dict[str, str] = {}
     for fragment in node.get("allOf", []):
+        if "$ref" not in fragment:  # a rule in standard keywords (agilerl/models/standard_rules.py)
+            continue
         target = fragment["$ref"]
         if target.startswith("#"):
             target = base + target

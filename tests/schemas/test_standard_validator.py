@@ -83,18 +83,6 @@ UNSTATABLE: dict[str, tuple[str, str]] = {
     ),
 }
 
-#: Documents refused by a rule JSON Schema can state but the schemas still write only in
-#: our vocabulary: path -> the rule. Each goes once its rule is written in standard keywords.
-NOT_YET_STANDARD: dict[str, str] = {
-    "tests/manifest_corpus/invalid/cqn_with_gym_env.yaml": "offline env: exactlyOne",
-    "tests/manifest_corpus/invalid/grpo_vllm_without_config.yaml": "vllm_config requiredIf",
-    "tests/manifest_corpus/invalid/mutation_probabilities_all_zero.yaml": "anyPositive",
-    "tests/manifest_corpus/invalid/ppo_recurrent_lstm_simba.yaml": "simba ignoredWhen",
-    "tests/manifest_corpus/invalid/ppo_recurrent_simba.yaml": "simba ignoredWhen",
-    "tests/manifest_corpus/invalid/simba_beside_encoder_arch.yaml": "simba ignoredWhen",
-    "tests/manifest_corpus/invalid/simba_beside_named_arch.yaml": "simba ignoredWhen",
-}
-
 MANIFESTS = sorted(path for corpus in CORPORA for path in corpus.rglob("*.yaml"))
 
 
@@ -133,9 +121,7 @@ def test_verdicts_agree(path: Path, standard: Any, agilerl_report: dict[str, Any
     ours = agilerl_report[str(path)]
     theirs = [f"{error.instance_path}: {error.message}" for error in standard.iter_errors(document)]
     verdicts = {"agilerl validate": ours["valid"], "jsonschema_rs": not theirs}
-    if rel(path) in NOT_YET_STANDARD:
-        assert verdicts == {"agilerl validate": False, "jsonschema_rs": True}, verdicts
-    elif rel(path) in UNSTATABLE:
+    if rel(path) in UNSTATABLE:
         rule, reason = UNSTATABLE[rel(path)]
         assert verdicts == {"agilerl validate": False, "jsonschema_rs": True}, (
             f"{rel(path)} is listed as refused only by {rule!r} ({reason}), "
