@@ -78,7 +78,7 @@ def _document(
     return document
 
 
-def _train(document: dict) -> tuple[float, int, list[list[int]]]:
+def _train(document: dict, device: str) -> tuple[float, int, list[list[int]]]:
     """Wall seconds, training env steps of all agents, the cohorts of each generation."""
     formed: list[list[int]] = []
     real = learners.form_cohorts
@@ -90,7 +90,7 @@ def _train(document: dict) -> tuple[float, int, list[list[int]]]:
 
     learners.form_cohorts = recording
     try:
-        trainer = LocalTrainer.from_manifest(document)
+        trainer = LocalTrainer.from_manifest(document, device=device)
         started = time.perf_counter()
         population, _ = trainer.train(verbose=False)[:2]
         wall = time.perf_counter() - started
@@ -110,7 +110,7 @@ def _described(document: dict) -> str:
     )
 
 
-def scaling(algo: str, steps: int, pops: list[int], width: int | None) -> None:
+def scaling(algo: str, steps: int, pops: list[int], width: int | None, device: str) -> None:
     print(
         f"{_described(_document(algo, steps, 1, True, False, width))}, one generation of "
         f"{steps:,} env steps per agent, evolution off"
@@ -120,7 +120,7 @@ def scaling(algo: str, steps: int, pops: list[int], width: int | None) -> None:
     for pop in pops:
         cells = []
         for cohorts in (False, True):
-            wall, trained, _ = _train(_document(algo, steps, pop, cohorts, False, width))
+            wall, trained, _ = _train(_document(algo, steps, pop, cohorts, False, width), device)
             cells.append((wall, trained / wall))
         (off_wall, off_rate), (on_wall, on_rate) = cells
         base = base or on_wall
@@ -131,10 +131,10 @@ def scaling(algo: str, steps: int, pops: list[int], width: int | None) -> None:
         )
 
 
-def reference(algo: str, steps: int) -> None:
+def reference(algo: str, steps: int, device: str) -> None:
     print(f"\n{MANIFESTS[algo].name} itself, population 4, {steps:,} env steps per agent")
     for cohorts in (False, True):
-        wall, trained, formed = _train(_document(algo, steps, 4, cohorts, evolve=True))
+        wall, trained, formed = _train(_document(algo, steps, 4, cohorts, evolve=True), device)
         shapes = " ".join("+".join(map(str, sizes)) for sizes in formed)
         print(
             f"cohorts {'on ' if cohorts else 'off'}: {trained / wall:8,.0f} training env "
@@ -150,12 +150,15 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=None, help="default: the manifest's")
     parser.add_argument("--reference-steps", type=int, default=10_000)
     parser.add_argument("--skip-reference", action="store_true")
+    parser.add_argument("--device", default="cpu", help="where the agents live (cuda: a GPU)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    _train(_document(args.algo, 200, 2, True, evolve=False))  # imports, first calls: untimed
-    scaling(args.algo, args.steps, [int(p) for p in args.pops.split(",")], args.width)
+    _train(
+        _document(args.algo, 200, 2, True, evolve=False), args.device
+    )  # imports, first calls: untimed
+    scaling(args.algo, args.steps, [int(p) for p in args.pops.split(",")], args.width, args.device)
     if not args.skip_reference:
-        reference(args.algo, args.reference_steps)
+        reference(args.algo, args.reference_steps, args.device)
 
 
 if __name__ == "__main__":

@@ -610,14 +610,22 @@ def _object_sections(node: Node, ctx: Context, heading: str) -> list[str]:
     return lines
 
 
-def _definition(name: str, node: Node, ctx: Context, closed: bool) -> list[str]:
+def _definition(
+    name: str, node: Node, ctx: Context, closed: bool, listed: tuple[str, ...] = ()
+) -> list[str]:
     """One ``$defs`` entry; ``closed``: the fragment the page's spec closes, whose fields
-    the page lists already."""
+    the page lists already; ``listed``: the own fields of a fragment it builds on (a group
+    it shares with a related spec, as DQN's with CQN), which the page lists already too."""
     lines = ["", f"### {node.get('title', name)} {{#{def_anchor(name)}}}", ""]
     if node.get("description"):
         lines += [node["description"], ""]
     if closed:
         return lines + ["Its fields are listed under [Fields](#fields) above."]
+    if listed:
+        rules = ", and its rules under Rules" if node.get(RULES_KEYWORD) else ""
+        return lines + [
+            f"Its own fields, {_names(listed)}, are listed under [Fields](#fields) above{rules}."
+        ]
     if "properties" in node or "allOf" in node:
         return lines + _object_sections(node, ctx, "####")
     lines.append(f"Type: {type_text(node, ctx)}.")
@@ -625,6 +633,24 @@ def _definition(name: str, node: Node, ctx: Context, closed: bool) -> list[str]:
     if constraints:
         lines += ["", f"Constraints: {constraints}."]
     return lines
+
+
+def _listed_groups(schema: Node, ctx: Context) -> dict[str, tuple[str, ...]]:
+    """The ``$defs`` fragments of this file whose own properties the page's field table
+    shows as theirs (each row marked *from* the fragment): the groups the spec's fragment
+    builds on. A table of them again would repeat every row. A fragment one of whose
+    fields the spec redeclares is not among them; its own table shows what it holds."""
+    own: dict[str, list[str]] = {}
+    for field in shape(schema, ctx).fields:
+        if field.origin is not None and field.origin.file == ctx.file and field.origin.name:
+            own.setdefault(field.origin.name, []).append(field.name)
+    closes = {part.get("$ref", "").removeprefix("#/$defs/") for part in schema.get("allOf", ())}
+    return {
+        name: tuple(names)
+        for name, names in own.items()
+        if name not in closes
+        and set(names) == set(schema.get("$defs", {}).get(name, {}).get("properties", {}))
+    }
 
 
 def spec_page(schema_file: str, schemas: SchemaSet, python_names: Iterable[str] = ()) -> str:
@@ -646,11 +672,12 @@ def spec_page(schema_file: str, schemas: SchemaSet, python_names: Iterable[str] 
     if body:
         lines += ["", "## Fields {#fields}", *body]
     closes = {part.get("$ref", "").removeprefix("#/$defs/") for part in schema.get("allOf", ())}
+    listed = _listed_groups(schema, ctx)
     definitions = schema.get("$defs", {})
     if definitions:
         lines += ["", "## Definitions"]
         for name, node in definitions.items():
-            lines += _definition(name, node, ctx, name in closes)
+            lines += _definition(name, node, ctx, name in closes, listed.get(name, ()))
     return "\n".join(lines) + "\n"
 
 

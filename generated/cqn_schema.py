@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pydantic import ConfigDict
 
-from pydantic import ConfigDict, Field
-
-from .rl_algorithm_schema import RLAlgorithmFields
+from .dqn_schema import QLearningFields
 
 
-class CQNFields(RLAlgorithmFields):
+class CQNFields(QLearningFields):
     """
     Fields of the CQN specification (shared with the manifest).
     """
-
-    tau: Annotated[
-        float,
-        Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
-    ] = 0.001
-    double: Annotated[
-        bool,
-        Field(
-            description='Use double Q-learning (the target network evaluates the greedy action).'
-        ),
-    ] = False
-    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
 
 
 class CQNSpec(CQNFields):

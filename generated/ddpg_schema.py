@@ -22,9 +22,9 @@ MaxGradNorm = TypeAliasType(
 )
 
 
-class DDPGFields(RLAlgorithmFields):
+class DeterministicPolicyGradientFields(RLAlgorithmFields):
     """
-    Fields of the DDPG specification (shared with the manifest).
+    Fields of the single-agent deterministic policy gradient algorithms (DDPG, TD3) but the soft-update coefficient tau, whose default differs (DDPG 0.001, TD3 0.005).
     """
 
     vect_noise_dim: Annotated[
@@ -38,10 +38,6 @@ class DDPGFields(RLAlgorithmFields):
     ] = 0.0001
     lr_critic: Annotated[
         float, Field(description="Learning rate of the critic's optimiser.", ge=0.0)
-    ] = 0.001
-    tau: Annotated[
-        float,
-        Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
     ] = 0.001
     policy_freq: Annotated[
         int, Field(description='Critic updates per actor (and target network) update.', ge=1)
@@ -66,6 +62,17 @@ class DDPGFields(RLAlgorithmFields):
             description="Clip the gradients of every actor and critic update to this global 2-norm; null for no clip, as AgileRL's, CleanRL's and Stable-Baselines3's DDPG and TD3 (this engine's default, 10, bounds the step of a rare huge TD error; on Hopper it held TD3 back: see the benchmarks)."
         ),
     ] = 10.0
+
+
+class DDPGFields(DeterministicPolicyGradientFields):
+    """
+    Fields of the DDPG specification (shared with the manifest).
+    """
+
+    tau: Annotated[
+        float,
+        Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
+    ] = 0.001
 
 
 class DDPGSpec(DDPGFields):

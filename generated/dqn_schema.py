@@ -9,9 +9,9 @@ from pydantic import ConfigDict, Field
 from .rl_algorithm_schema import RLAlgorithmFields
 
 
-class DQNFields(RLAlgorithmFields):
+class QLearningFields(RLAlgorithmFields):
     """
-    Fields of the DQN specification (shared with the manifest).
+    Fields of DQN and CQN (Q-learning with a soft-updated target network): DQN's but the CUDA-graph capture of its update step, which only DQN has.
     """
 
     tau: Annotated[
@@ -25,6 +25,13 @@ class DQNFields(RLAlgorithmFields):
         ),
     ] = False
     lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
+
+
+class DQNFields(QLearningFields):
+    """
+    Fields of the DQN specification (shared with the manifest).
+    """
+
     cudagraphs: Annotated[bool, Field(description='Capture the update step with CUDA graphs.')] = (
         False
     )

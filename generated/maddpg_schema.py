@@ -9,9 +9,9 @@ from pydantic import ConfigDict, Field
 from .multi_agent_rl_algorithm_schema import MultiAgentRLAlgorithmFields
 
 
-class MADDPGFields(MultiAgentRLAlgorithmFields):
+class MultiAgentDeterministicPolicyGradientFields(MultiAgentRLAlgorithmFields):
     """
-    Fields of the MADDPG specification (shared with the manifest).
+    Fields of the multi-agent deterministic policy gradient algorithms (MADDPG, MATD3) but the soft-update coefficient tau, whose default differs (MADDPG 0.01, MATD3 0.015); MATD3 adds the delay of its actor updates (policy_freq).
     """
 
     vect_noise_dim: Annotated[
@@ -26,10 +26,6 @@ class MADDPGFields(MultiAgentRLAlgorithmFields):
     lr_critic: Annotated[
         float, Field(description="Learning rate of the critic's optimiser.", ge=0.0)
     ] = 0.01
-    tau: Annotated[
-        float,
-        Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
-    ] = 0.01
     O_U_noise: Annotated[
         bool, Field(description='Explore with Ornstein-Uhlenbeck noise instead of Gaussian noise.')
     ] = True
@@ -40,6 +36,17 @@ class MADDPGFields(MultiAgentRLAlgorithmFields):
     ] = 0.15
     dt: Annotated[
         float, Field(description='Time step of the Ornstein-Uhlenbeck noise.', gt=0.0)
+    ] = 0.01
+
+
+class MADDPGFields(MultiAgentDeterministicPolicyGradientFields):
+    """
+    Fields of the MADDPG specification (shared with the manifest).
+    """
+
+    tau: Annotated[
+        float,
+        Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
     ] = 0.01
 
 

@@ -6,26 +6,14 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
-from .multi_agent_rl_algorithm_schema import MultiAgentRLAlgorithmFields
+from .maddpg_schema import MultiAgentDeterministicPolicyGradientFields
 
 
-class MATD3Fields(MultiAgentRLAlgorithmFields):
+class MATD3Fields(MultiAgentDeterministicPolicyGradientFields):
     """
     Fields of the MATD3 specification (shared with the manifest).
     """
 
-    vect_noise_dim: Annotated[
-        int,
-        Field(
-            description='Number of parallel environments the exploration noise is drawn for.', ge=1
-        ),
-    ] = 1
-    lr_actor: Annotated[
-        float, Field(description="Learning rate of the actor's optimiser.", ge=0.0)
-    ] = 0.001
-    lr_critic: Annotated[
-        float, Field(description="Learning rate of the critic's optimiser.", ge=0.0)
-    ] = 0.01
     tau: Annotated[
         float,
         Field(description='Soft-update coefficient of the target network(s).', ge=0.0, le=1.0),
@@ -33,17 +21,6 @@ class MATD3Fields(MultiAgentRLAlgorithmFields):
     policy_freq: Annotated[
         int, Field(description='Critic updates per actor (and target network) update.', ge=1)
     ] = 2
-    O_U_noise: Annotated[
-        bool, Field(description='Explore with Ornstein-Uhlenbeck noise instead of Gaussian noise.')
-    ] = True
-    expl_noise: Annotated[float, Field(description='Scale of the exploration noise.', ge=0.0)] = 0.1
-    mean_noise: Annotated[float, Field(description='Mean of the exploration noise.')] = 0.0
-    theta: Annotated[
-        float, Field(description='Rate of mean reversion of the Ornstein-Uhlenbeck noise.', ge=0.0)
-    ] = 0.15
-    dt: Annotated[
-        float, Field(description='Time step of the Ornstein-Uhlenbeck noise.', gt=0.0)
-    ] = 0.01
 
 
 class MATD3Spec(MATD3Fields):

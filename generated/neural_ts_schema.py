@@ -6,31 +6,15 @@ from typing import Annotated
 
 from pydantic import ConfigDict, Field
 
-from .rl_algorithm_schema import RLAlgorithmFields
+from .neural_ucb_schema import NeuralBanditFields
 
 
-class NeuralTSFields(RLAlgorithmFields):
+class NeuralTSFields(NeuralBanditFields):
     """
     Fields of the NeuralTS specification (shared with the manifest).
     """
 
-    gamma: Annotated[
-        float, Field(description='Scale of the exploration bonus.', ge=0.0, le=1.0, title='Gamma')
-    ] = 1.0
-    lamb: Annotated[
-        float, Field(description='Regularisation parameter lambda of the design matrix.', ge=0.0)
-    ] = 1.0
-    reg: Annotated[
-        float,
-        Field(
-            description='Weight of the L2 regularisation towards the initial parameters.', ge=0.0
-        ),
-    ] = 0.000625
     lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.003
-    learn_step: Annotated[
-        int,
-        Field(description='Environment steps between learning updates.', ge=1, title='LearnStep'),
-    ] = 2
 
 
 class NeuralTSSpec(NeuralTSFields):

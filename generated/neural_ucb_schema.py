@@ -9,9 +9,9 @@ from pydantic import ConfigDict, Field
 from .rl_algorithm_schema import RLAlgorithmFields
 
 
-class NeuralUCBFields(RLAlgorithmFields):
+class NeuralBanditFields(RLAlgorithmFields):
     """
-    Fields of the NeuralUCB specification (shared with the manifest).
+    Fields of the neural contextual bandits (NeuralUCB, NeuralTS) but the learning rate, whose default differs (NeuralUCB 0.001, NeuralTS 0.003).
     """
 
     gamma: Annotated[
@@ -26,11 +26,18 @@ class NeuralUCBFields(RLAlgorithmFields):
             description='Weight of the L2 regularisation towards the initial parameters.', ge=0.0
         ),
     ] = 0.000625
-    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.001
     learn_step: Annotated[
         int,
         Field(description='Environment steps between learning updates.', ge=1, title='LearnStep'),
     ] = 2
+
+
+class NeuralUCBFields(NeuralBanditFields):
+    """
+    Fields of the NeuralUCB specification (shared with the manifest).
+    """
+
+    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.001
 
 
 class NeuralUCBSpec(NeuralUCBFields):

@@ -10,17 +10,6 @@ from typing_extensions import TypeAliasType
 
 from .rl_algorithm_schema import RLAlgorithmFields
 
-TargetKl = TypeAliasType(
-    "TargetKl",
-    Annotated[
-        float,
-        Field(
-            description='Stop the update epochs early when the approximate KL divergence exceeds this; null for never.',
-            ge=0.0,
-        ),
-    ],
-)
-
 
 class RolloutBufferConfig(SpecBase):
     """
@@ -45,6 +34,48 @@ MaxSeqLen = TypeAliasType(
         ),
     ],
 )
+
+
+TargetKl = TypeAliasType(
+    "TargetKl",
+    Annotated[
+        float,
+        Field(
+            description='Stop the update epochs early when the approximate KL divergence exceeds this; null for never.',
+            ge=0.0,
+        ),
+    ],
+)
+
+
+class ProximalPolicyFields(SpecBase):
+    """
+    Fields of the clipped-surrogate policy optimisation of PPO and IPPO (whichever agents it serves): PPO's but the initial standard deviation of the action distribution, whose default differs (PPO 0.6, IPPO 0.0).
+    """
+
+    gae_lambda: Annotated[
+        float, Field(description='Lambda of generalised advantage estimation.', ge=0.0, le=1.0)
+    ] = 0.95
+    clip_coef: Annotated[
+        float, Field(description='Clipping coefficient of the surrogate objective.', ge=0.0, le=1.0)
+    ] = 0.2
+    ent_coef: Annotated[float, Field(description='Entropy bonus coefficient.', ge=0.0, le=1.0)] = (
+        0.01
+    )
+    vf_coef: Annotated[
+        float, Field(description='Value-function loss coefficient.', ge=0.0, le=1.0)
+    ] = 0.5
+    max_grad_norm: Annotated[
+        float, Field(description='Gradient-norm clipping threshold.', ge=0.0)
+    ] = 0.5
+    target_kl: Annotated[
+        TargetKl | None,
+        Field(
+            description='Stop the update epochs early when the approximate KL divergence exceeds this; null for never.'
+        ),
+    ] = None
+    update_epochs: Annotated[int, Field(description='Passes over each rollout.', ge=1)] = 4
+    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
 
 
 class NormalizationConfig(SpecBase):
@@ -76,7 +107,7 @@ class NormalizationConfig(SpecBase):
     ] = 1e-08
 
 
-class PPOFields(RLAlgorithmFields):
+class PPOFields(ProximalPolicyFields, RLAlgorithmFields):
     """
     Fields of the PPO specification (shared with the manifest).
     """
@@ -92,9 +123,6 @@ class PPOFields(RLAlgorithmFields):
             title='LearnStep',
         ),
     ] = 2048
-    gae_lambda: Annotated[
-        float, Field(description='Lambda of generalised advantage estimation.', ge=0.0, le=1.0)
-    ] = 0.95
     action_std_init: Annotated[
         float,
         Field(
@@ -102,25 +130,6 @@ class PPOFields(RLAlgorithmFields):
             ge=0.0,
         ),
     ] = 0.6
-    clip_coef: Annotated[
-        float, Field(description='Clipping coefficient of the surrogate objective.', ge=0.0, le=1.0)
-    ] = 0.2
-    ent_coef: Annotated[float, Field(description='Entropy bonus coefficient.', ge=0.0, le=1.0)] = (
-        0.01
-    )
-    vf_coef: Annotated[
-        float, Field(description='Value-function loss coefficient.', ge=0.0, le=1.0)
-    ] = 0.5
-    max_grad_norm: Annotated[
-        float, Field(description='Gradient-norm clipping threshold.', ge=0.0)
-    ] = 0.5
-    target_kl: Annotated[
-        TargetKl | None,
-        Field(
-            description='Stop the update epochs early when the approximate KL divergence exceeds this; null for never.'
-        ),
-    ] = None
-    update_epochs: Annotated[int, Field(description='Passes over each rollout.', ge=1)] = 4
     rollout_buffer_config: Annotated[
         RolloutBufferConfig,
         Field(
@@ -148,7 +157,6 @@ class PPOFields(RLAlgorithmFields):
         Literal['chunked', 'maximum', 'fifty_percent_overlap'],
         Field(description='How rollouts are cut into sequences for backpropagation through time.'),
     ] = 'chunked'
-    lr: Annotated[float, Field(description='Learning rate of the optimiser.', ge=0.0)] = 0.0001
     normalize: Annotated[
         NormalizationConfig | None,
         Field(

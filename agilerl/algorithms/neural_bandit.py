@@ -39,10 +39,10 @@ from gymnasium import spaces
 from torch import nn
 
 from agilerl import checkpoints
+from agilerl.algorithms import foreach
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.hyperparameters import non_negative, positive_int
-from agilerl.algorithms.optim import multi_tensor
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 
@@ -265,13 +265,13 @@ class NeuralBandit(RLAlgorithm):
         # theta - theta_0 taken where the step holds theta (in its optimiser's order, before
         # the step): the gradient term and the reported distance from the same offsets.
         def anchored(params: list[torch.Tensor], grads: list[torch.Tensor]) -> None:
-            offsets = multi_tensor._foreach_sub(params, [anchor_of[id(t)] for t in params])
+            offsets = foreach.sub(params, [anchor_of[id(t)] for t in params])
             for p, _ in learning:
                 own = view.slices(offsets, p)
-                distance[p] = torch.stack(multi_tensor._foreach_norm(own)).pow(2).sum()
+                distance[p] = torch.stack(foreach.norm(own)).pow(2).sum()
                 reg = view.agents[p].reg
                 if reg:
-                    multi_tensor._foreach_add_(view.slices(grads, p), own, alpha=2.0 * reg)
+                    foreach.add_(view.slices(grads, p), own, alpha=2.0 * reg)
 
         view.minimise(
             "optimizer", view.total(mse.values()), view.live_mask(live), gradient=anchored

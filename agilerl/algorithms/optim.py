@@ -24,9 +24,7 @@ from typing import Any, cast
 
 import torch
 
-#: torch's multi-tensor kernels (``torch._foreach_*``, what its own Adam runs), which its
-#: stubs keep private.
-multi_tensor: Any = torch
+from agilerl.algorithms import foreach
 
 #: ``term(params, grads)``: adds a loss term's gradient, known in closed form, to ``grads``
 #: (in place), the gradients of ``params``: an optimiser's parameters that a loss reached,
@@ -67,12 +65,11 @@ class FusedAdam(torch.optim.Adam):
         group = self.param_groups[0]
         beta1, beta2 = group["betas"]
         with torch.no_grad():
-            multi_tensor._foreach_add_(steps, 1)
-            multi_tensor._fused_adam_(
-                params, grads, exp_avgs, exp_avg_sqs, [], steps,
-                amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
-                weight_decay=group["weight_decay"], eps=group["eps"],
-                maximize=group["maximize"], grad_scale=None, found_inf=None,
+            foreach.add_(steps, 1)
+            foreach.fused_adam_(
+                params, grads, exp_avgs, exp_avg_sqs, steps,
+                lr=group["lr"], beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"],
+                eps=group["eps"], maximize=group["maximize"],
             )  # fmt: skip
         return None
 
@@ -127,7 +124,7 @@ def clip_grad_norm(
     where reducing it as it lies sums each agent's slice in the order its own tensor gets,
     so the clip stays bit-equal to the agent's own (``tests/algorithms/test_optim.py``)."""
     if count is None:
-        norms = torch.stack(multi_tensor._foreach_norm(list(grads))).reshape(1, -1)
+        norms = torch.stack(foreach.norm(grads)).reshape(1, -1)
     else:
         norms = torch.stack(
             [torch.linalg.vector_norm(g, dim=tuple(range(1, g.dim()))) for g in grads], dim=1
@@ -137,9 +134,9 @@ def clip_grad_norm(
     if isinstance(max_norm, torch.Tensor):
         scale = torch.where(max_norm > 0, scale, torch.ones_like(scale))
     if count is None:
-        multi_tensor._foreach_mul_(list(grads), scale[0])
+        foreach.mul_(grads, scale[0])
     else:
-        multi_tensor._foreach_mul_(list(grads), [column(scale, g) for g in grads])
+        foreach.mul_(grads, [column(scale, g) for g in grads])
     return total
 
 
@@ -252,17 +249,13 @@ class StackedAdam:
                 shaped[key] = {k: column(v, p).to(p.dtype) for k, v in coefficients.items()}
         columns = {k: [shaped[(p.dim(), p.dtype)][k] for p in params] for k in coefficients}
         grads = list(grads)
-        multi_tensor._foreach_lerp_(exp_avg, grads, columns["w1"])
-        multi_tensor._foreach_mul_(exp_avg_sq, columns["keep2"])
-        multi_tensor._foreach_addcmul_(
-            exp_avg_sq, multi_tensor._foreach_mul(grads, columns["w2"]), grads
-        )
-        denom = multi_tensor._foreach_sqrt(exp_avg_sq)
-        multi_tensor._foreach_div_(denom, columns["root"])
-        multi_tensor._foreach_add_(denom, self.eps)
-        multi_tensor._foreach_addcdiv_(
-            params, multi_tensor._foreach_mul(exp_avg, columns["step"]), denom, value=-1.0
-        )
+        foreach.lerp_(exp_avg, grads, columns["w1"])
+        foreach.mul_(exp_avg_sq, columns["keep2"])
+        foreach.addcmul_(exp_avg_sq, foreach.mul(grads, columns["w2"]), grads)
+        denom = foreach.sqrt(exp_avg_sq)
+        foreach.div_(denom, columns["root"])
+        foreach.add_(denom, self.eps)
+        foreach.addcdiv_(params, foreach.mul(exp_avg, columns["step"]), denom, value=-1.0)
 
     def minimise(
         self,
@@ -338,7 +331,7 @@ def polyak_update(
         rows = tau if live is None else tau * live.to(tau.dtype)
         weights = [column(rows, t).to(t.dtype) for t in targets]
     with torch.no_grad():
-        multi_tensor._foreach_lerp_(list(targets), list(online), weights)
+        foreach.lerp_(targets, online, weights)
 
 
 def gradient_step(

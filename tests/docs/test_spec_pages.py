@@ -85,6 +85,23 @@ def test_required_fields_say_so_and_inherited_fields_name_their_fragment():
     assert "| required |" in hidden_size
 
 
+def test_a_shared_field_group_is_listed_once_and_named_where_it_is_used():
+    """DQN and CQN share QLearningFields (dqn.schema.json): DQN's page lists each field
+    once, the group's section names its fields, and CQN's rows link to it."""
+    dqn = PAGES["dqn.md"]
+    for name in ("tau", "double", "lr"):
+        (row,) = _rows(dqn, name)
+        assert "(from [QLearningFields](#def-qlearningfields))" in row
+    assert len(_rows(dqn, "gamma")) == 1  # nor the fields the group builds on
+    section = dqn.split("### QLearningFields {#def-qlearningfields}")[1]
+    assert "Its own fields, `tau`, `double` and `lr`, are listed under [Fields](#fields)" in section
+    (cqn_tau,) = _rows(PAGES["cqn.md"], "tau")
+    assert "(from [QLearningFields](dqn.md#def-qlearningfields))" in cqn_tau
+    # A group whose rules the spec's page shows says where they are.
+    network = PAGES["network.md"].split("### NetworkCommonFields")[1].split("###")[0]
+    assert "and its rules under Rules" in network
+
+
 def _rules(node: Any) -> Iterator[Mapping[str, Any]]:
     """Every rule of ``x-agilerl-rules`` anywhere in a schema."""
     if isinstance(node, Mapping):

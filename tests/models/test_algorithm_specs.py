@@ -525,18 +525,77 @@ def test_fields_live_in_a_fragment_for_the_manifest(name):
         M: "multi_agent_rl_algorithm.schema.json#/$defs/MultiAgentRLAlgorithmFields",
         L: "llm_algorithm.schema.json#/$defs/LLMAlgorithmFields",
     }.get(agent_type, "rl_algorithm.schema.json#/$defs/RLAlgorithmFields")
-    # Its allOf chain (GRPO's kin build on fragments GRPO shares) reaches its family's.
-    base, chain = file, fragment
-    for _ in range(4):
-        (only,) = chain["allOf"]
-        ref = only["$ref"]
-        if ref.startswith("#"):  # within the same document
-            ref = f"{base}.schema.json{ref}"
-        if ref == family:
-            break
-        target, pointer = ref.split("#")
-        base = target.removesuffix(".schema.json")
-        chain = schema_documents()[target]["$defs"][pointer.rsplit("/", 1)[1]]
-    assert ref == family, f"{name}Fields does not build on {family}"
-    # every own property is a model field
-    assert set(fragment["properties"]) <= set(spec.model_fields)
+    # Its allOf fragments (related specs build on a group they share, as GSPO on GRPO's,
+    # TD3 on DDPG's, IPPO on PPO's beside the multi-agent family's) reach its family's.
+    assert family in _fragments_reached(file, fragment), f"{name}Fields does not build on {family}"
+    # every own property (CQN has none: all are DQN's) is a model field
+    assert set(fragment.get("properties", {})) <= set(spec.model_fields)
+
+
+def _fragments_reached(file: str, fragment: dict[str, Any]) -> set[str]:
+    """Every ``$ref`` (``file.schema.json#/$defs/Name``) a fragment builds on through its
+    ``allOf``, directly or through the fragments it names."""
+    reached: set[str] = set()
+    todo = [(file, fragment)]
+    while todo:
+        base, node = todo.pop()
+        for part in node.get("allOf", ()):
+            ref = part["$ref"]
+            if ref.startswith("#"):  # within the same document
+                ref = f"{base}.schema.json{ref}"
+            if ref not in reached:
+                reached.add(ref)
+                target, pointer = ref.split("#")
+                defs = schema_documents()[target]["$defs"]
+                todo.append((target.removesuffix(".schema.json"), defs[pointer.rsplit("/", 1)[1]]))
+    return reached
+
+
+#: Related algorithms (the design's "The schema states each hyperparameter once"): the
+#: second's schema builds on a field group of the first's and declares again none of the
+#: first's fields; it declares a field itself only where it differs (TD3's and MATD3's
+#: tau, NeuralTS's lr and IPPO's action_std_init have other defaults; GSPO narrows
+#: importance_sampling_level, CISPO replaces clip_coef by two bounds).
+RELATED = [
+    ("DDPG", "TD3"),
+    ("MADDPG", "MATD3"),
+    ("PPO", "IPPO"),
+    ("NeuralUCB", "NeuralTS"),
+    ("DQN", "CQN"),
+    ("GRPO", "GSPO"),
+    ("GRPO", "CISPO"),
+]
+
+
+def _declared(file: str) -> list[tuple[str, Any]]:
+    """Every property declaration of a schema file's ``$defs``: (name, its schema)."""
+    defs = schema_documents()[f"{file}.schema.json"]["$defs"]
+    return [(name, prop) for d in defs.values() for name, prop in d.get("properties", {}).items()]
+
+
+@pytest.mark.parametrize(("base", "derived"), RELATED, ids=lambda name: name)
+def test_a_related_schema_shares_its_bases_group(base, derived):
+    base_file, file = FACTS[base][1], FACTS[derived][1]
+    fragment = schema_documents()[f"{file}.schema.json"]["$defs"][f"{derived}Fields"]
+    shared = {
+        ref
+        for ref in _fragments_reached(file, fragment)
+        if ref.startswith(f"{base_file}.schema.json#")
+    }
+    assert shared, f"{derived}Fields builds on no field group of {base_file}.schema.json"
+    restated = sorted(
+        name
+        for name, prop in _declared(file)
+        if any(name == other and prop == other_prop for other, other_prop in _declared(base_file))
+    )
+    assert not restated, f"{derived} declares {restated} again, as {base} does"
+    # What it declares itself differs from the base's declaration of the same name.
+    spec, base_spec = FACTS[derived][0], FACTS[base][0]
+    for name, _prop in _declared(file):
+        if name in base_spec.model_fields and name in spec.model_fields:
+            mine, theirs = spec.model_fields[name], base_spec.model_fields[name]
+            assert (mine.default, mine.annotation, mine.metadata) != (
+                theirs.default,
+                theirs.annotation,
+                theirs.metadata,
+            ), f"{derived}.{name} is {base}'s: it belongs in the shared group"
