@@ -20,6 +20,7 @@ from referencing.jsonschema import DRAFT202012
 
 from agilerl.models.legacy import RENAMED_KEYWORD, read_old_keys, renamed_conflicts
 from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_defaults
+from agilerl.models.standard_rules import stated_rule
 
 SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
 
@@ -44,9 +45,31 @@ def _renamed_keyword(
         yield ValidationError(message, path=[old], instance=instance[old])
 
 
-#: Draft 2020-12 plus our custom keywords.
+_STANDARD_IF = Draft202012Validator.VALIDATORS["if"]
+
+
+def _if_keyword(
+    validator: Any, condition: Any, instance: Any, schema: dict
+) -> Iterator[ValidationError]:
+    """``if`` as the standard has it; where the ``allOf`` entry holding it states a rule of
+    the models (agilerl/models/standard_rules.py), its errors, still the standard
+    keywords' at the rule's place, say what the rule says (``network.simba must not be
+    true when ...``) instead of ``True should not be valid under {'const': True}``."""
+    errors = list(_STANDARD_IF(validator, condition, instance, schema))
+    stated = stated_rule(schema) if errors and isinstance(instance, dict) else None
+    if stated is not None:
+        rule, defaults = stated
+        violation = next(check_rules([rule], instance, defaults), None)
+        for error in errors if violation is not None else ():
+            error.message = violation.message
+    yield from errors
+
+
+#: Draft 2020-12 plus our custom keywords, and the rules stated in standard keywords
+#: worded as the rules.
 SpecValidator = validators.extend(
-    Draft202012Validator, {RULES_KEYWORD: _rules_keyword, RENAMED_KEYWORD: _renamed_keyword}
+    Draft202012Validator,
+    {RULES_KEYWORD: _rules_keyword, RENAMED_KEYWORD: _renamed_keyword, "if": _if_keyword},
 )
 
 

@@ -18,7 +18,9 @@ docs/reference/rules-vocabulary.md):
 * ``{"field": F, "requiredIf": G}``: ``if G is true then F is given and not null``;
 * ``{"anyPositive": [F1, F2, ...]}``: ``if F2, ... are numbers <= 0 then F1 is not``
   (reported at F1);
-* ``{"exactlyOne": [F1, F2]}``: ``if F2 is given then F1 is not, else F1 is``;
+* ``{"exactlyOne": [F1, F2]}``: ``if F1 is given then F2 is not, else if F2 is not
+  given then F1 is`` (both given is reported at F2, neither at F1, as the Python check
+  reports them; one if/then/else would blame the same property for both);
 * ``{"flag": P, "ignoredWhen": {Q: [V, ...]}, "because": ...}``: ``if some Q holds one
   of its values then P is not true``, ``because`` as the entry's ``description``.
 
@@ -125,9 +127,12 @@ def standard_form(rule: Mapping[str, Any], default: Callable[[str], Any]) -> dic
             raise ValueError(f"exactlyOne in standard keywords takes two properties: {rule}")
         first, second = rule["exactlyOne"]
         return {
-            "if": _given(second, default(second)),
-            "then": _not_given(first, default(first)),
-            "else": _given(first, default(first)),
+            "if": _given(first, default(first)),
+            "then": _not_given(second, default(second)),
+            "else": {
+                "if": _not_given(second, default(second)),
+                "then": _given(first, default(first)),
+            },
         }
     if "ignoredWhen" in rule:
         conditions = [
@@ -163,8 +168,8 @@ def _parse(entry: Mapping[str, Any]) -> dict[str, Any]:
     if "else" in entry:
         return {
             "exactlyOne": [
-                _only(then["properties"], "then")[0],
                 _only(condition["properties"], "if")[0],
+                _only(then["properties"], "then")[0],
             ]
         }
     field, check = _only(then.get("properties"), "then")
@@ -261,3 +266,34 @@ def titled_rules() -> dict[str, tuple[dict[str, Any], ...]]:
             if rules:
                 found[title] = tuple(rules)
     return found
+
+
+def _objects_with_rules(node: Any) -> Iterator[Mapping[str, Any]]:
+    if isinstance(node, Mapping):
+        if any(map(is_rule_statement, node.get("allOf", ()))):
+            yield node
+        for value in node.values():
+            yield from _objects_with_rules(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _objects_with_rules(item)
+
+
+@cache
+def _stated_rules() -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
+    found = {}
+    for document in schema_documents().values():
+        for node in _objects_with_rules(document):
+            defaults = schema_defaults(node)
+            for entry in filter(is_rule_statement, node["allOf"]):
+                found[_json(entry)] = (read_rule(entry, defaults.get), defaults)
+    return found
+
+
+def stated_rule(entry: Any) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The rule a packaged schema's ``allOf`` entry states, with the defaults of the
+    object it is in (for a validator to word a failing entry as the rule); None for any
+    other schema."""
+    if not is_rule_statement(entry):
+        return None
+    return _stated_rules().get(_json(entry))
