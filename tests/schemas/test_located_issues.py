@@ -27,7 +27,6 @@ MANIFESTS = sorted(
 )
 
 _PYTHON_CONTEXT = "Python words it in terms of the whole manifest"
-_STANDARD = "a rule in standard keywords: ajv words the failing keyword, Python the rule"
 #: Manifests on which the two report different issues (corpus file -> why). Each is an
 #: xfail(strict=True): teaching check.mjs the Python wording makes it fail until removed.
 WORDED_DIFFERENTLY = {
@@ -45,23 +44,6 @@ WORDED_DIFFERENTLY = {
     "rl_hp_range_fractional_integer.yaml": f"{_PYTHON_CONTEXT} ('DQN.learn_step must be ...')",
     "rl_hp_range_outside_gamma_limits.yaml": f"{_PYTHON_CONTEXT} ('DQN.gamma must be ...')",
     "squash_output_on_dqn.yaml": f"{_PYTHON_CONTEXT} (which network the algorithm builds)",
-    # Rules written in standard keywords (agilerl/models/standard_rules.py): ajv reports
-    # the keyword that fails in its own words, at the rule's place; check.mjs does not yet
-    # word them as the rule (a port of standard_rules.read_rule to check.mjs would).
-    **dict.fromkeys(
-        [
-            "cqn_with_gym_env.yaml",
-            "grpo_vllm_without_config.yaml",
-            "mutation_probabilities_all_zero.yaml",
-            "ppo_recurrent_lstm_simba.yaml",
-            "ppo_recurrent_simba.yaml",
-            "simba_beside_encoder_arch.yaml",
-            "simba_beside_named_arch.yaml",
-        ],
-        _STANDARD,
-    ),
-    "num_envs_as_string.yaml": "the offline environment's exactlyOne in if/then/else makes"
-    " ajv's closest environment branch another one, whose unknown keys it reports too",
 }
 
 
