@@ -22,7 +22,15 @@ docs/reference/rules-vocabulary.md):
   given then F1 is`` (both given is reported at F2, neither at F1, as the Python check
   reports them; one if/then/else would blame the same property for both);
 * ``{"flag": P, "ignoredWhen": {Q: [V, ...]}, "because": ...}``: ``if some Q holds one
-  of its values then P is not true``, ``because`` as the entry's ``description``.
+  of its values then P is not true``, ``because`` as the entry's ``description``;
+* ``{"field": F, "requiredWhen": {Q: [V, ...], ...}}``: ``if every Q holds one of its
+  values then F is given and not null``;
+* ``{"field": F, "forbiddenWhen": {Q: [V, ...], ...}, "because": ...}``: ``if every Q
+  holds one of its values then F is null or absent``, ``because`` as the description;
+* ``{"exclusive": [F1, F2]}``: ``if F1 is given then F2 is not`` (reported at F2).
+
+A ``requiredWhen`` whose one condition is a flag being ``true`` states what a
+``requiredIf`` states, in the same words: it reads back as the ``requiredIf``.
 
 An ``allOf`` entry whose ``then`` names a ``$ref`` chooses a section's schema (the
 manifest's ``environment`` by ``algorithm.name``); it is no rule and is left alone.
@@ -37,7 +45,15 @@ from importlib import resources
 from typing import Any
 
 #: The rule kinds that are written in standard keywords, never in ``x-agilerl-rules``.
-STANDARD_KINDS = ("requiredIf", "anyPositive", "exactlyOne", "ignoredWhen")
+STANDARD_KINDS = (
+    "requiredIf",
+    "anyPositive",
+    "exactlyOne",
+    "ignoredWhen",
+    "requiredWhen",
+    "forbiddenWhen",
+    "exclusive",
+)
 
 _NULL = {"type": "null"}
 _NOT_NULL = {"not": _NULL}
@@ -84,6 +100,19 @@ def _path_holds(path: str, values: list[Any], default: Callable[[str], Any]) -> 
     absent = _held(default(head), keys)
     absent_holds = any(_json(absent) == _json(value) for value in values)
     return _object({head: schema}, [] if absent_holds else [head])
+
+
+def _all_hold(conditions: Mapping[str, list[Any]], default: Callable[[str], Any]) -> dict:
+    """Every path of ``conditions`` holds one of its values (one object schema)."""
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for path, values in conditions.items():
+        holds = _path_holds(path, values, default)
+        if properties.keys() & holds["properties"].keys():
+            raise ValueError(f"two conditions below one property: {dict(conditions)}")
+        properties.update(holds["properties"])
+        required += holds.get("required", [])
+    return _object(properties, required)
 
 
 #: The guard of a key below a property: only an object holds keys. (``properties`` alone
@@ -142,6 +171,23 @@ def standard_form(rule: Mapping[str, Any], default: Callable[[str], Any]) -> dic
         entry["if"] = conditions[0] if len(conditions) == 1 else {"anyOf": conditions}
         entry["then"] = _not_true(rule["flag"], default)
         return entry
+    if "requiredWhen" in rule:
+        field = rule["field"]
+        return {
+            "if": _all_hold(rule["requiredWhen"], default),
+            "then": _given(field, default(field)),
+        }
+    if "forbiddenWhen" in rule:
+        field = rule["field"]
+        entry = {"description": rule["because"]} if "because" in rule else {}
+        entry["if"] = _all_hold(rule["forbiddenWhen"], default)
+        entry["then"] = _not_given(field, default(field))
+        return entry
+    if "exclusive" in rule:
+        if len(rule["exclusive"]) != 2:
+            raise ValueError(f"exclusive in standard keywords takes two properties: {rule}")
+        first, second = rule["exclusive"]
+        return {"if": _given(first, default(first)), "then": _not_given(second, default(second))}
     raise ValueError(f"no standard form for the rule {json.dumps(rule)}")
 
 
@@ -163,6 +209,17 @@ def _leaf_path(schema: Mapping[str, Any], leaf: Callable[[Any], bool]) -> tuple[
             return ".".join(keys), schema
 
 
+def _conditions(condition: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The paths and values of :func:`_all_hold`'s schema."""
+    found: dict[str, list[Any]] = {}
+    for head, schema in condition["properties"].items():
+        path, leaf = _leaf_path(
+            {"properties": {head: schema}}, lambda sub: "const" in sub or "enum" in sub
+        )
+        found[path] = [leaf["const"]] if "const" in leaf else list(leaf["enum"])
+    return found
+
+
 def _parse(entry: Mapping[str, Any]) -> dict[str, Any]:
     condition, then = entry["if"], entry["then"]
     if "else" in entry:
@@ -174,9 +231,19 @@ def _parse(entry: Mapping[str, Any]) -> dict[str, Any]:
         }
     field, check = _only(then.get("properties"), "then")
     if check == _NOT_NULL:
-        return {"field": field, "requiredIf": _only(condition["properties"], "if")[0]}
+        conditions = _conditions(condition)
+        (flag, values), *others = conditions.items()
+        if not others and "." not in flag and values == [True]:
+            return {"field": field, "requiredIf": flag}
+        return {"field": field, "requiredWhen": conditions}
     if check == {"not": _NON_POSITIVE}:
         return {"anyPositive": [field, *condition["properties"]]}
+    if check == _NULL:
+        given, tested = _only(condition["properties"], "if")
+        if tested == _NOT_NULL:
+            return {"exclusive": [given, field]}
+        rule = {"field": field, "forbiddenWhen": _conditions(condition)}
+        return {**rule, "because": entry["description"]} if "description" in entry else rule
     flag, _ = _leaf_path(then, lambda schema: schema == {"not": {"const": True}})
     ignored: dict[str, list[Any]] = {}
     for holds in condition.get("anyOf", [condition]):

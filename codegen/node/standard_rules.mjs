@@ -9,6 +9,9 @@
 //   anyPositive  {"if": {F2..: <= 0}, "then": {F1: not <= 0}}
 //   exactlyOne   {"if": {F1: not null}, "then": {F2: null}, "else": {"if": ..., "then": ...}}
 //   ignoredWhen  {"if": {Q: V} or {"anyOf": [...]}, "then": {P (a path): not true}}
+//   requiredWhen {"if": {Q: V, ...}, "then": {F: not null}} (one flag true: requiredIf)
+//   forbiddenWhen {"if": {Q: V, ...}, "then": {F: null}}
+//   exclusive    {"if": {F1: not null}, "then": {F2: null}}
 
 const isObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
 const WHERE_OBJECT = JSON.stringify({ type: "object" });
@@ -33,28 +36,49 @@ function leafPath(schema, leaf) {
   }
 }
 
+const isLeaf = (schema) => "const" in schema || "enum" in schema;
+const values = (leaf) => ("const" in leaf ? [leaf.const] : [...leaf.enum]);
+
+/** {path: values} of every condition of an `if` that all must hold. */
+function conditions(condition) {
+  const found = {};
+  for (const [head, schema] of Object.entries(condition.properties)) {
+    const [path, leaf] = leafPath({ properties: { [head]: schema } }, isLeaf);
+    found[path] = values(leaf);
+  }
+  return found;
+}
+
+const because = (entry) => (entry.description !== undefined ? { because: entry.description } : {});
+
 function parse(entry) {
   const condition = entry.if;
   const then = entry.then;
   if ("else" in entry) return { exactlyOne: [only(condition)[0], only(then)[0]] };
   const [field, check] = only(then);
   if (same(check, { not: { type: "null" } })) {
-    return { field, requiredIf: only(condition)[0] };
+    const when = conditions(condition);
+    const [[flag, held], ...others] = Object.entries(when);
+    if (others.length === 0 && !flag.includes(".") && same(held, [true])) {
+      return { field, requiredIf: flag };
+    }
+    return { field, requiredWhen: when };
   }
   if (same(check, { not: { type: "number", maximum: 0 } })) {
     return { anyPositive: [field, ...Object.keys(condition.properties)] };
   }
+  if (same(check, { type: "null" })) {
+    const [given, tested] = only(condition);
+    if (same(tested, { not: { type: "null" } })) return { exclusive: [given, field] };
+    return { field, forbiddenWhen: conditions(condition), ...because(entry) };
+  }
   const [flag] = leafPath(then, (schema) => same(schema, { not: { const: true } }));
   const ignoredWhen = {};
   for (const holds of condition.anyOf ?? [condition]) {
-    const [path, leaf] = leafPath(holds, (schema) => "const" in schema || "enum" in schema);
-    ignoredWhen[path] = "const" in leaf ? [leaf.const] : [...leaf.enum];
+    const [path, leaf] = leafPath(holds, isLeaf);
+    ignoredWhen[path] = values(leaf);
   }
-  return {
-    flag,
-    ignoredWhen,
-    ...(entry.description !== undefined ? { because: entry.description } : {}),
-  };
+  return { flag, ignoredWhen, ...because(entry) };
 }
 
 /** Whether an `allOf` entry states a rule (not a section's choice of schema by `$ref`). */
