@@ -60,8 +60,9 @@ def _if_keyword(
     if stated is not None:
         rule, defaults = stated
         violation = next(check_rules([rule], instance, defaults), None)
-        for error in errors if violation is not None else ():
-            error.message = violation.message
+        if violation is not None:
+            for error in errors:
+                error.message = violation.message
     yield from errors
 
 
