@@ -2,7 +2,8 @@
 
 Each page lists every field of its spec (those of the ``...Fields`` fragments it closes
 included) with type, default, constraints, description and examples; the cross-field
-rules of ``x-agilerl-rules`` in words; the manifest's conditional sections (``if`` /
+rules in words (those of ``x-agilerl-rules`` and those stated in standard keywords,
+read back by ``agilerl/models/standard_rules.py``); the manifest's conditional sections (``if`` /
 ``then``); and each ``$defs`` entry. ``docs/hooks/gen_reference.py`` writes the pages at
 build time, so they cannot drift from the schemas; tests call :func:`spec_pages` directly.
 """
@@ -15,6 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from agilerl.models.standard_rules import is_rule_statement, read_rule, schema_defaults
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA_SUFFIX = ".schema.json"
@@ -340,8 +343,11 @@ def shape(node: Node, ctx: Context, origin: Target | None = None) -> Shape:
     rules: list[tuple[Mapping[str, Any], Target | None]] = []
     conditions: list[Node] = []
     required: set[str] = set(node.get("required", ()))
+    defaults = schema_defaults(node)
     for part in node.get("allOf", ()):
-        if "$ref" in part:
+        if is_rule_statement(part):  # a rule in standard keywords: worded as the rule
+            rules.append((read_rule(part, defaults.get), origin))
+        elif "$ref" in part:
             target = ctx.schemas.resolve(part["$ref"], ctx.file)
             inner = shape(target.node, Context(ctx.schemas, target.file), target)
             fields.update((f.name, f) for f in inner.fields)
@@ -500,7 +506,8 @@ def rules_list(rules: list[tuple[Mapping[str, Any], Target | None]], ctx: Contex
 
 
 RULES_NOTE = (
-    "Cross-field rules (`x-agilerl-rules`), enforced alike by the Python models, the "
+    "Cross-field rules (in standard keywords where JSON Schema can state them, else in "
+    "[`x-agilerl-rules`](../rules-vocabulary.md)), enforced alike by the Python models, the "
     "`jsonschema` validator and ajv; a property left out takes its default, and a rule "
     "whose operands are null is skipped:"
 )

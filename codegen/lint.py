@@ -18,8 +18,13 @@ Checks, per file under ``schemas/``:
   fragments, or every branch of its union);
 * discriminated unions have ``type: object``, require the tag, and every branch
   declares the tag ``const``;
-* every ``x-agilerl-rules`` rule is well formed and names properties of its own
-  object that have a default or are required;
+* every ``x-agilerl-rules`` rule is well formed (``codegen/rules.schema.json``, the
+  published meta-schema of the vocabulary: only the kinds JSON Schema cannot state) and
+  names properties of its own object that have a default or are required; a kind that
+  standard keywords state is refused there, with the ``allOf`` entry to write instead;
+* every ``allOf`` entry stating a rule in standard keywords (``if`` / ``then``, no
+  ``$ref``) is exactly the standard form of a rule (``agilerl/models/standard_rules.py``),
+  read with the defaults of its object, and names properties as above;
 * the manifest's ``mutation.rl_hp_selection`` clauses (one ``if``/``then`` per
   algorithm) name exactly the algorithm's numeric, non-nullable hyperparameters and
   ``$ref`` each one's own schema for ``min`` and ``max``, with the manifest's own bound
@@ -46,6 +51,12 @@ from referencing.jsonschema import DRAFT202012
 
 from agilerl.files.schema import SCHEMA_BASE_URI, SpecValidator
 from agilerl.models.rules import RULES_KEYWORD, rule_operands
+from agilerl.models.standard_rules import (
+    STANDARD_KINDS,
+    is_rule_statement,
+    read_rule,
+    standard_form,
+)
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -158,6 +169,8 @@ def lint(folder: Path) -> list[str]:
                 problems += _check_union(at, node, resolver)
             if RULES_KEYWORD in node:
                 problems += _check_rules(at, node, resolver)
+            if any(map(is_rule_statement, node.get("allOf", []))):
+                problems += _check_stated_rules(at, node, resolver)
 
         for pointer, node in _walk(doc):
             if _in_condition(pointer):
@@ -215,6 +228,8 @@ def _hyperparameters(ref: str, resolver: Any) -> dict[str, str]:
     base = ref.split("#")[0]
     found: dict[str, str] = {}
     for fragment in node.get("allOf", []):
+        if "$ref" not in fragment:  # a rule in standard keywords (agilerl/models/standard_rules.py)
+            continue
         target = fragment["$ref"]
         if target.startswith("#"):
             target = base + target
@@ -403,10 +418,38 @@ def _properties(node: dict, resolver: Any) -> tuple[dict, set[str]]:
 
 def _check_rules(at: str, node: dict, resolver: Any) -> list[str]:
     rules = node[RULES_KEYWORD]
+    properties, required = _properties(node, resolver)
+    defaults = {name: prop.get("default") for name, prop in properties.items()}
+    stated = [
+        f"{at}: rule {json.dumps(rule)} is one JSON Schema can state: write it in standard "
+        f"keywords, as the allOf entry {json.dumps(standard_form(rule, defaults.get))}"
+        for rule in rules
+        if isinstance(rule, dict) and any(kind in rule for kind in STANDARD_KINDS)
+    ]
+    if stated:
+        return stated
     errors = list(Draft202012Validator(RULE_SCHEMA).iter_errors(rules))
     if errors:
         return [f"{at}: malformed {RULES_KEYWORD}: {e.message}" for e in errors]
+    return _check_operands(at, rules, properties, required)
+
+
+def _check_stated_rules(at: str, node: dict, resolver: Any) -> list[str]:
     properties, required = _properties(node, resolver)
+    defaults = {name: prop.get("default") for name, prop in properties.items()}
+    rules, problems = [], []
+    for index, entry in enumerate(node["allOf"]):
+        if is_rule_statement(entry):
+            try:
+                rules.append(read_rule(entry, defaults.get))
+            except ValueError as error:
+                problems.append(f"{at}/allOf/{index}: {error}")
+    return problems + _check_operands(at, rules, properties, required)
+
+
+def _check_operands(
+    at: str, rules: list[Any], properties: dict[str, Any], required: set[str]
+) -> list[str]:
     problems = []
     for rule in rules:
         # the properties it reads (a path's first name: "network" of "network.simba")

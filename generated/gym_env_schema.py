@@ -146,11 +146,6 @@ class GymEnvFields(EnvSpec):
     Fields of a Gymnasium environment specification. Not a document of its own: each environment spec closes it.
     """
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            'x-agilerl-rules': [{'flag': 'sync', 'ignoredWhen': {'vectorize': ['native', 'async']}, 'because': 'sync: true asks for SyncVectorEnv, and vectorize decides how the copies run; leave sync out'}]
-        },
-    )
     name: Annotated[
         str,
         Field(

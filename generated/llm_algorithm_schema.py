@@ -231,7 +231,7 @@ class CompletionSamplingFields(LLMAlgorithmFields):
 
     model_config = ConfigDict(
         json_schema_extra={
-            'x-agilerl-rules': [{'field': 'min_output_tokens', 'atMost': 'max_output_tokens'}, {'field': 'vllm_config', 'requiredIf': 'use_vllm'}]
+            'x-agilerl-rules': [{'field': 'min_output_tokens', 'atMost': 'max_output_tokens'}]
         },
     )
     temperature: Annotated[

@@ -168,9 +168,6 @@ class LLMEnvSpec(LLMEnvFields):
 
     model_config = ConfigDict(
         extra='forbid',
-        json_schema_extra={
-            'x-agilerl-rules': [{'field': 'dataset', 'requiredWhen': {'env_type': ['reasoning', 'preference', 'sft']}}, {'field': 'reward_file_path', 'requiredWhen': {'env_type': ['reasoning']}}, {'field': 'reward_fn_name', 'requiredWhen': {'env_type': ['reasoning']}}, {'field': 'prompt_template', 'requiredWhen': {'env_type': ['reasoning']}}, {'field': 'reward_file_path', 'forbiddenWhen': {'env_type': ['preference', 'sft']}, 'because': 'only a reasoning environment scores completions with a reward function'}, {'field': 'reward_fn_name', 'forbiddenWhen': {'env_type': ['preference', 'sft']}, 'because': 'only a reasoning environment scores completions with a reward function'}, {'field': 'prompt_template', 'forbiddenWhen': {'env_type': ['preference', 'sft']}, 'because': "preference and sft environments render each row's own prompt"}, {'field': 'env_name', 'requiredWhen': {'env_type': ['multiturn'], 'entrypoint': [None]}}, {'exclusive': ['env_name', 'entrypoint']}, {'field': 'env_config', 'forbiddenWhen': {'entrypoint': [None]}, 'because': "env_config holds the entry point's keyword arguments"}]
-        },
     )
     env_type: Annotated[
         Literal['reasoning', 'preference', 'sft', 'multiturn'],

@@ -16,9 +16,6 @@ class LLMPreferenceEnvSpec(LLMEnvFields):
 
     model_config = ConfigDict(
         extra='forbid',
-        json_schema_extra={
-            'x-agilerl-rules': [{'field': 'dataset', 'requiredWhen': {'env_type': ['preference']}}, {'field': 'reward_file_path', 'forbiddenWhen': {'env_type': ['preference']}, 'because': 'only a reasoning environment scores completions with a reward function'}, {'field': 'reward_fn_name', 'forbiddenWhen': {'env_type': ['preference']}, 'because': 'only a reasoning environment scores completions with a reward function'}, {'field': 'prompt_template', 'forbiddenWhen': {'env_type': ['preference']}, 'because': "preference and sft environments render each row's own prompt"}, {'exclusive': ['env_name', 'entrypoint']}, {'field': 'env_config', 'forbiddenWhen': {'entrypoint': [None]}, 'because': "env_config holds the entry point's keyword arguments"}]
-        },
     )
     env_type: Annotated[
         Literal['preference'],

@@ -16,9 +16,6 @@ class LLMReasoningEnvSpec(LLMEnvFields):
 
     model_config = ConfigDict(
         extra='forbid',
-        json_schema_extra={
-            'x-agilerl-rules': [{'field': 'dataset', 'requiredWhen': {'env_type': ['reasoning']}}, {'field': 'reward_file_path', 'requiredWhen': {'env_type': ['reasoning']}}, {'field': 'reward_fn_name', 'requiredWhen': {'env_type': ['reasoning']}}, {'field': 'prompt_template', 'requiredWhen': {'env_type': ['reasoning']}}, {'field': 'env_name', 'requiredWhen': {'env_type': ['multiturn'], 'entrypoint': [None]}}, {'exclusive': ['env_name', 'entrypoint']}, {'field': 'env_config', 'forbiddenWhen': {'entrypoint': [None]}, 'because': "env_config holds the entry point's keyword arguments"}]
-        },
     )
     env_type: Annotated[
         Literal['reasoning', 'multiturn'],

@@ -54,7 +54,7 @@ class TrainingManifest(ManifestBase):
         arbitrary_types_allowed=True,
         json_schema_extra={
             'x-agilerl-renamed': {'tournament_selection': 'selection_strategy'},
-            'x-agilerl-rules': [{'field': 'algorithm', 'key': 'num_envs', 'sameAs': 'environment'}, {'flag': 'network.simba', 'ignoredWhen': {'algorithm.recurrent': [True]}, 'because': 'a recurrent PPO always builds an LSTM encoder, so simba (a SimBa encoder where the arch is inferred) would be ignored; leave it out'}, {'flag': 'network.simba', 'ignoredWhen': {'network.arch': ['mlp', 'cnn', 'lstm', 'multiinput'], 'network.encoder_config.arch': ['mlp', 'cnn', 'lstm', 'multiinput']}, 'because': 'simba only chooses a SimBa encoder where the arch is inferred, and this network names its arch; write arch: simba, or leave simba out'}],
+            'x-agilerl-rules': [{'field': 'algorithm', 'key': 'num_envs', 'sameAs': 'environment'}],
         },
     )
     version: Annotated[Literal[1], Field(description='Manifest format version.')] = 1

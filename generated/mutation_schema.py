@@ -28,9 +28,6 @@ class MutationProbabilities(SpecBase):
 
     model_config = ConfigDict(
         extra='forbid',
-        json_schema_extra={
-            'x-agilerl-rules': [{'anyPositive': ['no_mut', 'arch_mut', 'params_mut', 'act_mut', 'rl_hp_mut']}]
-        },
     )
     no_mut: Annotated[
         float, Field(description='Weight of leaving an agent unchanged.', ge=0.0, le=1.0)

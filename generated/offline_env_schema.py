@@ -43,9 +43,6 @@ class OfflineEnvSpec(GymEnvFields):
 
     model_config = ConfigDict(
         extra='forbid',
-        json_schema_extra={
-            'x-agilerl-rules': [{'exactlyOne': ['dataset_path', 'minari_dataset_id']}]
-        },
     )
     dataset_path: Annotated[
         DatasetPath | None,

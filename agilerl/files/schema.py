@@ -20,6 +20,7 @@ from referencing.jsonschema import DRAFT202012
 
 from agilerl.models.legacy import RENAMED_KEYWORD, read_old_keys, renamed_conflicts
 from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_defaults
+from agilerl.models.standard_rules import is_rule_statement, stated_rule
 
 SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
 
@@ -44,9 +45,32 @@ def _renamed_keyword(
         yield ValidationError(message, path=[old], instance=instance[old])
 
 
-#: Draft 2020-12 plus our custom keywords.
+_STANDARD_IF = Draft202012Validator.VALIDATORS["if"]
+
+
+def _if_keyword(
+    validator: Any, condition: Any, instance: Any, schema: dict
+) -> Iterator[ValidationError]:
+    """``if`` as the standard has it; where the ``allOf`` entry holding it states a rule of
+    the models (agilerl/models/standard_rules.py), its errors, still the standard
+    keywords' at the rule's place, say what the rule says (``network.simba must not be
+    true when ...``) instead of ``True should not be valid under {'const': True}``."""
+    errors = list(_STANDARD_IF(validator, condition, instance, schema))
+    stated = stated_rule(schema) if errors and isinstance(instance, dict) else None
+    if stated is not None:
+        rule, defaults = stated
+        violation = next(check_rules([rule], instance, defaults), None)
+        if violation is not None:
+            for error in errors:
+                error.message = violation.message
+    yield from errors
+
+
+#: Draft 2020-12 plus our custom keywords, and the rules stated in standard keywords
+#: worded as the rules.
 SpecValidator = validators.extend(
-    Draft202012Validator, {RULES_KEYWORD: _rules_keyword, RENAMED_KEYWORD: _renamed_keyword}
+    Draft202012Validator,
+    {RULES_KEYWORD: _rules_keyword, RENAMED_KEYWORD: _renamed_keyword, "if": _if_keyword},
 )
 
 
@@ -128,7 +152,7 @@ def _inline(node: Any, resolver: Any) -> Any:
             continue
         out[key] = _inline(value, resolver)
     if out.get("unevaluatedProperties") is False and all(
-        map(_is_plain_fragment, out.get("allOf", [None]))
+        map(_is_foldable, out.get("allOf", [None]))
     ):
         _merge_fragments(out)
     return out
@@ -139,12 +163,19 @@ _CONDITIONAL = {"if", "then", "else", "not", "oneOf", "anyOf", "dependentSchemas
 
 def _is_plain_fragment(fragment: Any) -> bool:
     """An object fragment of plain properties, possibly built on other plain fragments
-    (safe to fold into its user)."""
+    and stating rules (safe to fold into its user)."""
     return (
         isinstance(fragment, dict)
         and not (_CONDITIONAL & fragment.keys())
-        and all(map(_is_plain_fragment, fragment.get("allOf", [])))
+        and all(map(_is_foldable, fragment.get("allOf", [])))
     )
+
+
+def _is_foldable(entry: Any) -> bool:
+    """An ``allOf`` entry the folding keeps the meaning of: a plain fragment, or a rule
+    stated in standard keywords (agilerl/models/standard_rules.py), which stays an
+    ``allOf`` entry of the folded object (it constrains values; it declares no key)."""
+    return _is_plain_fragment(entry) or is_rule_statement(entry)
 
 
 def _merge_fragments(schema: dict) -> None:
@@ -153,10 +184,15 @@ def _merge_fragments(schema: dict) -> None:
     properties: dict[str, Any] = {}
     required: list[str] = []
     rules: list[Any] = []
+    stated: list[Any] = []  # rules in standard keywords: kept as allOf entries
     for fragment in schema.pop("allOf"):
+        if is_rule_statement(fragment):
+            stated.append(fragment)
+            continue
         if "allOf" in fragment:  # a fragment built on another fragment: flatten it first
             fragment = {**fragment, "unevaluatedProperties": False}
             _merge_fragments(fragment)
+            stated += fragment.get("allOf", [])
         properties.update(fragment.get("properties", {}))
         required += fragment.get("required", [])
         rules += fragment.get(RULES_KEYWORD, [])
@@ -168,6 +204,8 @@ def _merge_fragments(schema: dict) -> None:
         schema["required"] = list(dict.fromkeys(required))
     if rules:
         schema[RULES_KEYWORD] = rules
+    if stated:
+        schema["allOf"] = stated
     del schema["unevaluatedProperties"]
     schema["additionalProperties"] = False
 

@@ -23,6 +23,7 @@ from agilerl.models.kinds import AgentType
 from agilerl.models.legacy import RENAMED_KEYWORD, LegacyKeyWarning, rename_old_keys
 from agilerl.models.one_pass import reraisable, validate_document
 from agilerl.models.rules import RULES_KEYWORD
+from agilerl.models.standard_rules import titled_rules
 
 # AgentType lives with the table of agent kinds; imported from here too.
 __all__ = ["AgentType", "reraisable"]  # reraisable: for the manifest's section validation
@@ -45,6 +46,19 @@ def _schema_extra(cls: type[BaseModel], key: str) -> list[Any]:
         if isinstance(extra, Mapping) and key in extra and extra[key] not in found:
             found.append(extra[key])
     return found
+
+
+def _standard_rules(cls: type[BaseModel]) -> tuple[Mapping[str, Any], ...]:
+    """The rules the schemas of ``cls`` and of the generated classes it is built from
+    state in standard keywords (:mod:`agilerl.models.standard_rules`), most basic class
+    first: the generator keeps no ``if`` / ``then``, so they are read from the schema
+    whose title each class bears, and checked like the ``x-agilerl-rules``."""
+    by_title = titled_rules()
+    found: list[Mapping[str, Any]] = []
+    for klass in reversed(cls.__mro__):
+        if klass.__module__.startswith("agilerl._generated."):
+            found += [rule for rule in by_title.get(klass.__name__, ()) if rule not in found]
+    return tuple(found)
 
 
 #: Every generated spec class by title, so hand-written code can reach a spec named in a
@@ -86,7 +100,7 @@ class SpecBase(BaseModel):
             SPEC_CLASSES[cls.__name__] = cls
         cls.spec_rules = tuple(
             rule for rules in _schema_extra(cls, RULES_KEYWORD) for rule in rules
-        )
+        ) + _standard_rules(cls)
         cls.spec_renamed = {
             old: new
             for renamed in _schema_extra(cls, RENAMED_KEYWORD)

@@ -6,6 +6,12 @@ the generated pydantic models through :class:`agilerl.models.base.SpecBase` and 
 Python ``jsonschema`` validator in :mod:`agilerl.files.schema`) and in
 ``codegen/node/rules.mjs`` (ajv). Both follow this definition:
 
+(The kinds JSON Schema can state, ``requiredIf`` to ``exclusive`` below, are checked here
+too, but a schema writes them in standard keywords, as ``allOf`` entries that
+:mod:`agilerl.models.standard_rules` reads back into these rules; the schema lint refuses
+them in the keyword, whose meta-schema ``codegen/rules.schema.json`` lists only the
+comparisons: docs/reference/rules-vocabulary.md.)
+
 The keyword's value is a list of rules; each rule is one of
 
 * ``{"field": F, "atMost": B}``   every measure of F is <= the value of B

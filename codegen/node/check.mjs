@@ -13,7 +13,8 @@ import { closeMatch } from "./close_match.mjs";
 import { DocumentError, readDocument } from "./documents.mjs";
 import { addAgileRLKeywords } from "./keywords.mjs";
 import { RENAMED_KEYWORD, collectDeprecations } from "./legacy.mjs";
-import { RULES_KEYWORD } from "./rules.mjs";
+import { RULES_KEYWORD, checkRules, schemaLookup } from "./rules.mjs";
+import { statedRule } from "./standard_rules.mjs";
 
 export const AJV_OPTIONS = {
   strict: true,
@@ -350,6 +351,81 @@ function grouped(errors) {
   return items;
 }
 
+const pointerToken = (name) => String(name).replaceAll("~", "~0").replaceAll("/", "~1");
+
+/** The object schema whose `allOf` holds `entry` (its defaults are the rule's). */
+function ownerObject(entry, compiled) {
+  const owner = compiled.owners.get(entry);
+  const found = owner && /^(.*)\/allOf\/[0-9]+$/.exec(owner.pointer);
+  return found ? resolveRef(`#${found[1]}`, owner.file, compiled.files) : undefined;
+}
+
+/**
+ * ajv's `errors` with those of each failing rule stated in standard keywords (an `allOf`
+ * entry, standard_rules.mjs) replaced by the rule's own error, worded and placed as
+ * `agilerl validate` does (`network.simba must not be true when ...`, where ajv says
+ * "must NOT be valid"). With allErrors, ajv lists an entry's errors in a row, its `if`
+ * error last; theirs are the schema paths below the entry's.
+ */
+function wordedAsRules(errors, compiled) {
+  const out = [];
+  for (const error of errors) {
+    const rule = error.keyword === "if" ? statedRule(error.parentSchema) : undefined;
+    const owner = rule && isObject(error.data) ? ownerObject(error.parentSchema, compiled) : undefined;
+    if (owner === undefined) {
+      out.push(error);
+      continue;
+    }
+    const entryPath = error.schemaPath.replace(/\/if$/, "/");
+    let start = out.length;
+    while (
+      start > 0 &&
+      out[start - 1].schemaPath.startsWith(entryPath) &&
+      under(out[start - 1].instancePath, error.instancePath)
+    ) {
+      start -= 1;
+    }
+    const violations = [...checkRules([rule], schemaLookup(error.data, owner))];
+    if (violations.length === 0) {
+      out.push(error);
+      continue;
+    }
+    out.splice(start);
+    for (const violation of violations) {
+      const at = [violation.field, ...(violation.at ?? [])].map(pointerToken).join("/");
+      out.push({
+        ...error,
+        instancePath: `${error.instancePath}/${at}`,
+        keyword: RULES_KEYWORD,
+        message: violation.message,
+        params: { field: violation.field },
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * `errors` less the unknown keys that are no fault of their own: a subschema that fails
+ * keeps none of its annotations (draft 2020-12), so where a field of a section is wrong
+ * (in an `allOf` beside a rule's `if`, whose evaluated keys ajv tracks at run time) every
+ * key it declared is "unevaluated" too. Such an error names a key the schema declares and
+ * comes with another error inside the same object; pydantic reports the fault alone.
+ */
+function withoutConsequences(errors, compiled) {
+  const faults = errors.filter((e) => e.keyword !== "if" && e.keyword !== "unevaluatedProperties");
+  return errors.filter(
+    (error) =>
+      error.keyword !== "unevaluatedProperties" ||
+      !declaredKeys(error.parentSchema, compiled).has(error.params.unevaluatedProperty) ||
+      !faults.some((fault) => under(fault.instancePath, error.instancePath)),
+  );
+}
+
+/** ajv's errors as check.mjs reads them: rules worded as rules, consequences dropped. */
+const standardErrors = (errors, compiled) =>
+  withoutConsequences(wordedAsRules(errors, compiled), compiled);
+
 /** ajv's validate function of one schema object of the files (a union's branch). */
 function branchValidator(schema, compiled) {
   const { file, pointer } = compiled.owners.get(schema);
@@ -370,7 +446,10 @@ function meantBranch(error, compiled) {
     const validate = branchValidator(branch, compiled);
     // A oneOf that more than one branch passes: no branch is the one meant.
     if (validate(value)) return undefined;
-    const errors = validate.errors.map((e) => ({ ...e, instancePath: `${path}${e.instancePath}` }));
+    const errors = standardErrors(validate.errors, compiled).map((e) => ({
+      ...e,
+      instancePath: `${path}${e.instancePath}`,
+    }));
     const rejects = errors.some(
       (e) =>
         (e.keyword === "type" && e.instancePath === path) ||
@@ -423,7 +502,7 @@ function pydanticErrors(items, compiled) {
 
 /** ajv's `errors` on `document` as [{path, message}] in pydantic's words, each once. */
 function issues(errors, document, compiled) {
-  const pruned = pydanticErrors(grouped(errors), compiled);
+  const pruned = pydanticErrors(grouped(standardErrors(errors, compiled)), compiled);
   // Never an invalid verdict without a reason: then ajv's own errors are the reasons.
   const all = pruned.length > 0 ? pruned : errors.filter((error) => error.keyword !== "if");
   const chosen = all.filter(

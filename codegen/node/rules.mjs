@@ -2,7 +2,11 @@
 //
 // A line-for-line port of agilerl/models/rules.py, whose module docstring is the
 // definition: keep the two in step (tests/test_cross_language.py holds them to the same
-// verdicts and error paths). In short, the keyword's value is a list of rules, each one of
+// verdicts and error paths). The kinds JSON Schema can state (requiredIf to exclusive)
+// are written in standard keywords in schemas/ (allOf if/then entries, read back into
+// these rules by standard_rules.mjs so check.mjs words them as the rules); the keyword
+// itself holds only the comparisons (codegen/rules.schema.json). In short, the keyword's
+// value is a list of rules, each one of
 //
 //   {"field": F, "atMost": B}        every measure of F is <= the value of B
 //   {"field": F, "below": B}         every measure of F is <  the value of B

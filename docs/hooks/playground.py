@@ -3,7 +3,9 @@
 At each build it bundles the browser validator (``node codegen/node/playground/build.mjs``:
 the ajv setup and error locating of ``codegen/node/check.mjs``, the schemas and the
 example manifests of ``configs/`` embedded) and adds the bundle, its stylesheet and a copy
-of ``schemas/`` (``schemas/<file>.schema.json`` in the site) as site files. The bundle is
+of ``schemas/`` (``schemas/<file>.schema.json`` in the site) as site files, with the
+``x-agilerl-rules`` meta-schema at its ``$id``'s place
+(``schemas/meta/x-agilerl-rules.schema.json``, from ``codegen/rules.schema.json``). The bundle is
 never committed, so the page always validates against the schemas of this checkout.
 """
 
@@ -26,6 +28,8 @@ BUILD_SCRIPT = NODE_PROJECT / "playground" / "build.mjs"
 ASSETS = "assets/playground"
 SCRIPT = f"{ASSETS}/playground.js"
 STYLESHEET = f"{ASSETS}/playground.css"
+#: Where the x-agilerl-rules meta-schema lies in the site (its $id's path).
+RULES_META_SCHEMA = "schemas/meta/x-agilerl-rules.schema.json"
 
 _out = tempfile.TemporaryDirectory(prefix="agilerl-playground-")
 
@@ -68,6 +72,9 @@ def on_files(files: Files, config: Any) -> Files:
     generated += [
         (f"schemas/{path.name}", path) for path in sorted((ROOT / "schemas").glob("*.schema.json"))
     ]
+    # Kept beside the lint that reads it: under schemas/ the code generator would take it
+    # for a spec. Published where its $id says.
+    generated.append((RULES_META_SCHEMA, ROOT / "codegen" / "rules.schema.json"))
     for uri, path in generated:
         files.append(File.generated(config, uri, abs_src_path=str(path)))
     return files

@@ -85,6 +85,28 @@ def _set(path: list, value):
         ("lstm.schema.json", _set(["properties", "arch"], {"type": "string"}), "as a const"),
         ("mlp.schema.json", _set(["x-agilerl-rules", 0, "atMost"], "max_nodes"), "not a property"),
         ("mlp.schema.json", _set(["x-agilerl-rules", 0, "atMost"], 5), "malformed"),
+        # a rule JSON Schema can state belongs in standard keywords, not the vocabulary
+        (
+            "mlp.schema.json",
+            _set(["x-agilerl-rules", 0], {"field": "activation", "requiredIf": "layer_norm"}),
+            "is one JSON Schema can state: write it in standard keywords, as the allOf entry "
+            '{"if": {"properties": {"layer_norm": {"const": true}}}, "then": {"properties": '
+            '{"activation": {"not": {"type": "null"}}}}}',
+        ),
+        # an allOf entry that is not exactly the standard form of a rule
+        (
+            "offline_env.schema.json",
+            _set(["allOf", 1, "then", "properties"], {"minari_dataset_id": {"type": "string"}}),
+            "offline_env.schema.json/allOf/1: allOf entry",
+        ),
+        (
+            "llm_env.schema.json",
+            _set(
+                ["allOf", 1, "then"],
+                {"properties": {"datasett": {"not": {"type": "null"}}}, "required": ["datasett"]},
+            ),
+            "names 'datasett', not a property",
+        ),
         (
             "q_network.schema.json",
             _set(["unevaluatedProperties"], True),

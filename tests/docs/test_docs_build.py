@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -31,3 +32,9 @@ def test_the_site_builds_in_strict_mode(tmp_path):
     assert (site / "reference" / "specs" / "manifest" / "index.html").exists()
     assert (site / "reference" / "cli" / "index.html").exists()
     assert (site / "reference" / "api" / "agilerl.trainer" / "index.html").exists()
+    # the x-agilerl-rules vocabulary's page, and its meta-schema where its $id says
+    assert (site / "reference" / "rules-vocabulary" / "index.html").exists()
+    meta = json.loads((ROOT / "codegen" / "rules.schema.json").read_text(encoding="utf-8"))
+    assert meta["$id"] == "https://agilerl.dev/schemas/meta/x-agilerl-rules.schema.json"
+    published = site / "schemas" / "meta" / "x-agilerl-rules.schema.json"
+    assert json.loads(published.read_text(encoding="utf-8")) == meta
