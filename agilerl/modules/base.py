@@ -161,6 +161,11 @@ class EvolvableModule(nn.Module):
         """Positional constructor arguments before the spec (shapes, spaces)."""
         raise NotImplementedError
 
+    def set_num_outputs(self, num_outputs: int) -> None:
+        """Resize the output layer, keeping the overlapping weights (every encoder can:
+        a network resizes its latent through it)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot resize its outputs")
+
     def submodules(self) -> dict[str, EvolvableModule]:
         """Nested evolvable modules whose mutations are exposed as ``<prefix>.<name>``."""
         return {}
