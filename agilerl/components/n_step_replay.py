@@ -199,7 +199,9 @@ class NStepReplayBuffer(ReplayBuffer):
         super().clear()
         self._pending.clear()
 
-    def add(  # extends ReplayBuffer.add: `truncated`, and returns the matured 1-step rows
+    # Extends ReplayBuffer.add: `truncated`, and returns the matured 1-step rows (for the
+    # buffer filled in step with this one), hence the different return type.
+    def add(  # pyright: ignore[reportIncompatibleMethodOverride]
         self,
         obs: Any,
         action: Any,

@@ -154,7 +154,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         """The priority of every filled slot, in slot order (a copy)."""
         return self._priorities[: len(self)].copy()
 
-    def sample(self, batch_size: int, beta: float = BETA) -> dict[str, Any]:
+    # Always returns the indices (update_priorities needs them): its second parameter is
+    # the importance-sampling exponent, not ReplayBuffer.sample's return_indices.
+    def sample(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, batch_size: int, beta: float = BETA
+    ) -> dict[str, Any]:
         """``batch_size`` transitions drawn in proportion to ``priority**alpha``: the fields
         (as :meth:`ReplayBuffer.sample`), ``weights`` (float32, on the buffer's device) and
         ``indices`` (int64 slots, on the CPU) for :meth:`update_priorities`."""

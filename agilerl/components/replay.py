@@ -126,10 +126,10 @@ class Replay:
     def learn(self, agent: Any) -> dict[str, float]:
         """One learning step of ``agent`` on a batch of ``agent.batch_size``; returns what
         it reported."""
-        paired = self.n_step_memory is not None
-        batch = self._sample(agent, paired)
-        if paired:
-            batch["n_step"] = self.n_step_memory.sample_from_indices(batch["indices"])
+        n_step = self.n_step_memory
+        batch = self._sample(agent, n_step is not None)
+        if n_step is not None:
+            batch["n_step"] = n_step.sample_from_indices(batch["indices"])
         return self._learn(agent, batch)
 
     def _sample(self, agent: Any, indices: bool) -> dict[str, Any]:

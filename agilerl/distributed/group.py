@@ -190,7 +190,8 @@ def _init_process_group(backend: str, world_size: int) -> None:
     timeout = liveness.peer_timeout()
     hosts = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
     try:
-        store = dist.TCPStore(
+        # torch.distributed re-exports TCPStore from its C extension without listing it.
+        store = dist.TCPStore(  # pyright: ignore[reportPrivateImportUsage]
             host, port, world_size, is_master=hosts, timeout=timedelta(seconds=timeout)
         )
         dist.init_process_group(

@@ -75,7 +75,7 @@ class RewardFunction:
             raise RewardError(
                 f"{self._where(completion, question)} returned {value}, not a finite number"
             )
-        if abs(value) > FLOAT32_MAX:  # rewards are float32 tensors: it would become inf
+        if abs(float(value)) > FLOAT32_MAX:  # rewards are float32 tensors: it would become inf
             raise RewardError(
                 f"{self._where(completion, question)} returned {value}, beyond the "
                 f"float32 range of rewards (magnitude at most {FLOAT32_MAX:.4g})"

@@ -43,8 +43,10 @@ MASKED_LOGIT = -1e8
 #: ``log_std`` is clamped into this range before use (a std of 2e-9 to 7.4).
 LOG_STD_BOUNDS = (-20.0, 2.0)
 
+#: Values as callers hand them over: a tensor, or anything numpy reads as an array.
+TensorLike: TypeAlias = torch.Tensor | npt.ArrayLike
 #: Samples or actions as callers hand them back (a rollout's tensors, a buffer's arrays).
-ActionLike: TypeAlias = torch.Tensor | npt.ArrayLike
+ActionLike: TypeAlias = TensorLike
 #: An action mask (1/True marks an allowed action), or None for no mask.
 ActionMask: TypeAlias = torch.Tensor | npt.ArrayLike | None
 
