@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -57,6 +57,10 @@ from agilerl.components.replay_buffer import (
     _check_leaves,
 )
 from agilerl.observations import map_tree, tree_leaves
+
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.networks.base import Observation
+    from agilerl.networks.distributions import TensorLike
 
 #: Fields of a pending (1-step) transition: a replay transition plus ``truncated``.
 STEP_FIELDS = (*FIELDS, "truncated")
@@ -203,12 +207,12 @@ class NStepReplayBuffer(ReplayBuffer):
     # buffer filled in step with this one), hence the different return type.
     def add(  # pyright: ignore[reportIncompatibleMethodOverride]
         self,
-        obs: Any,
-        action: Any,
-        reward: Any,
-        next_obs: Any,
-        done: Any,
-        truncated: Any = None,
+        obs: Observation,
+        action: TensorLike,
+        reward: TensorLike,
+        next_obs: Observation,
+        done: TensorLike,
+        truncated: TensorLike | None = None,
     ) -> dict[str, Any] | None:
         """Take one vector step (``done`` = terminated; ``truncated`` None: no time limit
         cut). Once ``n_step`` steps are held, stores the n-step transitions of the oldest

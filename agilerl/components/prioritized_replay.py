@@ -40,7 +40,7 @@ import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -48,6 +48,9 @@ import torch
 from agilerl import checkpoints
 from agilerl.components.replay_buffer import STATE_LAYOUT, ReplayBuffer, Turn
 from agilerl.components.sum_tree import SumTree, last_occurrence
+
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.networks.distributions import TensorLike
 
 #: Default ``alpha``: the ``replay_buffer.per_buffer_args.alpha`` default of the schema
 #: (a test keeps them equal).
@@ -176,7 +179,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return batch
 
     def update_priorities(
-        self, indices: Any, priorities: Any, prior_eps: float = PRIOR_EPS
+        self, indices: TensorLike, priorities: TensorLike, prior_eps: float = PRIOR_EPS
     ) -> None:
         """Give slots ``indices`` the priorities ``|priorities| + prior_eps`` (typically the
         per-sample loss or TD error of the batch that :meth:`sample` drew; a slot drawn

@@ -26,7 +26,7 @@ describes, refusing combinations the algorithm cannot use, with the key to chang
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -34,6 +34,10 @@ from agilerl.components.frame_replay import FrameReplayBuffer
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import ReplayBuffer
+
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.networks.base import Observation
+    from agilerl.networks.distributions import TensorLike
 
 
 def annealed_beta(beta: float, steps: int, max_steps: int) -> float:
@@ -104,7 +108,13 @@ class Replay:
         return len(self.memory)
 
     def add(
-        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
+        self,
+        obs: Observation,
+        action: TensorLike,
+        reward: TensorLike,
+        next_obs: Observation,
+        terminated: TensorLike,
+        truncated: TensorLike,
     ) -> None:
         """Store one vector step (``terminated`` is the stored ``done``; ``truncated``
         ends an n-step sum without ending the task)."""
