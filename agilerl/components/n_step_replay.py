@@ -59,6 +59,7 @@ from agilerl.components.replay_buffer import (
 from agilerl.observations import map_tree, tree_leaves
 
 if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.models import ReplayBufferSpec
     from agilerl.networks.base import Observation
     from agilerl.networks.distributions import TensorLike
 
@@ -188,7 +189,7 @@ class NStepReplayBuffer(ReplayBuffer):
 
     @classmethod
     def from_spec(
-        cls, spec: Any, gamma: float, device: str | torch.device = "cpu"
+        cls, spec: ReplayBufferSpec, gamma: float, device: str | torch.device = "cpu"
     ) -> NStepReplayBuffer:
         """The buffer a :class:`~agilerl.models.ReplayBufferSpec` describes, for an
         algorithm discounting by ``gamma``."""

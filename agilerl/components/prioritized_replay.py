@@ -50,6 +50,7 @@ from agilerl.components.replay_buffer import STATE_LAYOUT, ReplayBuffer, Turn
 from agilerl.components.sum_tree import SumTree, last_occurrence
 
 if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.models import ReplayBufferSpec
     from agilerl.networks.distributions import TensorLike
 
 #: Default ``alpha``: the ``replay_buffer.per_buffer_args.alpha`` default of the schema
@@ -120,7 +121,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._reset_priorities()
 
     @classmethod
-    def from_spec(cls, spec: Any, device: str | torch.device = "cpu") -> PrioritizedReplayBuffer:
+    def from_spec(
+        cls, spec: ReplayBufferSpec, device: str | torch.device = "cpu"
+    ) -> PrioritizedReplayBuffer:
         """The buffer a :class:`~agilerl.models.ReplayBufferSpec` describes."""
         return cls(spec.max_size, alpha=spec.per_buffer_args.alpha, device=device)
 
