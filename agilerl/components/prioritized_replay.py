@@ -62,7 +62,7 @@ BETA = 0.4
 PRIOR_EPS = 1e-6
 
 
-def _numpy(value: Any) -> np.ndarray:
+def _numpy(value: TensorLike) -> np.ndarray:
     """A CPU numpy view of an array-like (tensors on any device are copied to the CPU)."""
     if torch.is_tensor(value):
         return value.detach().cpu().numpy()
