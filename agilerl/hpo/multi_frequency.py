@@ -133,7 +133,12 @@ class MultiFrequencySelection:
 
     @classmethod
     def from_spec(
-        cls, spec: MultiFrequencySelectionSpec, population_size: int, rand_seed: int | None = None
+        # Any: reached through selection_class's table with either strategy's spec (a
+        # pairing of spec and class the checker cannot follow); it is a MultiFrequencySelectionSpec.
+        cls,
+        spec: Any,
+        population_size: int,
+        rand_seed: int | None = None,
     ) -> MultiFrequencySelection:
         brackets, problems = resolve_brackets(spec, population_size)
         if brackets is None:

@@ -36,7 +36,12 @@ class TournamentSelection:
 
     @classmethod
     def from_spec(
-        cls, spec: TournamentSelectionSpec, population_size: int, rand_seed: int | None = None
+        # Any: reached through selection_class's table with either strategy's spec (a
+        # pairing of spec and class the checker cannot follow); it is a TournamentSelectionSpec.
+        cls,
+        spec: Any,
+        population_size: int,
+        rand_seed: int | None = None,
     ) -> TournamentSelection:
         return cls(spec.tournament_size, spec.elitism, population_size, rand_seed)
 
