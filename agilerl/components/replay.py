@@ -36,6 +36,7 @@ from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import ReplayBuffer
 
 if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.models import ReplayBufferSpec
     from agilerl.networks.base import Observation
     from agilerl.networks.distributions import TensorLike
 
@@ -74,10 +75,12 @@ class Replay:
         self.max_steps = int(max_steps)
 
     @staticmethod
-    def of(memory: Any, n_step_memory: Any = None, max_steps: int = 1) -> Replay:
+    def of(memory: object, n_step_memory: object = None, max_steps: int = 1) -> Replay:
         """The replay serving ``memory`` (its class's entry in :data:`REPLAYS`)."""
         if n_step_memory is not None and not isinstance(n_step_memory, NStepReplayBuffer):
             raise TypeError(f"n_step_memory must be an NStepReplayBuffer, got {n_step_memory!r}")
+        if not isinstance(memory, ReplayBuffer):
+            raise TypeError(f"memory must be a ReplayBuffer, got {memory!r}")
         for klass in type(memory).__mro__:
             if klass in REPLAYS:
                 replay = REPLAYS[klass]
@@ -190,7 +193,7 @@ STORAGES: dict[str, type[ReplayBuffer]] = {
 
 
 def build_replay_buffers(
-    spec: Any, algorithm: Any, device: str | torch.device = "cpu"
+    spec: ReplayBufferSpec, algorithm: Any, device: str | torch.device = "cpu"
 ) -> tuple[ReplayBuffer, NStepReplayBuffer | None]:
     """The main buffer and the n-step buffer (or None) a ``replay_buffer`` section
     (:class:`~agilerl.models.ReplayBufferSpec`) describes for ``algorithm`` (its spec).

@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # types only
 KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 

@@ -272,7 +272,7 @@ class LoraAdapter:
             )
         return self
 
-    def to(self, device: Any) -> LoraAdapter:
+    def to(self, device: str | torch.device) -> LoraAdapter:
         """The adapter lives on the shared model's device: nothing to move."""
         return self
 

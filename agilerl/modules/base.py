@@ -218,7 +218,9 @@ class EvolvableModule(nn.Module):
             if key in old:
                 overlap_copy(new, old[key])
 
-    def _rebuild(self, rng: np.random.Generator | None, **changes: Any) -> dict[str, torch.Tensor]:
+    def _rebuild(
+        self, rng: np.random.Generator | None, **changes: object
+    ) -> dict[str, torch.Tensor]:
         """Apply ``changes`` to the spec, rebuild the layers and keep the old weights.
 
         Fresh parameters are drawn from a torch RNG seeded by ``rng`` (the global torch RNG
