@@ -137,7 +137,7 @@ ENCODER_BUILDERS: dict[type[BaseModel], EncoderBuilder] = {
 }
 
 
-def build_encoder(space: spaces.Space, latent_dim: int, spec: BaseModel) -> EvolvableModule:
+def build_encoder(space: spaces.Space, latent_dim: int, spec: EncoderSpec) -> EvolvableModule:
     """The encoder that ``spec`` describes, for ``space``, with ``latent_dim`` outputs."""
     try:
         builder = ENCODER_BUILDERS[type(spec)]
