@@ -31,6 +31,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from agilerl.files import checkpoints
 
@@ -65,7 +66,7 @@ class ActionNoise:
     def _step(self, rng: np.random.Generator) -> np.ndarray:
         raise NotImplementedError
 
-    def reset(self, ended: Any = None) -> None:
+    def reset(self, ended: npt.ArrayLike | None = None) -> None:
         """Restart the rows of the sub-environments marked in ``ended`` (every row when
         None). A mask of another length than the state resizes it (all rows restart)."""
         if ended is None:

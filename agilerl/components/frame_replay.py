@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -48,12 +48,16 @@ import torch
 from agilerl.components.replay_buffer import FIELDS, ReplayBuffer, Turn
 from agilerl.files import checkpoints
 
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.networks.base import Observation
+    from agilerl.networks.distributions import TensorLike
+
 #: What a slot of this buffer stores: the serials of the frames of ``obs`` and
 #: ``next_obs`` in place of the observations.
 STORED = ("obs_ref", "action", "reward", "next_ref", "done")
 
 
-def _tensor(value: Any, where: str) -> torch.Tensor:
+def _tensor(value: Observation, where: str) -> torch.Tensor:
     if isinstance(value, (Mapping, tuple, list)):
         raise ValueError(
             f"{where}: a frame buffer takes stacked frames as one array (num_envs, frames, "
@@ -281,7 +285,7 @@ class FrameReplayBuffer(ReplayBuffer):
     def sample(self, batch_size: int, return_indices: bool = False) -> dict[str, Any]:
         return self._transitions(super().sample(batch_size, return_indices))
 
-    def sample_from_indices(self, indices: Any) -> dict[str, Any]:
+    def sample_from_indices(self, indices: TensorLike) -> dict[str, Any]:
         return self._transitions(super().sample_from_indices(indices))
 
     # -- turns ------------------------------------------------------------------------------

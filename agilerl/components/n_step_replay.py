@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -57,6 +57,11 @@ from agilerl.components.replay_buffer import (
     _check_leaves,
 )
 from agilerl.files import checkpoints
+
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.models import ReplayBufferSpec
+    from agilerl.networks.base import Observation
+    from agilerl.networks.distributions import TensorLike
 
 #: Fields of a pending (1-step) transition: a replay transition plus ``truncated``.
 STEP_FIELDS = (*FIELDS, "truncated")
@@ -184,7 +189,7 @@ class NStepReplayBuffer(ReplayBuffer):
 
     @classmethod
     def from_spec(
-        cls, spec: Any, gamma: float, device: str | torch.device = "cpu"
+        cls, spec: ReplayBufferSpec, gamma: float, device: str | torch.device = "cpu"
     ) -> NStepReplayBuffer:
         """The buffer a :class:`~agilerl.models.ReplayBufferSpec` describes, for an
         algorithm discounting by ``gamma``."""
@@ -199,14 +204,16 @@ class NStepReplayBuffer(ReplayBuffer):
         super().clear()
         self._pending.clear()
 
-    def add(  # extends ReplayBuffer.add: `truncated`, and returns the matured 1-step rows
+    # Extends ReplayBuffer.add: `truncated`, and returns the matured 1-step rows (for the
+    # buffer filled in step with this one), hence the different return type.
+    def add(  # pyright: ignore[reportIncompatibleMethodOverride]
         self,
-        obs: Any,
-        action: Any,
-        reward: Any,
-        next_obs: Any,
-        done: Any,
-        truncated: Any = None,
+        obs: Observation,
+        action: TensorLike,
+        reward: TensorLike,
+        next_obs: Observation,
+        done: TensorLike,
+        truncated: TensorLike | None = None,
     ) -> dict[str, Any] | None:
         """Take one vector step (``done`` = terminated; ``truncated`` None: no time limit
         cut). Once ``n_step`` steps are held, stores the n-step transitions of the oldest

@@ -27,12 +27,16 @@ at once, as in Stable-Baselines3).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from agilerl.files import checkpoints
+
+if TYPE_CHECKING:
+    # Type checkers read the generated classes from the tree (see agilerl.models.networks).
+    from generated.ppo_schema import NormalizationConfig
 
 #: The count the running statistics start from (weight of the initial mean 0, variance 1).
 INITIAL_COUNT = 1e-4
@@ -94,7 +98,7 @@ class Normalization:
     ``features`` the size of a preprocessed observation (None when observations are not
     normalised)."""
 
-    def __init__(self, config: Any, features: int | None) -> None:
+    def __init__(self, config: NormalizationConfig, features: int | None) -> None:
         self.config = config
         self.observations: RunningMeanStd | None = (
             RunningMeanStd((features,)) if config.observation and features is not None else None

@@ -47,19 +47,38 @@ seeded PPO and IPPO runs give the same tensors bit for bit.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import numpy as np
 import torch
 
 from agilerl.components.observations import map_tree, tree_leaves
 
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.networks.base import Observation
+
+    #: Rewards and flags of a vector step: one value per environment row, nested per
+    #: agent like observations in the multi-agent families.
+    ArrayTree: TypeAlias = Observation
+
+#: The info a vector environment returns with its observations (action masks, final
+#: observations), per agent in the multi-agent families.
+Info: TypeAlias = Mapping[str, Any]
+
+
+class VectorEnvLike(Protocol):
+    """What :func:`collect_rollout` steps: a vector environment (gymnasium's, or a
+    multi-agent family's) returning ``(obs, reward, terminated, truncated, info)``."""
+
+    def step(self, action: Any, /) -> tuple[Any, Any, Any, Any, Any]: ...
+
+
 # -- the time-limit bootstrap --------------------------------------------------------------
 
 
-def time_limit_cut(terminated: Any, truncated: Any) -> Any:
+def time_limit_cut(terminated: ArrayTree, truncated: ArrayTree) -> Any:
     """Where an episode was cut by a time limit: truncated and not terminated (a tree of
     bool arrays shaped like the flags)."""
     return map_tree(
@@ -70,9 +89,9 @@ def time_limit_cut(terminated: Any, truncated: Any) -> Any:
 
 
 def bootstrap_time_limits(
-    rewards: Any,
-    terminated: Any,
-    truncated: Any,
+    rewards: ArrayTree,
+    terminated: ArrayTree,
+    truncated: ArrayTree,
     gamma: float | np.ndarray,
     final_values: Callable[[Any], Any],
 ) -> Any:
@@ -234,15 +253,17 @@ class RolloutCollector(ABC):
     gamma: float | np.ndarray
 
     @abstractmethod
-    def act(self, obs: Any, info: Any) -> Any:
+    def act(self, obs: Observation, info: Info) -> Any:
         """The actions ``env.step`` takes for observations ``obs`` (and their ``info``)."""
 
-    def outcome(self, reward: Any, terminated: Any, truncated: Any) -> tuple[Any, Any, Any]:
+    def outcome(
+        self, reward: ArrayTree, terminated: ArrayTree, truncated: ArrayTree
+    ) -> tuple[Any, Any, Any]:
         """The environment's rewards and flags in the layout the hooks read (default: as
         given)."""
         return reward, terminated, truncated
 
-    def learning_rewards(self, reward: Any, done: Any) -> Any:
+    def learning_rewards(self, reward: ArrayTree, done: ArrayTree) -> Any:
         """The rewards to learn from, before any time-limit bootstrap (default: the
         environment's; PPO with ``normalize.reward`` scales them). Episode returns are
         counted on the environment's."""
@@ -259,7 +280,7 @@ class RolloutCollector(ABC):
 
 
 def collect_rollout(
-    env: Any, collector: RolloutCollector, obs: Any, info: Any, steps: int
+    env: VectorEnvLike, collector: RolloutCollector, obs: Observation, info: Info, steps: int
 ) -> tuple[Any, Any]:
     """``steps`` vector steps of ``env`` (same-step autoreset) from ``obs``/``info``:
     act, step, bootstrap time-limit cuts (:func:`bootstrap_time_limits`) and store, each

@@ -40,7 +40,7 @@ import copy
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -48,6 +48,10 @@ import torch
 from agilerl.components.replay_buffer import STATE_LAYOUT, ReplayBuffer, Turn
 from agilerl.components.sum_tree import SumTree, last_occurrence
 from agilerl.files import checkpoints
+
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.models import ReplayBufferSpec
+    from agilerl.networks.distributions import TensorLike
 
 #: Default ``alpha``: the ``replay_buffer.per_buffer_args.alpha`` default of the schema
 #: (a test keeps them equal).
@@ -58,7 +62,7 @@ BETA = 0.4
 PRIOR_EPS = 1e-6
 
 
-def _numpy(value: Any) -> np.ndarray:
+def _numpy(value: TensorLike) -> np.ndarray:
     """A CPU numpy view of an array-like (tensors on any device are copied to the CPU)."""
     if torch.is_tensor(value):
         return value.detach().cpu().numpy()
@@ -117,7 +121,9 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         self._reset_priorities()
 
     @classmethod
-    def from_spec(cls, spec: Any, device: str | torch.device = "cpu") -> PrioritizedReplayBuffer:
+    def from_spec(
+        cls, spec: ReplayBufferSpec, device: str | torch.device = "cpu"
+    ) -> PrioritizedReplayBuffer:
         """The buffer a :class:`~agilerl.models.ReplayBufferSpec` describes."""
         return cls(spec.max_size, alpha=spec.per_buffer_args.alpha, device=device)
 
@@ -154,7 +160,11 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         """The priority of every filled slot, in slot order (a copy)."""
         return self._priorities[: len(self)].copy()
 
-    def sample(self, batch_size: int, beta: float = BETA) -> dict[str, Any]:
+    # Always returns the indices (update_priorities needs them): its second parameter is
+    # the importance-sampling exponent, not ReplayBuffer.sample's return_indices.
+    def sample(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, batch_size: int, beta: float = BETA
+    ) -> dict[str, Any]:
         """``batch_size`` transitions drawn in proportion to ``priority**alpha``: the fields
         (as :meth:`ReplayBuffer.sample`), ``weights`` (float32, on the buffer's device) and
         ``indices`` (int64 slots, on the CPU) for :meth:`update_priorities`."""
@@ -172,7 +182,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return batch
 
     def update_priorities(
-        self, indices: Any, priorities: Any, prior_eps: float = PRIOR_EPS
+        self, indices: TensorLike, priorities: TensorLike, prior_eps: float = PRIOR_EPS
     ) -> None:
         """Give slots ``indices`` the priorities ``|priorities| + prior_eps`` (typically the
         per-sample loss or TD error of the batch that :meth:`sample` drew; a slot drawn

@@ -26,7 +26,7 @@ describes, refusing combinations the algorithm cannot use, with the key to chang
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -34,6 +34,11 @@ from agilerl.components.frame_replay import FrameReplayBuffer
 from agilerl.components.n_step_replay import NStepReplayBuffer
 from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay_buffer import ReplayBuffer
+
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.models import ReplayBufferSpec
+    from agilerl.networks.base import Observation
+    from agilerl.networks.distributions import TensorLike
 
 
 def annealed_beta(beta: float, steps: int, max_steps: int) -> float:
@@ -70,10 +75,12 @@ class Replay:
         self.max_steps = int(max_steps)
 
     @staticmethod
-    def of(memory: Any, n_step_memory: Any = None, max_steps: int = 1) -> Replay:
+    def of(memory: object, n_step_memory: object = None, max_steps: int = 1) -> Replay:
         """The replay serving ``memory`` (its class's entry in :data:`REPLAYS`)."""
         if n_step_memory is not None and not isinstance(n_step_memory, NStepReplayBuffer):
             raise TypeError(f"n_step_memory must be an NStepReplayBuffer, got {n_step_memory!r}")
+        if not isinstance(memory, ReplayBuffer):
+            raise TypeError(f"memory must be a ReplayBuffer, got {memory!r}")
         for klass in type(memory).__mro__:
             if klass in REPLAYS:
                 replay = REPLAYS[klass]
@@ -104,7 +111,13 @@ class Replay:
         return len(self.memory)
 
     def add(
-        self, obs: Any, action: Any, reward: Any, next_obs: Any, terminated: Any, truncated: Any
+        self,
+        obs: Observation,
+        action: TensorLike,
+        reward: TensorLike,
+        next_obs: Observation,
+        terminated: TensorLike,
+        truncated: TensorLike,
     ) -> None:
         """Store one vector step (``terminated`` is the stored ``done``; ``truncated``
         ends an n-step sum without ending the task)."""
@@ -126,10 +139,10 @@ class Replay:
     def learn(self, agent: Any) -> dict[str, float]:
         """One learning step of ``agent`` on a batch of ``agent.batch_size``; returns what
         it reported."""
-        paired = self.n_step_memory is not None
-        batch = self._sample(agent, paired)
-        if paired:
-            batch["n_step"] = self.n_step_memory.sample_from_indices(batch["indices"])
+        n_step = self.n_step_memory
+        batch = self._sample(agent, n_step is not None)
+        if n_step is not None:
+            batch["n_step"] = n_step.sample_from_indices(batch["indices"])
         return self._learn(agent, batch)
 
     def _sample(self, agent: Any, indices: bool) -> dict[str, Any]:
@@ -180,7 +193,7 @@ STORAGES: dict[str, type[ReplayBuffer]] = {
 
 
 def build_replay_buffers(
-    spec: Any, algorithm: Any, device: str | torch.device = "cpu"
+    spec: ReplayBufferSpec, algorithm: Any, device: str | torch.device = "cpu"
 ) -> tuple[ReplayBuffer, NStepReplayBuffer | None]:
     """The main buffer and the n-step buffer (or None) a ``replay_buffer`` section
     (:class:`~agilerl.models.ReplayBufferSpec`) describes for ``algorithm`` (its spec).

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -38,11 +38,15 @@ import torch
 from agilerl.components.observations import map_tree, tree_leaves
 from agilerl.files import checkpoints
 
+if TYPE_CHECKING:  # types only: the networks are not imported at run time
+    from agilerl.networks.base import Observation
+    from agilerl.networks.distributions import TensorLike
+
 #: Fields of a transition, in the order :meth:`ReplayBuffer.add` takes them.
 FIELDS = ("obs", "action", "reward", "next_obs", "done")
 
 
-def _as_tensor(value: Any) -> torch.Tensor:
+def _as_tensor(value: TensorLike) -> torch.Tensor:
     """A leaf as a tensor with a leading batch dimension (tensors are kept where they are)."""
     tensor = value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
     if tensor.dim() == 0:
@@ -124,7 +128,14 @@ class ReplayBuffer:
 
         self._storage = {name: map_tree(empty, batch[name]) for name in self.fields}
 
-    def add(self, obs: Any, action: Any, reward: Any, next_obs: Any, done: Any) -> None:
+    def add(
+        self,
+        obs: Observation,
+        action: TensorLike,
+        reward: TensorLike,
+        next_obs: Observation,
+        done: TensorLike,
+    ) -> None:
         """Store a batch of transitions, one per environment (leading dimension of every
         array). A batch larger than the buffer keeps only its last ``max_size`` rows."""
         values = (obs, action, reward, next_obs, done)
@@ -182,7 +193,7 @@ class ReplayBuffer:
             batch["indices"] = index
         return batch
 
-    def sample_from_indices(self, indices: Any) -> dict[str, Any]:
+    def sample_from_indices(self, indices: TensorLike) -> dict[str, Any]:
         """The transitions held in slots ``indices`` (as :meth:`sample` returns them): how a
         second buffer filled in step with this one is read at the same slots."""
         if self._size == 0 or self._storage is None:

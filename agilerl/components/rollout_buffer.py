@@ -28,9 +28,9 @@ the real steps). :meth:`RolloutBuffer.sequence_minibatches` yields whole sequenc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import torch
@@ -38,7 +38,12 @@ from gymnasium import spaces
 
 from agilerl.components import on_policy
 from agilerl.components.observations import map_tree, tree_leaves
-from agilerl.networks.distributions import distribution_class
+from agilerl.networks.base import Observation
+from agilerl.networks.distributions import TensorLike, distribution_class
+
+#: A recurrent policy's state: a tree (dict/tuple) of ``(num_envs, ...)`` tensors, as an
+#: LSTM's ``(h, c)``.
+HiddenState: TypeAlias = torch.Tensor | Mapping[str, "HiddenState"] | tuple["HiddenState", ...]
 
 
 @dataclass(frozen=True)
@@ -78,8 +83,9 @@ def _action_layout(space: spaces.Space) -> _Leaf:
     (:mod:`agilerl.networks.distributions`): integer (sub-)actions for Discrete and
     MultiDiscrete, float bits for MultiBinary, floats for Box (the unclipped, unsquashed
     Gaussian sample the log-probability belongs to)."""
-    shape = () if isinstance(space, spaces.Discrete) else tuple(space.shape)
-    return _Leaf(shape, distribution_class(space).sample_dtype)
+    klass = distribution_class(space)  # every space it accepts has a shape
+    shape = () if isinstance(space, spaces.Discrete) else tuple(space.shape or ())
+    return _Leaf(shape, klass.sample_dtype)
 
 
 #: ``bptt_sequence_type`` -> the step between the starts of consecutive sequences of
@@ -91,7 +97,7 @@ SEQUENCE_STRIDES = {
 }
 
 
-def _write(store: torch.Tensor, value: Any) -> None:
+def _write(store: torch.Tensor, value: TensorLike) -> None:
     """Copy ``value`` (array or tensor, any device and dtype) into the row ``store``."""
     src = value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
     if src.shape == store.shape:
@@ -174,13 +180,15 @@ class RolloutBuffer:
         for name, value in (("capacity", capacity), ("num_envs", num_envs)):
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        self.seq_len: int | None = None
+        self.seq_stride: int | None = None
         if seq_len is not None:
-            seq_stride = seq_len if seq_stride is None else seq_stride
-            for name, value in (("seq_len", seq_len), ("seq_stride", seq_stride)):
+            stride = seq_len if seq_stride is None else seq_stride
+            for name, value in (("seq_len", seq_len), ("seq_stride", stride)):
                 if isinstance(value, bool) or int(value) != value or value < 1:
                     raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        self.seq_len = None if seq_len is None else min(int(seq_len), int(capacity))
-        self.seq_stride = None if seq_len is None else min(int(seq_stride), self.seq_len)
+            self.seq_len = min(int(seq_len), int(capacity))
+            self.seq_stride = min(int(stride), self.seq_len)
         self.capacity = int(capacity)
         self.num_envs = int(num_envs)
         self.observation_space = observation_space
@@ -231,14 +239,14 @@ class RolloutBuffer:
 
     def add(
         self,
-        obs: Any,
-        action: Any,
-        reward: Any,
-        done: Any,
-        value: Any,
-        log_prob: Any,
-        action_mask: Any = None,
-        hidden_state: Any = None,
+        obs: Observation,
+        action: TensorLike,
+        reward: TensorLike,
+        done: TensorLike,
+        value: TensorLike,
+        log_prob: TensorLike,
+        action_mask: TensorLike | None = None,
+        hidden_state: HiddenState | None = None,
     ) -> None:
         """Store one vector step: every argument has ``num_envs`` as its leading
         dimension (observations as the environment returns them, nested for Dict/Tuple;
@@ -264,16 +272,23 @@ class RolloutBuffer:
         if self.seq_len is not None:
             if hidden_state is None:
                 raise ValueError("a recurrent rollout buffer needs the hidden_state of every step")
-            if t % self.seq_stride == 0:
-                self._store_hidden(t // self.seq_stride, hidden_state)
+            _, stride = self._sequences()
+            if t % stride == 0:
+                self._store_hidden(t // stride, hidden_state)
         self.pos += 1
         self.ready = False
 
-    def _store_hidden(self, row: int, hidden_state: Any) -> None:
+    def _sequences(self) -> tuple[int, int]:
+        """``(seq_len, seq_stride)`` of a recurrent buffer."""
+        if self.seq_len is None or self.seq_stride is None:
+            raise RuntimeError("this rollout buffer was built without seq_len")
+        return self.seq_len, self.seq_stride
+
+    def _store_hidden(self, row: int, hidden_state: HiddenState) -> None:
         # (Re)allocated for the first state and for one of another layout (a mutated LSTM).
         layout = [tuple(leaf.shape[1:]) for leaf in tree_leaves(hidden_state)]
         if self.hidden is None or layout != [x.shape[2:] for x in tree_leaves(self.hidden)]:
-            starts = -(-self.capacity // self.seq_stride)
+            starts = -(-self.capacity // self._sequences()[1])
 
             def empty(leaf: torch.Tensor) -> torch.Tensor:
                 shape = (starts, self.num_envs, *leaf.shape[1:])
@@ -285,14 +300,15 @@ class RolloutBuffer:
     def sequence_starts(self) -> list[int]:
         """Steps where the sequences of each environment's rollout start: every
         ``seq_stride`` steps until one sequence reaches the last stored step."""
-        if self.seq_len is None:
-            raise RuntimeError("this rollout buffer was built without seq_len")
+        seq_len, stride = self._sequences()
         starts = [0]
-        while starts[-1] + self.seq_len < self.pos:
-            starts.append(starts[-1] + self.seq_stride)
+        while starts[-1] + seq_len < self.pos:
+            starts.append(starts[-1] + stride)
         return starts
 
-    def compute_returns_and_advantages(self, last_value: Any, last_done: Any = None) -> None:
+    def compute_returns_and_advantages(
+        self, last_value: TensorLike, last_done: TensorLike | None = None
+    ) -> None:
         """Fill ``advantages`` and ``returns`` of the stored steps (module docstring).
 
         ``last_value``: ``V`` of the observation after the last stored step, one per
@@ -371,7 +387,7 @@ class RolloutBuffer:
         if isinstance(batch_size, bool) or int(batch_size) < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         starts = torch.tensor(self.sequence_starts(), device=self.device)
-        length = self.seq_len
+        length, stride = self._sequences()
         # Sequence k = (start starts[k % S], env k // S): steps (L,) and validity per sequence.
         offsets = torch.arange(length, device=self.device)
         steps = starts[:, None] + offsets[None, :]  # (S, L)
@@ -380,7 +396,7 @@ class RolloutBuffer:
         count = len(starts) * self.num_envs
         per_batch = max(1, int(batch_size) // length)
         order = torch.randperm(count).to(self.device)
-        rows = starts // self.seq_stride
+        rows = starts // stride
         for first in range(0, count, per_batch):
             pick = order[first : first + per_batch]
             which, env = pick % len(starts), pick // len(starts)

@@ -22,9 +22,8 @@ prefix sums down together.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+import numpy.typing as npt
 
 #: Children per node (see the module docstring for why not 2).
 BRANCHING = 32
@@ -70,11 +69,11 @@ class SumTree:
         """Smallest value written (``inf`` while none is)."""
         return float(self._min[-1][0])
 
-    def __getitem__(self, indices: Any) -> np.ndarray:
+    def __getitem__(self, indices: npt.ArrayLike) -> np.ndarray:
         """The values at ``indices``."""
         return self._sum[0][self._indices(indices)]
 
-    def _indices(self, indices: Any) -> np.ndarray:
+    def _indices(self, indices: npt.ArrayLike) -> np.ndarray:
         index = np.asarray(indices)
         if index.dtype.kind not in "iu":
             raise ValueError(f"indices must be integers, got {index.dtype}")
@@ -83,7 +82,7 @@ class SumTree:
             raise ValueError(f"indices must lie in [0, {self.capacity})")
         return index
 
-    def update(self, indices: Any, values: Any) -> None:
+    def update(self, indices: npt.ArrayLike, values: npt.ArrayLike) -> None:
         """Set the values at ``indices`` (where an index repeats, its last value wins) and
         recompute their ancestors, one tree level per step."""
         index = self._indices(indices)
@@ -99,7 +98,7 @@ class SumTree:
         nodes, value = last_occurrence(index, value)
         self._write(nodes, value, value)
 
-    def clear(self, indices: Any) -> None:
+    def clear(self, indices: npt.ArrayLike) -> None:
         """Make the leaves at ``indices`` unused again, as they were before any write (0
         in the sums, +inf in the minima), and recompute their ancestors: how a replay
         buffer rolls a slot back to empty."""
@@ -107,7 +106,7 @@ class SumTree:
         if index.size:
             self._write(index, 0.0, np.inf)
 
-    def _write(self, nodes: np.ndarray, sums: Any, mins: Any) -> None:
+    def _write(self, nodes: np.ndarray, sums: npt.ArrayLike, mins: npt.ArrayLike) -> None:
         """Set leaves ``nodes`` (distinct) and recompute their ancestors, level by level."""
         self._sum[0][nodes] = sums
         self._min[0][nodes] = mins
@@ -117,7 +116,7 @@ class SumTree:
             self._sum[below + 1][nodes] = self._sum[below].reshape(-1, BRANCHING)[nodes].sum(1)
             self._min[below + 1][nodes] = self._min[below].reshape(-1, BRANCHING)[nodes].min(1)
 
-    def find(self, prefix_sums: Any) -> np.ndarray:
+    def find(self, prefix_sums: npt.ArrayLike) -> np.ndarray:
         """For each prefix sum ``u`` in ``[0, total)``, the index ``j`` whose interval
         ``[sum of values before j, that + value j)`` contains it: ``u`` drawn uniformly
         gives ``j`` with probability ``value j / total``.

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import atexit
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -44,7 +45,10 @@ class PeerLost(RuntimeError):
     """Another rank of the run is gone (killed, crashed or unreachable)."""
 
 
-def _to_cpu(value: Any) -> Any:
+T = TypeVar("T")
+
+
+def _to_cpu(value: object) -> object:
     """``value`` with every tensor in it on the CPU: what crosses processes is plain data,
     whatever device the sender trains on."""
     if torch.is_tensor(value):
@@ -82,7 +86,7 @@ class Group:
     def replicated(self) -> Group:
         return replace(self, replicas=True)
 
-    def local_device(self, device: Any) -> Any:
+    def local_device(self, device: str | torch.device) -> torch.device:
         """``device`` for this process: a bare ``cuda`` on several processes is the GPU
         of the process's ``LOCAL_RANK`` (one GPU per process, as launchers assign)."""
         device = torch.device(device)
@@ -118,7 +122,7 @@ class Group:
         return next(rank for rank in range(self.world_size) if slot < bounds[rank + 1])
 
     # -- what crosses processes ---------------------------------------------------------
-    def all_gather(self, obj: Any) -> list[Any]:
+    def all_gather(self, obj: T) -> list[T]:
         """Every rank's ``obj``, in rank order, on every rank."""
         if not self.shards:
             return [obj]
@@ -136,7 +140,7 @@ class Group:
         _collective("agreeing on the wall time", dist.all_gather_object, gathered, seconds)
         return tuple(max(times[i] for times in gathered) for i in range(len(seconds)))
 
-    def gather_to_main(self, obj: Any) -> list[Any] | None:
+    def gather_to_main(self, obj: T) -> list[T] | None:
         """Every rank's ``obj`` in rank order on rank 0 (None on the others)."""
         if not self.shards:
             return [obj]
@@ -144,7 +148,7 @@ class Group:
         _collective("gathering agents for a checkpoint", dist.gather_object, obj, gathered, 0)
         return gathered
 
-    def send(self, obj: Any, dst: int) -> None:
+    def send(self, obj: object, dst: int) -> None:
         """Send ``obj`` (plain data; tensors go as CPU tensors) to rank ``dst``."""
         _collective(f"sending an agent to rank {dst}", dist.send_object_list, [_to_cpu(obj)], dst)
 
@@ -155,7 +159,7 @@ class Group:
         return box[0]
 
 
-def _collective(what: str, operation: Any, *args: Any) -> None:
+def _collective(what: str, operation: Callable[..., object], *args: object) -> None:
     """Run a torch.distributed operation; a failure (a peer that died mid-operation) is
     a :class:`PeerLost` that names the dead rank once the liveness watch knows it."""
     try:
@@ -190,7 +194,8 @@ def _init_process_group(backend: str, world_size: int) -> None:
     timeout = liveness.peer_timeout()
     hosts = rank == 0 and os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True"
     try:
-        store = dist.TCPStore(
+        # torch.distributed re-exports TCPStore from its C extension without listing it.
+        store = dist.TCPStore(  # pyright: ignore[reportPrivateImportUsage]
             host, port, world_size, is_master=hosts, timeout=timedelta(seconds=timeout)
         )
         dist.init_process_group(
@@ -204,7 +209,7 @@ def _init_process_group(backend: str, world_size: int) -> None:
         ) from None
 
 
-def join(device: Any = "cpu") -> Group:
+def join(device: str | torch.device = "cpu") -> Group:
     """Join the run's process group when a launcher started several processes
     (``WORLD_SIZE`` > 1), once; start the liveness watch; return :func:`current_group`.
     On CUDA each process takes the GPU of its ``LOCAL_RANK``."""

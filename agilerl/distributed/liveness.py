@@ -64,7 +64,8 @@ class Watch(threading.Thread):
         # A connection of its own: the thread never shares one with the process group.
         import torch.distributed as dist  # here: the CLI reads peer_timeout() before torch
 
-        self.store = dist.TCPStore(
+        # torch.distributed re-exports TCPStore from its C extension without listing it.
+        self.store = dist.TCPStore(  # pyright: ignore[reportPrivateImportUsage]
             os.environ["MASTER_ADDR"],
             int(os.environ["MASTER_PORT"]),
             is_master=False,

@@ -19,15 +19,20 @@ anything is built:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agilerl.hpo.selections import selection_class
+
+if TYPE_CHECKING:  # types only
+    from agilerl.models import MutationSpec
 
 #: The largest ``mutation_sd``: the parameter mutation's own strongest noise, 10 x |w|.
 MAX_MUTATION_SD = 10.0
 
 
-def operator_problems(mutation: Any, selection: Any, pop_size: int) -> list[str]:
+# ``selection`` stays Any: either strategy's spec, handed to its own class's ``problems``
+# (a pairing of spec and class the checker cannot follow through the table).
+def operator_problems(mutation: MutationSpec, selection: Any, pop_size: int) -> list[str]:
     """One ``field: value: why`` line per setting of ``mutation`` (a MutationSpec) and
     ``selection`` (a selection strategy's spec) that the operators cannot use on a
     population of ``pop_size``."""

@@ -32,12 +32,15 @@ nothing beyond the counters and the generator.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agilerl.files import checkpoints
 from agilerl.hpo.placement import Placement
+
+if TYPE_CHECKING:  # types only
+    from agilerl.models import MultiFrequencySelectionSpec
 
 #: The smallest population and sub-population MF-PBT can rank into its brackets.
 MIN_SUBPOPULATION = 3
@@ -63,7 +66,9 @@ class Brackets:
         return self.winners + self.survivors + self.open_for_migration + self.losers
 
 
-def resolve_brackets(spec: Any, population_size: int) -> tuple[Brackets | None, list[str]]:
+def resolve_brackets(
+    spec: MultiFrequencySelectionSpec, population_size: int
+) -> tuple[Brackets | None, list[str]]:
     """The brackets of ``spec`` (a MultiFrequencySelectionSpec) on a population of
     ``population_size``, or None and one ``field: value: why`` line per problem."""
     n = spec.n_subpopulations
@@ -128,7 +133,12 @@ class MultiFrequencySelection:
 
     @classmethod
     def from_spec(
-        cls, spec: Any, population_size: int, rand_seed: int | None = None
+        # Any: reached through selection_class's table with either strategy's spec (a
+        # pairing of spec and class the checker cannot follow); it is a MultiFrequencySelectionSpec.
+        cls,
+        spec: Any,
+        population_size: int,
+        rand_seed: int | None = None,
     ) -> MultiFrequencySelection:
         brackets, problems = resolve_brackets(spec, population_size)
         if brackets is None:
@@ -137,12 +147,12 @@ class MultiFrequencySelection:
         return cls(population_size, brackets, ratios, rand_seed)
 
     @staticmethod
-    def problems(spec: Any, population_size: int) -> list[str]:
+    def problems(spec: MultiFrequencySelectionSpec, population_size: int) -> list[str]:
         """What makes ``spec`` unusable on a population of ``population_size``."""
         return resolve_brackets(spec, population_size)[1]
 
     @staticmethod
-    def working_memory(spec: Any) -> tuple[str, str, int] | None:
+    def working_memory(spec: MultiFrequencySelectionSpec) -> tuple[str, str, int] | None:
         """Nothing its spec decides: a selection holds a few numbers per agent."""
         return None
 

@@ -13,17 +13,20 @@ policy and its critics alike and rebuilds the optimisers when the networks chang
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agilerl.algorithms.core.protocols import AgentT, MutableAgent
 from agilerl.files import checkpoints
 
+if TYPE_CHECKING:  # types only
+    from agilerl.models import MutationSpec
+
 KINDS = ("none", "architecture", "parameters", "activation", "rl_hp")
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
@@ -59,7 +62,7 @@ class Mutations:
         self.rng = np.random.default_rng(rand_seed)
 
     @classmethod
-    def from_spec(cls, spec: Any) -> Mutations:
+    def from_spec(cls, spec: MutationSpec) -> Mutations:
         """From a :class:`~agilerl.models.hpo.MutationSpec`."""
         p = spec.probabilities
         return cls(

@@ -4,10 +4,15 @@ population cannot do with its spec)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agilerl.hpo.multi_frequency import MultiFrequencySelection
 from agilerl.hpo.tournament import TournamentSelection
+
+if TYPE_CHECKING:  # types only
+    from agilerl.models import MultiFrequencySelectionSpec, TournamentSelectionSpec
+
+    SelectionSpec = TournamentSelectionSpec | MultiFrequencySelectionSpec
 
 #: ``selection_strategy.strategy`` -> the operator class (``from_spec``, ``problems``).
 SELECTIONS: dict[str, type[TournamentSelection] | type[MultiFrequencySelection]] = {
@@ -16,6 +21,8 @@ SELECTIONS: dict[str, type[TournamentSelection] | type[MultiFrequencySelection]]
 }
 
 
-def selection_class(spec: Any) -> type[TournamentSelection] | type[MultiFrequencySelection]:
+def selection_class(
+    spec: SelectionSpec,
+) -> type[TournamentSelection] | type[MultiFrequencySelection]:
     """The operator class of a selection spec."""
     return SELECTIONS[spec.strategy]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from agilerl.algorithms.core.protocols import AgentT
 from agilerl.files import checkpoints
 from agilerl.hpo.placement import Placement
+
+if TYPE_CHECKING:  # types only
+    from agilerl.models import TournamentSelectionSpec
 
 
 class TournamentSelection:
@@ -33,12 +36,17 @@ class TournamentSelection:
 
     @classmethod
     def from_spec(
-        cls, spec: Any, population_size: int, rand_seed: int | None = None
+        # Any: reached through selection_class's table with either strategy's spec (a
+        # pairing of spec and class the checker cannot follow); it is a TournamentSelectionSpec.
+        cls,
+        spec: Any,
+        population_size: int,
+        rand_seed: int | None = None,
     ) -> TournamentSelection:
         return cls(spec.tournament_size, spec.elitism, population_size, rand_seed)
 
     @staticmethod
-    def problems(spec: Any, population_size: int) -> list[str]:
+    def problems(spec: TournamentSelectionSpec, population_size: int) -> list[str]:
         """What makes ``spec`` (a TournamentSelectionSpec) unusable on a population of
         ``population_size``: one ``field: value: why`` line each."""
         size = spec.tournament_size
@@ -52,7 +60,7 @@ class TournamentSelection:
         return []
 
     @staticmethod
-    def working_memory(spec: Any) -> tuple[str, str, int] | None:
+    def working_memory(spec: TournamentSelectionSpec) -> tuple[str, str, int] | None:
         """What a selection allocates that its spec decides, as the pre-flight counts it
         (field, what, bytes): each slot's tournament draws its entrants' indices at once."""
         size = spec.tournament_size

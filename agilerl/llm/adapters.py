@@ -19,9 +19,9 @@ import shutil
 import tempfile
 import warnings
 import weakref
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias, cast
 
 import safetensors.torch
 import torch
@@ -42,9 +42,9 @@ def _modules(model: torch.nn.Module) -> Iterator[tuple[str, torch.nn.Module]]:
     for name, module in model.named_modules():
         if any(name.startswith(f"{outer}.") for outer in inside):
             continue
+        yield name, module
         if isinstance(module, BaseTunerLayer):
             inside.append(name)
-        yield name, module
 
 
 def _linear_names(model: torch.nn.Module) -> set[str]:
@@ -52,7 +52,9 @@ def _linear_names(model: torch.nn.Module) -> set[str]:
     included), its output projection excepted: what peft's ``all-linear`` means."""
     from transformers.pytorch_utils import Conv1D
 
-    output = model.get_output_embeddings()
+    # A transformers model's method; nn.Module's stubs read any attribute as Tensor | Module.
+    get_output = cast("Callable[[], torch.nn.Module | None]", model.get_output_embeddings)
+    output = get_output()
     return {
         name
         for name, module in _modules(model)
@@ -60,7 +62,11 @@ def _linear_names(model: torch.nn.Module) -> set[str]:
     }
 
 
-def _matches(name: str, targets: Any, linear: set[str]) -> bool:
+#: peft's ``target_modules``: a regular expression, ``"all-linear"``, or module names.
+Targets: TypeAlias = str | list[str]
+
+
+def _matches(name: str, targets: Targets, linear: set[str]) -> bool:
     """Whether module ``name`` is a LoRA target as peft reads ``target_modules``."""
     if targets == "all-linear":
         return name in linear
@@ -69,7 +75,7 @@ def _matches(name: str, targets: Any, linear: set[str]) -> bool:
     return any(name == t or name.endswith(f".{t}") for t in targets)
 
 
-def scoped_targets(model: torch.nn.Module, targets: Any, scope: str | None) -> Any:
+def scoped_targets(model: torch.nn.Module, targets: Targets, scope: str | None) -> Targets:
     """``target_modules`` restricted to the sub-module ``scope`` (``lora_target_scope``):
     the qualified names of the matching modules under it. Unchanged without a scope; a
     ValueError naming the field when the scope holds no target."""
@@ -266,7 +272,7 @@ class LoraAdapter:
             )
         return self
 
-    def to(self, device: Any) -> LoraAdapter:
+    def to(self, device: str | torch.device) -> LoraAdapter:
         """The adapter lives on the shared model's device: nothing to move."""
         return self
 

@@ -116,7 +116,7 @@ def offline_switch(kind: str) -> str | None:
         if os.environ.get(variable, "").upper() in TRUE:
             return f"{variable}={os.environ[variable]}"
     if kind == "dataset":
-        import datasets
+        import datasets.config
 
         return "datasets.config.HF_HUB_OFFLINE" if datasets.config.HF_HUB_OFFLINE else None
     from huggingface_hub import constants
@@ -143,7 +143,7 @@ def datasets_cache() -> Path:
         return Path(os.environ["HF_DATASETS_CACHE"]).expanduser()
     if os.environ.get("HF_HOME"):
         return Path(os.environ["HF_HOME"]).expanduser() / "datasets"
-    import datasets
+    import datasets.config
 
     return Path(datasets.config.HF_DATASETS_CACHE)
 
@@ -166,7 +166,10 @@ def model_snapshot(repo: str) -> Path:
     switch, cache = offline_switch("model"), hub_cache()
     try:
         folder = snapshot_download(
-            repo, cache_dir=cache, local_files_only=switch is not None, allow_patterns=MODEL_FILES
+            repo,
+            cache_dir=cache,
+            local_files_only=switch is not None,
+            allow_patterns=list(MODEL_FILES),
         )
     except LocalEntryNotFoundError:
         if switch is not None:
@@ -193,7 +196,7 @@ def datasets_offline(switch: str | None) -> Iterator[None]:
     offline variables once, at import (``datasets.config.HF_HUB_OFFLINE``): a variable
     set later would be missed, and offline is what makes it read its cache without
     asking the hub first."""
-    import datasets
+    import datasets.config
 
     before = datasets.config.HF_HUB_OFFLINE
     datasets.config.HF_HUB_OFFLINE = before or switch is not None

@@ -18,6 +18,7 @@ import inspect
 import math
 import numbers
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ class RewardError(ValueError):
     """A reward function failed on a sample (it raised, or returned no finite number)."""
 
 
-def _quote(value: Any) -> str:
+def _quote(value: object) -> str:
     text = repr(value)
     return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS] + "..."
 
@@ -46,16 +47,16 @@ def _quote(value: Any) -> str:
 class RewardFunction:
     """The user's ``fn(completion, answer, question)``, whose results are checked floats."""
 
-    def __init__(self, fn: Any, file: Path, name: str) -> None:
+    def __init__(self, fn: Callable[..., object], file: Path, name: str) -> None:
         self.fn, self.file, self.name = fn, file, name
 
-    def _where(self, completion: Any, question: Any) -> str:
+    def _where(self, completion: object, question: object) -> str:
         return (
             f"{self.file}: {self.name}(completion={_quote(completion)}, answer=..., "
             f"question={_quote(question)})"
         )
 
-    def __call__(self, completion: str, answer: Any, question: Any) -> float:
+    def __call__(self, completion: str, answer: object, question: object) -> float:
         try:
             value = call_user(
                 self.fn, completion, answer, question, what=f"{NAME_FIELD} {self.file}:{self.name}"
@@ -75,7 +76,7 @@ class RewardFunction:
             raise RewardError(
                 f"{self._where(completion, question)} returned {value}, not a finite number"
             )
-        if abs(value) > FLOAT32_MAX:  # rewards are float32 tensors: it would become inf
+        if abs(float(value)) > FLOAT32_MAX:  # rewards are float32 tensors: it would become inf
             raise RewardError(
                 f"{self._where(completion, question)} returned {value}, beyond the "
                 f"float32 range of rewards (magnitude at most {FLOAT32_MAX:.4g})"

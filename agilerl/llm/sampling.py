@@ -35,7 +35,7 @@ class RowSampler(LogitsProcessor):
         self.temperature = float(temperature)
         self.generators: list[torch.Generator] | None = None
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.Tensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
         if len(scores) != len(self.seeds):
             raise ValueError(f"{len(scores)} rows to sample for {len(self.seeds)} row streams")
         if self.generators is None:  # created on the device the scores are on

@@ -108,7 +108,7 @@ def toy_rows(seed: int = 0) -> dict[str, list[dict[str, str]]]:
         thing = rng.choice(objects)
         return QUESTION.format(object=thing), COLOURS[thing]
 
-    reasoning = [
+    reasoning: list[dict[str, str]] = [
         dict(zip(("question", "answer"), question(), strict=True)) for _ in range(ROWS["reasoning"])
     ]
     preference = []

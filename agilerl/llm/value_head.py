@@ -10,7 +10,6 @@ actor's), its state the adapter's tensors (``adapter.*``) and the head's (``head
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 import torch
 
@@ -22,7 +21,7 @@ class ValueCritic:
     """A critic adapter and its ``Linear(hidden -> 1)`` value head (see the module
     docstring). The head computes in float32 whatever the base model's dtype."""
 
-    def __init__(self, adapter: LoraAdapter, hidden_size: int, device: Any) -> None:
+    def __init__(self, adapter: LoraAdapter, hidden_size: int, device: str | torch.device) -> None:
         self.adapter = adapter
         self.head = torch.nn.Linear(hidden_size, 1, device=device, dtype=torch.float32)
 
@@ -62,7 +61,7 @@ class ValueCritic:
         self.adapter.with_spec(spec)
         return self
 
-    def to(self, device: Any) -> ValueCritic:
+    def to(self, device: str | torch.device) -> ValueCritic:
         self.head.to(device)
         return self
 

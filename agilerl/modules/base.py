@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 import torch
@@ -22,6 +22,8 @@ from torch import nn
 
 MutationInfo = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., MutationInfo])
+SpecT = TypeVar("SpecT", bound=BaseModel)
+LayerT = TypeVar("LayerT", bound=nn.Module)
 
 #: Activations a ``change_activation`` mutation may pick: AgileRL's default choice
 #: (``Mutations(activation_selection=...)``, which its manifests cannot change). All are
@@ -69,9 +71,18 @@ def make_activation(name: str | None) -> nn.Module:
     return _ACTIVATIONS[name]()
 
 
-def respec(spec: BaseModel, **changes: Any) -> BaseModel:
+def respec(spec: SpecT, **changes: object) -> SpecT:
     """A validated copy of ``spec`` with ``changes`` applied (rules are checked again)."""
     return type(spec).model_validate({**spec.model_dump(), **changes})
+
+
+def layer_at(layers: nn.ModuleList, index: int, kind: type[LayerT]) -> LayerT:
+    """``layers[index]``, checked to be a ``kind``: a ``ModuleList`` types its items as
+    bare ``nn.Module``, whose attributes (``weight``) read as ``Tensor | Module``."""
+    layer = layers[index]
+    if not isinstance(layer, kind):
+        raise TypeError(f"layer {index} is a {type(layer).__name__}, not a {kind.__name__}")
+    return layer
 
 
 def overlap_copy(dst: torch.Tensor, src: torch.Tensor, centered: Iterable[int] = ()) -> None:
@@ -150,6 +161,11 @@ class EvolvableModule(nn.Module):
         """Positional constructor arguments before the spec (shapes, spaces)."""
         raise NotImplementedError
 
+    def set_num_outputs(self, num_outputs: int) -> None:
+        """Resize the output layer, keeping the overlapping weights (every encoder can:
+        a network resizes its latent through it)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot resize its outputs")
+
     def submodules(self) -> dict[str, EvolvableModule]:
         """Nested evolvable modules whose mutations are exposed as ``<prefix>.<name>``."""
         return {}
@@ -202,7 +218,9 @@ class EvolvableModule(nn.Module):
             if key in old:
                 overlap_copy(new, old[key])
 
-    def _rebuild(self, rng: np.random.Generator | None, **changes: Any) -> dict[str, torch.Tensor]:
+    def _rebuild(
+        self, rng: np.random.Generator | None, **changes: object
+    ) -> dict[str, torch.Tensor]:
         """Apply ``changes`` to the spec, rebuild the layers and keep the old weights.
 
         Fresh parameters are drawn from a torch RNG seeded by ``rng`` (the global torch RNG
@@ -226,14 +244,17 @@ class EvolvableModule(nn.Module):
 
     def clone(self) -> EvolvableModule:
         """An independent copy: same spec, same weights."""
-        twin = type(self)(*copy.deepcopy(self.constructor_args()), self.spec)
+        # Every subclass takes its constructor_args() before the spec (the base takes the
+        # spec alone), so the class is called as the general constructor it is.
+        build = cast("Callable[..., EvolvableModule]", type(self))
+        twin = build(*copy.deepcopy(self.constructor_args()), self.spec)
         twin.to(*self._device_dtype())
         twin.load_state_dict(self.state_dict())
         return twin
 
 
-def init_linear(layer: nn.Module, gain: float = float(np.sqrt(2.0))) -> None:
+def init_linear(layer: nn.Linear | nn.Conv2d, gain: float = float(np.sqrt(2.0))) -> None:
     """Orthogonal weights, zero bias."""
     nn.init.orthogonal_(layer.weight, gain=gain)
-    if getattr(layer, "bias", None) is not None:
+    if layer.bias is not None:
         nn.init.zeros_(layer.bias)

@@ -31,6 +31,7 @@ from agilerl.modules.base import (
     MutationInfo,
     draw_step,
     init_linear,
+    layer_at,
     make_activation,
     mutation,
     overlap_copy,
@@ -40,7 +41,7 @@ CHANNEL_STEPS = (8, 16, 32)
 
 
 def feature_map_sizes(
-    input_hw: tuple[int, int], kernels: list[int], strides: list[int]
+    input_hw: tuple[int, ...], kernels: list[int], strides: list[int]
 ) -> list[tuple[int, int]] | None:
     """Spatial size after each convolution (no padding); None if any is empty."""
     h, w = input_hw
@@ -81,23 +82,34 @@ class EvolvableCNN(EvolvableModule):
     def _sizes(self, kernels: list[int], strides: list[int]) -> list[tuple[int, int]] | None:
         return feature_map_sizes(self.input_shape[1:], kernels, strides)
 
+    def _last_map_size(self) -> tuple[int, int]:
+        """(H, W) of the last convolution's feature map under the current spec."""
+        sizes = self._sizes(self.spec.kernel_size, self.spec.stride_size)
+        if sizes is None:
+            raise ValueError(
+                f"kernels {self.spec.kernel_size} / strides {self.spec.stride_size} do not fit "
+                f"an input of shape {self.input_shape}"
+            )
+        return sizes[-1]
+
     def _build(self) -> None:
         spec = self.spec
         channels = [self.input_shape[0], *spec.channel_size]
-        self.convs = nn.ModuleList(
+        convs = [
             nn.Conv2d(a, b, kernel_size=k, stride=s)
             for a, b, k, s in zip(
                 channels[:-1], channels[1:], spec.kernel_size, spec.stride_size, strict=True
             )
-        )
+        ]
+        self.convs = nn.ModuleList(convs)
         self.norms = nn.ModuleList(
             nn.BatchNorm2d(c) if spec.layer_norm else nn.Identity() for c in spec.channel_size
         )
         self.acts = nn.ModuleList(make_activation(spec.activation) for _ in spec.channel_size)
-        h, w = self._sizes(spec.kernel_size, spec.stride_size)[-1]
+        h, w = self._last_map_size()
         self.out = nn.Linear(spec.channel_size[-1] * h * w, self.num_outputs)
         if spec.init_layers:
-            for layer in [*self.convs, self.out]:
+            for layer in [*convs, self.out]:
                 init_linear(layer)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -131,9 +143,10 @@ class EvolvableCNN(EvolvableModule):
             stride_size=[*spec.stride_size, 1],
         )
         with torch.no_grad():
-            conv = self.convs[index]
+            conv = layer_at(self.convs, index, nn.Conv2d)
             conv.weight.copy_(torch.eye(c, dtype=conv.weight.dtype).view(c, c, 1, 1))
-            conv.bias.zero_()
+            if conv.bias is not None:  # always built with a bias
+                conv.bias.zero_()
             # The flatten layer sees the same (C, H, W) map as before: keep it exactly.
         return {"mutation": "add_layer", "layer": index, "channels": c, "kernel": 1}
 
@@ -163,9 +176,9 @@ class EvolvableCNN(EvolvableModule):
         self._rebuild(rng, channel_size=channels)
         with torch.no_grad():
             if layer + 1 < len(channels):
-                self.convs[layer + 1].weight[:, old:] = 0.0
+                layer_at(self.convs, layer + 1, nn.Conv2d).weight[:, old:] = 0.0
             else:
-                h, w = self._sizes(spec.kernel_size, spec.stride_size)[-1]
+                h, w = self._last_map_size()
                 self.out.weight[:, old * h * w :] = 0.0  # channel-major flatten order
         return {"mutation": "add_channel", "layer": layer, "channels": channels[layer]}
 

@@ -20,7 +20,7 @@ Exactness of growth:
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import numpy as np
 import torch
@@ -79,7 +79,9 @@ class EvolvableLSTM(EvolvableModule):
     def initial_state(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The zero ``(h, c)`` an episode starts from (each layers x batch x H), on the
         module's device; its size follows a mutated ``hidden_state_size`` / depth."""
-        weight = self.lstm.weight_hh_l0
+        # nn.LSTM registers its weights by name at run time; the stubs read them through
+        # Module.__getattr__ as ``Tensor | Module``.
+        weight = cast(torch.Tensor, self.lstm.weight_hh_l0)
         shape = (self.spec.num_layers, int(batch), self.spec.hidden_state_size)
         zeros = torch.zeros(shape, device=weight.device, dtype=weight.dtype)
         return zeros, zeros.clone()

@@ -28,6 +28,7 @@ from agilerl.modules.base import (
     draw_step,
     init_linear,
     keep_normalised_width,
+    layer_at,
     make_activation,
     mutation,
 )
@@ -55,9 +56,8 @@ class EvolvableMLP(EvolvableModule):
     def _build(self) -> None:
         spec = self.spec
         dims = [self.num_inputs, *spec.hidden_size]
-        self.linears = nn.ModuleList(
-            nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:], strict=True)
-        )
+        linears = [nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:], strict=True)]
+        self.linears = nn.ModuleList(linears)
         self.norms = nn.ModuleList(
             nn.LayerNorm(h) if spec.layer_norm else nn.Identity() for h in spec.hidden_size
         )
@@ -66,7 +66,7 @@ class EvolvableMLP(EvolvableModule):
         self.out_norm = self._output_norm()
         self.out_act = make_activation(self._output_activation())
         if spec.init_layers:
-            for layer in [*self.linears, self.out]:
+            for layer in [*linears, self.out]:
                 init_linear(layer)
         # A LayerNorm on the output would undo the scale (same function, larger steps).
         if spec.output_vanish and isinstance(self.out_norm, nn.Identity):
@@ -96,7 +96,7 @@ class EvolvableMLP(EvolvableModule):
         self._rebuild(None)
         if num_inputs > old:
             with torch.no_grad():
-                first = self.linears[0]
+                first = layer_at(self.linears, 0, nn.Linear)
                 first.weight[:, old:] = 0.0
 
     def set_num_outputs(self, num_outputs: int) -> None:
@@ -113,7 +113,7 @@ class EvolvableMLP(EvolvableModule):
         index = len(hidden)
         self._rebuild(rng, hidden_size=[*hidden, hidden[-1]])
         with torch.no_grad():
-            new = self.linears[index]
+            new = layer_at(self.linears, index, nn.Linear)
             new.weight.copy_(torch.eye(hidden[-1], dtype=new.weight.dtype))
             new.bias.zero_()
         return {"mutation": "add_layer", "layer": index, "size": hidden[-1]}
@@ -136,12 +136,17 @@ class EvolvableMLP(EvolvableModule):
         old = hidden[layer]
         hidden[layer] = min(old + draw_step(rng, NODE_STEPS), self.spec.max_mlp_nodes)
         self._rebuild(rng, hidden_size=hidden)
-        consumer = self.linears[layer + 1] if layer + 1 < len(hidden) else self.out
+        consumer = (
+            layer_at(self.linears, layer + 1, nn.Linear) if layer + 1 < len(hidden) else self.out
+        )
         with torch.no_grad():
             consumer.weight[:, old:] = 0.0
             if self.spec.layer_norm:
                 keep_normalised_width(
-                    [self.linears[layer]], [self.norms[layer]], old, hidden[layer]
+                    [layer_at(self.linears, layer, nn.Linear)],
+                    [layer_at(self.norms, layer, nn.LayerNorm)],
+                    old,
+                    hidden[layer],
                 )
         return {"mutation": "add_node", "layer": layer, "size": hidden[layer], "old_size": old}
 
@@ -187,6 +192,7 @@ class MlpEncoder(EvolvableMLP):
         statistics and the new features normalise to 0, see ``keep_normalised_width``)."""
         old = self.num_outputs
         super().set_num_outputs(num_outputs)
-        if self.spec.layer_norm and num_outputs > old:
+        # The output norm is a LayerNorm exactly when the spec's layer_norm is on.
+        if isinstance(self.out_norm, nn.LayerNorm) and num_outputs > old:
             with torch.no_grad():
                 keep_normalised_width([self.out], [self.out_norm], old, self.num_outputs)

@@ -21,6 +21,8 @@ way (images of different sizes), nothing changes.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -36,8 +38,18 @@ FEATURES_PER_IMAGE = 32
 VECTOR_FEATURES = 32
 LATENT_STEPS = (8, 16, 32)
 
-DEFAULT_CNN = {"channel_size": [16, 16], "kernel_size": [3, 3], "stride_size": [1, 1]}
-DEFAULT_MLP = {"hidden_size": [64]}
+DEFAULT_CNN: dict[str, object] = {
+    "channel_size": [16, 16],
+    "kernel_size": [3, 3],
+    "stride_size": [1, 1],
+}
+DEFAULT_MLP: dict[str, object] = {"hidden_size": [64]}
+
+T = TypeVar("T")
+
+#: A multi-input observation as the encoder reads it: a dict keyed like a Dict space, or
+#: a tuple/list ordered like a Tuple space, of preprocessed float tensors.
+MultiInputObs = Mapping[str, torch.Tensor] | Sequence[torch.Tensor]
 
 
 def flat_dim(space: spaces.Space) -> int:
@@ -51,6 +63,19 @@ def flat_dim(space: spaces.Space) -> int:
     if isinstance(space, spaces.MultiBinary):
         return int(np.prod(space.shape))
     raise TypeError(f"unsupported observation sub-space {space!r}")
+
+
+def _filled(value: T | None, field: str) -> T:
+    """A sub-encoder's spec, which ``__init__`` fills in whenever the encoder is built."""
+    if value is None:
+        raise ValueError(f"MultiInputSpec.{field} is missing for the sub-spaces that need it")
+    return value
+
+
+def _image_shape(space: spaces.Space) -> tuple[int, ...]:
+    if not isinstance(space, spaces.Box):
+        raise TypeError(f"an image sub-space must be a Box, got {space!r}")
+    return space.shape
 
 
 def _subspaces(space: spaces.Space) -> list[tuple[str, spaces.Space]]:
@@ -70,6 +95,10 @@ class EvolvableMultiInput(EvolvableModule):
     """Multi-input encoder whose latent width and sub-encoders mutate."""
 
     spec: MultiInputSpec
+    cnns: nn.ModuleDict
+    vector_mlp: EvolvableMLP | None
+    latent: nn.Linear
+    out: nn.Linear
 
     def __init__(
         self,
@@ -81,15 +110,14 @@ class EvolvableMultiInput(EvolvableModule):
         self.observation_space = observation_space
         self.num_outputs = int(num_outputs)
         self._items = _subspaces(observation_space)
-        self._is_dict = isinstance(observation_space, spaces.Dict)
         self.image_keys = [k for k, sub in self._items if is_image_space(sub)]
         self.vector_keys = [k for k, sub in self._items if not is_image_space(sub)]
         # Fill the defaults in, so the spec says exactly what was built.
-        changes = {}
+        changes: dict[str, object] = {}
         if self.image_keys and self.spec.cnn_config is None:
-            changes["cnn_config"] = CnnSpec(**DEFAULT_CNN).model_dump()
+            changes["cnn_config"] = CnnSpec.model_validate(DEFAULT_CNN).model_dump()
         if self.vector_keys and self.spec.vector_space_mlp and self.spec.mlp_config is None:
-            changes["mlp_config"] = MlpSpec(**DEFAULT_MLP).model_dump()
+            changes["mlp_config"] = MlpSpec.model_validate(DEFAULT_MLP).model_dump()
         if changes:
             self.spec = respec(self.spec, **changes)
         self._build()
@@ -111,22 +139,36 @@ class EvolvableMultiInput(EvolvableModule):
         subs = dict(self._items)
         self.cnns = nn.ModuleDict(
             {
-                k: EvolvableCNN(subs[k].shape, FEATURES_PER_IMAGE, spec.cnn_config)
+                k: EvolvableCNN(
+                    _image_shape(subs[k]),
+                    FEATURES_PER_IMAGE,
+                    _filled(spec.cnn_config, "cnn_config"),
+                )
                 for k in self.image_keys
             }
         )
         self.vector_mlp = (
-            EvolvableMLP(self._vector_dim(), VECTOR_FEATURES, spec.mlp_config)
+            EvolvableMLP(
+                self._vector_dim(), VECTOR_FEATURES, _filled(spec.mlp_config, "mlp_config")
+            )
             if self.vector_keys and spec.vector_space_mlp
             else None
         )
         self.latent = nn.Linear(self._parts_dim(), spec.latent_dim)
         self.out = nn.Linear(spec.latent_dim, self.num_outputs)
 
-    def _part(self, x: dict | tuple | list, key: str) -> torch.Tensor:
-        return x[key] if self._is_dict else x[int(key)]
+    def _cnn(self, key: str) -> EvolvableCNN:
+        """The image encoder of sub-space ``key`` (a ``ModuleDict`` types its items as
+        bare modules)."""
+        cnn = self.cnns[key]
+        if not isinstance(cnn, EvolvableCNN):
+            raise TypeError(f"image encoder {key!r} is a {type(cnn).__name__}")
+        return cnn
 
-    def forward(self, x: dict | tuple | list) -> torch.Tensor:
+    def _part(self, x: MultiInputObs, key: str) -> torch.Tensor:
+        return x[key] if isinstance(x, Mapping) else x[int(key)]
+
+    def forward(self, x: MultiInputObs) -> torch.Tensor:
         feats = [self.cnns[k](self._part(x, k)) for k in self.image_keys]
         if self.vector_keys:
             vec = torch.cat([self._part(x, k).flatten(start_dim=1) for k in self.vector_keys], 1)
@@ -142,7 +184,7 @@ class EvolvableMultiInput(EvolvableModule):
     def submodules(self) -> dict[str, EvolvableModule]:
         subs: dict[str, EvolvableModule] = {}
         if self.image_keys:
-            subs["cnn"] = self.cnns[self.image_keys[0]]
+            subs["cnn"] = self._cnn(self.image_keys[0])
         if self.vector_mlp is not None:
             subs["mlp"] = self.vector_mlp
         return subs
@@ -156,8 +198,8 @@ class EvolvableMultiInput(EvolvableModule):
     def _mutate_all_cnns(self, name: str, rng: np.random.Generator) -> MutationInfo:
         seed = int(rng.integers(2**63 - 1))
         backup = copy.deepcopy(self.cnns)
-        infos = [self.cnns[k].mutate(name, np.random.default_rng(seed)) for k in self.image_keys]
-        specs = [self.cnns[k].spec for k in self.image_keys]
+        infos = [self._cnn(k).mutate(name, np.random.default_rng(seed)) for k in self.image_keys]
+        specs = [self._cnn(k).spec for k in self.image_keys]
         if (
             not infos[0]
             or any(info != infos[0] for info in infos)

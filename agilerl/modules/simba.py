@@ -25,6 +25,7 @@ from agilerl.modules.base import (
     MutationInfo,
     draw_step,
     keep_normalised_width,
+    layer_at,
     make_activation,
     mutation,
 )
@@ -73,6 +74,10 @@ class EvolvableSimBa(EvolvableModule):
         self.out = nn.Linear(h, self.num_outputs)
         self.out_act = make_activation(spec.output_activation)
 
+    def _block_list(self) -> list[SimbaBlock]:
+        """The residual blocks, typed (a ``ModuleList`` types its items as bare modules)."""
+        return [layer_at(self.blocks, i, SimbaBlock) for i in range(len(self.blocks))]
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.embed(x)
         for block in self.blocks:
@@ -91,8 +96,9 @@ class EvolvableSimBa(EvolvableModule):
         index = self.spec.num_blocks
         self._rebuild(rng, num_blocks=index + 1)
         with torch.no_grad():
-            self.blocks[index].fc2.weight.zero_()
-            self.blocks[index].fc2.bias.zero_()
+            block = layer_at(self.blocks, index, SimbaBlock)
+            block.fc2.weight.zero_()
+            block.fc2.bias.zero_()
         return {"mutation": "add_block", "block": index}
 
     @mutation("remove_block")
@@ -110,13 +116,14 @@ class EvolvableSimBa(EvolvableModule):
         new = min(old + draw_step(rng, NODE_STEPS), self.spec.max_mlp_nodes)
         self._rebuild(rng, hidden_size=new)
         inner = self.spec.scale_factor * old
+        blocks = self._block_list()
         with torch.no_grad():
-            for block in self.blocks:
+            for block in blocks:
                 block.fc1.weight[:, old:] = 0.0
                 block.fc2.weight[:, inner:] = 0.0  # new inner units write nothing
             # Every layer writing the residual stream, and every LayerNorm reading it.
-            writers = [self.embed, *(block.fc2 for block in self.blocks)]
-            norms = [*(block.norm for block in self.blocks), self.final_norm]
+            writers = [self.embed, *(block.fc2 for block in blocks)]
+            norms = [*(block.norm for block in blocks), self.final_norm]
             keep_normalised_width(writers, norms, old, new)
             self.out.weight[:, old:] = 0.0
         return {"mutation": "add_node", "hidden_size": new, "old_size": old}

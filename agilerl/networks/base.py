@@ -11,8 +11,8 @@ weights in the head), so one sampled mutation can be replayed on an actor and it
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeAlias, TypeVar
 
 import numpy as np
 import torch
@@ -25,6 +25,7 @@ from agilerl.models.networks import (
     LstmSpec,
     MlpSpec,
     MultiInputSpec,
+    NetworkFields,
     SimbaSpec,
     infer_encoder_arch,
 )
@@ -37,6 +38,18 @@ from agilerl.modules.simba import EvolvableSimBa
 
 LATENT_STEPS = (8, 16, 32)
 
+#: One leaf of an observation (or of a batch of them) as environments and buffers hand it
+#: over: an array, a tensor or a scalar (a Discrete observation).
+ObsLeaf: TypeAlias = np.ndarray | torch.Tensor | np.generic | int | float | bool
+#: An observation or a batch of them: a leaf, or a dict (Dict spaces) or tuple/list
+#: (Tuple spaces) of them.
+Observation: TypeAlias = ObsLeaf | Mapping[str, "Observation"] | Sequence["Observation"]
+#: What :func:`preprocess` gives an encoder: a float tensor, or a dict/tuple of them.
+EncoderInput: TypeAlias = torch.Tensor | Mapping[str, "EncoderInput"] | tuple["EncoderInput", ...]
+#: The encoder specs a network's ``encoder_config`` may hold.
+EncoderSpec: TypeAlias = MlpSpec | CnnSpec | LstmSpec | MultiInputSpec | SimbaSpec
+NetSpecT = TypeVar("NetSpecT", bound=NetworkFields)
+
 
 # -- observations --------------------------------------------------------------------------
 def _one_hot(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -44,11 +57,11 @@ def _one_hot(x: torch.Tensor, n: int) -> torch.Tensor:
 
 
 def preprocess(
-    obs: Any,
+    obs: Observation,
     space: spaces.Space,
     device: torch.device | str = "cpu",
     dtype: torch.dtype = torch.float32,
-) -> Any:
+) -> EncoderInput:
     """Observation(s) with a leading batch dimension -> tensor(s) of ``dtype`` for an encoder.
 
     Box: as is (images stay ``(C, H, W)``, uint8 ones scaled to [0, 1]; other Boxes are
@@ -57,8 +70,12 @@ def preprocess(
     space gives ``n * m`` features). Dict -> dict, Tuple -> tuple.
     """
     if isinstance(space, spaces.Dict):
+        if not isinstance(obs, Mapping):
+            raise TypeError(f"a Dict space's observation must be a mapping, got {type(obs)}")
         return {k: preprocess(obs[k], sub, device, dtype) for k, sub in space.spaces.items()}
     if isinstance(space, spaces.Tuple):
+        if isinstance(obs, Mapping) or not isinstance(obs, Iterable):
+            raise TypeError(f"a Tuple space's observation must be a sequence, got {type(obs)}")
         parts = zip(obs, space.spaces, strict=True)
         return tuple(preprocess(o, sub, device, dtype) for o, sub in parts)
     x = torch.as_tensor(np.asarray(obs) if not torch.is_tensor(obs) else obs, device=device)
@@ -91,7 +108,7 @@ def _build_mlp(space: spaces.Space, latent: int, spec: MlpSpec) -> EvolvableModu
 
 
 def _build_cnn(space: spaces.Space, latent: int, spec: CnnSpec) -> EvolvableModule:
-    if not is_image_space(space):
+    if not isinstance(space, spaces.Box) or not is_image_space(space):
         raise TypeError(f"a cnn encoder needs an image Box (C, H, W), got {space!r}")
     return EvolvableCNN(space.shape, latent, spec)
 
@@ -101,6 +118,8 @@ def _build_lstm(space: spaces.Space, latent: int, spec: LstmSpec) -> EvolvableMo
 
 
 def _build_multi_input(space: spaces.Space, latent: int, spec: MultiInputSpec) -> EvolvableModule:
+    if not isinstance(space, (spaces.Dict, spaces.Tuple)):
+        raise TypeError(f"a multi-input encoder needs a Dict or Tuple space, got {space!r}")
     return EvolvableMultiInput(space, latent, spec)
 
 
@@ -118,7 +137,7 @@ ENCODER_BUILDERS: dict[type[BaseModel], EncoderBuilder] = {
 }
 
 
-def build_encoder(space: spaces.Space, latent_dim: int, spec: BaseModel) -> EvolvableModule:
+def build_encoder(space: spaces.Space, latent_dim: int, spec: EncoderSpec) -> EvolvableModule:
     """The encoder that ``spec`` describes, for ``space``, with ``latent_dim`` outputs."""
     try:
         builder = ENCODER_BUILDERS[type(spec)]
@@ -158,14 +177,19 @@ def infer_encoder_spec(
 
 
 # -- networks ------------------------------------------------------------------------------
-class EvolvableNetwork(EvolvableModule):
-    """Encoder + MLP head. Subclasses set :meth:`head_outputs` and :meth:`forward`."""
+class EvolvableNetwork(EvolvableModule, Generic[NetSpecT]):
+    """Encoder + MLP head. Subclasses set :meth:`head_outputs` and :meth:`forward`; each
+    names its spec class as the type argument (every network spec has the fields of
+    :class:`~agilerl.models.networks.NetworkFields`)."""
+
+    spec: NetSpecT
+    encoder: EvolvableModule
 
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space | None,
-        spec: BaseModel,
+        spec: NetSpecT,
     ) -> None:
         super().__init__(spec)
         self.observation_space = observation_space
@@ -181,7 +205,7 @@ class EvolvableNetwork(EvolvableModule):
     def constructor_args(self) -> tuple[spaces.Space, spaces.Space | None]:
         return (self.observation_space, self.action_space)
 
-    def with_spec(self, spec: BaseModel) -> EvolvableNetwork:
+    def with_spec(self, spec: NetSpecT) -> EvolvableNetwork[NetSpecT]:
         """A new network of this class, spaces and settings built from ``spec`` (fresh
         weights): how a checkpoint's saved architecture is rebuilt."""
         return type(self)(*self.constructor_args(), spec)
@@ -204,10 +228,10 @@ class EvolvableNetwork(EvolvableModule):
             self.head_extra_inputs() + spec.latent_dim, self.head_outputs(), spec.head_config
         )
 
-    def preprocess(self, obs: Any) -> Any:
+    def preprocess(self, obs: Observation) -> EncoderInput:
         return preprocess(obs, self.observation_space, *self._device_dtype())
 
-    def extract_features(self, obs: Any) -> torch.Tensor:
+    def extract_features(self, obs: Observation) -> torch.Tensor:
         """Latent features of raw or preprocessed observations (batch first)."""
         return self.encoder(self.preprocess(obs))
 

@@ -28,9 +28,10 @@ takes; :meth:`ActionDistribution.samples` inverts :meth:`~ActionDistribution.act
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import ClassVar, Protocol, TypeAlias
 
 import numpy as np
+import numpy.typing as npt
 import torch
 from gymnasium import spaces
 from torch import nn
@@ -41,6 +42,24 @@ from torch.distributions import Bernoulli, Normal
 MASKED_LOGIT = -1e8
 #: ``log_std`` is clamped into this range before use (a std of 2e-9 to 7.4).
 LOG_STD_BOUNDS = (-20.0, 2.0)
+
+#: Values as callers hand them over: a tensor, or anything numpy reads as an array.
+TensorLike: TypeAlias = torch.Tensor | npt.ArrayLike
+#: Samples or actions as callers hand them back (a rollout's tensors, a buffer's arrays).
+ActionLike: TypeAlias = TensorLike
+#: An action mask (1/True marks an allowed action), or None for no mask.
+ActionMask: TypeAlias = torch.Tensor | npt.ArrayLike | None
+
+
+class BatchDistribution(Protocol):
+    """The distribution of one batch of head outputs, as every family's :meth:`batch`
+    returns it (:class:`Categoricals`, :class:`Bernoullis`, :class:`DiagGaussian`)."""
+
+    def sample(self, deterministic: bool = False) -> torch.Tensor: ...
+
+    def log_prob(self, sample: ActionLike) -> torch.Tensor: ...
+
+    def entropy(self) -> torch.Tensor: ...
 
 
 # -- distributions of one batch -------------------------------------------------------------
@@ -79,7 +98,7 @@ class Categoricals:
             index = index + self.start
         return index.reshape(-1, *self.shape)
 
-    def log_prob(self, sample: Any) -> torch.Tensor:
+    def log_prob(self, sample: ActionLike) -> torch.Tensor:
         """Summed log-probability of samples as :meth:`sample` returns them."""
         first = self.log_p[0]
         index = torch.as_tensor(sample, device=first.device).reshape(first.shape[0], -1).long()
@@ -110,7 +129,7 @@ class Bernoullis:
         bits = (logits > 0).to(logits) if deterministic else self.dist.sample()
         return bits.reshape(-1, *self.shape)
 
-    def log_prob(self, sample: Any) -> torch.Tensor:
+    def log_prob(self, sample: ActionLike) -> torch.Tensor:
         logits = self.dist.logits
         bits = torch.as_tensor(sample, device=logits.device).to(logits).reshape(logits.shape)
         return self.dist.log_prob(bits).sum(dim=-1)
@@ -121,6 +140,9 @@ class Bernoullis:
 
 class TanhSquash(nn.Module):
     """``u -> low + (tanh(u) + 1) / 2 * (high - low)`` and its log-Jacobian."""
+
+    low: torch.Tensor
+    high: torch.Tensor
 
     def __init__(self, space: spaces.Box) -> None:
         super().__init__()
@@ -170,7 +192,7 @@ class DiagGaussian:
         u = self.normal.mean if deterministic else self.normal.rsample()
         return u.reshape(-1, *self.shape)
 
-    def log_prob(self, sample: Any) -> torch.Tensor:
+    def log_prob(self, sample: ActionLike) -> torch.Tensor:
         mean = self.normal.mean
         u = torch.as_tensor(sample, device=mean.device).to(mean).reshape(mean.shape)
         log_prob = self.normal.log_prob(u).sum(dim=-1)
@@ -191,6 +213,8 @@ class ActionDistribution(nn.Module):
 
     def __init__(self, space: spaces.Space, squash_output: bool = False) -> None:
         super().__init__()
+        if space.shape is None:
+            raise TypeError(f"no action distribution for {space!r}: it has no shape")
         self.space = space
         self.shape = tuple(space.shape)
 
@@ -199,7 +223,7 @@ class ActionDistribution(nn.Module):
         """Head outputs the distribution reads per observation."""
         return int(math.prod(self.shape))
 
-    def forward(self, params: torch.Tensor, mask: Any = None) -> Any:
+    def forward(self, params: torch.Tensor, mask: ActionMask = None) -> BatchDistribution:
         """The distribution of a batch of head outputs ``params``; ``mask`` (1/True marks
         an allowed action) applies to categorical actions only."""
         if mask is not None:
@@ -209,7 +233,7 @@ class ActionDistribution(nn.Module):
             )
         return self.batch(params)
 
-    def batch(self, params: torch.Tensor) -> Any:
+    def batch(self, params: torch.Tensor) -> BatchDistribution:
         raise NotImplementedError
 
     def set_initial_std(self, std: float) -> None:
@@ -221,7 +245,7 @@ class ActionDistribution(nn.Module):
         family squashes, and otherwise left unclipped)."""
         return sample
 
-    def samples(self, action: Any) -> torch.Tensor:
+    def samples(self, action: ActionLike) -> torch.Tensor:
         """Actions of the space -> the samples they came from (inverse of :meth:`actions`)."""
         return torch.as_tensor(action)
 
@@ -235,7 +259,7 @@ class _Masked(ActionDistribution):
 
     sample_dtype = torch.int64
 
-    def forward(self, params: torch.Tensor, mask: Any = None) -> Categoricals:
+    def forward(self, params: torch.Tensor, mask: ActionMask = None) -> BatchDistribution:
         if mask is not None:
             mask = torch.as_tensor(mask, device=params.device).reshape(params.shape).bool()
             params = params.masked_fill(~mask, MASKED_LOGIT)
@@ -244,6 +268,8 @@ class _Masked(ActionDistribution):
 
 class CategoricalDistribution(_Masked):
     """``Discrete(n)``: samples are int64 ``(batch,)`` indices (``start`` added)."""
+
+    start: torch.Tensor | None
 
     def __init__(self, space: spaces.Discrete, squash_output: bool = False) -> None:
         super().__init__(space, squash_output)
@@ -261,6 +287,8 @@ class CategoricalDistribution(_Masked):
 
 class MultiCategoricalDistribution(_Masked):
     """``MultiDiscrete``: int64 samples ``(batch, *space.shape)`` (``start`` added)."""
+
+    start: torch.Tensor
 
     def __init__(self, space: spaces.MultiDiscrete, squash_output: bool = False) -> None:
         super().__init__(space, squash_output)
@@ -290,6 +318,8 @@ class DiagGaussianDistribution(ActionDistribution):
     """``Box``: Gaussian samples ``u`` ``(batch, *space.shape)``; the environment gets
     them squashed (``squash_output``) or clipped into the bounds."""
 
+    space: spaces.Box
+
     def __init__(self, space: spaces.Box, squash_output: bool = False) -> None:
         super().__init__(space, squash_output)
         self.log_std = nn.Parameter(torch.zeros(self.num_params))
@@ -308,7 +338,7 @@ class DiagGaussianDistribution(ActionDistribution):
         flat = self.squash(sample.reshape(sample.shape[0], -1))
         return flat.reshape(-1, *self.shape)
 
-    def samples(self, action: Any) -> torch.Tensor:
+    def samples(self, action: ActionLike) -> torch.Tensor:
         action = torch.as_tensor(action)
         if self.squash is None:
             return action

@@ -13,7 +13,6 @@ sub-action 0's ``nvec[0]`` choices first, then sub-action 1's, and so on
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import torch
@@ -28,8 +27,8 @@ from agilerl.models.networks import (
     ValueNetworkSpec,
 )
 from agilerl.modules.base import respec
-from agilerl.networks.base import EvolvableNetwork
-from agilerl.networks.distributions import make_action_distribution
+from agilerl.networks.base import EvolvableNetwork, Observation
+from agilerl.networks.distributions import ActionLike, make_action_distribution
 
 
 def _box_bounds(space: spaces.Box) -> tuple[torch.Tensor, torch.Tensor]:
@@ -40,10 +39,14 @@ def _box_bounds(space: spaces.Box) -> tuple[torch.Tensor, torch.Tensor]:
     return low, high
 
 
-def _flat_box(space: spaces.Space, what: str) -> int:
+def _box(space: spaces.Space | None, what: str) -> spaces.Box:
     if not isinstance(space, spaces.Box):
         raise TypeError(f"{what} needs a Box action space, got {space!r}")
-    return int(math.prod(space.shape))
+    return space
+
+
+def _flat_box(space: spaces.Space | None, what: str) -> int:
+    return int(math.prod(_box(space, what).shape))
 
 
 def _multi_discrete(module: nn.Module, space: spaces.MultiDiscrete) -> list[int]:
@@ -58,13 +61,15 @@ def split_per_sub_action(values: torch.Tensor, nvec: list[int]) -> tuple[torch.T
     return values.split(nvec, dim=-1)
 
 
-class QNetwork(EvolvableNetwork):
+class QNetwork(EvolvableNetwork[QNetworkSpec]):
     """Q-values of every action: ``(batch, n)`` for ``Discrete(n)``; for a MultiDiscrete
     space, one Q-value per choice of every sub-action, ``(batch, sum(nvec))`` in the layout
     of the module docstring (:meth:`split_q_values` splits it, :meth:`greedy_action` picks
     the best choice of each sub-action independently)."""
 
     spec: QNetworkSpec
+    action_space: spaces.Discrete | spaces.MultiDiscrete  # checked by _check_spaces
+    action_start: torch.Tensor  # MultiDiscrete only: registered by _multi_discrete
 
     def _check_spaces(self) -> None:
         space = self.action_space
@@ -80,7 +85,7 @@ class QNetwork(EvolvableNetwork):
     def head_outputs(self) -> int:
         return sum(self.nvec)
 
-    def forward(self, obs: Any) -> torch.Tensor:
+    def forward(self, obs: Observation) -> torch.Tensor:
         return self.head(self.extract_features(obs))
 
     def split_q_values(self, q_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
@@ -98,7 +103,7 @@ class QNetwork(EvolvableNetwork):
         return (index + self.action_start).reshape(-1, *self.action_space.shape)
 
 
-class ValueNetwork(EvolvableNetwork):
+class ValueNetwork(EvolvableNetwork[ValueNetworkSpec]):
     """State value ``V(s)``: ``(batch, 1)``. The action space is not used (may be None)."""
 
     spec: ValueNetworkSpec
@@ -114,11 +119,11 @@ class ValueNetwork(EvolvableNetwork):
     def head_outputs(self) -> int:
         return 1
 
-    def forward(self, obs: Any) -> torch.Tensor:
+    def forward(self, obs: Observation) -> torch.Tensor:
         return self.head(self.extract_features(obs))
 
 
-class ContinuousQNetwork(EvolvableNetwork):
+class ContinuousQNetwork(EvolvableNetwork[ContinuousQNetworkSpec]):
     """``Q(s, a)`` for a Box action space: ``(batch, 1)``; the head reads ``[a, latent]``."""
 
     spec: ContinuousQNetworkSpec
@@ -132,7 +137,7 @@ class ContinuousQNetwork(EvolvableNetwork):
     def head_extra_inputs(self) -> int:
         return self.action_dim
 
-    def forward(self, obs: Any, action: torch.Tensor) -> torch.Tensor:
+    def forward(self, obs: Observation, action: torch.Tensor) -> torch.Tensor:
         return self.from_latent(self.extract_features(obs), action)
 
     def from_latent(self, latent: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -142,7 +147,7 @@ class ContinuousQNetwork(EvolvableNetwork):
         return self.head(torch.cat([action, latent], dim=1))
 
 
-class DeterministicActor(EvolvableNetwork):
+class DeterministicActor(EvolvableNetwork[DeterministicActorSpec]):
     """Action in a Box's bounds: ``low + (tanh(head) + 1) / 2 * (high - low)``.
 
     The head's ``output_activation`` must be Tanh or null (null is set to Tanh, so the spec
@@ -150,6 +155,8 @@ class DeterministicActor(EvolvableNetwork):
     """
 
     spec: DeterministicActorSpec
+    action_low: torch.Tensor
+    action_high: torch.Tensor
 
     def __init__(
         self,
@@ -169,14 +176,14 @@ class DeterministicActor(EvolvableNetwork):
 
     def _check_spaces(self) -> None:
         self.action_dim = _flat_box(self.action_space, "DeterministicActor")
-        low, high = _box_bounds(self.action_space)
+        low, high = _box_bounds(_box(self.action_space, "DeterministicActor"))
         self.register_buffer("action_low", low)
         self.register_buffer("action_high", high)
 
     def head_outputs(self) -> int:
         return self.action_dim
 
-    def forward(self, obs: Any) -> torch.Tensor:
+    def forward(self, obs: Observation) -> torch.Tensor:
         return self.scale(self.head(self.extract_features(obs)))
 
     def scale(self, squashed: torch.Tensor) -> torch.Tensor:
@@ -184,7 +191,7 @@ class DeterministicActor(EvolvableNetwork):
         return self.action_low + (squashed + 1.0) * 0.5 * (self.action_high - self.action_low)
 
 
-class StochasticActor(EvolvableNetwork):
+class StochasticActor(EvolvableNetwork[StochasticActorSpec]):
     """Policy distribution; ``forward(obs)`` returns ``(action, log_prob, entropy)``, the
     last two of shape ``(batch,)``. The distribution comes from the action space through
     :func:`~agilerl.networks.distributions.make_action_distribution` (held as
@@ -204,6 +211,8 @@ class StochasticActor(EvolvableNetwork):
     spec: StochasticActorSpec
 
     def _check_spaces(self) -> None:
+        if self.action_space is None:
+            raise TypeError("StochasticActor needs an action space")
         self.distribution = make_action_distribution(self.action_space, self.spec.squash_output)
 
     def head_outputs(self) -> int:
@@ -216,13 +225,15 @@ class StochasticActor(EvolvableNetwork):
         return parts
 
     def forward(
-        self, obs: Any, deterministic: bool = False
+        self, obs: Observation, deterministic: bool = False
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         dist = self.distribution(self.head(self.extract_features(obs)))
         sample = dist.sample(deterministic)
         return self.distribution.actions(sample), dist.log_prob(sample), dist.entropy()
 
-    def evaluate_actions(self, obs: Any, action: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def evaluate_actions(
+        self, obs: Observation, action: ActionLike
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(log_prob, entropy)`` of given actions, each ``(batch,)``.
 
         Actions as :meth:`forward` returns them (tensors or arrays, batch first)."""

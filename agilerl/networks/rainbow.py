@@ -37,7 +37,7 @@ from agilerl.models.networks import MlpSpec, RainbowQNetworkSpec
 from agilerl.modules.base import EvolvableModule, MutationInfo, mutation
 from agilerl.modules.mlp import EvolvableMLP
 from agilerl.modules.stacked import STACKED_LAYERS, StackedLinear
-from agilerl.networks.base import EvolvableNetwork, build_encoder
+from agilerl.networks.base import EvolvableNetwork, Observation, build_encoder
 
 
 def scaled_noise(
@@ -268,7 +268,7 @@ class DuelingDistributionalHead(EvolvableModule):
     change_activation = _both_streams("change_activation")
 
 
-class RainbowQNetwork(EvolvableNetwork):
+class RainbowQNetwork(EvolvableNetwork[RainbowQNetworkSpec]):
     """Distributional dueling Q-network with noisy output layers (Rainbow DQN).
 
     ``forward(obs)``: Q-values ``(batch, n_actions)``; ``dist(obs)``: probabilities
@@ -278,6 +278,11 @@ class RainbowQNetwork(EvolvableNetwork):
 
     spec: RainbowQNetworkSpec
     head: DuelingDistributionalHead
+    action_space: spaces.Discrete  # checked by _check_spaces
+    support: torch.Tensor
+
+    def constructor_args(self) -> tuple[spaces.Space, spaces.Discrete]:
+        return (self.observation_space, self.action_space)
 
     def __init__(
         self,
@@ -364,15 +369,15 @@ class RainbowQNetwork(EvolvableNetwork):
             "head.advantage": self.head.advantage,
         }
 
-    def logits(self, obs: Any) -> torch.Tensor:
+    def logits(self, obs: Observation) -> torch.Tensor:
         """Atom logits ``(batch, n_actions, num_atoms)``."""
         return self.head(self.extract_features(obs))
 
-    def dist(self, obs: Any) -> torch.Tensor:
+    def dist(self, obs: Observation) -> torch.Tensor:
         """Return-distribution probabilities ``(batch, n_actions, num_atoms)``."""
         return torch.softmax(self.logits(obs), dim=-1)
 
-    def log_dist(self, obs: Any) -> torch.Tensor:
+    def log_dist(self, obs: Observation) -> torch.Tensor:
         """Log-probabilities ``(batch, n_actions, num_atoms)`` (numerically stable)."""
         return torch.log_softmax(self.logits(obs), dim=-1)
 
@@ -380,5 +385,5 @@ class RainbowQNetwork(EvolvableNetwork):
         """Q-values ``(batch, n_actions)`` of probabilities ``(..., num_atoms)``."""
         return (probs * self.support).sum(dim=-1)
 
-    def forward(self, obs: Any) -> torch.Tensor:
+    def forward(self, obs: Observation) -> torch.Tensor:
         return self.q_from_dist(self.dist(obs))

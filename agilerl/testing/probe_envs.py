@@ -80,7 +80,7 @@ class ProbeEnv(gym.Env):
     With :attr:`max_steps` set, an episode that has not terminated by then is truncated.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}  # gymnasium's Env declares it so
     #: What a failure on this probe points at (module docstring).
     isolates: ClassVar[str] = ""
     max_steps: int | None = None
