@@ -26,15 +26,15 @@ from torch.nn import functional
 
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
-from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.optim import polyak_update
 from agilerl.components.exploration import EpsilonSchedule
+from agilerl.models.algorithms.dqn import DQNSpec
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 from agilerl.observations import leading_size
 
 
-class DQN(RLAlgorithm):
+class DQN(RLAlgorithm, spec=DQNSpec):
     """Deep Q-Network: epsilon-greedy acting, TD(0) learning from a replay buffer.
 
     ``learn_step`` and ``batch_size`` are read by the training loop (environment steps
@@ -42,15 +42,6 @@ class DQN(RLAlgorithm):
     target network update made after every learning step.
     """
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "lr",
-        "learn_step",
-        "gamma",
-        "tau",
-        "double",
-        "cudagraphs",
-    )
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
     target_networks: ClassVar[dict[str, str]] = {"actor_target": "actor"}
     optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
@@ -73,34 +64,24 @@ class DQN(RLAlgorithm):
     #: final epsilon (``agilerl.components.exploration.EPS_END``; a test keeps them equal).
     sample_epsilon: ClassVar[float] = 0.01
 
+    # Set from the bound spec (``DQNSpec``) before the body runs.
+    batch_size: int
+    lr: float
+    learn_step: int
+    gamma: float
+    tau: float
+    double: bool
+    cudagraphs: bool
+
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        batch_size: int = 128,
-        lr: float = 1e-4,
-        learn_step: int = 5,
-        gamma: float = 0.99,
-        tau: float = 1e-3,
-        double: bool = False,
-        cudagraphs: bool = False,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            index,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
+        """Hyperparameters and their defaults: ``DQNSpec`` (``inspect.signature(DQN)``)."""
+        super().__init__(observation_space, action_space, index, **options)
         if isinstance(action_space, spaces.Discrete):
             self._nvec = [int(action_space.n)]
             self._start = np.array([int(action_space.start)], dtype=np.int64)
@@ -111,13 +92,6 @@ class DQN(RLAlgorithm):
             raise TypeError(
                 f"DQN needs a Discrete or MultiDiscrete action space, got {action_space!r}"
             )
-        self.batch_size = positive_int("batch_size", batch_size)
-        self.lr = non_negative("lr", lr)
-        self.learn_step = positive_int("learn_step", learn_step)
-        self.gamma = unit_interval("gamma", gamma)
-        self.tau = unit_interval("tau", tau)
-        self.double = bool(double)
-        self.cudagraphs = bool(cudagraphs)
         if self.cudagraphs and self.device.type == "cuda":
             warnings.warn(
                 "DQN(cudagraphs=True): this engine does not capture the update in a CUDA "
@@ -139,7 +113,7 @@ class DQN(RLAlgorithm):
         self.epsilon = self.epsilon_schedule.start
         self.actor = self._build_actor()
         self.actor.to(self.device)
-        self.finish_init(hp_config)
+        self.finish_init()
 
     def _build_actor(self) -> nn.Module:
         """The Q-network (a subclass builds its own kind: Rainbow's distributional one)."""

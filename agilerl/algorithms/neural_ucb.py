@@ -5,9 +5,10 @@ from __future__ import annotations
 import torch
 
 from agilerl.algorithms.neural_bandit import NeuralBandit
+from agilerl.models.algorithms.neural_ucb import NeuralUCBSpec
 
 
-class NeuralUCB(NeuralBandit):
+class NeuralUCB(NeuralBandit, spec=NeuralUCBSpec):
     """Neural Upper Confidence Bound (Zhou et al., 2020): pulls the arm of highest
     ``f(x) + gamma * sigma(x)`` (:mod:`~agilerl.algorithms.neural_bandit` defines both)."""
 

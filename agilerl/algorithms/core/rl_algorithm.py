@@ -144,12 +144,11 @@ class RLAlgorithm(EvolvableAlgorithm):
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
+        """``options``: the bound spec's hyperparameters and the keywords every agent
+        takes (:class:`EvolvableAlgorithm`: ``hp_config``, ``net_config``, ``device``,
+        ``accelerator``, ``seed``)."""
         if not isinstance(observation_space, spaces.Space):
             raise TypeError(
                 f"observation_space must be a gymnasium space, got {observation_space!r}"
@@ -158,9 +157,7 @@ class RLAlgorithm(EvolvableAlgorithm):
             raise TypeError(f"action_space must be a gymnasium space, got {action_space!r}")
         self.observation_space = observation_space
         self.action_space = action_space
-        super().__init__(
-            index, net_config=net_config, device=device, accelerator=accelerator, seed=seed
-        )
+        super().__init__(index, **options)
 
     def _repr_fields(self) -> dict[str, str]:
         return {
