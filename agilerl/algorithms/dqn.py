@@ -24,17 +24,17 @@ from gymnasium import spaces
 from torch import nn
 from torch.nn import functional
 
+from agilerl.algorithms.core.exploration import EpsilonGreedy
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.optim import polyak_update
-from agilerl.components.exploration import EpsilonSchedule
 from agilerl.models.algorithms.dqn import DQNSpec
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 from agilerl.observations import leading_size
 
 
-class DQN(RLAlgorithm, spec=DQNSpec):
+class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
     """Deep Q-Network: epsilon-greedy acting, TD(0) learning from a replay buffer.
 
     ``learn_step`` and ``batch_size`` are read by the training loop (environment steps
@@ -107,10 +107,7 @@ class DQN(RLAlgorithm, spec=DQNSpec):
         )
         self._target_cache: tuple[Any, list[torch.nn.Parameter]] = (None, [])
         self._mode_cache: tuple[Any, bool] = (None, False)
-        #: Epsilon-greedy exploration: the run's schedule (``configure_exploration``) and
-        #: the epsilon the last ``explore`` call used.
-        self.epsilon_schedule = EpsilonSchedule()
-        self.epsilon = self.epsilon_schedule.start
+        self.init_exploration()
         self.actor = self._build_actor()
         self.actor.to(self.device)
         self.finish_init()
@@ -238,9 +235,6 @@ class DQN(RLAlgorithm, spec=DQNSpec):
         random = self._random_index(batch, mask)
         return self._to_actions(np.where(explore[:, None], random, greedy))
 
-    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
-        self.epsilon_schedule = schedule
-
     def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         batch = leading_size(obs)
         return self._to_actions(self._random_index(batch, self._mask(action_mask, batch)))
@@ -271,9 +265,6 @@ class DQN(RLAlgorithm, spec=DQNSpec):
             return agent.explore(own_obs, own_mask, q_values)
 
         return view.act(obs, action_mask, uniform, forward, own)
-
-    def exploration_metrics(self) -> dict[str, float]:
-        return {"epsilon": self.epsilon}
 
     def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """Greedy actions (among the allowed ones); of ``actor`` when given (a network of

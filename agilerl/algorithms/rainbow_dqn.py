@@ -45,6 +45,7 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from agilerl.algorithms.core.exploration import PrioritizedLearning
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.dqn import DQN, _outputs
 from agilerl.algorithms.hyperparameters import parse_hp_config
@@ -92,7 +93,7 @@ def project_distribution(
     return projected
 
 
-class RainbowDQN(DQN, spec=RainbowDQNSpec):
+class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     """Rainbow DQN (see the module docstring). ``batch_size`` and ``learn_step`` are read
     by the training loop; ``beta`` and ``prior_eps`` by prioritised replay."""
 
@@ -106,9 +107,8 @@ class RainbowDQN(DQN, spec=RainbowDQNSpec):
     main_loss: ClassVar[str] = "loss"
     #: As AgileRL's Rainbow: the gradient's global norm is clipped at 10.
     max_grad_norm: ClassVar[float | None] = 10.0
-    #: Batches may carry the n-step transitions of their slots (an n-step buffer serves it).
-    learns_n_step: ClassVar[bool] = True
-    learns_from_priorities: ClassVar[bool] = True
+    # Batches may carry the n-step transitions of their slots (an n-step buffer serves
+    # them) and be drawn by priority: PrioritizedLearning says so.
     #: ``combined_reward`` decides which losses the update sums.
     cohort_same: ClassVar[tuple[str, ...]] = ("combined_reward",)
     #: Settings fixed for a run: the network's atoms and noise are built from them and the
@@ -203,7 +203,7 @@ class RainbowDQN(DQN, spec=RainbowDQNSpec):
                 network.train(was_training)
 
     def configure_exploration(self, schedule: EpsilonSchedule) -> None:
-        """Noisy networks explore: the run's epsilon schedule is not used."""
+        """Noisy networks explore: the run's epsilon schedule (DQN's) is not used."""
 
     def explore(
         self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None

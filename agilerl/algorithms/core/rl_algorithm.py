@@ -24,7 +24,6 @@ from gymnasium import spaces
 from pydantic import BaseModel
 
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm, space_text
-from agilerl.components.exploration import EpsilonSchedule
 from agilerl.networks.base import infer_encoder_spec
 
 
@@ -133,12 +132,6 @@ class RLAlgorithm(EvolvableAlgorithm):
         "action_space": spaces.Space,
     }
 
-    #: What the off-policy replay (:mod:`agilerl.components.replay`) may hand the agent:
-    #: batches carrying n-step transitions under ``"n_step"``, and prioritised batches
-    #: to :meth:`learn_prioritized`. Algorithms that learn from those say so.
-    learns_n_step: ClassVar[bool] = False
-    learns_from_priorities: ClassVar[bool] = False
-
     def __init__(
         self,
         observation_space: spaces.Space,
@@ -178,18 +171,9 @@ class RLAlgorithm(EvolvableAlgorithm):
         as :meth:`eval_action` returns them (``predict(..., deterministic=False)``)."""
         raise NotImplementedError(f"{self.name} has no stochastic policy to sample from")
 
-    def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
-        """One learning step on a prioritised batch (importance-sampling ``weights``);
-        returns :attr:`learn_metrics` and the per-transition losses (new priorities).
-        Only agents with :attr:`learns_from_priorities` implement it."""
-        raise NotImplementedError(f"{self.name} does not learn from prioritised replay")
-
     # -- exploration (asked for by the off-policy loop) ------------------------------------
-    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
-        """The run's epsilon-greedy schedule (the training spec's ``eps_*``), given to
-        every agent before it trains. Agents that explore otherwise (action noise, noisy
-        networks) keep it unused."""
-
+    # Epsilon-greedy agents (the run's schedule) and agents learning from prioritised
+    # replay add the mixins of :mod:`agilerl.algorithms.core.exploration`.
     def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Exploratory actions for one vector step of training, in the environment's
         action space: the agent applies its own exploration (epsilon-greedy at the

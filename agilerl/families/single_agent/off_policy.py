@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
+from agilerl.algorithms.core.exploration import EpsilonGreedy
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.learners import ReplayCohort
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
@@ -175,7 +176,8 @@ def off_policy_turns(
         turn_env = parts.env
         obs, info = turn_env.reset_each([reset_seed(run, slot, 0) for slot in slots])
         for agent in agents:
-            agent.configure_exploration(schedule)
+            if isinstance(agent, EpsilonGreedy):  # the others explore their own way
+                agent.configure_exploration(schedule)
             agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
         returns = np.zeros((count, num_envs))
         completed: list[list[float]] = [[] for _ in agents]
