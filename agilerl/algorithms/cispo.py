@@ -19,9 +19,10 @@ from typing import Any, ClassVar
 from agilerl.algorithms.grpo import GRPO
 from agilerl.algorithms.hyperparameters import non_negative
 from agilerl.algorithms.llm_losses import clip_bounds
+from agilerl.models.algorithms.cispo import CISPOSpec
 
 
-class CISPO(GRPO):
+class CISPO(GRPO, spec=CISPOSpec):
     """CISPO (see the module docstring): GRPO with :func:`~agilerl.algorithms.llm_losses.cispo_token_loss`."""
 
     loss_name: ClassVar[str] = "cispo"

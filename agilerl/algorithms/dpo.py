@@ -15,9 +15,10 @@ import torch
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import PreferenceBatch, TokenSequences
+from agilerl.models.algorithms.dpo import DPOSpec
 
 
-class DPO(LLMAlgorithm):
+class DPO(LLMAlgorithm, spec=DPOSpec):
     """DPO (see the module docstring). ``test`` is the held-out preference accuracy: the
     share of the test split's pairs whose implicit reward margin is positive."""
 

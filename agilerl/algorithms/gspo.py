@@ -16,9 +16,10 @@ from __future__ import annotations
 from typing import ClassVar
 
 from agilerl.algorithms.grpo import GRPO
+from agilerl.models.algorithms.gspo import GSPOSpec
 
 
-class GSPO(GRPO):
+class GSPO(GRPO, spec=GSPOSpec):
     """GSPO (see the module docstring): GRPO with :func:`~agilerl.algorithms.llm_losses.gspo_token_loss`."""
 
     loss_name: ClassVar[str] = "gspo"

@@ -38,9 +38,10 @@ from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm_sampling import TurnCredit, choice, turn_rewards_of
 from agilerl.algorithms.hyperparameters import non_negative, unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
+from agilerl.models.algorithms.llmppo import LLMPPOSpec
 
 
-class LLMPPO(TurnCredit):
+class LLMPPO(TurnCredit, spec=LLMPPOSpec):
     """LLM-PPO (see the module docstring; the advantages' unit: :class:`TurnCredit`)."""
 
     init_args: ClassVar[tuple[str, ...]] = (

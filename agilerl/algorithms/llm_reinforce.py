@@ -32,6 +32,7 @@ from agilerl.algorithms.core.llm_sampling import (
 )
 from agilerl.algorithms.hyperparameters import unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
+from agilerl.models.algorithms.llmreinforce import LLMREINFORCESpec
 
 #: (``importance_sampling_level``, ``turn_ratio_pooling``) -> the ratio's level in
 #: :data:`~agilerl.algorithms.llm_losses.RATIO_LEVELS`.
@@ -45,7 +46,7 @@ RATIO_LEVELS = {
 }
 
 
-class LLMREINFORCE(TurnCredit):
+class LLMREINFORCE(TurnCredit, spec=LLMREINFORCESpec):
     """LLM-REINFORCE (see the module docstring; the returns' unit: :class:`TurnCredit`)."""
 
     init_args: ClassVar[tuple[str, ...]] = (

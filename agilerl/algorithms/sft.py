@@ -14,9 +14,10 @@ from typing import Any, ClassVar
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import SFTBatch
+from agilerl.models.algorithms.sft import SFTSpec
 
 
-class SFT(LLMAlgorithm):
+class SFT(LLMAlgorithm, spec=SFTSpec):
     """SFT (see the module docstring).
 
     ``test`` returns ``1 / perplexity`` of the held-out responses, ``exp(-mean token

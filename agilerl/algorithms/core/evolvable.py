@@ -122,8 +122,13 @@ class EvolvableAlgorithm:
     """Base of every agent (see the module docstring for the contract)."""
 
     #: The generated spec class the algorithm is bound to (``class DQN(RLAlgorithm,
-    #: spec=DQNSpec)``); a subclass naming none keeps its base's.
+    #: spec=DQNSpec)``); a subclass naming none keeps its base's. Its limits bound every
+    #: mutation range.
     spec: ClassVar[type[BaseModel] | None] = None
+    #: Whether the constructor's hyperparameter keywords, defaults, validation and
+    #: ``init_args`` are derived from :attr:`spec` too. The LLM family's constructors
+    #: still write theirs (they pass fields between three layers of bases).
+    binds_arguments: ClassVar[bool] = True
     #: Constructor hyperparameters no schema states: keyword arguments the class's own
     #: ``__init__`` takes and sets as attributes (CQN's ``alpha``); saved and restored
     #: with the spec's.
@@ -164,7 +169,7 @@ class EvolvableAlgorithm:
         super().__init_subclass__(**kwargs)
         if spec is not None:
             cls.spec = spec
-        if cls.spec is not None:
+        if cls.spec is not None and cls.binds_arguments:
             names = hyperparameter_names(cls.spec)
             cls.init_args = (*names, *(n for n in cls.extra_init_args if n not in names))
             # Read by inspect.signature / help(): the schema's defaults, not ``**options``.
@@ -185,7 +190,7 @@ class EvolvableAlgorithm:
         after it is checked; the schema's default for each one not given. ``hp_config``
         is kept for :meth:`finish_init`."""
         spec = type(self).spec
-        if spec is not None:
+        if spec is not None and self.binds_arguments:
             bound = bind_hyperparameters(self.name, spec, hyperparameters)
             for name, value in bound.items():
                 setattr(self, name, value)

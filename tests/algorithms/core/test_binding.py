@@ -21,13 +21,17 @@ from agilerl.models.limits import hyperparameter_limits
 from agilerl.models.registry import ALGO_REGISTRY
 
 OBS = spaces.Box(-1.0, 1.0, (3,), np.float32)
-BOUND = [n for n in agilerl.algorithms.NAMES if getattr(agilerl.algorithms, n).spec is not None]
+BOUND = [n for n in agilerl.algorithms.NAMES if getattr(agilerl.algorithms, n).binds_arguments]
 
 
-def test_the_rl_families_are_bound_to_their_registered_specs():
-    for name in ("DQN", "RainbowDQN", "CQN", "DDPG", "TD3", "PPO", "IPPO", "MADDPG", "MATD3",
-                 "NeuralUCB", "NeuralTS"):  # fmt: skip
-        assert getattr(agilerl.algorithms, name).spec is ALGO_REGISTRY.get(name).spec_cls, name
+@pytest.mark.parametrize("name", agilerl.algorithms.NAMES)
+def test_every_algorithm_is_bound_to_its_registered_spec(name):
+    assert getattr(agilerl.algorithms, name).spec is ALGO_REGISTRY.get(name).spec_cls
+
+
+def test_the_rl_families_derive_their_arguments_from_the_spec():
+    assert set(BOUND) == {"DQN", "RainbowDQN", "CQN", "DDPG", "TD3", "PPO", "IPPO", "MADDPG",
+                          "MATD3", "NeuralUCB", "NeuralTS"}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", BOUND)
