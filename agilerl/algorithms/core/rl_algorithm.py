@@ -8,9 +8,11 @@ vectorised environment, :meth:`RLAlgorithm.predict`, and exploration owned by th
 (:meth:`RLAlgorithm.explore`, told where episodes ended by
 :meth:`RLAlgorithm.episodes_ended`).
 
-Subclass contract (see ``dqn.py``): as :class:`EvolvableAlgorithm`'s, plus
-``get_action``, ``eval_action`` (and ``sample_action`` / ``explore`` where the
-algorithm has them).
+Subclass contract (see ``dqn.py``): as :class:`EvolvableAlgorithm`'s (bound to its spec,
+``class DQN(RLAlgorithm, spec=DQNSpec)``), plus ``get_action``, ``eval_action`` (and
+``sample_action`` / ``explore`` where the algorithm has them; an epsilon-greedy agent and
+one learning from prioritised replay add the mixins of
+:mod:`agilerl.algorithms.core.exploration`).
 """
 
 from __future__ import annotations
