@@ -21,7 +21,7 @@ MultiDiscrete actions: the regulariser is taken per sub-action and averaged.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from gymnasium import spaces
@@ -29,7 +29,11 @@ from torch.nn import functional
 
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.hyperparameters import non_negative
-from agilerl.models.algorithms.cqn import CQNSpec
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.cqn_schema import CQNSpec
+else:
+    from agilerl.models.algorithms.cqn import CQNSpec
 
 
 class CQN(DQN, spec=CQNSpec):

@@ -31,7 +31,7 @@ critic's values rest on (the scheme of SAC-AE / DrQ).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -48,12 +48,16 @@ from agilerl.components.action_noise import (
     OrnsteinUhlenbeckNoise,
     smoothing_noise,
 )
-from agilerl.models.algorithms.ddpg import DDPGSpec
 from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSpec
 from agilerl.modules.base import respec
 from agilerl.networks.base import preprocess
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor
 from agilerl.observations import leading_size
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.ddpg_schema import DDPGSpec
+else:
+    from agilerl.models.algorithms.ddpg import DDPGSpec
 
 
 class DDPG(RLAlgorithm, spec=DDPGSpec):

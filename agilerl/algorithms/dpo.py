@@ -8,14 +8,18 @@ than ``max_model_len`` are cut to it.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import PreferenceBatch, TokenSequences
-from agilerl.models.algorithms.dpo import DPOSpec
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.dpo_schema import DPOSpec
+else:
+    from agilerl.models.algorithms.dpo import DPOSpec
 
 
 class DPO(LLMAlgorithm, spec=DPOSpec):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -28,10 +28,14 @@ from agilerl.algorithms.core.exploration import EpsilonGreedy
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.optim import polyak_update
-from agilerl.models.algorithms.dqn import DQNSpec
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 from agilerl.observations import leading_size
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.dqn_schema import DQNSpec
+else:
+    from agilerl.models.algorithms.dqn import DQNSpec
 
 
 class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -55,10 +55,14 @@ from agilerl.algorithms.ppo import (
     stepping_total,
 )
 from agilerl.components import on_policy
-from agilerl.models.algorithms.ippo import IPPOSpec
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 from agilerl.observations import map_tree
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.ippo_schema import IPPOSpec
+else:
+    from agilerl.models.algorithms.ippo import IPPOSpec
 
 
 @dataclass

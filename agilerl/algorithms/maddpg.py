@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -61,7 +61,6 @@ from agilerl.components.action_noise import (
     OrnsteinUhlenbeckNoise,
     smoothing_noise,
 )
-from agilerl.models.algorithms.maddpg import MADDPGSpec
 from agilerl.models.networks import (
     ContinuousQNetworkSpec,
     DeterministicActorSpec,
@@ -71,6 +70,11 @@ from agilerl.modules.base import respec
 from agilerl.modules.multi_input import flat_dim, is_image_space
 from agilerl.networks.distributions import MASKED_LOGIT
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor, StochasticActor
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.maddpg_schema import MADDPGSpec
+else:
+    from agilerl.models.algorithms.maddpg import MADDPGSpec
 
 
 class ActionCodec:
@@ -231,7 +235,8 @@ class MADDPG(MultiAgentActorCritic, spec=MADDPGSpec):
         """Hyperparameters and their defaults: the bound spec's
         (``inspect.signature(MADDPG)``). ``policy_freq``: None is the spec's value, or
         every update where the spec states none (MADDPG's)."""
-        stated = type(self).spec is not None and "policy_freq" in type(self).spec.model_fields
+        spec = type(self).spec
+        stated = spec is not None and "policy_freq" in spec.model_fields
         if stated and policy_freq is not None:
             options["policy_freq"] = policy_freq  # checked as the spec's field
         super().__init__(observation_spaces, action_spaces, index, **options)

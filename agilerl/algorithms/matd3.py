@@ -15,12 +15,16 @@ The actors follow the first critic.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
 from agilerl.algorithms.maddpg import MADDPG
-from agilerl.models.algorithms.matd3 import MATD3Spec
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.matd3_schema import MATD3Spec
+else:
+    from agilerl.models.algorithms.matd3 import MATD3Spec
 
 
 class MATD3(MADDPG, spec=MATD3Spec):

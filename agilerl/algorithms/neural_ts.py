@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from agilerl.algorithms.neural_bandit import NeuralBandit
-from agilerl.models.algorithms.neural_ts import NeuralTSSpec
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.neural_ts_schema import NeuralTSSpec
+else:
+    from agilerl.models.algorithms.neural_ts import NeuralTSSpec
 
 
 class NeuralTS(NeuralBandit, spec=NeuralTSSpec):

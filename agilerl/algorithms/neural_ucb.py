@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from agilerl.algorithms.neural_bandit import NeuralBandit
-from agilerl.models.algorithms.neural_ucb import NeuralUCBSpec
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.neural_ucb_schema import NeuralUCBSpec
+else:
+    from agilerl.models.algorithms.neural_ucb import NeuralUCBSpec
 
 
 class NeuralUCB(NeuralBandit, spec=NeuralUCBSpec):

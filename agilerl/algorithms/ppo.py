@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -53,13 +53,17 @@ from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_i
 from agilerl.components import on_policy
 from agilerl.components.normalization import Normalization
 from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, RolloutBuffer
-from agilerl.models.algorithms.ppo import PPOSpec
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
 from agilerl.modules.multi_input import flat_dim, is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 from agilerl.observations import map_tree, stack_tree, tree_leaves
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.ppo_schema import PPOSpec
+else:
+    from agilerl.models.algorithms.ppo import PPOSpec
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
 #: means over the minibatches evaluated, in the order :func:`clipped_ppo_loss` stacks them.

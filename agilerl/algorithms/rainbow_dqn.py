@@ -38,7 +38,7 @@ buffer the agent learns from 1-step returns, as AgileRL's does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -50,10 +50,14 @@ from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.dqn import DQN, _outputs
 from agilerl.algorithms.hyperparameters import parse_hp_config
 from agilerl.components.exploration import EpsilonSchedule
-from agilerl.models.algorithms.rainbow_dqn import RainbowDQNSpec
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
 from agilerl.observations import leading_size
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.rainbow_dqn_schema import RainbowDQNSpec
+else:
+    from agilerl.models.algorithms.rainbow_dqn import RainbowDQNSpec
 
 
 def project_distribution(

@@ -9,12 +9,16 @@ are cut to it.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import SFTBatch
-from agilerl.models.algorithms.sft import SFTSpec
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.sft_schema import SFTSpec
+else:
+    from agilerl.models.algorithms.sft import SFTSpec
 
 
 class SFT(LLMAlgorithm, spec=SFTSpec):

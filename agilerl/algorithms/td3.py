@@ -14,12 +14,16 @@ DDPG's here already, as in AgileRL; the actor follows the first critic.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
 from agilerl.algorithms.ddpg import DDPG
-from agilerl.models.algorithms.td3 import TD3Spec
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.td3_schema import TD3Spec
+else:
+    from agilerl.models.algorithms.td3 import TD3Spec
 
 
 class TD3(DDPG, spec=TD3Spec):

@@ -175,9 +175,11 @@ def off_policy_turns(
         parts = parts_of(agents, slots, run, rows)
         turn_env = parts.env
         obs, info = turn_env.reset_each([reset_seed(run, slot, 0) for slot in slots])
+        # The run's schedule goes to the epsilon-greedy agents; the others explore their
+        # own way (action noise, noisy networks).
+        for greedy in (agent for agent in agents if isinstance(agent, EpsilonGreedy)):
+            greedy.configure_exploration(schedule)
         for agent in agents:
-            if isinstance(agent, EpsilonGreedy):  # the others explore their own way
-                agent.configure_exploration(schedule)
             agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
         returns = np.zeros((count, num_envs))
         completed: list[list[float]] = [[] for _ in agents]
