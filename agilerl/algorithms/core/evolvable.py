@@ -20,8 +20,9 @@ spec=DQNSpec)``. The constructor's hyperparameter keywords and their defaults, t
 validation, ``init_args`` and the mutation limits are derived from it
 (:mod:`agilerl.algorithms.core.binding`): the constructor takes ``**options`` and passes
 them on, and the base sets every hyperparameter as an attribute before the subclass's
-body runs. The body then builds every network named in ``eval_networks`` and
-``target_networks`` and calls :meth:`finish_init`. Implement ``learn``, which returns a dict of the metrics named
+body runs (the LLM family's constructors still state theirs: ``binds_arguments``). The
+body then builds every network named in ``eval_networks`` and ``target_networks`` and
+calls :meth:`finish_init`. Implement ``learn``, which returns a dict of the metrics named
 in ``learn_metrics`` (the one metrics protocol of every family: the training loops
 average it, the trackers log it).
 """
