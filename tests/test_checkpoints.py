@@ -341,7 +341,7 @@ AGENT_DAMAGE = {
     ),
     "hyperparameter out of range": (
         lambda t: t["hyperparameters"].__setitem__("gamma", 5.0),
-        r"cannot rebuild the DQN agent: gamma must lie in \[0, 1\]",
+        r"cannot rebuild the DQN agent: DQN\(gamma=5.0\): must be >= 0 and <= 1",
     ),
     "metric of the wrong type": (
         lambda t: t["metrics"].__setitem__("steps", "many"),

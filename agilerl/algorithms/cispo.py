@@ -14,14 +14,19 @@ token). The paper uses ``beta`` 0; the KL term is kept for the fields' sake.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agilerl.algorithms.grpo import GRPO
 from agilerl.algorithms.hyperparameters import non_negative
 from agilerl.algorithms.llm_losses import clip_bounds
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.cispo_schema import CISPOSpec
+else:
+    from agilerl.models.algorithms.cispo import CISPOSpec
 
-class CISPO(GRPO):
+
+class CISPO(GRPO, spec=CISPOSpec):
     """CISPO (see the module docstring): GRPO with :func:`~agilerl.algorithms.llm_losses.cispo_token_loss`."""
 
     loss_name: ClassVar[str] = "cispo"

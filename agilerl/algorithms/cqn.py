@@ -21,7 +21,7 @@ MultiDiscrete actions: the regulariser is taken per sub-action and averaged.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from gymnasium import spaces
@@ -30,12 +30,19 @@ from torch.nn import functional
 from agilerl.algorithms.dqn import DQN
 from agilerl.algorithms.hyperparameters import non_negative
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.cqn_schema import CQNSpec
+else:
+    from agilerl.models.algorithms.cqn import CQNSpec
 
-class CQN(DQN):
+
+class CQN(DQN, spec=CQNSpec):
     """Conservative Q-Network: DQN's loss plus the CQL(H) regulariser weighted by
     ``alpha``; learns from a fixed dataset (``agilerl.training.train_offline``)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (*DQN.init_args, "alpha")
+    #: Constructor arguments the CQN specification has no field for (module docstring;
+    #: ``cudagraphs`` is DQN's, which CQN's schema does not repeat).
+    extra_init_args: ClassVar[tuple[str, ...]] = ("alpha", "cudagraphs")
     #: As the reference's CQN: the regulariser's gradients can be large early on.
     max_grad_norm: ClassVar[float] = 1.0
     learn_metrics: ClassVar[dict[str, str]] = {
@@ -55,38 +62,15 @@ class CQN(DQN):
         action_space: spaces.Space,
         index: int = 0,
         *,
-        batch_size: int = 128,
-        lr: float = 1e-4,
-        learn_step: int = 5,
-        gamma: float = 0.99,
-        tau: float = 1e-3,
-        double: bool = False,
         alpha: float = 1.0,
         cudagraphs: bool = False,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
+        """Hyperparameters: ``CQNSpec``'s (``inspect.signature(CQN)``), and ``alpha``
+        and ``cudagraphs``, which it does not state."""
         self.alpha = non_negative("alpha", alpha)
-        super().__init__(
-            observation_space,
-            action_space,
-            index,
-            batch_size=batch_size,
-            lr=lr,
-            learn_step=learn_step,
-            gamma=gamma,
-            tau=tau,
-            double=double,
-            cudagraphs=cudagraphs,
-            hp_config=hp_config,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
+        self.cudagraphs = bool(cudagraphs)
+        super().__init__(observation_space, action_space, index, **options)
 
     def _loss(
         self,

@@ -31,7 +31,7 @@ critic's values rest on (the scheme of SAC-AE / DrQ).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -40,7 +40,6 @@ from torch.nn import functional
 
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
-from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.optim import polyak_update
 from agilerl.components.action_noise import (
     ActionNoise,
@@ -55,28 +54,16 @@ from agilerl.modules.base import respec
 from agilerl.networks.base import preprocess
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.ddpg_schema import DDPGSpec
+else:
+    from agilerl.models.algorithms.ddpg import DDPGSpec
 
-class DDPG(RLAlgorithm):
+
+class DDPG(RLAlgorithm, spec=DDPGSpec):
     """DDPG (module docstring). ``learn_step`` and ``batch_size`` are read by the
     training loop (environment steps between updates, transitions per update)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "learn_step",
-        "gamma",
-        "vect_noise_dim",
-        "lr_actor",
-        "lr_critic",
-        "tau",
-        "policy_freq",
-        "O_U_noise",
-        "expl_noise",
-        "mean_noise",
-        "theta",
-        "dt",
-        "share_encoders",
-        "max_grad_norm",
-    )
     default_mutable: ClassVar[tuple[str, ...]] = (
         "lr_actor",
         "lr_critic",
@@ -111,66 +98,39 @@ class DDPG(RLAlgorithm):
     learns_in_cohorts: ClassVar[bool] = True
     noise_clip: ClassVar[float] = 0.5
 
+    # Set from the bound spec (``DDPGSpec``, ``TD3Spec``) before the body runs.
+    batch_size: int
+    learn_step: int
+    gamma: float
+    vect_noise_dim: int
+    lr_actor: float
+    lr_critic: float
+    tau: float
+    policy_freq: int
+    O_U_noise: bool
+    expl_noise: float
+    mean_noise: float
+    theta: float
+    dt: float
+    share_encoders: bool
+    #: The gradient-norm clip of every update (None: none, as AgileRL's DDPG and TD3):
+    #: a rare huge TD error moves the weights by a bounded step.
+    max_grad_norm: float | None
+
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        batch_size: int = 128,
-        learn_step: int = 5,
-        gamma: float = 0.99,
-        vect_noise_dim: int = 1,
-        lr_actor: float = 1e-4,
-        lr_critic: float = 1e-3,
-        tau: float = 1e-3,
-        policy_freq: int = 2,
-        O_U_noise: bool = True,  # noqa: N803 (the spec's name)
-        expl_noise: float = 0.1,
-        mean_noise: float = 0.0,
-        theta: float = 0.15,
-        dt: float = 0.01,
-        share_encoders: bool = False,
-        max_grad_norm: float | None = 10.0,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            index,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
+        """Hyperparameters and their defaults: the bound spec's
+        (``inspect.signature(DDPG)``)."""
+        super().__init__(observation_space, action_space, index, **options)
         if not isinstance(action_space, spaces.Box):
             raise TypeError(f"{self.name} needs a Box action space, got {action_space!r}")
         if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
             raise ValueError(f"{self.name} needs bounded actions (finite low and high)")
-        self.batch_size = positive_int("batch_size", batch_size)
-        self.learn_step = positive_int("learn_step", learn_step)
-        self.policy_freq = positive_int("policy_freq", policy_freq)
-        self.vect_noise_dim = positive_int("vect_noise_dim", vect_noise_dim)
-        self.gamma = unit_interval("gamma", gamma)
-        self.lr_actor = non_negative("lr_actor", lr_actor)
-        self.lr_critic = non_negative("lr_critic", lr_critic)
-        self.tau = unit_interval("tau", tau)
-        self.O_U_noise = bool(O_U_noise)
-        # The gradient-norm clip of every update (None: none, as AgileRL's DDPG and TD3):
-        # a rare huge TD error moves the weights by a bounded step.
-        self.max_grad_norm = (
-            None if max_grad_norm is None else non_negative("max_grad_norm", max_grad_norm)
-        )
-        self.expl_noise = float(expl_noise)
-        self.mean_noise = float(mean_noise)
-        self.theta = float(theta)
-        self.dt = float(dt)
-        self.share_encoders = bool(share_encoders)
-
         action_dim = int(np.prod(action_space.shape))
         self.noise = self._make_noise(action_dim)
         #: Calls of :meth:`learn` so far: the actor and targets update every policy_freq.
@@ -197,7 +157,7 @@ class DDPG(RLAlgorithm):
                 spec = respec(spec, random_seed=spec.random_seed + i)
             critic = ContinuousQNetwork(observation_space, action_space, spec)
             setattr(self, name, critic.to(self.device))
-        self.finish_init(hp_config)
+        self.finish_init()
 
     def _make_noise(self, action_dim: int) -> ActionNoise:
         if self.O_U_noise:

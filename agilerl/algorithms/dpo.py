@@ -8,7 +8,7 @@ than ``max_model_len`` are cut to it.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -16,8 +16,13 @@ from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import PreferenceBatch, TokenSequences
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.dpo_schema import DPOSpec
+else:
+    from agilerl.models.algorithms.dpo import DPOSpec
 
-class DPO(LLMAlgorithm):
+
+class DPO(LLMAlgorithm, spec=DPOSpec):
     """DPO (see the module docstring). ``test`` is the held-out preference accuracy: the
     share of the test split's pairs whose implicit reward margin is positive."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -24,17 +24,21 @@ from gymnasium import spaces
 from torch import nn
 from torch.nn import functional
 
+from agilerl.algorithms.core.exploration import EpsilonGreedy
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
-from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.optim import polyak_update
-from agilerl.components.exploration import EpsilonSchedule
 from agilerl.components.observations import leading_size
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.dqn_schema import DQNSpec
+else:
+    from agilerl.models.algorithms.dqn import DQNSpec
 
-class DQN(RLAlgorithm):
+
+class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
     """Deep Q-Network: epsilon-greedy acting, TD(0) learning from a replay buffer.
 
     ``learn_step`` and ``batch_size`` are read by the training loop (environment steps
@@ -42,15 +46,6 @@ class DQN(RLAlgorithm):
     target network update made after every learning step.
     """
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "lr",
-        "learn_step",
-        "gamma",
-        "tau",
-        "double",
-        "cudagraphs",
-    )
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
     target_networks: ClassVar[dict[str, str]] = {"actor_target": "actor"}
     optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
@@ -73,34 +68,24 @@ class DQN(RLAlgorithm):
     #: final epsilon (``agilerl.components.exploration.EPS_END``; a test keeps them equal).
     sample_epsilon: ClassVar[float] = 0.01
 
+    # Set from the bound spec (``DQNSpec``) before the body runs.
+    batch_size: int
+    lr: float
+    learn_step: int
+    gamma: float
+    tau: float
+    double: bool
+    cudagraphs: bool
+
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        batch_size: int = 128,
-        lr: float = 1e-4,
-        learn_step: int = 5,
-        gamma: float = 0.99,
-        tau: float = 1e-3,
-        double: bool = False,
-        cudagraphs: bool = False,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            index,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
+        """Hyperparameters and their defaults: ``DQNSpec`` (``inspect.signature(DQN)``)."""
+        super().__init__(observation_space, action_space, index, **options)
         if isinstance(action_space, spaces.Discrete):
             self._nvec = [int(action_space.n)]
             self._start = np.array([int(action_space.start)], dtype=np.int64)
@@ -111,13 +96,6 @@ class DQN(RLAlgorithm):
             raise TypeError(
                 f"DQN needs a Discrete or MultiDiscrete action space, got {action_space!r}"
             )
-        self.batch_size = positive_int("batch_size", batch_size)
-        self.lr = non_negative("lr", lr)
-        self.learn_step = positive_int("learn_step", learn_step)
-        self.gamma = unit_interval("gamma", gamma)
-        self.tau = unit_interval("tau", tau)
-        self.double = bool(double)
-        self.cudagraphs = bool(cudagraphs)
         if self.cudagraphs and self.device.type == "cuda":
             warnings.warn(
                 "DQN(cudagraphs=True): this engine does not capture the update in a CUDA "
@@ -133,13 +111,10 @@ class DQN(RLAlgorithm):
         )
         self._target_cache: tuple[Any, list[torch.nn.Parameter]] = (None, [])
         self._mode_cache: tuple[Any, bool] = (None, False)
-        #: Epsilon-greedy exploration: the run's schedule (``configure_exploration``) and
-        #: the epsilon the last ``explore`` call used.
-        self.epsilon_schedule = EpsilonSchedule()
-        self.epsilon = self.epsilon_schedule.start
+        self.init_exploration()
         self.actor = self._build_actor()
         self.actor.to(self.device)
-        self.finish_init(hp_config)
+        self.finish_init()
 
     def _build_actor(self) -> nn.Module:
         """The Q-network (a subclass builds its own kind: Rainbow's distributional one)."""
@@ -264,9 +239,6 @@ class DQN(RLAlgorithm):
         random = self._random_index(batch, mask)
         return self._to_actions(np.where(explore[:, None], random, greedy))
 
-    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
-        self.epsilon_schedule = schedule
-
     def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         batch = leading_size(obs)
         return self._to_actions(self._random_index(batch, self._mask(action_mask, batch)))
@@ -297,9 +269,6 @@ class DQN(RLAlgorithm):
             return agent.explore(own_obs, own_mask, q_values)
 
         return view.act(obs, action_mask, uniform, forward, own)
-
-    def exploration_metrics(self) -> dict[str, float]:
-        return {"epsilon": self.epsilon}
 
     def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """Greedy actions (among the allowed ones); of ``actor`` when given (a network of

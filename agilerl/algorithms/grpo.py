@@ -11,7 +11,7 @@ log-probabilities recomputed before the first of ``update_epochs`` steps).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -19,6 +19,11 @@ from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice, turn_rewards_of
 from agilerl.algorithms.hyperparameters import positive_int, unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.grpo_schema import GRPOSpec
+else:
+    from agilerl.models.algorithms.grpo import GRPOSpec
 
 #: ``importance_sampling_level`` -> the ratio's level: per token, per turn (one
 #: length-normalised ratio per turn of a multi-turn episode; a single-turn completion is
@@ -30,7 +35,7 @@ IS_LEVELS = {None: "token", "token": "token", "turn": "turn", "trajectory": "seq
 GRANULARITIES = {"auto": "trajectory", "trajectory": "trajectory", "turn": "turn"}
 
 
-class GRPO(CompletionSampler):
+class GRPO(CompletionSampler, spec=GRPOSpec):
     """GRPO (see the module docstring).
 
     Advantages: per group, ``adv_norm`` ``mean_std`` ``(r - mean) / (std + 1e-8)`` (sample

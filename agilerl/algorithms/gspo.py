@@ -13,12 +13,17 @@ episode; a single-turn completion is one turn); ``token`` is refused (it would b
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from agilerl.algorithms.grpo import GRPO
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.gspo_schema import GSPOSpec
+else:
+    from agilerl.models.algorithms.gspo import GSPOSpec
 
-class GSPO(GRPO):
+
+class GSPO(GRPO, spec=GSPOSpec):
     """GSPO (see the module docstring): GRPO with :func:`~agilerl.algorithms.llm_losses.gspo_token_loss`."""
 
     loss_name: ClassVar[str] = "gspo"

@@ -9,18 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from agilerl.models.limits import Limits, hyperparameter_limits
-
-
-def spec_limits(spec_title: str) -> dict[str, Limits]:
-    """Limits of the numeric hyperparameters of the algorithm spec ``spec_title``
-    (``"DQNSpec"``), as its schema declares them; empty for an unknown title."""
-    from agilerl.models.base import spec_class
-
-    try:
-        return hyperparameter_limits(spec_class(spec_title))
-    except KeyError:
-        return {}
+from agilerl.models.limits import Limits
 
 
 @dataclass(frozen=True)

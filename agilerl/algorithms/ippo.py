@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -38,7 +38,6 @@ from gymnasium import spaces
 
 from agilerl.algorithms.core.multi_agent import PerAgent
 from agilerl.algorithms.core.population import Population
-from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
     concat_tree,
@@ -59,6 +58,11 @@ from agilerl.components import on_policy
 from agilerl.components.observations import map_tree
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
 from agilerl.networks.networks import StochasticActor, ValueNetwork
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.ippo_schema import IPPOSpec
+else:
+    from agilerl.models.algorithms.ippo import IPPOSpec
 
 
 @dataclass
@@ -116,29 +120,14 @@ def skip_inactive_gae(
     return on_policy.gae(rewards, values, dones, last_value, gamma, gae_lambda, active)
 
 
-class IPPO(MultiAgentActorCritic):
+class IPPO(MultiAgentActorCritic, spec=IPPOSpec):
     """IPPO (module docstring). ``learn_step`` environment steps (the loop rounds them to
     whole vector steps) make one rollout; :meth:`learn` runs ``update_epochs`` passes
     over it per group in minibatches of ``batch_size`` samples. ``action_batch_size``
     bounds the observations one forward pass acts on (null: a group's all at once)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "lr",
-        "learn_step",
-        "gamma",
-        "gae_lambda",
-        "action_std_init",
-        "clip_coef",
-        "ent_coef",
-        "vf_coef",
-        "max_grad_norm",
-        "target_kl",
-        "update_epochs",
-        "action_batch_size",
-        "torch_compiler",
-        "net_config",
-    )
+    #: Saved with the hyperparameters: a checkpoint rebuilds the networks it describes.
+    extra_init_args: ClassVar[tuple[str, ...]] = ("net_config",)
     default_mutable: ClassVar[tuple[str, ...]] = ("lr", "batch_size", "learn_step")
     roles: ClassVar[tuple[str, ...]] = ("actor", "critic")
     optimizer_roles: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
@@ -157,59 +146,30 @@ class IPPO(MultiAgentActorCritic):
     #: Teams learn in cohorts.
     learns_in_cohorts: ClassVar[bool] = True
 
+    # Set from the bound spec (``IPPOSpec``) before the body runs.
+    batch_size: int
+    lr: float
+    learn_step: int
+    gamma: float
+    gae_lambda: float
+    action_std_init: float
+    clip_coef: float
+    ent_coef: float
+    vf_coef: float
+    max_grad_norm: float
+    target_kl: float | None
+    update_epochs: int
+    action_batch_size: int | None
+
     def __init__(
         self,
         observation_spaces: Mapping[str, spaces.Space],
         action_spaces: Mapping[str, spaces.Space],
         index: int = 0,
-        *,
-        batch_size: int = 128,
-        lr: float = 1e-4,
-        learn_step: int = 2048,
-        gamma: float = 0.99,
-        gae_lambda: float = 0.95,
-        action_std_init: float = 0.0,
-        clip_coef: float = 0.2,
-        ent_coef: float = 0.01,
-        vf_coef: float = 0.5,
-        max_grad_norm: float = 0.5,
-        target_kl: float | None = None,
-        update_epochs: int = 4,
-        action_batch_size: int | None = None,
-        torch_compiler: str | None = None,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_spaces,
-            action_spaces,
-            index,
-            torch_compiler=torch_compiler,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
-        self.batch_size = positive_int("batch_size", batch_size)
-        self.learn_step = positive_int("learn_step", learn_step)
-        self.update_epochs = positive_int("update_epochs", update_epochs)
-        self.lr = non_negative("lr", lr)
-        self.gamma = unit_interval("gamma", gamma)
-        self.gae_lambda = unit_interval("gae_lambda", gae_lambda)
-        self.action_std_init = non_negative("action_std_init", action_std_init)
-        self.clip_coef = unit_interval("clip_coef", clip_coef)
-        self.ent_coef = non_negative("ent_coef", ent_coef)
-        self.vf_coef = non_negative("vf_coef", vf_coef)
-        self.max_grad_norm = non_negative("max_grad_norm", max_grad_norm)
-        self.target_kl = None if target_kl is None else non_negative("target_kl", target_kl)
-        self.action_batch_size = (
-            None
-            if action_batch_size is None
-            else positive_int("action_batch_size", action_batch_size)
-        )
+        """Hyperparameters and their defaults: ``IPPOSpec`` (``inspect.signature(IPPO)``)."""
+        super().__init__(observation_spaces, action_spaces, index, **options)
         for group in self.groups:
             space = self.policy_spaces[group]
             action_space = self.group_space(group, "action")
@@ -228,7 +188,7 @@ class IPPO(MultiAgentActorCritic):
         #: The step :meth:`explore` acted last: ``{"log_prob": PerAgent, "value": PerAgent}``
         #: of ``[N]`` arrays, what the rollout stores beside the actions.
         self.last_step: dict[str, PerAgent] = {"log_prob": {}, "value": {}}
-        self.finish_init(hp_config)
+        self.finish_init()
 
     # -- acting ---------------------------------------------------------------------------
     def _chunks(self, rows: int) -> list[tuple[int, int]]:

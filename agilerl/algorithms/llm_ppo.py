@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -39,8 +39,13 @@ from agilerl.algorithms.core.llm_sampling import TurnCredit, choice, turn_reward
 from agilerl.algorithms.hyperparameters import non_negative, unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.llm_ppo_schema import LLMPPOSpec
+else:
+    from agilerl.models.algorithms.llmppo import LLMPPOSpec
 
-class LLMPPO(TurnCredit):
+
+class LLMPPO(TurnCredit, spec=LLMPPOSpec):
     """LLM-PPO (see the module docstring; the advantages' unit: :class:`TurnCredit`)."""
 
     init_args: ClassVar[tuple[str, ...]] = (

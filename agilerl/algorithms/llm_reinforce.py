@@ -19,7 +19,7 @@ completion: the completion) with its tokens' log-ratios summed or averaged per
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -33,6 +33,11 @@ from agilerl.algorithms.core.llm_sampling import (
 from agilerl.algorithms.hyperparameters import unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.llm_reinforce_schema import LLMREINFORCESpec
+else:
+    from agilerl.models.algorithms.llmreinforce import LLMREINFORCESpec
+
 #: (``importance_sampling_level``, ``turn_ratio_pooling``) -> the ratio's level in
 #: :data:`~agilerl.algorithms.llm_losses.RATIO_LEVELS`.
 RATIO_LEVELS = {
@@ -45,7 +50,7 @@ RATIO_LEVELS = {
 }
 
 
-class LLMREINFORCE(TurnCredit):
+class LLMREINFORCE(TurnCredit, spec=LLMREINFORCESpec):
     """LLM-REINFORCE (see the module docstring; the returns' unit: :class:`TurnCredit`)."""
 
     init_args: ClassVar[tuple[str, ...]] = (

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -46,7 +46,7 @@ from torch.nn import functional
 
 from agilerl.algorithms.core.multi_agent import PerAgent
 from agilerl.algorithms.core.population import Population, learned
-from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
+from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.algorithms.multi_agent_actor_critic import (
     MultiAgentActorCritic,
     active_rows,
@@ -70,6 +70,11 @@ from agilerl.modules.base import respec
 from agilerl.modules.multi_input import flat_dim, is_image_space
 from agilerl.networks.distributions import MASKED_LOGIT
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor, StochasticActor
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.maddpg_schema import MADDPGSpec
+else:
+    from agilerl.models.algorithms.maddpg import MADDPGSpec
 
 
 class ActionCodec:
@@ -157,29 +162,16 @@ class LearningInputs:
     masks: PerAgent
 
 
-class MADDPG(MultiAgentActorCritic):
+class MADDPG(MultiAgentActorCritic, spec=MADDPGSpec):
     """MADDPG (module docstring). ``learn_step`` and ``batch_size`` are read by the
     training loop (environment steps between updates, transitions per update).
     ``policy_freq``: critic updates per actor update (MADDPG's spec has none: every
     update; MATD3's carries it)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "learn_step",
-        "gamma",
-        "vect_noise_dim",
-        "lr_actor",
-        "lr_critic",
-        "tau",
-        "O_U_noise",
-        "expl_noise",
-        "mean_noise",
-        "theta",
-        "dt",
-        "policy_freq",
-        "torch_compiler",
-        "net_config",
-    )
+    #: ``policy_freq`` (critic updates per actor update): MADDPG's spec states no delay,
+    #: so MADDPG takes it as a keyword of its own (every update by default); MATD3's spec
+    #: states it. ``net_config``: a checkpoint rebuilds the networks it describes.
+    extra_init_args: ClassVar[tuple[str, ...]] = ("policy_freq", "net_config")
     default_mutable: ClassVar[tuple[str, ...]] = (
         "lr_actor",
         "lr_critic",
@@ -216,55 +208,42 @@ class MADDPG(MultiAgentActorCritic):
     #: Teams learn in cohorts (MATD3 inherits it).
     learns_in_cohorts: ClassVar[bool] = True
 
+    # Set from the bound spec (``MADDPGSpec``) before the body runs.
+    batch_size: int
+    learn_step: int
+    gamma: float
+    vect_noise_dim: int
+    lr_actor: float
+    lr_critic: float
+    tau: float
+    O_U_noise: bool
+    expl_noise: float
+    mean_noise: float
+    theta: float
+    dt: float
+    policy_freq: int
+
     def __init__(
         self,
         observation_spaces: Mapping[str, spaces.Space],
         action_spaces: Mapping[str, spaces.Space],
         index: int = 0,
         *,
-        batch_size: int = 128,
-        learn_step: int = 2048,
-        gamma: float = 0.99,
-        vect_noise_dim: int = 1,
-        lr_actor: float = 1e-3,
-        lr_critic: float = 1e-2,
-        tau: float = 1e-2,
-        O_U_noise: bool = True,  # noqa: N803 (the spec's name)
-        expl_noise: float = 0.1,
-        mean_noise: float = 0.0,
-        theta: float = 0.15,
-        dt: float = 0.01,
-        policy_freq: int = 1,
-        torch_compiler: str | None = None,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        policy_freq: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_spaces,
-            action_spaces,
-            index,
-            torch_compiler=torch_compiler,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
-        self.batch_size = positive_int("batch_size", batch_size)
-        self.learn_step = positive_int("learn_step", learn_step)
-        self.vect_noise_dim = positive_int("vect_noise_dim", vect_noise_dim)
-        self.policy_freq = positive_int("policy_freq", policy_freq)
-        self.gamma = unit_interval("gamma", gamma)
-        self.lr_actor = non_negative("lr_actor", lr_actor)
-        self.lr_critic = non_negative("lr_critic", lr_critic)
-        self.tau = unit_interval("tau", tau)
-        self.O_U_noise = bool(O_U_noise)
-        self.expl_noise = non_negative("expl_noise", expl_noise)
-        self.mean_noise = float(mean_noise)
-        self.theta = float(theta)
-        self.dt = float(dt)
+        """Hyperparameters and their defaults: the bound spec's
+        (``inspect.signature(MADDPG)``). ``policy_freq``: None is the spec's value, or
+        every update where the spec states none (MADDPG's)."""
+        spec = type(self).spec
+        stated = spec is not None and "policy_freq" in spec.model_fields
+        if stated and policy_freq is not None:
+            options["policy_freq"] = policy_freq  # checked as the spec's field
+        super().__init__(observation_spaces, action_spaces, index, **options)
+        if not stated:
+            self.policy_freq = (
+                1 if policy_freq is None else positive_int("policy_freq", policy_freq)
+            )
         #: Agent id -> how its actions reach the critics.
         self.codecs = {a: ActionCodec(self.action_spaces[a]) for a in self.agent_ids}
         #: Agent id -> the critic input order of that agent (itself first).
@@ -278,7 +257,7 @@ class MADDPG(MultiAgentActorCritic):
             self._build_group(group)
         #: Calls of :meth:`learn` so far: the actors and targets update every policy_freq.
         self.learn_counter = 0
-        self.finish_init(hp_config)
+        self.finish_init()
 
     # -- construction ---------------------------------------------------------------------
     def _build_group(self, group: str) -> None:

@@ -15,17 +15,21 @@ The actors follow the first critic.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
-from gymnasium import spaces
 
 from agilerl.algorithms.maddpg import MADDPG
-from agilerl.algorithms.td3 import _signature_with
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.matd3_schema import MATD3Spec
+else:
+    from agilerl.models.algorithms.matd3 import MATD3Spec
 
 
-class MATD3(MADDPG):
-    """MATD3 (module docstring); every constructor argument is MADDPG's."""
+class MATD3(MADDPG, spec=MATD3Spec):
+    """MATD3 (module docstring); its constructor arguments are its spec's (MADDPG's
+    fields and ``policy_freq``, with MATD3's defaults)."""
 
     critics: ClassVar[tuple[str, ...]] = ("critic_1", "critic_2")
     roles: ClassVar[tuple[str, ...]] = ("actor", "critic_1", "critic_2")
@@ -40,27 +44,6 @@ class MATD3(MADDPG):
     }
     policy_noise: ClassVar[float] = 0.2
 
-    def __init__(
-        self,
-        observation_spaces: Mapping[str, spaces.Space],
-        action_spaces: Mapping[str, spaces.Space],
-        index: int = 0,
-        *,
-        tau: float = 0.015,
-        policy_freq: int = 2,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            observation_spaces, action_spaces, index, tau=tau, policy_freq=policy_freq, **kwargs
-        )
-
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
         """The smaller of the two target critics' values."""
         return torch.minimum(values[0], values[1])
-
-
-# Shown by help() and IDEs (and checked against the schema by the tests): MADDPG's full
-# argument list with MATD3's own defaults, rather than ``**kwargs``.
-MATD3.__init__.__signature__ = _signature_with(  # type: ignore[attr-defined]
-    MADDPG.__init__, tau=0.015, policy_freq=2
-)

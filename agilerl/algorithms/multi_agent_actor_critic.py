@@ -118,22 +118,10 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
         observation_spaces: Mapping[str, spaces.Space],
         action_spaces: Mapping[str, spaces.Space],
         index: int = 0,
-        *,
-        torch_compiler: str | None = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_spaces,
-            action_spaces,
-            index,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
+        super().__init__(observation_spaces, action_spaces, index, **options)
+        torch_compiler = getattr(self, "torch_compiler", None)  # a spec field of all three
         if torch_compiler is not None:
             # Mutations rebuild the networks between generations, and every rebuild would
             # compile again: refused plainly rather than accepted and ignored.

@@ -41,7 +41,6 @@ from torch import nn
 from agilerl.algorithms import foreach
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
-from agilerl.algorithms.hyperparameters import non_negative, positive_int
 from agilerl.files import checkpoints
 from agilerl.models.networks import QNetworkSpec
 from agilerl.networks.networks import QNetwork
@@ -50,14 +49,6 @@ from agilerl.networks.networks import QNetwork
 class NeuralBandit(RLAlgorithm):
     """Base of the neural contextual bandits (see the module docstring)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "lr",
-        "learn_step",
-        "gamma",
-        "lamb",
-        "reg",
-    )
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
     #: theta_0, the anchor of the regulariser (never trained; see the module docstring).
     target_networks: ClassVar[dict[str, str]] = {"actor_initial": "actor"}
@@ -70,33 +61,24 @@ class NeuralBandit(RLAlgorithm):
     }
     main_loss: ClassVar[str] = "loss"
 
+    # Set from the bound spec (NeuralUCB's, NeuralTS's) before the body runs.
+    batch_size: int
+    lr: float
+    learn_step: int
+    gamma: float
+    lamb: float
+    reg: float
+
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        batch_size: int = 128,
-        lr: float = 1e-3,
-        learn_step: int = 2,
-        gamma: float = 1.0,
-        lamb: float = 1.0,
-        reg: float = 0.000625,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            index,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
+        """Hyperparameters and their defaults: the subclass's spec
+        (``inspect.signature(NeuralUCB)``)."""
+        super().__init__(observation_space, action_space, index, **options)
         if not isinstance(action_space, spaces.Discrete):
             raise TypeError(f"{self.name} needs a Discrete space of arms, got {action_space!r}")
         if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
@@ -104,14 +86,6 @@ class NeuralBandit(RLAlgorithm):
                 f"{self.name} scores one context vector per arm: a 1-D Box observation "
                 f"space, got {observation_space!r}"
             )
-        self.batch_size = positive_int("batch_size", batch_size)
-        self.lr = non_negative("lr", lr)
-        self.learn_step = positive_int("learn_step", learn_step)
-        self.gamma = non_negative("gamma", gamma)
-        self.lamb = non_negative("lamb", lamb)
-        if self.lamb == 0:
-            raise ValueError("lamb: must be above 0 (Z = lamb * I must be invertible)")
-        self.reg = non_negative("reg", reg)
         # One output: the predicted reward of the arm whose context is the input.
         self.actor = QNetwork(
             observation_space, spaces.Discrete(1), self.network_spec(QNetworkSpec)
@@ -121,8 +95,16 @@ class NeuralBandit(RLAlgorithm):
         #: and its curve: ``[steps, cumulative regret]`` points recorded by the loop.
         self.regret = 0.0
         self.regret_curve: list[list[float]] = []
-        self.finish_init(hp_config)
+        self.finish_init()
         self.sigma_inv = self._prior()
+
+    def check_hyperparameters(self) -> None:
+        """The schema allows ``lamb`` 0; the posterior's prior ``Z = lamb * I`` must be
+        invertible."""
+        if self.lamb == 0:
+            raise ValueError(
+                f"{self.name}(lamb=0.0): must be above 0 (Z = lamb * I must be invertible)"
+            )
 
     # -- the posterior --------------------------------------------------------------------
     @property

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
 from agilerl.algorithms.neural_bandit import NeuralBandit
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.neural_ucb_schema import NeuralUCBSpec
+else:
+    from agilerl.models.algorithms.neural_ucb import NeuralUCBSpec
 
-class NeuralUCB(NeuralBandit):
+
+class NeuralUCB(NeuralBandit, spec=NeuralUCBSpec):
     """Neural Upper Confidence Bound (Zhou et al., 2020): pulls the arm of highest
     ``f(x) + gamma * sigma(x)`` (:mod:`~agilerl.algorithms.neural_bandit` defines both)."""
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 import numpy as np
 import torch
@@ -49,7 +49,6 @@ from pydantic import BaseModel, ValidationError
 from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
-from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.components import on_policy
 from agilerl.components.normalization import Normalization
 from agilerl.components.observations import map_tree, stack_tree, tree_leaves
@@ -60,6 +59,11 @@ from agilerl.modules.base import respec
 from agilerl.modules.multi_input import flat_dim, is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.ppo_schema import PPOSpec
+else:
+    from agilerl.models.algorithms.ppo import PPOSpec
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
 #: means over the minibatches evaluated, in the order :func:`clipped_ppo_loss` stacks them.
@@ -98,7 +102,7 @@ def _rows(state: HiddenState, envs: Any) -> HiddenState:
     return map_tree(lambda x: x[:, envs], state)
 
 
-class PPO(RLAlgorithm):
+class PPO(RLAlgorithm, spec=PPOSpec):
     """PPO for Discrete, MultiDiscrete, MultiBinary and Box actions (module docstring).
 
     ``learn_step`` environment steps (rounded up to whole vector steps) make one rollout;
@@ -119,113 +123,48 @@ class PPO(RLAlgorithm):
     )
     #: Learns in cohorts (a recurrent agent's networks do not stack: it trains alone).
     learns_in_cohorts: ClassVar[bool] = True
-    init_args = (
-        "batch_size",
-        "lr",
-        "learn_step",
-        "gamma",
-        "num_envs",
-        "gae_lambda",
-        "action_std_init",
-        "clip_coef",
-        "ent_coef",
-        "vf_coef",
-        "max_grad_norm",
-        "target_kl",
-        "update_epochs",
-        "rollout_buffer_config",
-        "recurrent",
-        "max_seq_len",
-        "share_encoders",
-        "bptt_sequence_type",
-        "normalize",
-        "net_config",
-    )
+    #: Saved with the hyperparameters: a checkpoint rebuilds the networks it describes.
+    extra_init_args: ClassVar[tuple[str, ...]] = ("net_config",)
     default_mutable = ("lr", "batch_size", "learn_step")
     eval_networks = ("actor", "critic")
     optimizer_specs = {"optimizer": (("actor", "critic"), "lr")}
     learn_metrics = LEARN_METRICS
     main_loss = "value_loss"
 
+    # Set from the bound spec (``PPOSpec``) before the body runs.
+    batch_size: int
+    lr: float
+    learn_step: int
+    gamma: float
+    num_envs: int
+    gae_lambda: float
+    action_std_init: float
+    clip_coef: float
+    ent_coef: float
+    vf_coef: float
+    max_grad_norm: float
+    target_kl: float | None
+    update_epochs: int
+    recurrent: bool
+    max_seq_len: int | None
+    share_encoders: bool
+    bptt_sequence_type: str
+
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        batch_size: int = 128,
-        lr: float = 1e-4,
-        learn_step: int = 2048,
-        gamma: float = 0.99,
-        num_envs: int = 1,
-        gae_lambda: float = 0.95,
-        action_std_init: float = 0.6,
-        clip_coef: float = 0.2,
-        ent_coef: float = 0.01,
-        vf_coef: float = 0.5,
-        max_grad_norm: float = 0.5,
-        target_kl: float | None = None,
-        update_epochs: int = 4,
-        rollout_buffer_config: Any = EMPTY_CONFIG,
-        recurrent: bool = False,
-        max_seq_len: int | None = 32,
-        share_encoders: bool = True,
-        bptt_sequence_type: str = "chunked",
-        normalize: Any = None,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
-        super().__init__(
-            observation_space,
-            action_space,
-            index,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
-        for name, value in (
-            ("batch_size", batch_size),
-            ("learn_step", learn_step),
-            ("num_envs", num_envs),
-            ("update_epochs", update_epochs),
-        ):
-            positive_int(name, value)
-        if target_kl is not None and target_kl < 0:
-            raise ValueError(f"target_kl must be non-negative or None, got {target_kl!r}")
-        if max_seq_len is not None and (
-            isinstance(max_seq_len, bool) or int(max_seq_len) != max_seq_len or max_seq_len < 1
-        ):
-            raise ValueError(f"max_seq_len must be a positive integer or None, got {max_seq_len!r}")
-        if bptt_sequence_type not in SEQUENCE_STRIDES:
-            raise ValueError(
-                f"bptt_sequence_type must be one of {', '.join(SEQUENCE_STRIDES)}, "
-                f"got {bptt_sequence_type!r}"
-            )
-        self.batch_size = int(batch_size)
-        self.lr = float(lr)
-        self.learn_step = int(learn_step)
-        self.gamma = float(gamma)
-        self.num_envs = int(num_envs)
-        self.gae_lambda = float(gae_lambda)
-        self.action_std_init = float(action_std_init)
-        self.clip_coef = float(clip_coef)
-        self.ent_coef = float(ent_coef)
-        self.vf_coef = float(vf_coef)
-        self.max_grad_norm = float(max_grad_norm)
-        self.target_kl = None if target_kl is None else float(target_kl)
-        self.update_epochs = int(update_epochs)
+        """Hyperparameters and their defaults: ``PPOSpec`` (``inspect.signature(PPO)``)."""
+        super().__init__(observation_space, action_space, index, **options)
+        rollout_buffer_config: Any = self.rollout_buffer_config
         if isinstance(rollout_buffer_config, RolloutBufferConfig):
             rollout_buffer_config = rollout_buffer_config.model_dump()
         # Kept as the spec model: hyperparameters() dumps it, a checkpoint validates it back.
         self.rollout_buffer_config = RolloutBufferConfig.model_validate(rollout_buffer_config or {})
-        self.recurrent = bool(recurrent)
-        self.max_seq_len = None if max_seq_len is None else int(max_seq_len)
-        self.share_encoders = bool(share_encoders)
-        self.bptt_sequence_type = bptt_sequence_type
+        normalize: Any = self.normalize
         if isinstance(normalize, NormalizationConfig):
             normalize = normalize.model_dump()
         # Kept as the spec model (as rollout_buffer_config); the statistics are
@@ -259,7 +198,7 @@ class PPO(RLAlgorithm):
         #: The hidden state :meth:`eval_action` / :meth:`sample_action` / :meth:`get_action`
         #: act on, one row per environment (recurrent only; None until they first act).
         self.hidden_state: HiddenState | None = None
-        self.finish_init(hp_config)
+        self.finish_init()
 
     def _features(self) -> int | None:
         """The size of a preprocessed observation that ``normalize.observation`` normalises

@@ -38,25 +38,26 @@ buffer the agent learns from 1-step returns, as AgileRL's does.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
 from gymnasium import spaces
 from torch import nn
 
+from agilerl.algorithms.core.exploration import PrioritizedLearning
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.dqn import DQN, _outputs
-from agilerl.algorithms.hyperparameters import (
-    non_negative,
-    parse_hp_config,
-    positive_int,
-    unit_interval,
-)
+from agilerl.algorithms.hyperparameters import parse_hp_config
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.components.observations import leading_size
 from agilerl.models.networks import RainbowQNetworkSpec
 from agilerl.networks.rainbow import RainbowQNetwork
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.rainbow_dqn_schema import RainbowDQNSpec
+else:
+    from agilerl.models.algorithms.rainbow_dqn import RainbowDQNSpec
 
 
 def project_distribution(
@@ -96,25 +97,10 @@ def project_distribution(
     return projected
 
 
-class RainbowDQN(DQN):
+class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     """Rainbow DQN (see the module docstring). ``batch_size`` and ``learn_step`` are read
     by the training loop; ``beta`` and ``prior_eps`` by prioritised replay."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "lr",
-        "learn_step",
-        "gamma",
-        "tau",
-        "beta",
-        "prior_eps",
-        "num_atoms",
-        "v_min",
-        "v_max",
-        "noise_std",
-        "n_step",
-        "combined_reward",
-    )
     learn_metrics: ClassVar[dict[str, str]] = {
         "loss": (
             "cross-entropy between the projected target and the predicted return "
@@ -125,9 +111,8 @@ class RainbowDQN(DQN):
     main_loss: ClassVar[str] = "loss"
     #: As AgileRL's Rainbow: the gradient's global norm is clipped at 10.
     max_grad_norm: ClassVar[float | None] = 10.0
-    #: Batches may carry the n-step transitions of their slots (an n-step buffer serves it).
-    learns_n_step: ClassVar[bool] = True
-    learns_from_priorities: ClassVar[bool] = True
+    # Batches may carry the n-step transitions of their slots (an n-step buffer serves
+    # them) and be drawn by priority: PrioritizedLearning says so.
     #: ``combined_reward`` decides which losses the update sums.
     cohort_same: ClassVar[tuple[str, ...]] = ("combined_reward",)
     #: Settings fixed for a run: the network's atoms and noise are built from them and the
@@ -140,73 +125,53 @@ class RainbowDQN(DQN):
         "n_step",
     )
 
+    # Set from the bound spec (``RainbowDQNSpec``) before the body runs.
+    beta: float
+    prior_eps: float
+    num_atoms: int
+    v_min: float
+    v_max: float
+    noise_std: float
+    n_step: int
+    combined_reward: bool
+
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        batch_size: int = 128,
-        lr: float = 1e-4,
-        learn_step: int = 5,
-        gamma: float = 0.99,
-        tau: float = 1e-3,
-        beta: float = 0.4,
-        prior_eps: float = 1e-6,
-        num_atoms: int = 51,
-        v_min: float = -200.0,
-        v_max: float = 200.0,
-        noise_std: float = 0.5,
-        n_step: int = 3,
-        combined_reward: bool = False,
-        hp_config: Any = None,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
+        """Hyperparameters and their defaults: ``RainbowDQNSpec``
+        (``inspect.signature(RainbowDQN)``)."""
         if not isinstance(action_space, spaces.Discrete):
             raise TypeError(f"RainbowDQN needs a Discrete action space, got {action_space!r}")
-        unit_interval("beta", beta)
-        non_negative("prior_eps", prior_eps)
-        if isinstance(num_atoms, bool) or int(num_atoms) != num_atoms or num_atoms < 2:
-            raise ValueError(f"num_atoms must be an integer of at least 2, got {num_atoms!r}")
-        if not v_min < v_max:
-            raise ValueError(f"v_min must be below v_max, got {v_min!r} and {v_max!r}")
-        non_negative("noise_std", noise_std)
-        positive_int("n_step", n_step)
-        fixed = [name for name in parse_hp_config(hp_config) if name in self.fixed_settings]
+        fixed = [
+            name
+            for name in parse_hp_config(options.get("hp_config"))
+            if name in self.fixed_settings
+        ]
         if fixed:
             raise ValueError(
                 f"hp_config.{fixed[0]}: RainbowDQN's {', '.join(self.fixed_settings)} are "
                 "fixed for a run (the network and the n-step buffer are built from them); "
                 "they cannot mutate"
             )
-        # Read by _build_actor, which DQN's constructor calls.
-        self.beta = float(beta)
-        self.prior_eps = float(prior_eps)
-        self.num_atoms = int(num_atoms)
-        self.v_min = float(v_min)
-        self.v_max = float(v_max)
-        self.noise_std = float(noise_std)
-        self.n_step = int(n_step)
-        self.combined_reward = bool(combined_reward)
-        super().__init__(
-            observation_space,
-            action_space,
-            index,
-            batch_size=batch_size,
-            lr=lr,
-            learn_step=learn_step,
-            gamma=gamma,
-            tau=tau,
-            double=True,  # the online network chooses the next action
-            hp_config=hp_config,
-            net_config=net_config,
-            device=device,
-            accelerator=accelerator,
-            seed=seed,
-        )
+        # DQN's settings that Rainbow's spec does not hold: the online network chooses
+        # the next action (double DQN); the update is not captured in a CUDA graph.
+        self.double = True
+        self.cudagraphs = False
+        super().__init__(observation_space, action_space, index, **options)
+
+    def check_hyperparameters(self) -> None:
+        """What the schema cannot say: a distribution needs two atoms at least (the
+        schema allows one), over a support that is not empty."""
+        if self.num_atoms < 2:
+            raise ValueError(f"RainbowDQN(num_atoms={self.num_atoms!r}): must be at least 2")
+        if not self.v_min < self.v_max:
+            raise ValueError(
+                f"RainbowDQN(v_min={self.v_min!r}, v_max={self.v_max!r}): v_min must be below v_max"
+            )
 
     def _build_actor(self) -> nn.Module:
         return RainbowQNetwork(
@@ -242,7 +207,7 @@ class RainbowDQN(DQN):
                 network.train(was_training)
 
     def configure_exploration(self, schedule: EpsilonSchedule) -> None:
-        """Noisy networks explore: the run's epsilon schedule is not used."""
+        """Noisy networks explore: the run's epsilon schedule (DQN's) is not used."""
 
     def explore(
         self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None

@@ -9,14 +9,19 @@ are cut to it.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm import LLMAlgorithm
 from agilerl.llm.batches import SFTBatch
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.sft_schema import SFTSpec
+else:
+    from agilerl.models.algorithms.sft import SFTSpec
 
-class SFT(LLMAlgorithm):
+
+class SFT(LLMAlgorithm, spec=SFTSpec):
     """SFT (see the module docstring).
 
     ``test`` returns ``1 / perplexity`` of the held-out responses, ``exp(-mean token

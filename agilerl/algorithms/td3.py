@@ -14,17 +14,21 @@ DDPG's here already, as in AgileRL; the actor follows the first critic.
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
-from gymnasium import spaces
 
 from agilerl.algorithms.ddpg import DDPG
 
+if TYPE_CHECKING:  # type checkers read the generated module from the tree
+    from generated.td3_schema import TD3Spec
+else:
+    from agilerl.models.algorithms.td3 import TD3Spec
 
-class TD3(DDPG):
-    """TD3 (module docstring); every constructor argument is DDPG's."""
+
+class TD3(DDPG, spec=TD3Spec):
+    """TD3 (module docstring); its constructor arguments are its spec's (DDPG's fields,
+    with TD3's defaults)."""
 
     critics: ClassVar[tuple[str, ...]] = ("critic_1", "critic_2")
     eval_networks: ClassVar[tuple[str, ...]] = ("actor", "critic_1", "critic_2")
@@ -38,32 +42,6 @@ class TD3(DDPG):
         "critic_optimizer": (("critic_1", "critic_2"), "lr_critic"),
     }
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        index: int = 0,
-        *,
-        tau: float = 5e-3,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(observation_space, action_space, index, tau=tau, **kwargs)
-
     def _combine(self, values: list[torch.Tensor]) -> torch.Tensor:
         """The smaller of the two target critics' values."""
         return torch.minimum(values[0], values[1])
-
-
-def _signature_with(func: Any, **defaults: Any) -> inspect.Signature:
-    """``func``'s signature with some parameters' defaults replaced."""
-    sig = inspect.signature(func)
-    params = [
-        p.replace(default=defaults[p.name]) if p.name in defaults else p
-        for p in sig.parameters.values()
-    ]
-    return sig.replace(parameters=params)
-
-
-# Shown by help() and IDEs (and checked against the schema by the tests): DDPG's
-# full argument list with TD3's own default, rather than ``**kwargs``.
-TD3.__init__.__signature__ = _signature_with(DDPG.__init__, tau=5e-3)  # type: ignore[attr-defined]

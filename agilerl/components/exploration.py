@@ -2,9 +2,9 @@
 
 Exploration belongs to the agent (:meth:`agilerl.algorithms.core.rl_algorithm.RLAlgorithm.explore`);
 what the *run* decides is only the epsilon schedule of the training spec (``eps_start``,
-``eps_end``, ``eps_decay``), which the off-policy loop hands to every agent through
-:meth:`~agilerl.algorithms.core.rl_algorithm.RLAlgorithm.configure_exploration`. Agents that explore
-otherwise (action noise, noisy networks) ignore it.
+``eps_end``, ``eps_decay``), which the off-policy loop hands to every epsilon-greedy agent through
+:meth:`~agilerl.algorithms.core.exploration.EpsilonGreedy.configure_exploration`. Agents
+that explore otherwise (action noise, noisy networks) are not given it.
 """
 
 from __future__ import annotations

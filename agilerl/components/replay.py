@@ -49,13 +49,16 @@ def annealed_beta(beta: float, steps: int, max_steps: int) -> float:
 
 
 def learns_n_step(agent: Any) -> bool:
-    """Whether an agent (or algorithm class) learns from batches with n-step transitions."""
-    return bool(agent.learns_n_step)
+    """Whether an agent (or algorithm class) learns from batches with n-step transitions
+    (:class:`~agilerl.algorithms.core.exploration.PrioritizedLearning`, or a class that
+    states it)."""
+    return bool(getattr(agent, "learns_n_step", False))
 
 
 def learns_from_priorities(agent: Any) -> bool:
-    """Whether an agent (or algorithm class) reports per-transition losses as priorities."""
-    return bool(agent.learns_from_priorities)
+    """Whether an agent (or algorithm class) reports per-transition losses as priorities
+    (:class:`~agilerl.algorithms.core.exploration.PrioritizedLearning`)."""
+    return bool(getattr(agent, "learns_from_priorities", False))
 
 
 class Replay:

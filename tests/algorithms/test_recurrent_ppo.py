@@ -405,8 +405,11 @@ def test_spec_and_manifest_style_network_sections_build_an_lstm():
             {"net_config": {"encoder_config": {"hidden_size": [8]}}},
             r"recurrent: true builds an LSTM encoder where network.arch",
         ),
-        ({"bptt_sequence_type": "random"}, "bptt_sequence_type must be one of chunked"),
-        ({"max_seq_len": 0}, "max_seq_len must be a positive integer or None"),
+        (
+            {"bptt_sequence_type": "random"},
+            r"PPO\(bptt_sequence_type='random'\): must be one of 'chunked'",
+        ),
+        ({"max_seq_len": 0}, r"PPO\(max_seq_len=0\): must be >= 1"),
     ],
 )
 def test_combinations_that_cannot_work_are_refused_naming_the_field(kwargs, message):

@@ -53,7 +53,8 @@ SIMBA = {
     "encoder_config": {"hidden_size": 16, "num_blocks": 2},
     "head_config": {"hidden_size": [16]},
 }
-BANDIT = {"lr": [1e-3, 3e-3, 5e-3], "reg": [0.0, 0.1, 0.5], "gamma": [0.5, 1.0, 2.0]}
+# gamma (the exploration bonus's scale) within the schema's [0, 1].
+BANDIT = {"lr": [1e-3, 3e-3, 5e-3], "reg": [0.0, 0.1, 0.5], "gamma": [0.25, 0.5, 1.0]}
 
 
 def transitions(generator: torch.Generator) -> dict[str, torch.Tensor]:

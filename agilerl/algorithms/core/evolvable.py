@@ -15,9 +15,14 @@ observation and action space for :class:`~agilerl.algorithms.core.rl_algorithm.R
 keyed by agent id for :class:`~agilerl.algorithms.core.multi_agent.MultiAgentRLAlgorithm`),
 how it acts and how it is evaluated.
 
-Subclass contract (see ``dqn.py``): set the hyperparameters named in ``init_args`` as
-attributes, build every network named in ``eval_networks`` and ``target_networks``, then
-call :meth:`finish_init`. Implement ``learn``, which returns a dict of the metrics named
+Subclass contract (see ``dqn.py``): name the spec class once, ``class DQN(RLAlgorithm,
+spec=DQNSpec)``. The constructor's hyperparameter keywords and their defaults, their
+validation, ``init_args`` and the mutation limits are derived from it
+(:mod:`agilerl.algorithms.core.binding`): the constructor takes ``**options`` and passes
+them on, and the base sets every hyperparameter as an attribute before the subclass's
+body runs (the LLM family's constructors still state theirs: ``binds_arguments``). The
+body then builds every network named in ``eval_networks`` and ``target_networks`` and
+calls :meth:`finish_init`. Implement ``learn``, which returns a dict of the metrics named
 in ``learn_metrics`` (the one metrics protocol of every family: the training loops
 average it, the trackers log it).
 """
@@ -34,14 +39,15 @@ import numpy as np
 import torch
 from pydantic import BaseModel, ValidationError
 
-from agilerl.algorithms.hyperparameters import (
-    RLParameter,
-    default_range,
-    parse_hp_config,
-    spec_limits,
+from agilerl.algorithms.core.binding import (
+    bind_hyperparameters,
+    bound_signature,
+    hyperparameter_names,
 )
+from agilerl.algorithms.hyperparameters import RLParameter, default_range, parse_hp_config
 from agilerl.algorithms.optim import FusedAdam
 from agilerl.files import checkpoints
+from agilerl.models.limits import hyperparameter_limits
 from agilerl.networks.base import EvolvableNetwork
 from agilerl.resources.meta_device import built_on_meta
 
@@ -116,9 +122,21 @@ def perturb_weights(net: torch.nn.Module, rng: np.random.Generator, mutation_sd:
 class EvolvableAlgorithm:
     """Base of every agent (see the module docstring for the contract)."""
 
-    """Base of single-agent algorithms (see the module docstring for the contract)."""
-
-    #: Constructor hyperparameters: stored as attributes, saved, restored, cloned.
+    #: The generated spec class the algorithm is bound to (``class DQN(RLAlgorithm,
+    #: spec=DQNSpec)``); a subclass naming none keeps its base's. Its limits bound every
+    #: mutation range.
+    spec: ClassVar[type[BaseModel] | None] = None
+    #: Whether the constructor's hyperparameter keywords, defaults, validation and
+    #: ``init_args`` are derived from :attr:`spec` too. The LLM family's constructors
+    #: still write theirs (they pass fields between three layers of bases).
+    binds_arguments: ClassVar[bool] = True
+    #: Constructor hyperparameters no schema states: keyword arguments the class's own
+    #: ``__init__`` takes and sets as attributes (CQN's ``alpha``); saved and restored
+    #: with the spec's.
+    extra_init_args: ClassVar[tuple[str, ...]] = ()
+    #: Constructor hyperparameters: stored as attributes, saved, restored, cloned. Derived
+    #: from the bound spec (its fields, ``hp_config`` aside, then :attr:`extra_init_args`);
+    #: an algorithm bound to no spec lists its own.
     init_args: ClassVar[tuple[str, ...]] = ()
     #: Hyperparameters that mutate by default (with :func:`default_range`), if present.
     default_mutable: ClassVar[tuple[str, ...]] = ("lr", "batch_size", "learn_step")
@@ -148,6 +166,16 @@ class EvolvableAlgorithm:
     #: its type in a checkpoint): saved in :meth:`state_dict`, passed back on rebuild.
     construction_layout: ClassVar[Mapping[str, Any]] = {}
 
+    def __init_subclass__(cls, spec: type[BaseModel] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if spec is not None:
+            cls.spec = spec
+        if cls.spec is not None and cls.binds_arguments:
+            names = hyperparameter_names(cls.spec)
+            cls.init_args = (*names, *(n for n in cls.extra_init_args if n not in names))
+            # Read by inspect.signature / help(): the schema's defaults, not ``**options``.
+            cls.__signature__ = bound_signature(cls, cls.spec)  # type: ignore[attr-defined]
+
     def __init__(
         self,
         index: int = 0,
@@ -156,7 +184,22 @@ class EvolvableAlgorithm:
         device: str | torch.device = "cpu",
         accelerator: Any = None,
         seed: int | None = None,
+        hp_config: Any = None,
+        **hyperparameters: Any,
     ) -> None:
+        """``hyperparameters``: the bound spec's (:attr:`spec`), each set as an attribute
+        after it is checked; the schema's default for each one not given. ``hp_config``
+        is kept for :meth:`finish_init`."""
+        spec = type(self).spec
+        if spec is not None and self.binds_arguments:
+            bound = bind_hyperparameters(self.name, spec, hyperparameters)
+            for name, value in bound.items():
+                setattr(self, name, value)
+            self.check_hyperparameters()
+        elif hyperparameters:
+            name = next(iter(hyperparameters))
+            raise TypeError(f"{self.name}() got an unexpected keyword argument {name!r}")
+        self._given_hp_config = hp_config
         self.index = int(index)
         self.net_config = net_config
         self.accelerator = accelerator
@@ -205,6 +248,11 @@ class EvolvableAlgorithm:
         return {name: getattr(self, name) for name in self.construction_layout}
 
     # -- to implement ---------------------------------------------------------------------
+    def check_hyperparameters(self) -> None:
+        """Hook: refuse what the schema cannot state about the hyperparameters, set as
+        attributes by now (a comparison of two of them, a bound of this engine's). The
+        schema's own types and bounds are checked already."""
+
     def learn(self, *args: Any, **kwargs: Any) -> dict[str, float]:
         """One learning step; returns the :attr:`learn_metrics` it measured."""
         raise NotImplementedError
@@ -227,7 +275,11 @@ class EvolvableAlgorithm:
         return getattr(self, self.eval_networks[0])
 
     def finish_init(self, hp_config: Any = None) -> None:
-        """Last step of a subclass ``__init__``: targets, optimisers, mutable ranges."""
+        """Last step of a subclass ``__init__``: targets, optimisers, mutable ranges
+        (``hp_config``: the constructor's, unless given here)."""
+        given = self.__dict__.pop("_given_hp_config", None)
+        if hp_config is None:
+            hp_config = given
         self._link_networks()
         for target, source in self.target_networks.items():
             if not hasattr(self, target):
@@ -252,16 +304,11 @@ class EvolvableAlgorithm:
         self.hp_config = self._within_limits(ranges)
 
     def _within_limits(self, ranges: dict[str, RLParameter]) -> dict[str, RLParameter]:
-        """Each range narrowed to its hyperparameter's limits in the algorithm's schema,
-        so no mutation can set a value the spec (or the constructor) would refuse."""
-        limits = next(
-            (
-                found
-                for klass in type(self).__mro__
-                if (found := spec_limits(f"{klass.__name__}Spec"))
-            ),
-            {},
-        )
+        """Each range narrowed to its hyperparameter's limits in the algorithm's schema
+        (its bound :attr:`spec`), so no mutation can set a value the spec (or the
+        constructor) would refuse."""
+        spec = type(self).spec
+        limits = {} if spec is None else hyperparameter_limits(spec)
         narrowed = {}
         for name, param in ranges.items():
             try:

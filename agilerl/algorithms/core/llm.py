@@ -170,6 +170,11 @@ class LLMAlgorithm(EvolvableAlgorithm):
     #: The networks are LoRA adapters on the base model the run loads (and sizes); the
     #: file holds only the adapters' weights, checked against their shapes on load.
     sized_on_meta: ClassVar[bool] = False
+    #: Each algorithm names its spec (``class GRPO(CompletionSampler, spec=GRPOSpec)``),
+    #: whose limits bound its mutation ranges; the constructors still state their
+    #: keywords, passed between the layers of bases (a test holds their defaults equal
+    #: to the schema's).
+    binds_arguments: ClassVar[bool] = False
 
     #: Hyperparameters of every LLM algorithm (the spec fields, ``hp_config`` aside);
     #: a subclass appends its own.

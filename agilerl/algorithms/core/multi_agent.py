@@ -59,12 +59,11 @@ class MultiAgentRLAlgorithm(EvolvableAlgorithm):
         observation_spaces: Mapping[str, spaces.Space],
         action_spaces: Mapping[str, spaces.Space],
         index: int = 0,
-        *,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
+        """``options``: the bound spec's hyperparameters and the keywords every agent
+        takes (:class:`EvolvableAlgorithm`: ``hp_config``, ``net_config``, ``device``,
+        ``accelerator``, ``seed``)."""
         self.observation_spaces = _checked_spaces(observation_spaces, "observation_spaces")
         self.action_spaces = _checked_spaces(action_spaces, "action_spaces")
         if set(self.observation_spaces) != set(self.action_spaces):
@@ -95,9 +94,7 @@ class MultiAgentRLAlgorithm(EvolvableAlgorithm):
                             f"({table[first]} and {table[other]}); give them ids of "
                             "different groups"
                         )
-        super().__init__(
-            index, net_config=net_config, device=device, accelerator=accelerator, seed=seed
-        )
+        super().__init__(index, **options)
 
     def group_space(self, group: str, kind: str = "observation") -> spaces.Space:
         """The observation (or ``kind="action"``) space every agent of ``group`` has."""

@@ -8,9 +8,11 @@ vectorised environment, :meth:`RLAlgorithm.predict`, and exploration owned by th
 (:meth:`RLAlgorithm.explore`, told where episodes ended by
 :meth:`RLAlgorithm.episodes_ended`).
 
-Subclass contract (see ``dqn.py``): as :class:`EvolvableAlgorithm`'s, plus
-``get_action``, ``eval_action`` (and ``sample_action`` / ``explore`` where the
-algorithm has them).
+Subclass contract (see ``dqn.py``): as :class:`EvolvableAlgorithm`'s (bound to its spec,
+``class DQN(RLAlgorithm, spec=DQNSpec)``), plus ``get_action``, ``eval_action`` (and
+``sample_action`` / ``explore`` where the algorithm has them; an epsilon-greedy agent and
+one learning from prioritised replay add the mixins of
+:mod:`agilerl.algorithms.core.exploration`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from gymnasium import spaces
 from pydantic import BaseModel
 
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm, space_text
-from agilerl.components.exploration import EpsilonSchedule
 from agilerl.networks.base import infer_encoder_spec
 
 
@@ -133,23 +134,16 @@ class RLAlgorithm(EvolvableAlgorithm):
         "action_space": spaces.Space,
     }
 
-    #: What the off-policy replay (:mod:`agilerl.components.replay`) may hand the agent:
-    #: batches carrying n-step transitions under ``"n_step"``, and prioritised batches
-    #: to :meth:`learn_prioritized`. Algorithms that learn from those say so.
-    learns_n_step: ClassVar[bool] = False
-    learns_from_priorities: ClassVar[bool] = False
-
     def __init__(
         self,
         observation_space: spaces.Space,
         action_space: spaces.Space,
         index: int = 0,
-        *,
-        net_config: Any = None,
-        device: str | torch.device = "cpu",
-        accelerator: Any = None,
-        seed: int | None = None,
+        **options: Any,
     ) -> None:
+        """``options``: the bound spec's hyperparameters and the keywords every agent
+        takes (:class:`EvolvableAlgorithm`: ``hp_config``, ``net_config``, ``device``,
+        ``accelerator``, ``seed``)."""
         if not isinstance(observation_space, spaces.Space):
             raise TypeError(
                 f"observation_space must be a gymnasium space, got {observation_space!r}"
@@ -158,9 +152,7 @@ class RLAlgorithm(EvolvableAlgorithm):
             raise TypeError(f"action_space must be a gymnasium space, got {action_space!r}")
         self.observation_space = observation_space
         self.action_space = action_space
-        super().__init__(
-            index, net_config=net_config, device=device, accelerator=accelerator, seed=seed
-        )
+        super().__init__(index, **options)
 
     def _repr_fields(self) -> dict[str, str]:
         return {
@@ -181,18 +173,9 @@ class RLAlgorithm(EvolvableAlgorithm):
         as :meth:`eval_action` returns them (``predict(..., deterministic=False)``)."""
         raise NotImplementedError(f"{self.name} has no stochastic policy to sample from")
 
-    def learn_prioritized(self, batch: dict[str, Any]) -> tuple[dict[str, float], torch.Tensor]:
-        """One learning step on a prioritised batch (importance-sampling ``weights``);
-        returns :attr:`learn_metrics` and the per-transition losses (new priorities).
-        Only agents with :attr:`learns_from_priorities` implement it."""
-        raise NotImplementedError(f"{self.name} does not learn from prioritised replay")
-
     # -- exploration (asked for by the off-policy loop) ------------------------------------
-    def configure_exploration(self, schedule: EpsilonSchedule) -> None:
-        """The run's epsilon-greedy schedule (the training spec's ``eps_*``), given to
-        every agent before it trains. Agents that explore otherwise (action noise, noisy
-        networks) keep it unused."""
-
+    # Epsilon-greedy agents (the run's schedule) and agents learning from prioritised
+    # replay add the mixins of :mod:`agilerl.algorithms.core.exploration`.
     def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
         """Exploratory actions for one vector step of training, in the environment's
         action space: the agent applies its own exploration (epsilon-greedy at the

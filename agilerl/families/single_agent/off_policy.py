@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from typing_extensions import Unpack
 
+from agilerl.algorithms.core.exploration import EpsilonGreedy
 from agilerl.algorithms.core.rl_algorithm import action_mask_from_info
 from agilerl.cohorts.learners import ReplayCohort
 from agilerl.cohorts.replay import LOCKSTEP_REPLAYS, LockstepReplay
@@ -174,8 +175,11 @@ def off_policy_turns(
         parts = parts_of(agents, slots, run, rows)
         turn_env = parts.env
         obs, info = turn_env.reset_each([reset_seed(run, slot, 0) for slot in slots])
+        # The run's schedule goes to the epsilon-greedy agents; the others explore their
+        # own way (action noise, noisy networks).
+        for greedy in (agent for agent in agents if isinstance(agent, EpsilonGreedy)):
+            greedy.configure_exploration(schedule)
         for agent in agents:
-            agent.configure_exploration(schedule)
             agent.episodes_ended(np.ones(num_envs, dtype=bool))  # every env starts an episode
         returns = np.zeros((count, num_envs))
         completed: list[list[float]] = [[] for _ in agents]
