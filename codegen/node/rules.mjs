@@ -1,7 +1,7 @@
 // The `x-agilerl-rules` schema keyword: cross-field rules JSON Schema cannot express.
 //
 // A line-for-line port of agilerl/models/rules.py, whose module docstring is the
-// definition: keep the two in step (tests/test_cross_language.py holds them to the same
+// definition: keep the two in step (tests/schemas/test_cross_language.py holds them to the same
 // verdicts and error paths). In short, the keyword's value is a list of rules, each one of
 //
 //   {"field": F, "atMost": B}        every measure of F is <= the value of B

@@ -381,7 +381,7 @@ def test_cli_validate_exit_codes_and_json(capsys):
     assert {k: v for k, v in entry.items() if k not in ("warnings", "environment")} == {
         "valid": True,
         "code": [],
-    }  # (warnings: tests/test_cli_hints.py; environment: tests/test_vectorize.py)
+    }  # (warnings: tests/cli/test_hints.py; environment: tests/families/single_agent/test_vectorize.py)
     assert entry.get("environment", "environment: ").startswith("environment: ")
     (error,) = report[str(bad)]["errors"]
     assert error["path"] == "tournament_selection" and error["line"] >= 1
@@ -426,7 +426,7 @@ def test_cli_init_writes_a_valid_manifest_with_modeline(tmp_path, capsys):
 def test_malformed_yaml_is_a_clear_error_not_a_traceback(tmp_path):
     from agilerl.files.documents import DocumentError
 
-    # (``0x_`` is the string "0x_" in the dialect: tests/test_documents.py.)
+    # (``0x_`` is the string "0x_" in the dialect: tests/files/test_documents.py.)
     for text in ("algorithm: [\n", "lr: .inf\n", "a: !!python/object x\n", "a: !!map:x {}\n"):
         path = tmp_path / "broken.yaml"
         path.write_text(text)

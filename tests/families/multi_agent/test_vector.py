@@ -2,7 +2,7 @@
 default): a worker that ends without an exception is one line naming the environment, the
 copy, the call and how its process ended; workers end without tracebacks when the trainer
 is gone; copies whose agents or spaces differ from the first's are refused naming the
-environment, the agent and the space (as for single-agent runs, tests/test_vectorize.py
+environment, the agent and the space (as for single-agent runs, tests/families/single_agent/test_vectorize.py
 and tests/families/test_python_env.py)."""
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def test_the_workers_end_quietly_when_the_trainer_is_gone(tmp_path):
         "import os, subprocess, sys, threading, time\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "from pathlib import Path\n"
-        "from test_vector_workers import actions, dying_env\n"
+        "from test_vector import actions, dying_env\n"
         "env = dying_env(Path(sys.argv[2]))\n"
         "env.reset(seed=0)\n"
         "env.step(actions(2))\n"
