@@ -74,8 +74,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.algorithms.td3",
         # agilerl.cli
         "agilerl.cli.dataset",
-        "agilerl.cli.evaluate",
-        "agilerl.cli.init",
         "agilerl.cli.llm",
         "agilerl.cli.overrides",
         "agilerl.cli.starter",

@@ -378,7 +378,7 @@ def test_cli_validate_exit_codes_and_json(capsys):
     assert main(["validate", str(good), str(bad), "--format", "json", "--strict"]) == 1
     report = json.loads(capsys.readouterr().out)
     entry = report[str(good)]
-    # (warnings: tests/cli/test_hints.py; environment: tests/families/single_agent/test_vectorize.py)
+    # (warnings: tests/cli/test_init.py; environment: tests/families/single_agent/test_vectorize.py)
     assert {k: v for k, v in entry.items() if k not in ("warnings", "environment")} == {
         "valid": True,
         "code": [],
