@@ -75,7 +75,6 @@ NOT_YET: frozenset[str] = frozenset(
         # agilerl.cli
         "agilerl.cli.dataset",
         "agilerl.cli.llm",
-        "agilerl.cli.overrides",
         "agilerl.cli.starter",
         "agilerl.cli.validate",
         # agilerl.cohorts
