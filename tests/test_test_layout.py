@@ -139,7 +139,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.models.core_schemas",
         "agilerl.models.env_base",
         "agilerl.models.hpo",
-        "agilerl.models.kinds",
         "agilerl.models.limits",
         "agilerl.models.manifest_base",
         "agilerl.models.networks",
