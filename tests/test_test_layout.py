@@ -142,7 +142,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.models.limits",
         "agilerl.models.manifest_base",
         "agilerl.models.networks",
-        "agilerl.models.registry",
         "agilerl.models.replay_base",
         "agilerl.models.validation",
         # agilerl.modules
