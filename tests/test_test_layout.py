@@ -118,7 +118,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.families.single_agent.preflight",
         "agilerl.families.single_agent.scoring",
         # agilerl.files
-        "agilerl.files.schema",
         # agilerl.hpo
         "agilerl.hpo.mutation",
         "agilerl.hpo.placement",
@@ -168,7 +167,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.training.report",
         "agilerl.training.run_checkpoint",
         "agilerl.training.state",
-        "agilerl.training.work",
     }
 )
 
