@@ -94,7 +94,6 @@ NOT_YET: frozenset[str] = frozenset(
         # agilerl.families.bandits
         "agilerl.families.bandits.family",
         "agilerl.families.bandits.loop",
-        "agilerl.families.bandits.memory",
         "agilerl.families.bandits.preflight",
         # agilerl.families
         "agilerl.families.base",
