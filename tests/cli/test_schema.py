@@ -6,27 +6,10 @@ from __future__ import annotations
 import json
 
 import jsonschema
+from support import ROOT, TESTS
 
 from agilerl.cli import main
-
-
-def _refs(node):
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key == "$ref":
-                yield value
-            else:
-                yield from _refs(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _refs(value)
-
-
-def test_the_manifest_schema_is_printed_with_every_reference_inside_it(capsys):
-    assert main(["schema"]) == 0
-    schema = json.loads(capsys.readouterr().out)
-    refs = list(_refs(schema))
-    assert refs and all(ref.startswith("#") for ref in refs)
+from agilerl.files.schema import validator_for
 
 
 def test_the_bundled_schema_judges_a_manifest_alone(capsys):
@@ -54,3 +37,20 @@ def test_an_unwritable_output_is_one_line_and_exit_1(tmp_path, capsys):
     assert main(["schema", "-o", str(out)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("agilerl: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_schema_is_self_contained(tmp_path):
+    out = tmp_path / "manifest.json"
+    assert main(["schema", "-o", str(out)]) == 0
+    bundled = json.loads(out.read_text())
+    refs = [ref for ref in json.dumps(bundled).split('"$ref": "')[1:]]
+    assert refs and all(ref.startswith("#") for ref in refs)
+    from agilerl.files.documents import load_document
+    from agilerl.files.schema import SpecValidator
+
+    validator = SpecValidator(bundled)
+    for path in sorted((ROOT / "configs").glob("*.yaml"))[:3] + [
+        TESTS / "agilerl_manifests" / "tests" / "dqn.yaml"
+    ]:
+        data, _ = load_document(path)
+        assert validator.is_valid(data) == validator_for("TrainingManifest").is_valid(data)
