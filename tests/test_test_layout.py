@@ -162,7 +162,6 @@ NOT_YET: frozenset[str] = frozenset(
         # agilerl.training
         "agilerl.training.cohorting",
         "agilerl.training.facade_kwargs",
-        "agilerl.training.report",
         "agilerl.training.run_checkpoint",
         "agilerl.training.state",
     }
