@@ -152,7 +152,6 @@ NOT_YET: frozenset[str] = frozenset(
         # agilerl.networks
         "agilerl.networks.base",
         # agilerl
-        "agilerl.one_agent",
         # agilerl.testing
         "agilerl.testing.cooperative",
         "agilerl.testing.multiturn",
