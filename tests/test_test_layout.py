@@ -159,7 +159,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.testing.scaled",
         "agilerl.testing.transitions",
         # agilerl.training
-        "agilerl.training.cohorting",
         "agilerl.training.facade_kwargs",
         "agilerl.training.run_checkpoint",
         "agilerl.training.state",
