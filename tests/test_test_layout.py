@@ -97,7 +97,6 @@ NOT_YET: frozenset[str] = frozenset(
         # agilerl.families
         "agilerl.families.base",
         "agilerl.families.context",
-        "agilerl.families.environments",
         # agilerl.families.llm
         "agilerl.families.llm.family",
         "agilerl.families.llm.preflight",
