@@ -137,8 +137,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.models.hpo",
         "agilerl.models.limits",
         "agilerl.models.manifest_base",
-        "agilerl.models.networks",
-        "agilerl.models.replay_base",
         "agilerl.models.validation",
         # agilerl.modules
         "agilerl.modules.base",
