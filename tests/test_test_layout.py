@@ -76,7 +76,6 @@ NOT_YET: frozenset[str] = frozenset(
         # agilerl.cli
         "agilerl.cli.dataset",
         "agilerl.cli.llm",
-        "agilerl.cli.starter",
         # agilerl.cohorts
         "agilerl.cohorts.team_views",
         "agilerl.cohorts.views",
