@@ -158,7 +158,6 @@ NOT_YET: frozenset[str] = frozenset(
         # agilerl.training
         "agilerl.training.facade_kwargs",
         "agilerl.training.run_checkpoint",
-        "agilerl.training.state",
     }
 )
 
