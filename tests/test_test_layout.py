@@ -102,7 +102,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.families.llm.preflight",
         "agilerl.families.llm.setup",
         # agilerl.families.multi_agent
-        "agilerl.families.multi_agent.buffers",
         "agilerl.families.multi_agent.cohort_envs",
         "agilerl.families.multi_agent.family",
         "agilerl.families.multi_agent.preflight",

@@ -1,5 +1,6 @@
 """The environment side of multi-agent training: PettingZoo environments from a spec, the
-vector env's layout (ma_interfaces.md), the buffers, and the cue game's known answers."""
+vector env's layout (ma_interfaces.md) and the cue game's known answers. The buffers:
+tests/families/multi_agent/test_buffers.py."""
 
 from __future__ import annotations
 
@@ -7,56 +8,18 @@ import json
 
 import numpy as np
 import pytest
-import torch
 from gymnasium import spaces
 from pettingzoo import AECEnv
 from pettingzoo.utils.conversions import parallel_to_aec
+from support.cue_vectors import COOP, cue_actions, spec, vec
 
 from agilerl.families.environments import EnvironmentCallError, EnvironmentSpecError
-from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer, MultiAgentRollout
 from agilerl.families.multi_agent.envs import make_parallel_env
 from agilerl.families.multi_agent.vector import FINAL, ParallelVecEnv, make_vector_env
 from agilerl.guards.time_limit import ENV_VAR
 from agilerl.guards.user_code import UserCodeError
 from agilerl.models.env import PzEnvSpec
 from agilerl.testing.cooperative import awkward_cue_game, cue_game
-
-COOP = "agilerl.testing.cooperative"
-#: The cue game's integer ids, by role.
-ROLES = {"0": "seer_0", "1": "blind_0", "2": "scout_0"}
-
-
-def spec(**fields):
-    fields.setdefault("name", COOP)
-    fields.setdefault("sync", True)
-    return PzEnvSpec(**fields)
-
-
-def vec(n=3, **fields):
-    return make_vector_env(spec(num_envs=n, **fields))
-
-
-def cue_actions(env, obs, infos, rule="optimal"):
-    """Actions of every agent for a batch: the optimal team (the seer names the cue, the
-    blind agent repeats the seer's last action), or the first allowed action."""
-    out = {}
-    for agent in env.agent_ids:
-        role = ROLES.get(agent, agent)
-        space = env.observation_spaces[agent]
-        mask = infos[agent].get("action_mask")
-        value = obs[agent]["observation"] if isinstance(space, spaces.Dict) else obs[agent]
-        if rule == "optimal" and role == "seer_0":
-            out[agent] = value.argmax(axis=1)
-        elif rule == "optimal" and role == "blind_0":
-            seen = value.argmax(axis=1)  # the seer's last action; n: the first step
-            guess = np.zeros_like(seen) if mask is None else mask.argmax(axis=1)
-            out[agent] = np.where(seen == env.action_spaces[agent].n, guess, seen)
-        elif mask is not None:
-            out[agent] = mask.argmax(axis=1)
-        else:
-            out[agent] = np.zeros(env.num_envs, dtype=np.int64)
-    return out
-
 
 # --- building environments --------------------------------------------------------------
 
@@ -348,91 +311,6 @@ def test_optimal_team_reaches_the_known_optimum(make, outcomes):
     assert set(returns.tolist()) == outcomes
     assert abs(returns.mean() - game.optimal_team_return()) < 0.5
     assert game.random_team_return() < game.optimal_team_return() / 3
-
-
-# --- buffers ------------------------------------------------------------------------------
-
-
-def collect(env, steps, memory=None, rollout=None):
-    obs, infos = env.reset(seed=0)
-    for _ in range(steps):
-        act = cue_actions(env, obs, infos, rule="first")
-        nobs, rewards, terminated, truncated, infos = env.step(act)
-        active = {a: infos[a]["active"] for a in env.agent_ids}
-        if memory is not None:
-            masks = {a: infos[a]["action_mask"] for a in env.agent_ids if "action_mask" in infos[a]}
-            final = infos[FINAL]
-            memory.add(obs, act, rewards, final["obs"], terminated, active, masks,
-                       final["action_mask"])  # fmt: skip
-        if rollout is not None:
-            zeros = {a: np.zeros(env.num_envs, np.float32) for a in env.agent_ids}
-            done = {a: terminated[a] | truncated[a] for a in env.agent_ids}
-            rollout.add(obs, act, zeros, zeros, rewards, done, active)
-        obs = nobs
-
-
-def test_replay_buffer_samples_every_field_per_agent_and_keeps_inactive_flags():
-    torch.manual_seed(0)
-    env = vec(2, entrypoint=f"{COOP}:awkward_cue_game", config={"horizon": 4})
-    memory = MultiAgentReplayBuffer(64)
-    with env:
-        collect(env, 8, memory=memory)
-    assert len(memory) == 16
-    batch = memory.sample(32)
-    masks = {"action_mask", "next_action_mask"}
-    assert set(batch) == {"obs", "action", "reward", "next_obs", "done", "active", *masks}
-    for name, field in batch.items():
-        assert set(field) == ({"blind_0"} if name in masks else {"seer_0", "blind_0", "scout_0"})
-    assert batch["next_action_mask"]["blind_0"].shape == (32, 3)
-    assert batch["obs"]["blind_0"]["action_mask"].shape == (32, 3)
-    assert batch["obs"]["scout_0"].shape == (32, 1, 6, 6)
-    assert batch["active"]["scout_0"].dtype == torch.bool
-    # the scout is present in half the steps: both kinds were drawn, absent ones zero
-    active = batch["active"]["scout_0"]
-    assert active.any() and (~active).any()
-    assert not batch["obs"]["scout_0"][~active].any()
-
-
-def test_replay_buffer_round_trips_its_state():
-    env = vec(2)
-    memory = MultiAgentReplayBuffer(10)
-    with env:
-        collect(env, 7, memory=memory)  # wraps around
-    other = MultiAgentReplayBuffer(10)
-    other.load_state_dict(memory.state_dict())
-    torch.manual_seed(3)
-    a = memory.sample(6)
-    torch.manual_seed(3)
-    b = other.sample(6)
-    torch.testing.assert_close(a["next_obs"]["blind_0"], b["next_obs"]["blind_0"])
-    assert other.position == memory.position == 4
-
-
-def test_replay_buffer_refuses_mismatched_agents():
-    memory = MultiAgentReplayBuffer(4)
-    row = {"a": np.zeros((1, 2))}
-    with pytest.raises(ValueError, match="same agent ids"):
-        memory.add(row, row, row, row, row, {"b": np.ones(1, bool)})
-
-
-def test_rollout_stores_t_by_n_per_agent():
-    env = vec(3)
-    rollout = MultiAgentRollout(5, 3)
-    with env:
-        collect(env, 5, rollout=rollout)
-        assert rollout.full and len(rollout) == 5
-        assert rollout.obs["blind_0"].shape == (5, 3, 3)
-        assert rollout.action["seer_0"].shape == (5, 3)
-        assert rollout.done["seer_0"].dtype == torch.bool
-        # horizon 4: the episode ended with step 4 (index 3) in every copy
-        assert rollout.done["seer_0"][3].all() and not rollout.done["seer_0"][:3].any()
-        with pytest.raises(ValueError, match="full"):
-            collect(env, 1, rollout=rollout)
-    rollout.reset()
-    assert len(rollout) == 0
-    with pytest.raises(ValueError, match="leading dimension of 3"):
-        row = {"a": np.zeros(2)}
-        rollout.add(row, row, row, row, row, row, row)
 
 
 # --- the environment's own code: failures, hangs, wrong observations ----------------------
