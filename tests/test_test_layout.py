@@ -74,7 +74,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.algorithms.sft",
         "agilerl.algorithms.td3",
         # agilerl.cli
-        "agilerl.cli.dataset",
         "agilerl.cli.llm",
         # agilerl.cohorts
         "agilerl.cohorts.team_views",
