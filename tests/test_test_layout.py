@@ -90,8 +90,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.distributed.launcher",
         "agilerl.distributed.liveness",
         # agilerl.families.bandits
-        "agilerl.families.bandits.family",
-        "agilerl.families.bandits.loop",
         "agilerl.families.bandits.preflight",
         # agilerl.families
         "agilerl.families.base",
