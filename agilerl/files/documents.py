@@ -1,7 +1,7 @@
 """Reading YAML/JSON documents in the project's one dialect, bounded, with positions.
 
 The dialect (docs/concepts/manifests.md, "One YAML dialect"; ``codegen/node/documents.mjs`` is its Node
-twin and tests/test_documents.py holds the two to the same trees and verdicts):
+twin and tests/files/test_documents.py holds the two to the same trees and verdicts):
 
 - YAML 1.2 core schema: ``true``/``false``, ``null``/``~``/empty, decimal, ``0o`` and
   ``0x`` integers, floats, ``.inf``/``.nan``; ``yes``/``no``/``on``/``off``, dates,

@@ -8,7 +8,7 @@ manifest loader reads each old key as its new name and says so: a
 table of them; the schemas declare the same keys (``patternProperties`` marked
 ``deprecated``, whose description an editor shows, and the keyword
 :data:`RENAMED_KEYWORD` naming the new key) so that the JSON Schema validators accept
-them, and tests/models/test_legacy_keys.py holds the two to each other.
+them, and tests/models/test_legacy.py holds the two to each other.
 
 The old keys are not fields of the specs: a spec (and its dump) has one name for each
 setting. The specs read them too (``SpecBase.prepare_document``, from the schema's

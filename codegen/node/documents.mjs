@@ -11,7 +11,7 @@
 // The `yaml` package parses (failsafe schema: every scalar stays its text, every tag
 // stays as written); the values are built here, under the same rules and with the same
 // messages as the Python loader builds them from libyaml's events.
-// tests/test_yaml_dialect.py holds the two to the same trees and verdicts.
+// tests/files/test_documents.py holds the two to the same trees and verdicts.
 
 import YAML from "yaml";
 

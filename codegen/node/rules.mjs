@@ -1,7 +1,7 @@
 // The `x-agilerl-rules` schema keyword: cross-field rules JSON Schema cannot express.
 //
 // A line-for-line port of agilerl/models/rules.py, whose module docstring is the
-// definition: keep the two in step (tests/test_cross_language.py holds them to the same
+// definition: keep the two in step (tests/schemas/test_cross_language.py holds them to the same
 // verdicts and error paths). The kinds JSON Schema can state (requiredIf to exclusive)
 // are written in standard keywords in schemas/ (allOf if/then entries, read back into
 // these rules by standard_rules.mjs so check.mjs words them as the rules); the keyword

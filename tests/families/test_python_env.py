@@ -89,21 +89,6 @@ def test_a_pettingzoo_factory_trains_a_multi_agent_team():
     assert trainer.environment.name == "cue_game" and np.isfinite(fitnesses[0])
 
 
-def test_train_agent_returns_one_trained_agent_from_an_id_or_an_environment():
-    from agilerl import evaluate_agent, train_agent
-
-    agent = train_agent("DQN", ActionRewardEnv, steps=2_000, lr=1e-3, verbose=False)
-    assert agent.predict(np.zeros(1, np.float32), deterministic=True)[0] == 1
-    env = ActionRewardEnv()
-    result = evaluate_agent(agent, env, episodes=3)  # the object itself, left open
-    assert result.returns == [1.0, 1.0, 1.0]
-    env.reset(seed=0)
-    named = train_agent("PPO", "CartPole-v1", steps=512, learn_step=128, verbose=False)
-    assert named.observation_space.shape == (4,) and len(named.fitness) >= 1
-    with pytest.raises(TrainerError, match=r"PPO hyperparameters: lr: "):
-        train_agent("PPO", "CartPole-v1", lr=-1.0, verbose=False)
-
-
 class _NoInfo(ActionRewardEnv):
     """reset returns the observation alone: Gymnasium's API wants (obs, info)."""
 

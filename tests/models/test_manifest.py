@@ -1,5 +1,6 @@
-"""Training manifests: loading, errors, round trips, the command line, and the
-compatibility corpus of AgileRL's own manifests (``tests/agilerl_manifests``)."""
+"""Training manifests: loading, errors, round trips, and the compatibility corpus of
+AgileRL's own manifests (``tests/agilerl_manifests``). The commands that read and write
+them: tests/cli/test_validate.py, test_schema.py, test_init.py."""
 
 from __future__ import annotations
 
@@ -321,114 +322,10 @@ def test_environment_table_matches_the_manifest_schema():
         )
 
 
-# --- command line ----------------------------------------------------------------------------------
-
-
-#: The batch no machine runs: more samples than the largest replay buffer holds (10**9).
-NO_MACHINE_BATCH = "Input should be less than or equal to 1000000000 (found 1e+20)"
-
-
-@pytest.mark.parametrize("config", ["dqn", "ppo", "maddpg", "neural_ucb", "grpo"])
-def test_cli_validate_refuses_a_batch_size_no_machine_runs(config, tmp_path, capsys):
-    """Every family's batch_size is bounded by the manifest (its schema's algorithm
-    section) where replay_buffer.max_size is: validate refuses 1e20, not only train's
-    pre-flight. The algorithm specs, AgileRL's API, stay bounded below only."""
-    text = (ROOT / "configs" / f"{config}.yaml").read_text(encoding="utf-8")
-    lines = text.splitlines()
-    line = lines.index(next(row for row in lines if row.startswith("  batch_size: "))) + 1
-    lines[line - 1] = "  batch_size: 1e20"
-    path = tmp_path / f"{config}.yaml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["validate", str(path)]) == 1
-    err = capsys.readouterr().err
-    assert f"{path}:{line}:3: algorithm.batch_size: {NO_MACHINE_BATCH}" in err
-    assert "Traceback" not in err
-    lines[line - 1] = "  batch_size: 1000000000"  # the bound itself validates
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    assert main(["validate", str(path)]) == 0, capsys.readouterr().err
-    algorithm = load_manifest(path).algorithm  # its spec alone takes any batch_size
-    type(algorithm).model_validate(
-        {**algorithm.model_dump(exclude_unset=True), "batch_size": 10**20}
-    )
-
-
-def test_cli_validate_refuses_a_batch_size_range_no_machine_runs(tmp_path, capsys):
-    text = (ROOT / "configs" / "dqn.yaml").read_text(encoding="utf-8")
-    assert "    batch_size:\n      min: 64\n      max: 512\n" in text
-    path = tmp_path / "dqn.yaml"
-    path.write_text(text.replace("      max: 512\n", "      max: 1e20\n"), encoding="utf-8")
-    assert main(["validate", str(path)]) == 1
-    message = (
-        "mutation.rl_hp_selection.batch_size.max: DQN.batch_size must be >= 1 and <= 1000000000"
-    )
-    assert message in capsys.readouterr().err
-    # the schema says it too (codegen/lint.py writes the bound into the range clauses)
-    from agilerl.files.documents import load_document
-
-    errors = list(validator_for("TrainingManifest").iter_errors(load_document(path)[0]))
-    found = [
-        (e.validator, list(e.absolute_path)) for error in errors for e in [error, *error.context]
-    ]
-    assert found and ("maximum", ["mutation", "rl_hp_selection", "batch_size", "max"]) in found
-
-
-def test_cli_validate_exit_codes_and_json(capsys):
-    assert main(["validate", *map(str, CONFIGS)]) == 0
-    assert capsys.readouterr().out.count(": valid (") == len(CONFIGS)
-    bad = CORPUS_DIR / "tests" / "dqn.yaml"  # an old spelling, refused by --strict
-    good = next(path for path in CONFIGS if path.name == "cqn.yaml")  # no user code
-    assert main(["validate", str(good), str(bad), "--format", "json", "--strict"]) == 1
-    report = json.loads(capsys.readouterr().out)
-    entry = report[str(good)]
-    assert {k: v for k, v in entry.items() if k not in ("warnings", "environment")} == {
-        "valid": True,
-        "code": [],
-    }  # (warnings: tests/test_cli_hints.py; environment: tests/test_vectorize.py)
-    assert entry.get("environment", "environment: ").startswith("environment: ")
-    (error,) = report[str(bad)]["errors"]
-    assert error["path"] == "tournament_selection" and error["line"] >= 1
-
-
-def test_cli_schema_is_self_contained(tmp_path):
-    out = tmp_path / "manifest.json"
-    assert main(["schema", "-o", str(out)]) == 0
-    bundled = json.loads(out.read_text())
-    refs = [ref for ref in json.dumps(bundled).split('"$ref": "')[1:]]
-    assert refs and all(ref.startswith("#") for ref in refs)
-    from agilerl.files.documents import load_document
-    from agilerl.files.schema import SpecValidator
-
-    validator = SpecValidator(bundled)
-    for path in CONFIGS[:3] + [CORPUS_DIR / "tests" / "dqn.yaml"]:
-        data, _ = load_document(path)
-        assert validator.is_valid(data) == validator_for("TrainingManifest").is_valid(data)
-
-
-def test_cli_init_proposes_ranges_only_for_mutable_rates(tmp_path, capsys):
-    # LLM-PPO's lr_critic is nullable (null: lr_actor), so no manifest may mutate it.
-    out = tmp_path / "llmppo.yaml"
-    assert main(["init", "LLMPPO", "-o", str(out)]) == 0
-    selection = load_manifest(out).mutation.rl_hp_selection
-    assert "lr_actor" in selection and "lr_critic" not in selection
-
-
-def test_cli_init_writes_a_valid_manifest_with_modeline(tmp_path, capsys):
-    out = tmp_path / "sub" / "run.yaml"
-    assert main(["init", "PPO", "--env", "LunarLander-v3", "-o", str(out)]) == 0
-    text = out.read_text()
-    assert text.startswith("# yaml-language-server: $schema=")
-    schema_path = (out.parent / text.splitlines()[0].split("$schema=")[1]).resolve()
-    assert schema_path.name == "manifest.schema.json" and schema_path.exists()
-    manifest = load_manifest(out)
-    assert manifest.algorithm.name == "PPO" and manifest.environment.name == "LunarLander-v3"
-    assert main(["init", "PPO", "-o", str(out)]) == 1  # never overwrites silently
-    assert main(["init", "Nope", "-o", str(tmp_path / "x.yaml")]) == 2
-
-
 def test_malformed_yaml_is_a_clear_error_not_a_traceback(tmp_path):
     from agilerl.files.documents import DocumentError
 
-    # (``0x_`` is the string "0x_" in the dialect: tests/test_documents.py.)
+    # (``0x_`` is the string "0x_" in the dialect: tests/files/test_documents.py.)
     for text in ("algorithm: [\n", "lr: .inf\n", "a: !!python/object x\n", "a: !!map:x {}\n"):
         path = tmp_path / "broken.yaml"
         path.write_text(text)

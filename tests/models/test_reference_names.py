@@ -4,8 +4,9 @@ The tables below are the reference inventory (``agilerl_models_package.md`` §0,
 §4-§8, §10, AgileRL 549d85e) written as data: every name a user of AgileRL imports from
 ``agilerl.models`` (its ``env`` module aside, which has tests of its own), each field's
 default and bounds, each algorithm module's class and facts; then the behaviour of each
-method those names bring. Field defaults of the algorithm and network specs are the seed
-parity test's (tests/models/test_seed_parity.py).
+method those names bring (the replay buffer section's and the networks helpers' in
+tests/models/test_replay_base.py and test_networks.py). Field defaults of the algorithm
+and network specs are the seed parity test's (tests/models/test_seed_parity.py).
 """
 
 from __future__ import annotations
@@ -16,34 +17,23 @@ import sys
 from typing import Any
 
 import pytest
-from gymnasium import spaces
-from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 import agilerl
 import agilerl.models as models
 from agilerl.models import (
     ALGO_REGISTRY,
-    CQNSpec,
-    DDPGSpec,
     DQNSpec,
     GymEnvSpec,
-    IPPOSpec,
-    MADDPGSpec,
-    MATD3Spec,
     MultiFrequencySelectionSpec,
     MutationProbabilities,
     MutationSpec,
-    NeuralTSSpec,
-    NeuralUCBSpec,
     NStepBufferArgs,
     PerBufferArgs,
-    PPOSpec,
-    RainbowDQNSpec,
     ReplayBufferSpec,
     RLAlgorithmSpec,
     RLHyperparameter,
     SelectionStrategySpec,
-    TD3Spec,
     TournamentSelectionSpec,
     TrainingManifest,
     TrainingSpec,
@@ -52,14 +42,6 @@ from agilerl.models import (
     parse_manifest,
 )
 from agilerl.models.algo import AgentType, bandit, off_policy, offline, register
-from agilerl.models.networks import (
-    ENCODER_SPECS,
-    encoder_spec_for_arch,
-    infer_encoder_arch,
-    min_max_validator,
-    network_arch_is_resolvable,
-    normalize_manifest_network,
-)
 from agilerl.models.validation import SpecError
 
 # -- §1: the names of the package ---------------------------------------------------------
@@ -419,113 +401,6 @@ def test_decorators_set_the_facts(registry: Any, decorator: Any, agent_type: Any
     )
 
 
-# -- §4: ReplayBufferSpec.init_buffer / init_n_step_buffer ---------------------------------
-
-
-def _engine_classes() -> dict[str, type]:
-    from agilerl.components.n_step_replay import NStepReplayBuffer
-    from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
-    from agilerl.components.replay_buffer import ReplayBuffer
-    from agilerl.families.bandits.memory import BanditMemory
-    from agilerl.families.multi_agent.buffers import MultiAgentReplayBuffer
-
-    return {
-        "uniform": ReplayBuffer,
-        "per": PrioritizedReplayBuffer,
-        "n_step": NStepReplayBuffer,
-        "bandit": BanditMemory,
-        "multi_agent": MultiAgentReplayBuffer,
-    }
-
-
-#: Algorithm -> the main buffer a plain section gives it (None: it keeps no replay).
-MAIN_BUFFERS = [
-    (DQNSpec, "uniform"),
-    (RainbowDQNSpec, "uniform"),
-    (DDPGSpec, "uniform"),
-    (TD3Spec, "uniform"),
-    (PPOSpec, None),
-    (CQNSpec, "uniform"),
-    (NeuralUCBSpec, "bandit"),
-    (NeuralTSSpec, "bandit"),
-    (IPPOSpec, None),
-    (MADDPGSpec, "multi_agent"),
-    (MATD3Spec, "multi_agent"),
-]
-
-
-@pytest.mark.parametrize(
-    ("algorithm", "kind"), MAIN_BUFFERS, ids=lambda v: getattr(v, "__name__", v)
-)
-def test_init_buffer_per_algorithm(algorithm: type, kind: str | None) -> None:
-    spec = ReplayBufferSpec(max_size=500)
-    memory = spec.init_buffer(algorithm(), device="cpu")
-    if kind is None:
-        assert memory is None
-        return
-    assert type(memory) is _engine_classes()[kind]
-    assert memory.max_size == 500
-    assert str(memory.device) == "cpu"
-    assert len(memory) == 0
-    assert spec.init_n_step_buffer(algorithm()) is None
-
-
-def test_per_buffer_gives_prioritised_replay() -> None:
-    memory = ReplayBufferSpec(per_buffer=True, per_buffer_args={"alpha": 0.7}).init_buffer(
-        RainbowDQNSpec()
-    )
-    assert type(memory) is _engine_classes()["per"]
-    assert memory.alpha == 0.7
-
-
-def test_n_step_buffer_is_a_side_buffer() -> None:
-    spec = ReplayBufferSpec(n_step_buffer=True, n_step_buffer_args={"n_step": 4})
-    algorithm = RainbowDQNSpec(n_step=4, gamma=0.9)
-    assert type(spec.init_buffer(algorithm)) is _engine_classes()["uniform"]
-    side = spec.init_n_step_buffer(algorithm)
-    assert type(side) is _engine_classes()["n_step"]
-    assert (side.n_step, side.gamma) == (4, 0.9)
-
-
-def test_per_and_n_step_give_both() -> None:
-    spec = ReplayBufferSpec(per_buffer=True, n_step_buffer=True)
-    assert type(spec.init_buffer(RainbowDQNSpec())) is _engine_classes()["per"]
-    assert type(spec.init_n_step_buffer(RainbowDQNSpec())) is _engine_classes()["n_step"]
-
-
-@pytest.mark.parametrize(
-    ("section", "algorithm", "where"),
-    [
-        ({"per_buffer": True}, DQNSpec(), "replay_buffer.per_buffer"),
-        ({"n_step_buffer": True}, DQNSpec(), "replay_buffer.n_step_buffer"),
-        (
-            {"n_step_buffer": True, "n_step_buffer_args": {"n_step": 5}},
-            RainbowDQNSpec(n_step=3),
-            "replay_buffer.n_step_buffer_args.n_step",
-        ),
-    ],
-)
-def test_init_buffer_refuses_what_the_algorithm_cannot_use(
-    section: dict, algorithm: Any, where: str
-) -> None:
-    for method in ("init_buffer", "init_n_step_buffer"):
-        with pytest.raises(ValueError, match=where):
-            getattr(ReplayBufferSpec(**section), method)(algorithm)
-
-
-def test_init_buffer_wants_a_spec_instance() -> None:
-    with pytest.raises(TypeError, match="algo_spec"):
-        ReplayBufferSpec().init_buffer(DQNSpec)
-
-
-def test_standard_buffer_is_accepted_and_changes_nothing() -> None:
-    spec = ReplayBufferSpec(standard_buffer=False)
-    assert type(spec.init_buffer(DQNSpec())) is _engine_classes()["uniform"]
-    assert dump_manifest(parse_manifest({**MANIFEST, "replay_buffer": {"standard_buffer": False}}))[
-        "replay_buffer"
-    ] == {"standard_buffer": False}
-
-
 # -- §6: TrainingManifest.get_validated / from_trainer_specs / tournament_selection ---------
 
 MANIFEST = {
@@ -651,145 +526,3 @@ def test_tournament_selection_property_is_deprecated() -> None:
     with pytest.warns(DeprecationWarning):
         assert mf.tournament_selection is None
     assert "tournament_selection" not in dump_manifest(manifest)
-
-
-# -- §7: the networks helpers --------------------------------------------------------------
-
-BOX = spaces.Box(-1.0, 1.0, (4,))
-IMAGE = spaces.Box(0, 255, (3, 32, 32))
-DICT = spaces.Dict({"image": IMAGE, "vector": BOX})
-TUPLE = spaces.Tuple((BOX, spaces.Discrete(3)))
-
-
-@pytest.mark.parametrize(
-    ("space", "recurrent", "simba", "arch"),
-    [
-        (DICT, False, False, "multiinput"),
-        (TUPLE, True, True, "multiinput"),
-        (IMAGE, False, False, "cnn"),
-        (IMAGE, True, True, "cnn"),
-        (BOX, False, False, "mlp"),
-        (spaces.Discrete(5), False, False, "mlp"),
-        (BOX, True, False, "lstm"),
-        (BOX, False, True, "simba"),
-        # the project's rule: recurrent wins (AgileRL's gives simba; docs/differences.md)
-        (BOX, True, True, "lstm"),
-    ],
-)
-def test_infer_encoder_arch(space: Any, recurrent: bool, simba: bool, arch: str) -> None:
-    assert infer_encoder_arch(space, recurrent=recurrent, simba=simba) == arch
-    # one rule: the engine's default encoder is of the arch this picks
-    from agilerl.networks.base import infer_encoder_spec
-
-    assert infer_encoder_spec(space, recurrent=recurrent, simba=simba).arch == arch
-
-
-@pytest.mark.parametrize("cls", ENCODER_SPECS, ids=lambda c: c.__name__)
-def test_encoder_spec_for_arch(cls: type[BaseModel]) -> None:
-    assert encoder_spec_for_arch(cls.model_fields["arch"].default) is cls
-
-
-@pytest.mark.parametrize("arch", ["transformer", "MLP", None])
-def test_encoder_spec_for_arch_refuses(arch: Any) -> None:
-    with pytest.raises(ValueError, match="Unknown encoder arch"):
-        encoder_spec_for_arch(arch)
-
-
-@pytest.mark.parametrize(
-    ("network", "normalized"),
-    [
-        (None, None),
-        ("mlp", "mlp"),
-        ({"latent_dim": 32}, {"latent_dim": 32}),
-        (
-            {"arch": "mlp", "encoder_config": {"hidden_size": [64]}},
-            {"encoder_config": {"hidden_size": [64], "arch": "mlp"}},
-        ),
-        (
-            {"arch": "mlp", "encoder_config": {"arch": "mlp", "hidden_size": [64]}},
-            {"encoder_config": {"arch": "mlp", "hidden_size": [64]}},
-        ),
-        (
-            {"encoder_config": {"arch": "cnn", "channel_size": [8]}},
-            {"encoder_config": {"arch": "cnn", "channel_size": [8]}},
-        ),
-        # the encoder's defaults: a top-level arch alone stays (docs/differences.md)
-        ({"arch": "lstm", "latent_dim": 32}, {"arch": "lstm", "latent_dim": 32}),
-    ],
-)
-def test_normalize_manifest_network(network: Any, normalized: Any) -> None:
-    before = repr(network)
-    assert normalize_manifest_network(network) == normalized
-    assert repr(network) == before  # the argument is left as it was
-
-
-def test_normalized_network_is_the_same_network() -> None:
-    network = {
-        "arch": "mlp",
-        "encoder_config": {"hidden_size": [32]},
-        "head_config": {"hidden_size": [16]},
-        "latent_dim": 16,
-    }
-    given = parse_manifest({**MANIFEST, "network": network})
-    normalized = parse_manifest({**MANIFEST, "network": normalize_manifest_network(network)})
-    assert given.network_arch == ("mlp", "network.arch")
-    assert normalized.network_arch == ("mlp", "network.encoder_config.arch")
-    assert normalized.network.latent_dim == given.network.latent_dim == 16
-    assert normalized.network.encoder_config == {**given.network.encoder_config, "arch": "mlp"}
-
-
-def test_normalize_manifest_network_refuses_two_archs() -> None:
-    with pytest.raises(ValueError, match=r"network\.encoder_config\.arch.*'cnn'"):
-        normalize_manifest_network({"arch": "mlp", "encoder_config": {"arch": "cnn"}})
-
-
-@pytest.mark.parametrize(
-    ("network", "resolvable"),
-    [
-        (None, False),
-        ({}, False),
-        ({"latent_dim": 32}, False),
-        ({"arch": "mlp"}, True),
-        ({"arch": ""}, False),
-        ({"encoder_config": {"arch": "cnn"}}, True),
-        ({"encoder_config": {"hidden_size": [64]}}, False),
-        ({"encoder_config": None}, False),
-    ],
-)
-def test_network_arch_is_resolvable(network: Any, resolvable: bool) -> None:
-    assert network_arch_is_resolvable(network) is resolvable
-
-
-@pytest.mark.parametrize(
-    "network",
-    [
-        {"arch": "mlp"},
-        {"encoder_config": {"arch": "mlp", "hidden_size": [8]}},
-        {"encoder_config": {"hidden_size": [8]}},
-        {"latent_dim": 8},
-    ],
-)
-def test_network_arch_is_resolvable_agrees_with_the_manifest(network: dict) -> None:
-    section = {**network, "head_config": {"hidden_size": [8]}}
-    manifest = parse_manifest({**MANIFEST, "network": section})
-    arch, _ = manifest.network_arch
-    assert network_arch_is_resolvable(section) is (arch is not None)
-    assert network_arch_is_resolvable(manifest.network) is (arch is not None)
-
-
-class _Range(BaseModel):
-    low: int
-    high: int
-
-    _check = model_validator(mode="after")(min_max_validator("low", "high"))
-
-
-def test_min_max_validator() -> None:
-    assert _Range(low=2, high=2).low == 2
-    with pytest.raises(ValidationError, match=r"low \(3\) is greater than high \(2\)"):
-        _Range(low=3, high=2)
-    check = min_max_validator("low", "high")
-    with pytest.raises(ValueError, match="low must be at most high"):
-        check(_Range.model_construct(low=5, high=1))
-    fine = _Range.model_construct(low=1, high=5)
-    assert check(fine) is fine

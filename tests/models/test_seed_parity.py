@@ -1,4 +1,4 @@
-"""Parity of ``agilerl.models`` with its documented API (``tests/seeds/*.txt``).
+"""Parity of ``agilerl.models`` with its documented API (``tests/data/seeds/*.txt``).
 
 The seed files are parsed by ``tests/support/seed_docs.py``; nothing here restates their
 content, so the checks follow the seeds wherever they go. Every check is its own
@@ -160,7 +160,7 @@ def test_seed_copy_identical(name: str) -> None:
     if shared is None:
         pytest.skip("shared/seeds is not available in this checkout")
     assert (SEEDS_DIR / name).read_bytes() == (shared / name).read_bytes(), (
-        f"tests/seeds/{name} differs from {shared / name}"
+        f"tests/data/seeds/{name} differs from {shared / name}"
     )
 
 

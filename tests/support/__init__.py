@@ -5,7 +5,7 @@ from pathlib import Path
 
 #: The repository root (tests sit at any depth under ``tests/``, mirroring the package).
 ROOT = Path(__file__).resolve().parents[2]
-#: ``tests/``: the corpora (``agilerl_manifests``, ``corpus``, ``manifest_corpus``, ``seeds``).
+#: ``tests/``: the corpora (``agilerl_manifests``, ``corpus``, ``manifest_corpus``) and ``data/``.
 TESTS = ROOT / "tests"
 #: What running the tutorials makes beside their files in ``examples/`` (ignored by git):
 #: tests that copy ``examples/`` leave these out, so they start from what a clone holds.

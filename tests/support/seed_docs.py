@@ -1,4 +1,4 @@
-"""Parser for the API-reference seeds in ``tests/seeds/*.txt``.
+"""Parser for the API-reference seeds in ``tests/data/seeds/*.txt``.
 
 The seeds are the rendered (Sphinx) reference of the original ``agilerl.models`` API.
 This module turns them into plain data so that ``test_seed_parity.py`` can compare
@@ -27,7 +27,7 @@ from typing import Any
 
 from support import TESTS
 
-SEEDS_DIR = TESTS / "seeds"
+SEEDS_DIR = TESTS / "data" / "seeds"
 SEED_FILES = ("network_specs.txt", "algorithm_specs.txt")
 
 _MISSING = object()

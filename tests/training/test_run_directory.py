@@ -1,6 +1,6 @@
 """Runs never clobber each other; best_agent.pt is the best agent ever evaluated; the
 final population is saved; a resumed run with a raised budget goes on; the progress bar
-and the thread rule.
+and a run's threads.
 
 Fitness is scripted where the outcome must not depend on learning: ``scripted`` makes
 every evaluation return the next value of a list (after playing its episodes), so a run
@@ -321,49 +321,13 @@ def test_resuming_a_finished_run_unchanged_says_how_to_continue(tmp_path, capsys
     assert len(json.loads((out / "history.json").read_text())) == 3
 
 
-# --- threads ------------------------------------------------------------------------------
+# --- threads (the rule itself: tests/training/test_threads.py) ---------------------------
 
 
 @pytest.fixture
 def no_thread_settings(monkeypatch):
     monkeypatch.delenv(thread_rule.ENV_VAR, raising=False)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
-
-
-def small_agent():
-    import gymnasium as gym
-
-    env = gym.make("CartPole-v1")
-    return DQN(env.observation_space, env.action_space)
-
-
-def test_small_agents_on_the_cpu_run_on_one_thread(no_thread_settings, monkeypatch):
-    monkeypatch.setattr(thread_rule, "cores", lambda: 4)
-    cpu = torch.device("cpu")
-    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) == 1
-    assert thread_rule.choose_threads(3, small_agent(), cpu, env_workers=0) == 3  # asked for
-
-
-def test_large_agents_get_the_cores_the_env_workers_leave(no_thread_settings, monkeypatch):
-    monkeypatch.setattr(thread_rule, "agent_parameters", lambda agent: 10**7)
-    monkeypatch.setattr(thread_rule, "cores", lambda: 8)
-    monkeypatch.setattr(torch, "get_num_threads", lambda: 8)
-    cpu = torch.device("cpu")
-    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=3) == 5
-    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=16) == 1
-    assert thread_rule.choose_threads(None, small_agent(), torch.device("cuda"), 0) is None
-
-
-def test_thread_settings_of_the_user_win(no_thread_settings, monkeypatch):
-    monkeypatch.setattr(thread_rule, "cores", lambda: 4)
-    cpu = torch.device("cpu")
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")
-    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) is None
-    monkeypatch.setenv(thread_rule.ENV_VAR, "4")
-    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) == 4
-    monkeypatch.setenv(thread_rule.ENV_VAR, "many")
-    with pytest.raises(ValueError, match="AGILERL_NUM_THREADS='many': expected a positive"):
-        thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0)
 
 
 @pytest.mark.slow

@@ -215,3 +215,24 @@ def test_manifests_written_for_ppo_leave_num_envs_to_the_environment(tmp_path):
     document = dump_manifest(manifest)
     document["algorithm"]["num_envs"] = 8  # written, and agreeing: kept on a round trip
     assert dump_manifest(parse_manifest(document))["algorithm"]["num_envs"] == 8
+
+
+def test_cli_init_proposes_ranges_only_for_mutable_rates(tmp_path, capsys):
+    # LLM-PPO's lr_critic is nullable (null: lr_actor), so no manifest may mutate it.
+    out = tmp_path / "llmppo.yaml"
+    assert main(["init", "LLMPPO", "-o", str(out)]) == 0
+    selection = load_manifest(out).mutation.rl_hp_selection
+    assert "lr_actor" in selection and "lr_critic" not in selection
+
+
+def test_cli_init_writes_a_valid_manifest_with_modeline(tmp_path, capsys):
+    out = tmp_path / "sub" / "run.yaml"
+    assert main(["init", "PPO", "--env", "LunarLander-v3", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("# yaml-language-server: $schema=")
+    schema_path = (out.parent / text.splitlines()[0].split("$schema=")[1]).resolve()
+    assert schema_path.name == "manifest.schema.json" and schema_path.exists()
+    manifest = load_manifest(out)
+    assert manifest.algorithm.name == "PPO" and manifest.environment.name == "LunarLander-v3"
+    assert main(["init", "PPO", "-o", str(out)]) == 1  # never overwrites silently
+    assert main(["init", "Nope", "-o", str(tmp_path / "x.yaml")]) == 2

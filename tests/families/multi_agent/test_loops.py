@@ -390,7 +390,7 @@ REFUSALS = {
     "turn-based game": (
         [
             "--set",
-            "environment.entrypoint=tests.families.multi_agent.test_multi_agent_envs:turn_based_aec",
+            "environment.entrypoint=tests.families.multi_agent.test_envs:turn_based_aec",
         ],
         "turn-based",
     ),

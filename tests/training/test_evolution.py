@@ -1,45 +1,26 @@
 """The run's plumbing (issue 48): the trainer runs ``evolve`` with its family's turns
 (``Family.turns``) and ``RunConfig.of`` (no keyword round trip through the spec layer);
-one predicate (:mod:`agilerl.training.cohorting`) decides whether agents share cohorts,
-and ``evolve``, the turns and the pre-flights ask it; the AgileRL-named training
-functions are façades over the same turns."""
+the AgileRL-named training functions are façades over the same turns. Whether agents
+share cohorts: tests/training/test_cohorting.py."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import pytest
 
-from agilerl.components.prioritized_replay import PrioritizedReplayBuffer
 from agilerl.components.replay import build_replay_buffers
-from agilerl.components.replay_buffer import ReplayBuffer
 from agilerl.families.context import RunContext
 from agilerl.families.single_agent.envs import make_vector_env
 from agilerl.models import DQNSpec, PPOSpec
 from agilerl.models.base import AlgorithmBase
 from agilerl.models.env import GymEnvSpec
 from agilerl.models.training import ReplayBufferSpec, TrainingSpec
-from agilerl.testing.probe_envs import ActionRewardEnv
 from agilerl.trainer import LocalTrainer
-from agilerl.training.cohorting import Cohorting, trains_in_cohorts
 from agilerl.training.evolution import RunConfig
 
 #: Two agents of one architecture, a short run.
 PAIR = {"max_steps": 256, "evo_steps": 128, "pop_size": 2, "seed": 0, "eval_steps": 20}
-
-
-@pytest.fixture
-def formed(monkeypatch):
-    """The cohorts every generation of the test's runs formed, in order."""
-    import agilerl.cohorts.learners as learners
-
-    groups = []
-    real = learners.form_cohorts
-    monkeypatch.setattr(
-        learners, "form_cohorts", lambda *a, **k: groups.append(real(*a, **k)) or groups[-1]
-    )
-    return groups
 
 
 # --- the trainer -----------------------------------------------------------------------
@@ -63,45 +44,6 @@ def test_run_config_of_a_run_context_takes_the_training_section():
     assert (config.max_steps, config.evo_steps) == (300, DQNSpec.default_evo_steps)
     assert (config.algo, config.env_name, config.target) == ("DQN", "CartPole-v1", 5.0)
     assert config.max_wall_seconds == 9.0 and not config.evolving
-
-
-# --- one predicate ----------------------------------------------------------------------
-
-
-def test_every_fact_of_the_run_must_allow_cohorts():
-    shared = Cohorting(True, True, ReplayBuffer, frozenset({ReplayBuffer}))
-    assert trains_in_cohorts(shared)
-    assert trains_in_cohorts(replace(shared, memory=None))  # on-policy: no memory shared
-    assert not trains_in_cohorts(replace(shared, enabled=False))  # training.cohorts false
-    assert not trains_in_cohorts(replace(shared, copies=False))  # an environment object
-    assert not trains_in_cohorts(replace(shared, memory=PrioritizedReplayBuffer))  # no view
-    assert not trains_in_cohorts(Cohorting())  # the default: alone
-
-
-def test_a_factory_given_in_python_trains_in_cohorts_like_a_named_environment(formed):
-    trainer = LocalTrainer("DQN", {"num_envs": 2}, PAIR, env=ActionRewardEnv)
-    _, fitnesses = trainer.train(verbose=False)
-    assert formed and all(groups == [[0, 1]] for groups in formed)
-    alone = LocalTrainer("DQN", {"num_envs": 2}, {**PAIR, "cohorts": False}, env=ActionRewardEnv)
-    assert alone.train(verbose=False)[1] == fitnesses  # a cohort changes no agent's results
-
-
-def test_an_environment_object_given_in_python_trains_one_agent_at_a_time(formed):
-    LocalTrainer("DQN", training=PAIR, env=ActionRewardEnv()).train(verbose=False)
-    assert formed and all(groups == [[0], [1]] for groups in formed)
-
-
-def _cohort_needs(trainer: LocalTrainer) -> list[str]:
-    estimate = trainer.preflight()
-    assert estimate is not None
-    return [need.field for need in estimate.needs if need.field == "training.cohorts"]
-
-
-def test_the_preflight_counts_cohorts_where_the_run_forms_them():
-    assert _cohort_needs(LocalTrainer("DQN", {"num_envs": 2}, PAIR, env=ActionRewardEnv))
-    assert not _cohort_needs(LocalTrainer("DQN", training=PAIR, env=ActionRewardEnv()))
-    frames = {"max_size": 1_000, "storage": "frames"}  # a buffer no cohort has a view of
-    assert not _cohort_needs(LocalTrainer("DQN", "CartPole-v1", PAIR, replay_buffer=frames))
 
 
 # --- the AgileRL-named façades ------------------------------------------------------------

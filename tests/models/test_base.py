@@ -1,19 +1,17 @@
-"""Behaviour that the hand-written layer adds to the generated specs."""
+"""Behaviour that the hand-written layer adds to the generated specs. The registry of
+algorithm names: tests/models/test_registry.py."""
 
 from __future__ import annotations
 
 import sys
 import types
-import warnings
 from types import SimpleNamespace
 
 import pytest
 from pydantic import ValidationError
 
 from agilerl.models import (
-    ALGO_REGISTRY,
     AgentType,
-    AlgorithmRegistry,
     AlgorithmSpec,
     CQNSpec,
     DQNSpec,
@@ -24,11 +22,9 @@ from agilerl.models import (
     MultiAgentRLAlgorithmSpec,
     PPOSpec,
     QNetworkSpec,
-    RegistryEntry,
     RLAlgorithmSpec,
     TrainingSpec,
     parse_manifest,
-    register,
 )
 from agilerl.models.algo import AlgorithmNotAvailableError
 from agilerl.models.validation import SpecError, parse_spec
@@ -111,6 +107,13 @@ def test_rule_errors_reported_with_field_errors():
 def test_rule_uses_defaults_of_absent_fields():
     with pytest.raises(ValidationError, match=r"must be >= min_mlp_nodes \(8\), got 4"):
         MlpSpec(hidden_size=[4])
+
+
+def test_an_omitted_training_section_is_the_defaults():
+    manifest = parse_manifest(
+        {"algorithm": {"name": "DQN"}, "environment": {"name": "CartPole-v1"}}
+    )
+    assert manifest.training == TrainingSpec()
 
 
 # --- one-pass validation: nested specs keep every check --------------------------------
@@ -240,82 +243,6 @@ def test_spec_error_names_the_document_path_without_union_tags():
 def test_missing_field_is_named():
     with pytest.raises(SpecError, match=r"head_config: required field is missing"):
         parse_spec(QNetworkSpec, {"encoder_config": MLP})
-
-
-# --- registry ---------------------------------------------------------------------------
-
-
-def test_dqn_and_ppo_are_registered():
-    assert ALGO_REGISTRY.get("DQN") == RegistryEntry(DQNSpec)
-    assert ALGO_REGISTRY.get("PPO").spec_cls is PPOSpec
-    assert {"DQN", "PPO"} <= set(ALGO_REGISTRY.names())
-
-
-def test_get_unknown_name_lists_registered():
-    with pytest.raises(KeyError) as info:
-        ALGO_REGISTRY.get("dqn")
-    message = info.value.args[0]
-    assert message.startswith("algorithm 'dqn' is not registered (did you mean 'DQN'?)")
-    assert message.endswith(f"registered algorithms: {', '.join(ALGO_REGISTRY.names())}")
-
-
-def test_an_unknown_name_in_a_manifest_says_it_is_not_registered_where():
-    # The registry's KeyError, located: the same words at algorithm.name.
-    with pytest.raises(SpecError) as info:
-        parse_manifest({"algorithm": {"name": "GSPOO"}, "environment": {"name": "CartPole-v1"}})
-    (issue,) = info.value.issues
-    assert issue.path == ("algorithm", "name")
-    assert issue.message == ALGO_REGISTRY.not_registered("GSPOO")
-    assert "is not registered" in issue.message
-
-
-def test_an_omitted_training_section_is_the_defaults():
-    manifest = parse_manifest(
-        {"algorithm": {"name": "DQN"}, "environment": {"name": "CartPole-v1"}}
-    )
-    assert manifest.training == TrainingSpec()
-
-
-def test_add_warns_when_overriding():
-    registry = AlgorithmRegistry()
-    registry.add("X", DQNSpec)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        registry.add("X", DQNSpec)  # same class again: nothing to warn about
-    with pytest.warns(UserWarning, match="Overriding existing registration of algorithm 'X'"):
-        registry.add("X", PPOSpec)
-    assert registry.get("X").spec_cls is PPOSpec
-
-
-def test_add_rejects_non_specs():
-    with pytest.raises(TypeError, match="not an algorithm spec class"):
-        AlgorithmRegistry().add("X", dict)
-
-
-def test_register_decorator_on_a_user_spec():
-    @register()
-    class MyAlgoSpec(RLAlgorithmSpec):
-        my_rate: float = 0.5
-
-    try:
-        assert ALGO_REGISTRY.get("MyAlgo").spec_cls is MyAlgoSpec
-        spec = MyAlgoSpec(my_rate=0.1, gamma=0.9)
-        assert spec.name == "MyAlgo" and spec.agent_type is AgentType.SingleAgent
-        with pytest.raises(ValidationError):
-            MyAlgoSpec(unknown=1)  # user subclasses stay closed
-    finally:
-        ALGO_REGISTRY._entries.pop("MyAlgo")
-
-
-def test_register_with_explicit_name():
-    @register("Custom")
-    class OddSpec(AlgorithmSpec):
-        pass
-
-    try:
-        assert ALGO_REGISTRY.get("Custom").spec_cls is OddSpec
-    finally:
-        ALGO_REGISTRY._entries.pop("Custom")
 
 
 # --- algorithm facts, algo_class, training function --------------------------------------

@@ -5,6 +5,8 @@ follows (:mod:`agilerl.training.threads`): one thread for small networks on the 
 
 Each command runs in-process up to its work (the training loop, the evaluation, the
 collection, the tiny model), which is replaced by a probe that records torch's count.
+The rule itself (``choose_threads``: the agent's size, the cores the environment workers
+leave, the user's settings) is tested last.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 import torch
 from support import ROOT
 
-from agilerl.algorithms import PPO
+from agilerl.algorithms import DQN, PPO
 from agilerl.cli import main
 from agilerl.training import threads as thread_rule
 
@@ -155,3 +157,46 @@ def test_more_threads_than_cores_is_one_line(command, tmp_path, probe, threads_b
         "run on (its affinity); give at most 4"
     )
     assert seen == []  # refused before the work
+
+
+# --- the rule -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_thread_settings(monkeypatch):
+    monkeypatch.delenv(thread_rule.ENV_VAR, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+
+
+def small_agent():
+    env = gym.make("CartPole-v1")
+    return DQN(env.observation_space, env.action_space)
+
+
+def test_small_agents_on_the_cpu_run_on_one_thread(no_thread_settings, monkeypatch):
+    monkeypatch.setattr(thread_rule, "cores", lambda: 4)
+    cpu = torch.device("cpu")
+    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) == 1
+    assert thread_rule.choose_threads(3, small_agent(), cpu, env_workers=0) == 3  # asked for
+
+
+def test_large_agents_get_the_cores_the_env_workers_leave(no_thread_settings, monkeypatch):
+    monkeypatch.setattr(thread_rule, "agent_parameters", lambda agent: 10**7)
+    monkeypatch.setattr(thread_rule, "cores", lambda: 8)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 8)
+    cpu = torch.device("cpu")
+    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=3) == 5
+    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=16) == 1
+    assert thread_rule.choose_threads(None, small_agent(), torch.device("cuda"), 0) is None
+
+
+def test_thread_settings_of_the_user_win(no_thread_settings, monkeypatch):
+    monkeypatch.setattr(thread_rule, "cores", lambda: 4)
+    cpu = torch.device("cpu")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) is None
+    monkeypatch.setenv(thread_rule.ENV_VAR, "4")
+    assert thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0) == 4
+    monkeypatch.setenv(thread_rule.ENV_VAR, "many")
+    with pytest.raises(ValueError, match="AGILERL_NUM_THREADS='many': expected a positive"):
+        thread_rule.choose_threads(None, small_agent(), cpu, env_workers=0)
