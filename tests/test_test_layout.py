@@ -58,7 +58,6 @@ NOT_YET: frozenset[str] = frozenset(
         "agilerl.algorithms.cqn",
         "agilerl.algorithms.ddpg",
         "agilerl.algorithms.dpo",
-        "agilerl.algorithms.foreach",
         "agilerl.algorithms.grpo",
         "agilerl.algorithms.gspo",
         "agilerl.algorithms.hyperparameters",
