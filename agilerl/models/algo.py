@@ -10,10 +10,6 @@ the manifest and the trainer treat it alike.
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from agilerl._generated.algorithm_schema import AlgorithmSpec
-from agilerl._generated.llm_algorithm_schema import LLMAlgorithmSpec
-from agilerl._generated.multi_agent_rl_algorithm_schema import MultiAgentRLAlgorithmSpec
-from agilerl._generated.rl_algorithm_schema import RLAlgorithmSpec
 from agilerl.models.base import (
     AgentType,
     AlgorithmBase,
@@ -27,9 +23,19 @@ from agilerl.models.registry import ALGO_REGISTRY, AlgorithmRegistry, RegistryEn
 if TYPE_CHECKING:
     # Type checkers cannot follow the install-time mapping of ``agilerl._generated`` to
     # ``generated/`` (pyproject ``package-dir``); they read the same file from the tree.
-    from generated.llm_algorithm_schema import CosineLRScheduleConfig, VLLMConfig
+    from generated.algorithm_schema import AlgorithmSpec
+    from generated.llm_algorithm_schema import CosineLRScheduleConfig, LLMAlgorithmSpec, VLLMConfig
+    from generated.multi_agent_rl_algorithm_schema import MultiAgentRLAlgorithmSpec
+    from generated.rl_algorithm_schema import RLAlgorithmSpec
 else:
-    from agilerl._generated.llm_algorithm_schema import CosineLRScheduleConfig, VLLMConfig
+    from agilerl._generated.algorithm_schema import AlgorithmSpec
+    from agilerl._generated.llm_algorithm_schema import (
+        CosineLRScheduleConfig,
+        LLMAlgorithmSpec,
+        VLLMConfig,
+    )
+    from agilerl._generated.multi_agent_rl_algorithm_schema import MultiAgentRLAlgorithmSpec
+    from agilerl._generated.rl_algorithm_schema import RLAlgorithmSpec
 
 SpecT = TypeVar("SpecT", bound=type[AlgorithmBase])
 

@@ -1,7 +1,13 @@
 """IPPO's spec, generated from ``schemas/ippo.schema.json``; registered as ``IPPO``."""
 
-from agilerl._generated.ippo_schema import IPPOSpec
+from typing import TYPE_CHECKING
+
 from agilerl.models.registry import register
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree (pyproject package-dir)
+    from generated.ippo_schema import IPPOSpec
+else:
+    from agilerl._generated.ippo_schema import IPPOSpec
 
 register()(IPPOSpec)
 

@@ -1,7 +1,13 @@
 """MADDPG's spec, generated from ``schemas/maddpg.schema.json``; registered as ``MADDPG``."""
 
-from agilerl._generated.maddpg_schema import MADDPGSpec
+from typing import TYPE_CHECKING
+
 from agilerl.models.registry import register
+
+if TYPE_CHECKING:  # type checkers read the generated module from the tree (pyproject package-dir)
+    from generated.maddpg_schema import MADDPGSpec
+else:
+    from agilerl._generated.maddpg_schema import MADDPGSpec
 
 register()(MADDPGSpec)
 
