@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_serializer
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import InitErrorDetails
 
 from agilerl.models.env_types import LLMEnvType
 from agilerl.models.kinds import AgentType
 from agilerl.models.legacy import RENAMED_KEYWORD, LegacyKeyWarning, rename_old_keys
-from agilerl.models.one_pass import reraisable, validate_document
+from agilerl.models.one_pass import custom_error, reraisable, validate_document
 from agilerl.models.rules import RULES_KEYWORD
 from agilerl.models.standard_rules import titled_rules
 
@@ -126,7 +126,7 @@ class SpecBase(BaseModel):
             warnings.warn(f"{old}: {message}", LegacyKeyWarning, stacklevel=2)
         errors = [
             InitErrorDetails(
-                type=PydanticCustomError("legacy_key_conflict", message),
+                type=custom_error("legacy_key_conflict", message),
                 loc=(old,),
                 input=data[old],
             )
@@ -189,8 +189,10 @@ class LoraConfigBase(SpecBase):
     def _sorted_target_module_set(self, handler: Any) -> Any:
         # A set has no order; dump it sorted so manifests written from it are stable.
         data = handler(self)
-        if isinstance(self.target_modules, (set, frozenset)):
-            data["target_modules"] = sorted(self.target_modules)
+        # A field of the generated LoraConfigDict; this base declares no fields.
+        modules = getattr(self, "target_modules", None)
+        if isinstance(modules, (set, frozenset)):
+            data["target_modules"] = sorted(modules)
         return data
 
 

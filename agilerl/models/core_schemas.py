@@ -20,12 +20,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import SchemaValidator
+from pydantic_core import CoreSchema, SchemaValidator
 
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def core_schema_of(cls: type[BaseModel]) -> dict[str, Any]:
+def core_schema_of(cls: type[BaseModel]) -> CoreSchema:
     """The pydantic-core schema of ``cls``, built now if the class defers it."""
     cls.__pydantic_core_schema__["type"]  # noqa: B018  (a deferred class builds on first use)
     return cls.__pydantic_core_schema__

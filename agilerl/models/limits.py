@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -33,6 +34,17 @@ def _show(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def _number(bound: object) -> float:
+    """A bound of a generated field as a number.
+
+    ``annotated_types`` types a bound as anything comparable; the generated fields' bounds
+    come from JSON Schema ``minimum``/``maximum`` (and their exclusive forms), so numbers.
+    """
+    if isinstance(bound, bool) or not isinstance(bound, int | float):
+        raise TypeError(f"a schema bound must be a number, not {bound!r}")
+    return bound
+
+
 @dataclass(frozen=True)
 class Limits:
     """The values one numeric hyperparameter may take."""
@@ -44,29 +56,29 @@ class Limits:
     written: tuple[str, ...] = ()
 
     @classmethod
-    def from_field(cls, annotation: Any, metadata: list[Any]) -> Limits | None:
+    def from_field(cls, annotation: object, metadata: Sequence[object]) -> Limits | None:
         """From a generated field; None when it is not a plain number or integer."""
         if annotation not in (int, float):
             return None
         integer = annotation is int
-        low, high, written = -math.inf, math.inf, []
+        low: float = -math.inf
+        high: float = math.inf
+        written: list[str] = []
         for item in metadata:
             if isinstance(item, annotated_types.Ge):
-                low = max(low, item.ge)
-                written.append(f">= {_show(item.ge)}")
+                low = max(low, _number(item.ge))
+                written.append(f">= {_show(_number(item.ge))}")
             elif isinstance(item, annotated_types.Gt):  # the least value above the bound
-                low = max(
-                    low, math.floor(item.gt) + 1 if integer else math.nextafter(item.gt, math.inf)
-                )
-                written.append(f"> {_show(item.gt)}")
+                gt = _number(item.gt)
+                low = max(low, math.floor(gt) + 1 if integer else math.nextafter(gt, math.inf))
+                written.append(f"> {_show(gt)}")
             elif isinstance(item, annotated_types.Le):
-                high = min(high, item.le)
-                written.append(f"<= {_show(item.le)}")
+                high = min(high, _number(item.le))
+                written.append(f"<= {_show(_number(item.le))}")
             elif isinstance(item, annotated_types.Lt):
-                high = min(
-                    high, math.ceil(item.lt) - 1 if integer else math.nextafter(item.lt, -math.inf)
-                )
-                written.append(f"< {_show(item.lt)}")
+                lt = _number(item.lt)
+                high = min(high, math.ceil(lt) - 1 if integer else math.nextafter(lt, -math.inf))
+                written.append(f"< {_show(lt)}")
         return cls(low, high, integer, tuple(written))
 
     def problem(self, value: Any) -> str | None:

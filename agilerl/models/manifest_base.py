@@ -25,7 +25,7 @@ from agilerl.models.base import AlgorithmBase, SpecBase, reraisable, spec_class
 from agilerl.models.core_schemas import typed_sections
 from agilerl.models.kinds import AGENT_KINDS, AgentKind
 from agilerl.models.limits import manifest_ceilings, manifest_limits
-from agilerl.models.one_pass import Holds, accepted_holds, validate_document
+from agilerl.models.one_pass import Holds, accepted_holds, custom_error, validate_document
 from agilerl.models.registry import ALGO_REGISTRY
 
 #: Encoder spec (title) per ``arch``, in the order of the schema's EncoderConfig union.
@@ -59,7 +59,7 @@ def network_arch_of(network: Any) -> tuple[str | None, str]:
 def _error(
     loc: tuple[Any, ...], value: Any, message: str, kind: str = "manifest"
 ) -> InitErrorDetails:
-    return InitErrorDetails(type=PydanticCustomError(kind, message), loc=loc, input=value)
+    return InitErrorDetails(type=custom_error(kind, message), loc=loc, input=value)
 
 
 def _validate(cls: type, data: Any, loc: tuple[Any, ...]) -> tuple[Any, list[InitErrorDetails]]:
@@ -69,7 +69,7 @@ def _validate(cls: type, data: Any, loc: tuple[Any, ...]) -> tuple[Any, list[Ini
     except ValidationError as error:
         errors = [reraisable(item) for item in error.errors(include_url=False)]
         for item in errors:
-            item["loc"] = (*loc, *item["loc"])
+            item["loc"] = (*loc, *item.get("loc", ()))
         return None, errors
 
 
@@ -93,8 +93,9 @@ def algorithm_class(raw: Any) -> tuple[type[AlgorithmBase] | None, list[InitErro
     if not isinstance(raw, dict):
         return None, []  # reported as a type error
     name = raw.get("name")
-    if name in ALGO_REGISTRY:
-        return ALGO_REGISTRY.get(name).spec_cls, []
+    found = ALGO_REGISTRY.spec_class(name)
+    if found is not None:
+        return found, []
     known = ", ".join(ALGO_REGISTRY.names())
     if name is None:
         return None, [
@@ -198,11 +199,10 @@ def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[Init
             continue  # a type error the mutation spec reports
         for key in ("min", "max"):
             value = bounds.get(key)
-            kind = type(value)
-            if kind is not int and kind is not float:
+            if type(value) is not int and type(value) is not float:
                 if isinstance(value, bool) or not isinstance(value, (int, float)):
                     continue  # missing or not a number: the mutation spec reports it
-            elif limit.low <= value <= limit.high and (kind is int or not limit.integer):
+            elif limit.low <= value <= limit.high and (type(value) is int or not limit.integer):
                 continue  # within the limits (the usual case, decided without a call)
             problem = limit.problem(value)
             if problem:
@@ -224,7 +224,7 @@ def check_ceilings(fields: Mapping[str, Any]) -> list[InitErrorDetails]:
     errors = []
     for name, ceiling in manifest_ceilings().items():
         value = fields.get(name)
-        if type(value) in (int, float) and value > ceiling:
+        if (type(value) is int or type(value) is float) and value > ceiling:
             errors.append(
                 InitErrorDetails(
                     type="less_than_equal",
@@ -289,12 +289,17 @@ def _one_call(manifest_cls: type, algorithm_cls: type[AlgorithmBase], arch: str 
             "environment": (environment_spec_for(algorithm_cls), False),
             "network": (network_section_for(algorithm_cls), True),
         }
-        titles = list(ENCODER_SPECS.values()) if arch == "" else [ENCODER_SPECS.get(arch)]
-        encoders = tuple(spec_class(title) for title in titles) if arch is not None else ()
+        if arch is None:
+            encoders = ()
+        else:
+            titles = list(ENCODER_SPECS.values()) if arch == "" else [ENCODER_SPECS[arch]]
+            encoders = tuple(spec_class(title) for title in titles)
         found = _ONE_CALL[(manifest_cls, algorithm_cls, arch)] = _OneCall(
             typed_sections(manifest_cls, sections, encoders),
-            *(accepted_holds(section_cls) for section_cls, _ in sections.values()),
-            accepted_holds(manifest_cls),
+            algorithm_holds=accepted_holds(sections["algorithm"][0]),
+            environment_holds=accepted_holds(sections["environment"][0]),
+            network_holds=accepted_holds(sections["network"][0]),
+            manifest_holds=accepted_holds(manifest_cls),
         )
     return found
 
@@ -355,6 +360,7 @@ def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
     try:
         if arch is None:
             manifest = one_call.validator.validate_python(document)
+            encoder_spec = None  # no encoder config to check
         else:
             manifest, encoder_spec = one_call.validator.validate_python((document, encoder))
     except ValidationError:
@@ -504,9 +510,9 @@ class ManifestBase(SpecBase):
         another part of the document (the sections, the encoder); None otherwise."""
         algorithm = document.get("algorithm") if isinstance(document, dict) else None
         name = algorithm.get("name") if isinstance(algorithm, dict) else None
-        if name not in ALGO_REGISTRY:
+        algorithm_cls = ALGO_REGISTRY.spec_class(name)
+        if algorithm_cls is None:
             return None
-        algorithm_cls = ALGO_REGISTRY.get(name).spec_cls
         if path == ("algorithm",):
             return algorithm_cls
         if path == ("environment",):

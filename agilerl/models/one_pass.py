@@ -26,10 +26,10 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError
 from pydantic_core.core_schema import ErrorType
 
 from agilerl.models.rules import (
@@ -46,6 +46,9 @@ try:  # Python >= 3.10: `X | Y` unions
     from types import UnionType
 except ImportError:  # pragma: no cover
     UnionType = Union  # type: ignore[misc,assignment]
+
+if TYPE_CHECKING:
+    from typing_extensions import LiteralString  # typing's from Python 3.11
 
 _MISSING = object()
 
@@ -259,7 +262,7 @@ def _has_checks(shape: Shape | None) -> bool:
 def _relocated(errors: list[InitErrorDetails], loc: tuple[Any, ...]) -> list[InitErrorDetails]:
     if loc:
         for item in errors:
-            item["loc"] = (*loc, *item["loc"])
+            item["loc"] = (*loc, *item.get("loc", ()))
     return errors
 
 
@@ -346,7 +349,7 @@ def _check_rules(
         for v in violations:
             errors.append(
                 InitErrorDetails(
-                    type=PydanticCustomError("cross_field", v.message),
+                    type=custom_error("cross_field", v.message),
                     loc=(*loc, *v.path),
                     input=v.value,
                 )
@@ -397,7 +400,7 @@ def accepted_checker(cls: Any) -> Checker | None:
     else:
         spec_fields, other_fields = tuple(specs), tuple(others)
 
-        def checker(data: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+        def check_fields(data: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
             for name, check in spec_fields:
                 value = data.get(name)
                 if isinstance(value, dict):  # else an instance (validated when made) or null
@@ -409,6 +412,7 @@ def accepted_checker(cls: Any) -> Checker | None:
             if plan.rules:
                 _check_rules(plan, data, loc, errors)
 
+        checker = check_fields
     _CHECKERS[cls] = checker
     return checker
 
@@ -440,12 +444,17 @@ def _value_checker(shape: Shape) -> Checker | None:
         checkers = {model: accepted_checker(model) for model in shape.models}
         if any(checkers.values()):
 
-            def on_dict(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
-                check = checkers.get(shape.model_for(value))
+            def check_member(
+                value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]
+            ) -> None:
+                member = shape.model_for(value)
+                check = checkers.get(member) if member is not None else None
                 if check is not None:
                     if shape.tag is not None:  # located like pydantic's own union errors
                         loc = (*loc, value[shape.tag])
                     check(value, loc, errors)
+
+            on_dict = check_member
 
     elif shape.values is not None:
         value_model = _only_model(shape.values)
@@ -453,18 +462,24 @@ def _value_checker(shape: Shape) -> Checker | None:
             each = accepted_checker(value_model)
             if each is not None:
 
-                def on_dict(
+                def check_specs(
                     value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]
                 ) -> None:
                     for key, item in value.items():
                         if isinstance(item, dict):
                             each(item, (*loc, key), errors)
 
+                on_dict = check_specs
+
         elif (each := _value_checker(shape.values)) is not None:
 
-            def on_dict(value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]) -> None:
+            def check_values(
+                value: Any, loc: tuple[Any, ...], errors: list[InitErrorDetails]
+            ) -> None:
                 for key, item in value.items():
                     each(item, (*loc, key), errors)
+
+            on_dict = check_values
 
     on_list = _value_checker(shape.items) if shape.items is not None else None
     if on_dict is None and on_list is None:
@@ -561,28 +576,35 @@ def _value_holds(shape: Shape) -> Holds | None:
         tests = {model: accepted_holds(model) for model in shape.models}
         if any(tests.values()):
 
-            def on_dict(value: Any) -> bool:
-                test = tests.get(shape.model_for(value))
+            def member_holds(value: Any) -> bool:
+                member = shape.model_for(value)
+                test = tests.get(member) if member is not None else None
                 return test is None or test(value)
+
+            on_dict = member_holds
 
     elif shape.values is not None:
         value_model = _only_model(shape.values)
         if value_model is not None:  # a map of specs (the common case): each tested directly
             if (spec_test := accepted_holds(value_model)) is not None:
 
-                def on_dict(value: Any) -> bool:
+                def specs_hold(value: Any) -> bool:
                     for item in value.values():
                         if isinstance(item, dict) and not spec_test(item):
                             return False
                     return True
 
+                on_dict = specs_hold
+
         elif (each := _value_holds(shape.values)) is not None:
 
-            def on_dict(value: Any) -> bool:
+            def values_hold(value: Any) -> bool:
                 for item in value.values():
                     if not each(item):
                         return False
                 return True
+
+            on_dict = values_hold
 
     on_list = _value_holds(shape.items) if shape.items is not None else None
     if on_dict is None and on_list is None:
@@ -617,7 +639,17 @@ def _all_finite(value: Any) -> bool:
 _BUILTIN_ERROR_TYPES = frozenset(get_args(ErrorType))
 
 
-def reraisable(item: dict[str, Any]) -> InitErrorDetails:
+def custom_error(kind: str, message: str) -> PydanticCustomError:
+    """An error of our own kind whose message is already written out.
+
+    pydantic-core's stubs ask for ``LiteralString`` (guarding a template it fills from
+    ``ctx``); these errors carry no ``ctx``, so a message built at run time is shown as
+    written, and the casts only tell the checker so.
+    """
+    return PydanticCustomError(cast("LiteralString", kind), cast("LiteralString", message))
+
+
+def reraisable(item: ErrorDetails) -> InitErrorDetails:
     """A reported error as raisable details, keeping its type and context intact."""
     if item["type"] in _BUILTIN_ERROR_TYPES:
         details = InitErrorDetails(type=item["type"], loc=item["loc"], input=item["input"])
@@ -626,7 +658,7 @@ def reraisable(item: dict[str, Any]) -> InitErrorDetails:
         return details
     # Our own (cross_field, manifest) errors from nested specs: same type, same message.
     return InitErrorDetails(
-        type=PydanticCustomError(item["type"], item["msg"]), loc=item["loc"], input=item["input"]
+        type=custom_error(item["type"], item["msg"]), loc=item["loc"], input=item["input"]
     )
 
 
@@ -659,6 +691,8 @@ def validate_document(cls: Any, data: dict[str, Any], **options: Any) -> Any:
             if holds is None or holds(hooked):
                 return result
             check = _CHECKERS[cls] if cls in _CHECKERS else accepted_checker(cls)
+            # accepted_holds is None exactly where accepted_checker is (checked above)
+            assert check is not None
             rule_errors: list[InitErrorDetails] = []
             check(hooked, (), rule_errors)
             if not rule_errors:

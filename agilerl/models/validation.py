@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import reprlib
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -155,7 +156,9 @@ def _intended_key(key: Any, known: list[str]) -> tuple[str | None, str]:
     return (close[0], "did you mean {!r}?") if close else (None, "not allowed here")
 
 
-def _unknown_key_message(key: Any, known: list[str], missing: set[Any] = frozenset()) -> str:
+def _unknown_key_message(
+    key: Any, known: list[str], missing: AbstractSet[object] = frozenset()
+) -> str:
     """ "unknown key (did you mean 'x'?)", saying so when 'x' is required and missing."""
     intended, hint = _intended_key(key, known)
     text = hint.format(intended)
