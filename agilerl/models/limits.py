@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
 
 import annotated_types
 from pydantic import BaseModel
@@ -81,7 +80,7 @@ class Limits:
                 written.append(f"< {_show(lt)}")
         return cls(low, high, integer, tuple(written))
 
-    def problem(self, value: Any) -> str | None:
+    def problem(self, value: float) -> str | None:
         """Why ``value`` is not a value of this hyperparameter; None when it is."""
         if self.integer and type(value) is not int and not float(value).is_integer():
             return "must be an integer"

@@ -38,13 +38,13 @@ ENCODER_SPECS = {
 }
 
 
-def network_arch_of(network: Any) -> tuple[str | None, str]:
+def network_arch_of(network: object) -> tuple[str | None, str]:
     """The encoder ``arch`` a network section names and where: ``"network.arch"``,
     ``"network.encoder_config.arch"``, or ``(None, "inferred")`` when it names none (the
     observation space decides when the run is built). ``network`` is a document or a
     network section spec."""
 
-    def get(value: Any, key: str) -> Any:
+    def get(value: object, key: str) -> Any:  # a document's value: any JSON
         return value.get(key) if isinstance(value, Mapping) else getattr(value, key, None)
 
     if network is None:
@@ -88,7 +88,7 @@ def network_section_for(algorithm_cls: type[AlgorithmBase]) -> type:
     return spec_class(kind_of(algorithm_cls).network_section)
 
 
-def algorithm_class(raw: Any) -> tuple[type[AlgorithmBase] | None, list[InitErrorDetails]]:
+def algorithm_class(raw: object) -> tuple[type[AlgorithmBase] | None, list[InitErrorDetails]]:
     """The registered spec class an algorithm section names."""
     if not isinstance(raw, dict):
         return None, []  # reported as a type error
@@ -166,11 +166,11 @@ def _check_encoder(arch: Any, encoder: Any) -> list[InitErrorDetails]:
     ]
 
 
-def _known_arch(arch: Any) -> bool:
+def _known_arch(arch: object) -> bool:
     return isinstance(arch, str) and arch in ENCODER_SPECS  # a document's arch may be a list
 
 
-def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[InitErrorDetails]:
+def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: object) -> list[InitErrorDetails]:
     """``mutation.rl_hp_selection`` against the algorithm (the schema's per-algorithm
     ``if``/``then`` clauses): every name is a numeric hyperparameter of it, and ``min``
     and ``max`` are values that hyperparameter accepts, so no mutation can leave them."""
@@ -217,7 +217,7 @@ def check_ranges(algorithm_cls: type[AlgorithmBase], mutation: Any) -> list[Init
     return errors
 
 
-def check_ceilings(fields: Mapping[str, Any]) -> list[InitErrorDetails]:
+def check_ceilings(fields: Mapping[str, object]) -> list[InitErrorDetails]:
     """The algorithm section's values against the manifest's own bounds, which the spec
     class leaves open (:func:`~agilerl.models.limits.manifest_ceilings`: what no machine
     runs); reported as a bound of the field's own is, and as ajv reports the schema's."""
@@ -381,7 +381,7 @@ def validate_in_one_call(manifest_cls: type, data: dict[str, Any]) -> Any:
     return manifest
 
 
-def _holds(test: Holds | None, value: Any) -> bool:
+def _holds(test: Holds | None, value: object) -> bool:
     return test is None or test(value)
 
 

@@ -34,7 +34,7 @@ _SHORT.maxlist = _SHORT.maxdict = 10
 _SHORT.maxstring = _SHORT.maxother = 80
 
 
-def short_repr(value: Any) -> str:
+def short_repr(value: object) -> str:
     """``repr(value)``, shortened with ``...`` past a few items, levels or characters."""
     text = _SHORT.repr(value)
     return text if len(text) <= 200 else text[:197] + "..."
@@ -150,7 +150,7 @@ def known_keys(spec_cls: type[BaseModel], data: Any, path: tuple[Any, ...]) -> l
     return sorted({key for cls in classes for key in cls.model_fields})
 
 
-def _intended_key(key: Any, known: list[str]) -> tuple[str | None, str]:
+def _intended_key(key: object, known: list[str]) -> tuple[str | None, str]:
     """The key an unknown ``key`` probably meant, and how the message names it."""
     close = difflib.get_close_matches(str(key), [k for k in known if k != key], n=1, cutoff=0.6)
     return (close[0], "did you mean {!r}?") if close else (None, "not allowed here")
