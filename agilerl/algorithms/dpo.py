@@ -35,8 +35,7 @@ class DPO(LLMAlgorithm, spec=DPOSpec):
     }
     main_loss: ClassVar[str] = "loss"
 
-    def __init__(self, index: int = 0, *, lr: float = 5e-06, **common: Any) -> None:
-        super().__init__(index, lr=lr, **common)
+    lr: float  # set from the bound spec before the body runs
 
     def _sequence_logprobs(self, seqs: TokenSequences, *, reference: bool) -> torch.Tensor:
         """Sequence log-probabilities ``[pairs]`` of the response tokens, no gradient."""

@@ -48,20 +48,6 @@ else:
 class LLMPPO(TurnCredit, spec=LLMPPOSpec):
     """LLM-PPO (see the module docstring; the advantages' unit: :class:`TurnCredit`)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        *(name for name in TurnCredit.init_args if name != "lr"),
-        "lr_actor",
-        "lr_critic",
-        "vf_coef",
-        "clip_coef",
-        "gamma",
-        "gae_lambda",
-        "turn_level_clip",
-        "importance_sampling_level",
-        "turn_ratio_pooling",
-        "whiten_advantages",
-    )
-    derived_args: ClassVar[tuple[str, ...]] = ("lr",)
     optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr_actor"),
         "critic_optimizer": (("critic",), "lr_critic"),
@@ -80,41 +66,24 @@ class LLMPPO(TurnCredit, spec=LLMPPOSpec):
     critic: Any
     critic_optimizer: torch.optim.Optimizer
 
-    def __init__(
-        self,
-        index: int = 0,
-        *,
-        lr_actor: float = 5e-06,
-        lr_critic: float | None = 5e-06,
-        vf_coef: float = 0.5,
-        clip_coef: float = 0.2,
-        gamma: float = 0.99,
-        gae_lambda: float = 0.95,
-        turn_level_clip: bool = True,
-        importance_sampling_level: str = "auto",
-        turn_ratio_pooling: str = "sum",
-        whiten_advantages: bool = True,
-        **common: Any,
-    ) -> None:
-        self.lr_actor = non_negative("lr_actor", lr_actor)
-        # Null: the critic learns at the actor's rate (resolved here, so a checkpoint and
-        # a clone hold the rate the critic's optimiser uses).
-        self.lr_critic = (
-            self.lr_actor if lr_critic is None else non_negative("lr_critic", lr_critic)
-        )
-        self.vf_coef = non_negative("vf_coef", vf_coef)
-        self.clip_coef = unit_interval("clip_coef", clip_coef)
-        self.gamma = unit_interval("gamma", gamma)
-        self.gae_lambda = unit_interval("gae_lambda", gae_lambda)
-        self.turn_level_clip = bool(turn_level_clip)
-        self.importance_sampling_level = choice(
-            "importance_sampling_level",
-            importance_sampling_level,
-            ("auto", "token", "turn", "trajectory"),
-        )
-        self.turn_ratio_pooling = choice("turn_ratio_pooling", turn_ratio_pooling, ("sum", "mean"))
-        self.whiten_advantages = bool(whiten_advantages)
-        super().__init__(index, lr=self.lr_actor, **common)
+    # Set from the bound spec before the body runs.
+    lr_actor: float
+    lr_critic: float
+    vf_coef: float
+    clip_coef: float
+    gamma: float
+    gae_lambda: float
+    turn_level_clip: bool
+    importance_sampling_level: str
+    turn_ratio_pooling: str
+    whiten_advantages: bool
+
+    def check_hyperparameters(self) -> None:
+        """A null ``lr_critic`` is the actor's rate, resolved here, so a checkpoint and a
+        clone hold the rate the critic's optimiser uses."""
+        super().check_hyperparameters()
+        if self.lr_critic is None:
+            self.lr_critic = self.lr_actor
 
     # ``lr`` (the base's learning rate) is the actor's.
     @property

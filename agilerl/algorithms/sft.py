@@ -37,8 +37,7 @@ class SFT(LLMAlgorithm, spec=SFTSpec):
     }
     main_loss: ClassVar[str] = "loss"
 
-    def __init__(self, index: int = 0, *, lr: float = 5e-05, **common: Any) -> None:
-        super().__init__(index, lr=lr, **common)
+    lr: float  # set from the bound spec before the body runs
 
     def learn(self, batch: SFTBatch) -> dict[str, float]:
         """``update_epochs`` optimiser steps on a batch; :attr:`learn_metrics`."""
