@@ -8,6 +8,7 @@ than ``max_model_len`` are cut to it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -26,14 +27,14 @@ class DPO(LLMAlgorithm, spec=DPOSpec):
     """DPO (see the module docstring). ``test`` is the held-out preference accuracy: the
     share of the test split's pairs whose implicit reward margin is positive."""
 
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "mean sigmoid preference loss of the batch's pairs",
         "accuracy": "share of pairs whose chosen response has the higher implicit reward",
         "margin": "mean implicit reward margin (chosen minus rejected)",
         "chosen_reward": "mean implicit reward of the chosen responses",
         "rejected_reward": "mean implicit reward of the rejected responses",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
 
     lr: float  # set from the bound spec before the body runs
 

@@ -11,13 +11,14 @@ log-probabilities recomputed before the first of ``update_epochs`` steps).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice, turn_rewards_of
-from agilerl.algorithms.hyperparameters import positive_int, unit_interval
+from agilerl.algorithms.hyperparameters import unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -62,14 +63,14 @@ class GRPO(CompletionSampler, spec=GRPOSpec):
     :attr:`is_levels`): the rollout, the advantages and the optimisation are the same.
     """
 
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "GRPO loss minimised (clipped surrogate plus beta times the KL)",
         "kl": "mean k3 KL to the reference policy per completion token",
         "reward": "mean reward of the batch's completions",
         "clip_fraction": "share of completion tokens whose ratio was clipped",
         "completion_length": "mean completion length in tokens",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
     #: The loss, by its name in :data:`~agilerl.algorithms.llm_losses.GROUP_LOSSES`.
     loss_name: ClassVar[str] = "grpo"
     #: ``importance_sampling_level`` values accepted -> the ratio's level.

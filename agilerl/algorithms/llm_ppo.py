@@ -29,14 +29,13 @@ every row has one turn.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.core.llm_sampling import TurnCredit, choice, turn_rewards_of
-from agilerl.algorithms.hyperparameters import non_negative, unit_interval
+from agilerl.algorithms.core.llm_sampling import TurnCredit, turn_rewards_of
 from agilerl.llm.batches import Experience, turn_ids_of
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -48,11 +47,11 @@ else:
 class LLMPPO(TurnCredit, spec=LLMPPOSpec):
     """LLM-PPO (see the module docstring; the advantages' unit: :class:`TurnCredit`)."""
 
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr_actor"),
         "critic_optimizer": (("critic",), "lr_critic"),
     }
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "PPO loss minimised (policy + value + beta * KL terms)",
         "pg_loss": "clipped surrogate, mean over the importance-sampling units",
         "vf_loss": "vf_coef times the clipped value loss, mean over the advantage's units",
@@ -62,7 +61,7 @@ class LLMPPO(TurnCredit, spec=LLMPPOSpec):
         "clip_fraction": "share of the ratio's units that were clipped",
         "completion_length": "mean completion length in tokens",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
     critic: Any
     critic_optimizer: torch.optim.Optimizer
 

@@ -9,6 +9,7 @@ are cut to it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agilerl.algorithms import llm_losses
@@ -30,12 +31,12 @@ class SFT(LLMAlgorithm, spec=SFTSpec):
     perplexity).
     """
 
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "loss minimised: response-token cross-entropy plus beta times the KL",
         "perplexity": "perplexity of the batch's response tokens",
         "kl": "mean k3 KL to the reference policy per response token",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
 
     lr: float  # set from the bound spec before the body runs
 

@@ -550,7 +550,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
         when ``training``, greedy otherwise."""
         raise NotImplementedError(f"{self.name} does not generate completions")
 
-    def learn(self, experiences: Any) -> dict[str, float]:
+    def learn(self, experiences: Any, /) -> dict[str, float]:
         """One update of the adapter on a batch (completions with rewards, preference
         pairs or supervised targets); returns :attr:`learn_metrics`."""
         raise NotImplementedError
