@@ -14,6 +14,7 @@ token). The paper uses ``beta`` 0; the KL term is kept for the fields' sake.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agilerl.algorithms.grpo import GRPO
@@ -30,7 +31,7 @@ class CISPO(GRPO, spec=CISPOSpec):
     """CISPO (see the module docstring): GRPO with :func:`~agilerl.algorithms.llm_losses.cispo_token_loss`."""
 
     loss_name: ClassVar[str] = "cispo"
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         **GRPO.learn_metrics,
         "loss": "CISPO loss minimised (clipped-weight REINFORCE term plus beta times the KL)",
         "clip_fraction": "share of completion tokens whose importance weight was clipped",

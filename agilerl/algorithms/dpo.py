@@ -8,6 +8,7 @@ than ``max_model_len`` are cut to it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -26,17 +27,16 @@ class DPO(LLMAlgorithm, spec=DPOSpec):
     """DPO (see the module docstring). ``test`` is the held-out preference accuracy: the
     share of the test split's pairs whose implicit reward margin is positive."""
 
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "mean sigmoid preference loss of the batch's pairs",
         "accuracy": "share of pairs whose chosen response has the higher implicit reward",
         "margin": "mean implicit reward margin (chosen minus rejected)",
         "chosen_reward": "mean implicit reward of the chosen responses",
         "rejected_reward": "mean implicit reward of the rejected responses",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
 
-    def __init__(self, index: int = 0, *, lr: float = 5e-06, **common: Any) -> None:
-        super().__init__(index, lr=lr, **common)
+    lr: float  # set from the bound spec before the body runs
 
     def _sequence_logprobs(self, seqs: TokenSequences, *, reference: bool) -> torch.Tensor:
         """Sequence log-probabilities ``[pairs]`` of the response tokens, no gradient."""

@@ -11,13 +11,14 @@ log-probabilities recomputed before the first of ``update_epochs`` steps).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm_sampling import CompletionSampler, choice, turn_rewards_of
-from agilerl.algorithms.hyperparameters import positive_int, unit_interval
+from agilerl.algorithms.hyperparameters import unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -62,66 +63,40 @@ class GRPO(CompletionSampler, spec=GRPOSpec):
     :attr:`is_levels`): the rollout, the advantages and the optimisation are the same.
     """
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        *CompletionSampler.init_args,
-        "group_size",
-        "clip_coef",
-        "adv_norm",
-        "importance_sampling_level",
-        "advantage_granularity",
-        "whiten_advantages",
-        "adv_clip_range",
-        "filter_zero_adv",
-        "turn_advantage_trajectory_fallback",
-        "loss_norm",
-    )
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "GRPO loss minimised (clipped surrogate plus beta times the KL)",
         "kl": "mean k3 KL to the reference policy per completion token",
         "reward": "mean reward of the batch's completions",
         "clip_fraction": "share of completion tokens whose ratio was clipped",
         "completion_length": "mean completion length in tokens",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
     #: The loss, by its name in :data:`~agilerl.algorithms.llm_losses.GROUP_LOSSES`.
     loss_name: ClassVar[str] = "grpo"
     #: ``importance_sampling_level`` values accepted -> the ratio's level.
     is_levels: ClassVar[dict[str | None, str]] = IS_LEVELS
 
-    def __init__(
-        self,
-        index: int = 0,
-        *,
-        group_size: int,
-        lr: float = 5e-06,
-        clip_coef: Any = 0.2,
-        adv_norm: str = "mean_std",
-        importance_sampling_level: str | None = None,
-        advantage_granularity: str = "auto",
-        whiten_advantages: bool = False,
-        adv_clip_range: float | None = None,
-        filter_zero_adv: bool = False,
-        turn_advantage_trajectory_fallback: bool = True,
-        loss_norm: str = "micro_batch",
-        **common: Any,
-    ) -> None:
-        self.group_size = positive_int("group_size", group_size)
-        self.clip_coef = self._clip_coef(clip_coef)
-        self.adv_norm = choice("adv_norm", adv_norm, llm_losses.ADV_NORMS)
+    # Set from the bound spec before the body runs.
+    group_size: int
+    lr: float
+    clip_coef: Any
+    adv_norm: str
+    importance_sampling_level: str | None
+    advantage_granularity: str
+    whiten_advantages: bool
+    adv_clip_range: float | None
+    filter_zero_adv: bool
+    turn_advantage_trajectory_fallback: bool
+    loss_norm: str  # type: ignore[assignment]  # the base's class default, a field here
+
+    def check_hyperparameters(self) -> None:
+        """The clip as this loss reads it (:meth:`_clip_coef`), the importance-sampling
+        levels this loss has (:attr:`is_levels`)."""
+        super().check_hyperparameters()
+        self.clip_coef = self._clip_coef(self.clip_coef)
         self.importance_sampling_level = choice(
-            "importance_sampling_level", importance_sampling_level, self.is_levels
+            "importance_sampling_level", self.importance_sampling_level, self.is_levels
         )
-        self.advantage_granularity = choice(
-            "advantage_granularity", advantage_granularity, GRANULARITIES
-        )
-        self.whiten_advantages = bool(whiten_advantages)
-        if adv_clip_range is not None and not adv_clip_range > 0:
-            raise ValueError(f"adv_clip_range must be positive, got {adv_clip_range!r}")
-        self.adv_clip_range = adv_clip_range
-        self.filter_zero_adv = bool(filter_zero_adv)
-        self.turn_advantage_trajectory_fallback = bool(turn_advantage_trajectory_fallback)
-        self.loss_norm = choice("loss_norm", loss_norm, ("micro_batch", "accumulation_window"))
-        super().__init__(index, lr=lr, **common)
 
     @staticmethod
     def _clip_coef(clip_coef: Any) -> Any:

@@ -13,6 +13,7 @@ episode; a single-turn completion is one turn); ``token`` is refused (it would b
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 from agilerl.algorithms.grpo import GRPO
@@ -32,7 +33,7 @@ class GSPO(GRPO, spec=GSPOSpec):
         "turn": "turn",
         "trajectory": "sequence",
     }
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         **GRPO.learn_metrics,
         "loss": "GSPO loss minimised (sequence-level clipped surrogate plus beta times the KL)",
         "clip_fraction": "share of completion tokens whose sequence's ratio was clipped",

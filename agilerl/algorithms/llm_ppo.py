@@ -29,14 +29,13 @@ every row has one turn.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from agilerl.algorithms import llm_losses
-from agilerl.algorithms.core.llm_sampling import TurnCredit, choice, turn_rewards_of
-from agilerl.algorithms.hyperparameters import non_negative, unit_interval
+from agilerl.algorithms.core.llm_sampling import TurnCredit, turn_rewards_of
 from agilerl.llm.batches import Experience, turn_ids_of
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -48,25 +47,11 @@ else:
 class LLMPPO(TurnCredit, spec=LLMPPOSpec):
     """LLM-PPO (see the module docstring; the advantages' unit: :class:`TurnCredit`)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        *(name for name in TurnCredit.init_args if name != "lr"),
-        "lr_actor",
-        "lr_critic",
-        "vf_coef",
-        "clip_coef",
-        "gamma",
-        "gae_lambda",
-        "turn_level_clip",
-        "importance_sampling_level",
-        "turn_ratio_pooling",
-        "whiten_advantages",
-    )
-    derived_args: ClassVar[tuple[str, ...]] = ("lr",)
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr_actor"),
         "critic_optimizer": (("critic",), "lr_critic"),
     }
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "PPO loss minimised (policy + value + beta * KL terms)",
         "pg_loss": "clipped surrogate, mean over the importance-sampling units",
         "vf_loss": "vf_coef times the clipped value loss, mean over the advantage's units",
@@ -76,45 +61,28 @@ class LLMPPO(TurnCredit, spec=LLMPPOSpec):
         "clip_fraction": "share of the ratio's units that were clipped",
         "completion_length": "mean completion length in tokens",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
     critic: Any
     critic_optimizer: torch.optim.Optimizer
 
-    def __init__(
-        self,
-        index: int = 0,
-        *,
-        lr_actor: float = 5e-06,
-        lr_critic: float | None = 5e-06,
-        vf_coef: float = 0.5,
-        clip_coef: float = 0.2,
-        gamma: float = 0.99,
-        gae_lambda: float = 0.95,
-        turn_level_clip: bool = True,
-        importance_sampling_level: str = "auto",
-        turn_ratio_pooling: str = "sum",
-        whiten_advantages: bool = True,
-        **common: Any,
-    ) -> None:
-        self.lr_actor = non_negative("lr_actor", lr_actor)
-        # Null: the critic learns at the actor's rate (resolved here, so a checkpoint and
-        # a clone hold the rate the critic's optimiser uses).
-        self.lr_critic = (
-            self.lr_actor if lr_critic is None else non_negative("lr_critic", lr_critic)
-        )
-        self.vf_coef = non_negative("vf_coef", vf_coef)
-        self.clip_coef = unit_interval("clip_coef", clip_coef)
-        self.gamma = unit_interval("gamma", gamma)
-        self.gae_lambda = unit_interval("gae_lambda", gae_lambda)
-        self.turn_level_clip = bool(turn_level_clip)
-        self.importance_sampling_level = choice(
-            "importance_sampling_level",
-            importance_sampling_level,
-            ("auto", "token", "turn", "trajectory"),
-        )
-        self.turn_ratio_pooling = choice("turn_ratio_pooling", turn_ratio_pooling, ("sum", "mean"))
-        self.whiten_advantages = bool(whiten_advantages)
-        super().__init__(index, lr=self.lr_actor, **common)
+    # Set from the bound spec before the body runs.
+    lr_actor: float
+    lr_critic: float
+    vf_coef: float
+    clip_coef: float
+    gamma: float
+    gae_lambda: float
+    turn_level_clip: bool
+    importance_sampling_level: str
+    turn_ratio_pooling: str
+    whiten_advantages: bool
+
+    def check_hyperparameters(self) -> None:
+        """A null ``lr_critic`` is the actor's rate, resolved here, so a checkpoint and a
+        clone hold the rate the critic's optimiser uses."""
+        super().check_hyperparameters()
+        if self.lr_critic is None:
+            self.lr_critic = self.lr_actor
 
     # ``lr`` (the base's learning rate) is the actor's.
     @property

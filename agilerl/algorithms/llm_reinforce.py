@@ -19,6 +19,7 @@ completion: the completion) with its tokens' log-ratios summed or averaged per
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -26,11 +27,9 @@ import torch
 from agilerl.algorithms import llm_losses
 from agilerl.algorithms.core.llm_sampling import (
     TurnCredit,
-    choice,
     turn_rewards_of,
     turns_per_row,
 )
-from agilerl.algorithms.hyperparameters import unit_interval
 from agilerl.llm.batches import Experience, turn_ids_of
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -53,14 +52,7 @@ RATIO_LEVELS = {
 class LLMREINFORCE(TurnCredit, spec=LLMREINFORCESpec):
     """LLM-REINFORCE (see the module docstring; the returns' unit: :class:`TurnCredit`)."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        *TurnCredit.init_args,
-        "clip_coef",
-        "gamma",
-        "importance_sampling_level",
-        "turn_ratio_pooling",
-    )
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "REINFORCE loss minimised (clipped surrogate on batch-normalised returns)",
         "kl": "mean k1 KL (log pi_old - log pi_ref) to the reference per completion token",
         "entropy": "mean negative log-probability of the sampled completion tokens",
@@ -68,26 +60,14 @@ class LLMREINFORCE(TurnCredit, spec=LLMREINFORCESpec):
         "clip_fraction": "share of the ratio's units that were clipped",
         "completion_length": "mean completion length in tokens",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
 
-    def __init__(
-        self,
-        index: int = 0,
-        *,
-        lr: float = 5e-06,
-        clip_coef: float = 0.2,
-        gamma: float = 0.99,
-        importance_sampling_level: str = "token",
-        turn_ratio_pooling: str = "sum",
-        **common: Any,
-    ) -> None:
-        self.clip_coef = unit_interval("clip_coef", clip_coef)
-        self.gamma = unit_interval("gamma", gamma)
-        self.importance_sampling_level = choice(
-            "importance_sampling_level", importance_sampling_level, ("token", "turn", "trajectory")
-        )
-        self.turn_ratio_pooling = choice("turn_ratio_pooling", turn_ratio_pooling, ("sum", "mean"))
-        super().__init__(index, lr=lr, **common)
+    # Set from the bound spec before the body runs.
+    lr: float
+    clip_coef: float
+    gamma: float
+    importance_sampling_level: str
+    turn_ratio_pooling: str
 
     def learn(self, experience: Experience) -> dict[str, float]:
         """``update_epochs`` optimiser steps on the completions and their rewards

@@ -9,6 +9,7 @@ are cut to it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from agilerl.algorithms import llm_losses
@@ -30,15 +31,14 @@ class SFT(LLMAlgorithm, spec=SFTSpec):
     perplexity).
     """
 
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "loss minimised: response-token cross-entropy plus beta times the KL",
         "perplexity": "perplexity of the batch's response tokens",
         "kl": "mean k3 KL to the reference policy per response token",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
 
-    def __init__(self, index: int = 0, *, lr: float = 5e-05, **common: Any) -> None:
-        super().__init__(index, lr=lr, **common)
+    lr: float  # set from the bound spec before the body runs
 
     def learn(self, batch: SFTBatch) -> dict[str, float]:
         """``update_epochs`` optimiser steps on a batch; :attr:`learn_metrics`."""

@@ -4,6 +4,7 @@ and the learning outcomes of the issue (fixed seeds, seconds each)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import pytest
@@ -459,9 +460,13 @@ def test_a_default_spec_has_no_refusal():
 
 def test_bad_values_name_their_field(tokenizer, base):
     for kwargs, message in (
-        ({"adv_norm": "max"}, "adv_norm must be one of"),
+        ({"adv_norm": "max"}, r"GRPO\(adv_norm='max'\): must be one of"),
         ({"min_output_tokens": 9, "max_output_tokens": 3}, "min_output_tokens must lie"),
-        ({"importance_sampling_level": "word"}, "importance_sampling_level must be one of"),
+        (
+            {"importance_sampling_level": "word"},
+            r"GRPO\(importance_sampling_level='word'\): must be one of",
+        ),
+        ({"group_size": 0}, r"GRPO\(group_size=0\): must be >= 1"),
         ({"lora_config": {"lora_r": 0}}, "lora_config:"),
     ):
         with pytest.raises(ValueError, match=message):
@@ -513,8 +518,31 @@ def test_grpos_kin_raise_the_mean_test_reward_by_at_least_0_4(tokenizer, base, r
     assert set(metrics) == set(cls.learn_metrics)
 
 
+def test_the_llm_constructors_are_bound_to_their_specs(tokenizer, base):
+    # The signature shows the schema's defaults (GRPO's group_size it requires).
+    params = inspect.signature(GRPO).parameters
+    assert params["lr"].default == GRPOSpec.model_fields["lr"].default
+    assert params["seed"].default == 42
+    assert params["group_size"].default is inspect.Parameter.empty
+    assert inspect.signature(LLMPPO).parameters["lr_actor"].default == 5e-06
+    assert "lr" not in inspect.signature(LLMPPO).parameters  # the actor's, derived
+    with pytest.raises(TypeError, match="unexpected keyword argument 'learning_rate'"):
+        _agent(GRPO, tokenizer, base, learning_rate=1e-3)
+    with pytest.raises(TypeError, match="missing required keyword argument: 'group_size'"):
+        GRPO(tokenizer=tokenizer, actor_network=base)
+    # The spec's seed is the agent's seed: the sampling stream's and the checkpoint's.
+    agent = _agent(DPO, tokenizer, base, seed=7)
+    assert agent.seed == 7 and "seed" in DPO.init_args
+    assert _agent(SFT, tokenizer, base).seed == 42
+    # A null lr_critic is the actor's rate; CISPO's clip may be a pair.
+    assert _agent(LLMPPO, tokenizer, base, lr_actor=1e-4, lr_critic=None).lr_critic == 1e-4
+    assert _agent(CISPO, tokenizer, base, clip_coef=[0.1, 2.0]).clip_coef == [0.1, 2.0]
+
+
 def test_gspo_refuses_a_token_level_ratio(tokenizer, base):
-    with pytest.raises(ValueError, match="importance_sampling_level must be one of None, 'turn'"):
+    # GSPO's schema allows no token level (its ratio is one per sequence).
+    match = r"GSPO\(importance_sampling_level='token'\): must be one of 'turn', 'trajectory'"
+    with pytest.raises(ValueError, match=match):
         _agent(GSPO, tokenizer, base, importance_sampling_level="token")
 
 

@@ -35,30 +35,6 @@ def _spec_and_class(name: str) -> tuple[type, type]:
     return ALGO_REGISTRY.get(name).spec_cls, getattr(agilerl.algorithms, name)
 
 
-# The algorithms whose arguments are bound to their spec derive their defaults from it
-# (tests/algorithms/core/test_binding.py); the LLM family still writes its own.
-@pytest.mark.parametrize(
-    "name",
-    [n for n in agilerl.algorithms.NAMES if not getattr(agilerl.algorithms, n).binds_arguments],
-)
-def test_constructor_defaults_equal_the_schema_defaults(name):
-    spec_cls, algo_cls = _spec_and_class(name)
-    params = inspect.signature(algo_cls).parameters
-    for field, info in spec_cls.model_fields.items():
-        assert field in params, f"{name}: spec field {field} is no constructor argument"
-        default = params[field].default
-        if info.is_required():  # a field the schema requires, the constructor requires too
-            assert default is inspect.Parameter.empty, f"{name}.{field} has a default"
-            continue
-        assert default is not inspect.Parameter.empty, f"{name}.{field} has no default"
-        expected = info.get_default(call_default_factory=True)
-        if hasattr(expected, "model_dump"):
-            expected = expected.model_dump()
-        if hasattr(default, "model_dump"):
-            default = default.model_dump()
-        assert default == expected, f"{name}.{field}: constructor {default!r}, schema {expected!r}"
-
-
 @pytest.mark.parametrize("name", agilerl.algorithms.NAMES)
 def test_every_algorithm_is_an_evolving_agent_of_its_family(name):
     spec_cls, algo_cls = _spec_and_class(name)

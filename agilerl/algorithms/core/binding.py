@@ -74,10 +74,14 @@ def _resolved(annotation: Any, metadata: list[Any]) -> tuple[Any, bool, list[Any
             continue
         if origin in (Union, types.UnionType):
             parts = [a for a in typing.get_args(annotation) if a is not type(None)]
-            if len(parts) < len(typing.get_args(annotation)) and len(parts) == 1:
+            if len(parts) < len(typing.get_args(annotation)):
                 nullable = True
-                annotation = parts[0]
-                continue
+                if len(parts) == 1:
+                    annotation = parts[0]
+                    continue
+                # Several types besides null (LLM's ``quantization``: a preset or a
+                # mapping): the algorithm's to convert, as any other rich type.
+                annotation = Union[tuple(parts)]  # noqa: UP007
         break
     return annotation, nullable, constraints
 

@@ -20,7 +20,7 @@ spec=DQNSpec)``. The constructor's hyperparameter keywords and their defaults, t
 validation, ``init_args`` and the mutation limits are derived from it
 (:mod:`agilerl.algorithms.core.binding`): the constructor takes ``**options`` and passes
 them on, and the base sets every hyperparameter as an attribute before the subclass's
-body runs (the LLM family's constructors still state theirs: ``binds_arguments``). The
+body runs (refusing in :meth:`check_hyperparameters` what the schema cannot state). The
 body then builds every network named in ``eval_networks`` and ``target_networks`` and
 calls :meth:`finish_init`. Implement ``learn``, which returns a dict of the metrics named
 in ``learn_metrics`` (the one metrics protocol of every family: the training loops
@@ -127,8 +127,8 @@ class EvolvableAlgorithm:
     #: mutation range.
     spec: ClassVar[type[BaseModel] | None] = None
     #: Whether the constructor's hyperparameter keywords, defaults, validation and
-    #: ``init_args`` are derived from :attr:`spec` too. The LLM family's constructors
-    #: still write theirs (they pass fields between three layers of bases).
+    #: ``init_args`` are derived from :attr:`spec` too (every algorithm here; a user's
+    #: class bound to a spec only for its mutation limits may set it False).
     binds_arguments: ClassVar[bool] = True
     #: Constructor hyperparameters no schema states: keyword arguments the class's own
     #: ``__init__`` takes and sets as attributes (CQN's ``alpha``); saved and restored
@@ -192,9 +192,14 @@ class EvolvableAlgorithm:
         is kept for :meth:`finish_init`."""
         spec = type(self).spec
         if spec is not None and self.binds_arguments:
-            bound = bind_hyperparameters(self.name, spec, hyperparameters)
+            # A spec stating ``seed`` (the LLM family's) names this argument: the agent's
+            # seed is that hyperparameter, checked and defaulted by the schema.
+            seeded = "seed" in spec.model_fields and seed is not None
+            given = {**hyperparameters, "seed": seed} if seeded else hyperparameters
+            bound = bind_hyperparameters(self.name, spec, given)
             for name, value in bound.items():
                 setattr(self, name, value)
+            seed = bound.get("seed", seed)
             self.check_hyperparameters()
         elif hyperparameters:
             name = next(iter(hyperparameters))

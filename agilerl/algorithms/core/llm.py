@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import inspect
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -62,7 +61,7 @@ import numpy as np
 import torch
 
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm
-from agilerl.algorithms.hyperparameters import non_negative, positive_int, unit_interval
+from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.files import checkpoints
 
 #: Attention kernels a model can be asked for, with the package each needs (None: torch).
@@ -170,55 +169,31 @@ class LLMAlgorithm(EvolvableAlgorithm):
     #: The networks are LoRA adapters on the base model the run loads (and sizes); the
     #: file holds only the adapters' weights, checked against their shapes on load.
     sized_on_meta: ClassVar[bool] = False
-    #: Each algorithm names its spec (``class GRPO(CompletionSampler, spec=GRPOSpec)``),
-    #: whose limits bound its mutation ranges; the constructors still state their
-    #: keywords, passed between the layers of bases (a test holds their defaults equal
-    #: to the schema's).
-    binds_arguments: ClassVar[bool] = False
-
-    #: Hyperparameters of every LLM algorithm (the spec fields, ``hp_config`` aside);
-    #: a subclass appends its own.
-    init_args: ClassVar[tuple[str, ...]] = (
-        "batch_size",
-        "lr",
-        "beta",
-        "max_grad_norm",
-        "update_epochs",
-        "reduce_memory_peak",
-        "use_separate_reference_adapter",
-        "calc_position_embeddings",
-        "gradient_checkpointing",
-        "use_liger_loss",
-        "seed",
-        "quantization",
-        "activation_offload",
-        "use_sequence_packing",
-        "lora_target_scope",
-        "fused_logprobs_chunk_rows",
-        "fused_loss_chunk_rows",
-        "vllm_importance_sampling_correction",
-        "vllm_importance_sampling_cap",
-        "attn_implementation",
-        "pretrained_model_name_or_path",
-        "max_model_len",
-        "lora_config",
-    )
     #: AgileRL registers no LLM hyperparameter to mutate by default: a manifest names them.
     default_mutable: ClassVar[tuple[str, ...]] = ()
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
     optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
-    #: Arguments of the base constructor a subclass sets from fields of its own (LLM-PPO
-    #: passes its ``lr_actor`` as ``lr``): not in its signature.
-    derived_args: ClassVar[tuple[str, ...]] = ()
     #: Loss normalisation over row chunks (GRPO's ``loss_norm`` field): the sum over all
     #: loss units of the step divided by their number, so chunking changes nothing.
     loss_norm: str = "accumulation_window"
     #: Learning-rate schedule (GRPO's ``cosine_lr_schedule_config``): constant.
     cosine_lr_schedule_config: Any = None
-    # Hyperparameters the constructor sets through ``setattr`` (validated there), and
+    # Set from the bound spec (each algorithm's, e.g. ``GRPOSpec``) before the body runs;
     # the optimizer :meth:`build_optimizers` sets from ``optimizer_specs``.
+    batch_size: int
+    beta: float
+    max_grad_norm: float
+    update_epochs: int
+    max_model_len: int
+    seed: int
+    quantization: str | dict[str, Any] | None
+    vllm_importance_sampling_cap: float
+    lora_target_scope: str | None
+    attn_implementation: str | None
+    pretrained_model_name_or_path: str | None
+    lora_config: Any
     fused_logprobs_chunk_rows: int | None
     fused_loss_chunk_rows: int | None
     reduce_memory_peak: bool
@@ -231,95 +206,44 @@ class LLMAlgorithm(EvolvableAlgorithm):
     vllm_importance_sampling_correction: bool
     optimizer: torch.optim.Optimizer
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        # A subclass constructor takes its own fields and passes the shared ones on as
-        # ``**common``: its signature shows both, with the defaults that apply (the
-        # defaults a user reads are the schema's; a test holds them equal).
-        super().__init_subclass__(**kwargs)
-        own = inspect.signature(cls.__init__).parameters
-        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in own.values()):
-            return
-        # Every base between it and LLMAlgorithm passes the rest on the same way.
-        names = {*own, "own_fields", *cls.derived_args}
-        base = []
-        for klass in cls.__mro__[1:]:
-            if not issubclass(klass, LLMAlgorithm):
-                continue
-            for p in inspect.signature(klass.__init__).parameters.values():
-                if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name not in names:
-                    base.append(p)
-                    names.add(p.name)
-        params = [p for p in own.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        cls.__signature__ = inspect.Signature([*params[1:], *base])
-
     def __init__(
         self,
         index: int = 0,
         *,
-        lr: float,
         tokenizer: Any = None,
         actor_network: Any = None,
         device: str | torch.device = "cpu",
         accelerator: Any = None,
         hp_config: Any = None,
-        batch_size: int = 128,
-        beta: float = 0.001,
-        max_grad_norm: float = 0.1,
-        update_epochs: int = 1,
-        reduce_memory_peak: bool = False,
-        use_separate_reference_adapter: bool = False,
-        calc_position_embeddings: bool = True,
-        gradient_checkpointing: bool = True,
-        use_liger_loss: bool = False,
-        seed: int = 42,
-        quantization: str | dict[str, Any] | None = None,
-        activation_offload: bool = False,
-        use_sequence_packing: bool = False,
-        lora_target_scope: str | None = None,
-        fused_logprobs_chunk_rows: int | None = None,
-        fused_loss_chunk_rows: int | None = None,
-        vllm_importance_sampling_correction: bool = True,
-        vllm_importance_sampling_cap: float = 2.0,
-        attn_implementation: str | None = None,
-        pretrained_model_name_or_path: str | None = None,
-        max_model_len: int = 1024,
-        lora_config: Any = None,
-        own_fields: Mapping[str, Any] | None = None,
+        **options: Any,
     ) -> None:
-        """``own_fields``: the subclass's fields that :func:`refusals` reads too."""
-        super().__init__(index, device=device, accelerator=accelerator, seed=seed)
-        fields = {k: v for k, v in locals().items() if k in LLMAlgorithm.init_args}
-        problems = refusals({**fields, **(own_fields or {})}, self.device)
+        """Hyperparameters and their defaults: the algorithm's spec
+        (``inspect.signature(GRPO)``). ``tokenizer`` / ``actor_network``: a tokenizer and
+        base model (or :class:`~agilerl.llm.adapters.SharedBase`) instead of loading
+        ``pretrained_model_name_or_path``."""
+        super().__init__(
+            index, device=device, accelerator=accelerator, hp_config=hp_config, **options
+        )
+        problems = refusals({name: getattr(self, name) for name in self.init_args}, self.device)
         if problems:
             raise ValueError(f"{self.name}: " + "; ".join(problems))
+        # Agents of one population (same seed) sample their own completions.
+        self.rng = np.random.default_rng([self.seed, self.index])
+        #: Optimiser steps taken (the learning-rate schedule's position).
+        self.updates = 0
+        self.tokenizer = tokenizer
+        self._build_model(actor_network)
+        self.finish_init()
+
+    def check_hyperparameters(self) -> None:
+        """What the schema leaves open: chunk sizes of at least one row (null: all rows),
+        the LoRA configuration read into its model."""
         from agilerl.models.networks import LoraConfigDict
 
-        self.batch_size = positive_int("batch_size", batch_size)
-        self.lr = non_negative("lr", lr)
-        self.beta = unit_interval("beta", beta)
-        self.max_grad_norm = non_negative("max_grad_norm", max_grad_norm)
-        self.update_epochs = positive_int("update_epochs", update_epochs)
-        self.max_model_len = positive_int("max_model_len", max_model_len)
         for name in ("fused_logprobs_chunk_rows", "fused_loss_chunk_rows"):
-            value = fields[name]
+            value = getattr(self, name)
             setattr(self, name, None if value is None else positive_int(name, value))
-        for name in (
-            "reduce_memory_peak",
-            "use_separate_reference_adapter",
-            "calc_position_embeddings",
-            "gradient_checkpointing",
-            "use_liger_loss",
-            "activation_offload",
-            "use_sequence_packing",
-            "vllm_importance_sampling_correction",
-        ):
-            setattr(self, name, bool(fields[name]))
-        self.seed = int(seed)
-        self.quantization = quantization
-        self.vllm_importance_sampling_cap = float(vllm_importance_sampling_cap)
-        self.lora_target_scope = lora_target_scope
-        self.attn_implementation = attn_implementation
-        self.pretrained_model_name_or_path = pretrained_model_name_or_path
+        lora_config = self.lora_config
         if isinstance(lora_config, LoraConfigDict):
             lora_config = lora_config.model_dump(mode="json")
         try:
@@ -327,13 +251,6 @@ class LLMAlgorithm(EvolvableAlgorithm):
             self.lora_config = LoraConfigDict.model_validate(lora_config or {})
         except ValueError as err:
             raise ValueError(f"lora_config: {err}") from None
-        # Agents of one population (same seed) sample their own completions.
-        self.rng = np.random.default_rng([self.seed, self.index])
-        #: Optimiser steps taken (the learning-rate schedule's position).
-        self.updates = 0
-        self.tokenizer = tokenizer
-        self._build_model(actor_network)
-        self.finish_init(hp_config)
 
     def _repr_fields(self) -> dict[str, str]:
         # The base model by the name it was loaded from, else (one given as an object)
@@ -633,7 +550,7 @@ class LLMAlgorithm(EvolvableAlgorithm):
         when ``training``, greedy otherwise."""
         raise NotImplementedError(f"{self.name} does not generate completions")
 
-    def learn(self, experiences: Any) -> dict[str, float]:
+    def learn(self, experiences: Any, /) -> dict[str, float]:
         """One update of the adapter on a batch (completions with rewards, preference
         pairs or supervised targets); returns :attr:`learn_metrics`."""
         raise NotImplementedError

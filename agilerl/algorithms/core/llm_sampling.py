@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
 from agilerl.algorithms.core.llm import LLMAlgorithm
-from agilerl.algorithms.hyperparameters import positive_int
 from agilerl.llm.batches import Completions, Experience, PromptBatch
 
 
@@ -25,59 +24,31 @@ class CompletionSampler(LLMAlgorithm):
     ``cosine_lr_schedule_config``: warm-up and cosine decay over ``num_epochs`` optimiser
     steps."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        *LLMAlgorithm.init_args,
-        "temperature",
-        "max_output_tokens",
-        "min_output_tokens",
-        "cosine_lr_schedule_config",
-        "use_vllm",
-        "vllm_config",
-    )
+    # Set from the bound spec before the body runs.
+    temperature: float
+    max_output_tokens: int | None
+    min_output_tokens: int | None
+    cosine_lr_schedule_config: Any
+    use_vllm: bool
+    vllm_config: Any
 
-    def __init__(
-        self,
-        index: int = 0,
-        *,
-        lr: float,
-        temperature: float = 0.9,
-        max_output_tokens: int | None = 1024,
-        min_output_tokens: int | None = None,
-        cosine_lr_schedule_config: Any = None,
-        use_vllm: bool = False,
-        vllm_config: Any = None,
-        **common: Any,
-    ) -> None:
+    def check_hyperparameters(self) -> None:
+        """``min_output_tokens`` at most ``max_output_tokens``; the schedule read into
+        its model."""
         from agilerl.models.algo import CosineLRScheduleConfig
 
-        if not temperature > 0:
-            raise ValueError(f"temperature must be positive, got {temperature!r}")
-        self.temperature = float(temperature)
-        self.max_output_tokens = (
-            None
-            if max_output_tokens is None
-            else positive_int("max_output_tokens", max_output_tokens)
-        )
-        fewest = 0 if min_output_tokens is None else int(min_output_tokens)
-        if fewest < 0 or (self.max_output_tokens is not None and fewest > self.max_output_tokens):
+        super().check_hyperparameters()
+        fewest = 0 if self.min_output_tokens is None else self.min_output_tokens
+        if self.max_output_tokens is not None and fewest > self.max_output_tokens:
             raise ValueError(
-                f"min_output_tokens must lie in [0, max_output_tokens ({max_output_tokens})], "
-                f"got {min_output_tokens}"
+                f"min_output_tokens must lie in [0, max_output_tokens "
+                f"({self.max_output_tokens})], got {self.min_output_tokens}"
             )
-        self.min_output_tokens = min_output_tokens
-        self.cosine_lr_schedule_config = (
-            None
-            if cosine_lr_schedule_config is None
-            else CosineLRScheduleConfig.model_validate(
-                cosine_lr_schedule_config.model_dump()
-                if hasattr(cosine_lr_schedule_config, "model_dump")
-                else cosine_lr_schedule_config
+        schedule = self.cosine_lr_schedule_config
+        if schedule is not None:
+            self.cosine_lr_schedule_config = CosineLRScheduleConfig.model_validate(
+                schedule.model_dump() if hasattr(schedule, "model_dump") else schedule
             )
-        )
-        self.use_vllm, self.vllm_config = bool(use_vllm), vllm_config
-        super().__init__(
-            index, lr=lr, own_fields={"use_vllm": use_vllm, "vllm_config": vllm_config}, **common
-        )
 
     @property
     def samples_per_prompt(self) -> int:
@@ -218,32 +189,20 @@ class TurnCredit(CompletionSampler):
     ``action_granularity``, a deprecated alias, overrides it (with a DeprecationWarning)
     unless it is ``auto``."""
 
-    init_args: ClassVar[tuple[str, ...]] = (
-        *CompletionSampler.init_args,
-        "action_granularity",
-        "advantage_granularity",
-    )
+    # Set from the bound spec before the body runs.
+    action_granularity: str
+    advantage_granularity: str
 
-    def __init__(
-        self,
-        index: int = 0,
-        *,
-        action_granularity: str = "auto",
-        advantage_granularity: str = "auto",
-        **common: Any,
-    ) -> None:
-        self.action_granularity = choice("action_granularity", action_granularity, GRANULARITIES)
-        self.advantage_granularity = choice(
-            "advantage_granularity", advantage_granularity, GRANULARITIES
-        )
+    def check_hyperparameters(self) -> None:
+        """The deprecated alias, when set, warned about."""
+        super().check_hyperparameters()
         if self.action_granularity != "auto":
             warnings.warn(
                 "action_granularity is a deprecated alias of advantage_granularity; "
-                f"advantage_granularity={action_granularity!r} is used",
+                f"advantage_granularity={self.action_granularity!r} is used",
                 DeprecationWarning,
-                stacklevel=3,
+                stacklevel=5,
             )
-        super().__init__(index, **common)
 
     def granularity(self, turns_per_row: torch.Tensor) -> str:
         """The credit's unit, ``token`` or ``turn``, for a batch whose rows played
