@@ -30,7 +30,7 @@ critic's values rest on (the scheme of SAC-AE / DrQ).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -73,20 +73,20 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
     #: The critics, each with its target ``<name>_target``: TD3 declares two.
     critics: ClassVar[tuple[str, ...]] = ("critic",)
     eval_networks: ClassVar[tuple[str, ...]] = ("actor", "critic")
-    target_networks: ClassVar[dict[str, str]] = {
+    target_networks: ClassVar[Mapping[str, str]] = {
         "actor_target": "actor",
         "critic_target": "critic",
     }
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "actor_optimizer": (("actor",), "lr_actor"),
         "critic_optimizer": (("critic",), "lr_critic"),
     }
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "critic_loss": "mean squared TD error of the batch (summed over the critics)",
         "actor_loss": "-mean Q of the actor's actions (reported on the calls that update it)",
         "q_mean": "mean Q-value of the first critic for the actions taken in the batch",
     }
-    main_loss: ClassVar[str] = "critic_loss"
+    main_loss: ClassVar[str | None] = "critic_loss"
     #: Target policy smoothing (TD3's, which AgileRL's DDPG applies too): the standard
     #: deviation and clip of the noise on the target actor's action, in normalised units.
     policy_noise: ClassVar[float] = 0.2

@@ -15,7 +15,7 @@ the TD target maximises over every action, as AgileRL's DQN does.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -47,18 +47,18 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
     """
 
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
-    target_networks: ClassVar[dict[str, str]] = {"actor_target": "actor"}
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    target_networks: ClassVar[Mapping[str, str]] = {"actor_target": "actor"}
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
     #: Gradient-norm clip of every update; None: unclipped, as AgileRL's DQN (Adam bounds
     #: each step by about lr anyway). Rainbow (10) and CQN (1) clip as AgileRL's do.
     max_grad_norm: ClassVar[float | None] = None
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "td_loss": "mean squared TD error of the batch (the loss minimised)",
         "q_mean": "mean Q-value of the actions taken in the batch",
     }
-    main_loss: ClassVar[str] = "td_loss"
+    main_loss: ClassVar[str | None] = "td_loss"
     #: Attributes the update reads from the view's first agent for every agent (the code
     #: path): agents of one cohort must be equal in them.
     cohort_same: ClassVar[tuple[str, ...]] = ("double",)

@@ -138,7 +138,7 @@ class IPPO(MultiAgentActorCritic, spec=IPPOSpec):
         "updates": "optimiser steps taken, all groups together",
         "early_stop": "share of the groups whose epochs target_kl ended early",
     }
-    main_loss: ClassVar[str] = "value_loss"
+    main_loss: ClassVar[str | None] = "value_loss"
     #: What teams of a cohort share: the rollout's length and the minibatches' size (a
     #: team with an ``action_batch_size`` trains alone:
     #: :data:`~agilerl.cohorts.learners.ALONE_IF`).

@@ -195,13 +195,13 @@ class MADDPG(MultiAgentActorCritic, spec=MADDPGSpec):
         "actor_loss": "-mean Q of the actors' actions (on the calls that update them)",
         "q_mean": "mean Q-value of the first critics for the actions taken",
     }
-    main_loss: ClassVar[str] = "critic_loss"
+    main_loss: ClassVar[str | None] = "critic_loss"
     #: Target policy smoothing of Box actions (MATD3's; none for MADDPG): standard
     #: deviation and clip of the noise on target actions, in normalised units.
     policy_noise: ClassVar[float] = 0.0
     noise_clip: ClassVar[float] = 0.5
     #: Gradient-norm clip of every update (DDPG's).
-    max_grad_norm: ClassVar[float] = 10.0
+    max_grad_norm: ClassVar[float | None] = 10.0
     #: What teams of a cohort share beyond the architecture: nothing (batch sizes are
     #: padded; the clip and the smoothing are class attributes, equal within a class).
     cohort_same: ClassVar[tuple[str, ...]] = ()

@@ -30,7 +30,7 @@ changed meaning and, with a new width, size).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,15 +51,15 @@ class NeuralBandit(RLAlgorithm):
 
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
     #: theta_0, the anchor of the regulariser (never trained; see the module docstring).
-    target_networks: ClassVar[dict[str, str]] = {"actor_initial": "actor"}
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    target_networks: ClassVar[Mapping[str, str]] = {"actor_initial": "actor"}
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "squared reward error plus reg * ||theta - theta_0||^2 (the loss minimised)",
         "reward_mse": "mean squared error of the predicted rewards of the batch",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
 
     # Set from the bound spec (NeuralUCB's, NeuralTS's) before the body runs.
     batch_size: int

@@ -37,7 +37,7 @@ buffer the agent learns from 1-step returns, as AgileRL's does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -101,14 +101,14 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     """Rainbow DQN (see the module docstring). ``batch_size`` and ``learn_step`` are read
     by the training loop; ``beta`` and ``prior_eps`` by prioritised replay."""
 
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": (
             "cross-entropy between the projected target and the predicted return "
             "distribution (importance-weighted with prioritised replay; the loss minimised)"
         ),
         "q_mean": "mean Q-value (expected return) of the actions taken in the batch",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
     #: As AgileRL's Rainbow: the gradient's global norm is clipped at 10.
     max_grad_norm: ClassVar[float | None] = 10.0
     # Batches may carry the n-step transitions of their slots (an n-step buffer serves

@@ -18,7 +18,7 @@ one learning from prioritised replay add the mixins of
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch
@@ -28,13 +28,16 @@ from pydantic import BaseModel
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm, space_text
 from agilerl.networks.base import infer_encoder_spec
 
+#: The network spec class :func:`network_spec` builds (and returns an instance of).
+SpecT = TypeVar("SpecT", bound=BaseModel)
+
 
 def network_spec(
-    spec_cls: type[BaseModel],
+    spec_cls: type[SpecT],
     observation_space: spaces.Space,
     net_config: Any = None,
     recurrent: bool = False,
-) -> BaseModel:
+) -> SpecT:
     """The network spec of class ``spec_cls`` that ``net_config`` describes.
 
     ``net_config`` is None (defaults: encoder inferred from the observation space), a
@@ -198,7 +201,7 @@ class RLAlgorithm(EvolvableAlgorithm):
         reported beside :attr:`learn_metrics`."""
         return {}
 
-    def network_spec(self, spec_cls: type[BaseModel], recurrent: bool = False) -> BaseModel:
+    def network_spec(self, spec_cls: type[SpecT], recurrent: bool = False) -> SpecT:
         return network_spec(spec_cls, self.observation_space, self.net_config, recurrent)
 
     # -- inference ------------------------------------------------------------------------
