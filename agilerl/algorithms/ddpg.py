@@ -98,6 +98,9 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
     learns_in_cohorts: ClassVar[bool] = True
     noise_clip: ClassVar[float] = 0.5
 
+    #: Checked in ``__init__``: the actor's output is scaled to a Box.
+    action_space: spaces.Box
+
     # Set from the bound spec (``DDPGSpec``, ``TD3Spec``) before the body runs.
     batch_size: int
     learn_step: int
@@ -392,7 +395,11 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
 
     def _critic_loss(self, qs: list[torch.Tensor], target: torch.Tensor) -> torch.Tensor:
         """The critics' loss: the sum of their mean squared TD errors."""
-        return sum(functional.mse_loss(q, target) for q in qs)
+        losses = [functional.mse_loss(q, target) for q in qs]
+        total = losses[0]  # what sum() gives (0 + a == a exactly), typed as a tensor
+        for loss in losses[1:]:
+            total = total + loss
+        return total
 
     def _policy_values(self, view: Population[DDPG], x: Any) -> torch.Tensor:
         """The networks' part of the actor update: the first critic's ``Q`` of the actor's

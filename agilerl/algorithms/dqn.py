@@ -68,6 +68,12 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
     #: final epsilon (``agilerl.components.exploration.EPS_END``; a test keeps them equal).
     sample_epsilon: ClassVar[float] = 0.01
 
+    #: Checked in ``__init__``: one Q-value head per discrete choice.
+    action_space: spaces.Discrete | spaces.MultiDiscrete
+    # Built by the base class from ``optimizer_specs`` and ``target_networks``.
+    optimizer: torch.optim.Optimizer
+    actor_target: nn.Module
+
     # Set from the bound spec (``DQNSpec``) before the body runs.
     batch_size: int
     lr: float

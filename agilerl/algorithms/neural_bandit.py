@@ -129,9 +129,10 @@ class NeuralBandit(RLAlgorithm):
             head.out_norm, nn.Identity
         )
         seen: dict[str, torch.Tensor] = {}
-        hook = head.out.register_forward_hook(
-            lambda module, args, result: seen.update(phi=args[0], z=result)
-        )
+        def keep(module: nn.Module, args: tuple[torch.Tensor, ...], result: torch.Tensor) -> None:
+            seen["phi"], seen["z"] = args[0], result
+
+        hook = head.out.register_forward_hook(keep)
         obs = torch.as_tensor(np.asarray(contexts), dtype=torch.float32, device=self.device)
         try:
             with torch.set_grad_enabled(not linear_output):
@@ -161,7 +162,11 @@ class NeuralBandit(RLAlgorithm):
         """Exploration scores of the arms, the highest pulled (NeuralUCB, NeuralTS)."""
         raise NotImplementedError
 
-    def explore(self, obs: Any, action_mask: Any = None) -> int:
+    # A bandit pulls one arm (an int) per set of K contexts, not an array of actions per
+    # observation as RLAlgorithm's methods do (AgileRL's NeuralUCB/NeuralTS return it so).
+    def explore(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, obs: Any, action_mask: Any = None
+    ) -> int:
         """Pull an arm for the ``(K, K * d)`` contexts ``obs``: the highest
         :meth:`score`; the pulled arm's gradient features update ``Z^-1``."""
         mean, grads = self.features(obs)
@@ -174,13 +179,20 @@ class NeuralBandit(RLAlgorithm):
         (:meth:`explore`)."""
         return self.explore(obs, action_mask)
 
-    def eval_action(self, obs: Any, action_mask: Any = None) -> int:
+    # One arm, as explore.
+    def eval_action(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, obs: Any, action_mask: Any = None
+    ) -> int:
         """The arm of highest predicted reward (no exploration; ``Z^-1`` unchanged)."""
         with torch.inference_mode():
             obs = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=self.device)
             return int(torch.argmax(self.actor(obs).reshape(-1)))
 
-    def predict(self, obs: Any, deterministic: bool = True, **_: Any) -> int:
+    # Returns the arm alone, not SB3's (action, state) pair of RLAlgorithm.predict (and
+    # defaults to deterministic): kept as the bandit trainers and tests call it.
+    def predict(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, obs: Any, deterministic: bool = True, **_: Any
+    ) -> int:
         """The arm to pull for one step's ``(K, K * d)`` contexts: greedy, or with
         ``deterministic=False`` by the algorithm's exploration (which updates ``Z^-1``)."""
         return self.eval_action(obs) if deterministic else self.explore(obs)

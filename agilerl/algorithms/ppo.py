@@ -46,7 +46,6 @@ import torch
 from gymnasium import spaces
 from pydantic import BaseModel, ValidationError
 
-from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
 from agilerl.components import on_policy
@@ -61,8 +60,9 @@ from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
-    from generated.ppo_schema import PPOSpec
+    from generated.ppo_schema import NormalizationConfig, PPOSpec, RolloutBufferConfig
 else:
+    from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
     from agilerl.models.algorithms.ppo import PPOSpec
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are

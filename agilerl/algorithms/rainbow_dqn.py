@@ -174,9 +174,12 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
             )
 
     def _build_actor(self) -> nn.Module:
+        space = self.action_space
+        if not isinstance(space, spaces.Discrete):  # refused in __init__; narrows the type
+            raise TypeError(f"RainbowDQN needs a Discrete action space, got {space!r}")
         return RainbowQNetwork(
             self.observation_space,
-            self.action_space,
+            space,
             self.network_spec(RainbowQNetworkSpec),
             num_atoms=self.num_atoms,
             v_min=self.v_min,
@@ -185,7 +188,9 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
         )
 
     # -- acting ---------------------------------------------------------------------------
-    def get_action(
+    # Not DQN's (obs, epsilon, ...): Rainbow explores by its noisy layers, so it takes no
+    # epsilon; the signature is AgileRL's RainbowDQN.get_action, which callers rely on.
+    def get_action(  # pyright: ignore[reportIncompatibleMethodOverride]
         self, obs: Any, action_mask: Any = None, training: bool = True, actor: Any = None
     ) -> np.ndarray:
         """Greedy actions (among the allowed ones) of the noisy network (``training``) or
