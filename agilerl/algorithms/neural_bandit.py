@@ -129,6 +129,7 @@ class NeuralBandit(RLAlgorithm):
             head.out_norm, nn.Identity
         )
         seen: dict[str, torch.Tensor] = {}
+
         def keep(module: nn.Module, args: tuple[torch.Tensor, ...], result: torch.Tensor) -> None:
             seen["phi"], seen["z"] = args[0], result
 

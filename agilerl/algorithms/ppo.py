@@ -39,12 +39,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar, cast
 
 import numpy as np
 import torch
 from gymnasium import spaces
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
@@ -55,6 +55,7 @@ from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, Ro
 from agilerl.files import checkpoints
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
+from agilerl.modules.lstm import EvolvableLSTM
 from agilerl.modules.multi_input import flat_dim, is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
@@ -215,7 +216,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
             )
         return flat_dim(space)
 
-    def _network_specs(self) -> tuple[BaseModel, BaseModel]:
+    def _network_specs(self) -> tuple[StochasticActorSpec, ValueNetworkSpec]:
         """The actor's and the critic's specs; a recurrent agent's encoder, where the
         network section names no arch, is an LSTM, and a section written for another
         encoder is refused saying so."""
@@ -278,7 +279,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         nets = self._stateful_networks()
         if not nets:
             return None
-        return {name: net.encoder.initial_state(num_envs) for name, net in nets.items()}
+        return {name: _lstm(net).initial_state(num_envs) for name, net in nets.items()}
 
     def _state_for(self, state: HiddenState | None, num_envs: int) -> HiddenState | None:
         """``state`` if it fits the encoders (a mutation may have resized them) and
@@ -307,7 +308,9 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         # The module-level function with the agent's device: a network's own preprocess
         # looks its device up by walking its parameters, once per call (per env step here).
         x = preprocess(obs, self.observation_space, self.device)
-        if self.normalization is None:
+        # Only a vector Box's observations (one tensor) have running statistics
+        # (:meth:`_features`); for the others normalisation leaves them as they are.
+        if self.normalization is None or not isinstance(x, torch.Tensor):
             return x
         if observe:
             self.normalization.observe(x)
@@ -331,7 +334,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         def encode(name: str, net: EvolvableNetwork) -> torch.Tensor:
             if state is None:
                 return net.encoder(x)
-            latent, next_state[name] = net.encoder.forward_with_state(x, state[name])
+            latent, next_state[name] = _lstm(net).forward_with_state(x, state[name])
             return latent
 
         latent = encode("actor", actor)
@@ -349,6 +352,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         x = self._preprocess(obs)
         state = self.initial_hidden_state(_batch_of(x))
         dist, value, _ = self._forward_x(self.actor, self.critic, x, mask, state)
+        assert value is not None  # with_value (the default): the critic ran
         return dist, value
 
     def _act(
@@ -376,6 +380,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         sample, dist, value = self._act(obs, action_mask, deterministic=False, with_value=True)
         with torch.no_grad():
             log_prob, entropy = dist.log_prob(sample), dist.entropy()
+        assert value is not None  # with_value=True: the critic ran
         return self.actor.distribution.env_actions(sample), log_prob, entropy, value
 
     def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
@@ -469,7 +474,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         buffer = self.rollout_buffer
         capacity = self.rollout_length
         seq_len, seq_stride = self._sequence_layout()
-        if seq_len is not None:
+        if seq_len is not None and seq_stride is not None:  # both or neither (recurrent)
             seq_len, seq_stride = min(seq_len, capacity), min(seq_stride, seq_len, capacity)
         if (
             buffer is None
@@ -525,16 +530,16 @@ class PPO(RLAlgorithm, spec=PPOSpec):
             and len(self._episode_returns) == n
             and obs is self._rollout_obs
         )
-        if not continued:
+        if not continued or self._episode_returns is None:  # (continued: it is not None)
             self._episode_returns = np.zeros(n)
         state = self._state_for(self._rollout_state if continued else None, n)
         collector = _RolloutCollector(self, buffer, state, self._episode_returns)
-        obs, info = on_policy.collect_rollout(env, collector, obs, info, buffer.capacity)
+        obs, next_info = on_policy.collect_rollout(env, collector, obs, info, buffer.capacity)
         state = collector.state
         buffer.compute_returns_and_advantages(self.values(collector.view, obs, state))
         self._rollout_obs = obs
         self._rollout_state = state
-        return obs, info, collector.completed
+        return obs, next_info, collector.completed
 
     def _final_values(
         self,
@@ -562,6 +567,8 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         ``actor`` and ``critic``: each sequence runs through the LSTMs from its stored
         state, resetting where an episode starts inside it, and the gradient flows back
         through the whole sequence."""
+        if batch.valid is None:  # a sequence minibatch (recurrent) always carries it
+            raise ValueError("a sequence minibatch without its valid-step mask")
         count, length = batch.valid.shape
         flat = map_tree(lambda v: v.reshape(count * length, *v.shape[2:]), batch.obs)
         x = self._preprocess(flat).reshape(count, length, -1)
@@ -569,7 +576,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         state = map_tree(lambda h: h.transpose(0, 1).contiguous(), batch.hidden)
 
         def encode(name: str, net: EvolvableNetwork) -> torch.Tensor:
-            latent, _ = net.encoder.forward_sequence(x, state[name], batch.resets)
+            latent, _ = _lstm(net).forward_sequence(x, state[name], batch.resets)
             return latent.reshape(count * length, -1)[valid]
 
         latent = encode("actor", actor)
@@ -787,9 +794,11 @@ def clipped_ppo_loss(
         advantages = (advantages - advantages.mean(-1, keepdim=True)) / (
             advantages.std(-1, keepdim=True) + 1e-8
         )
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
+    # clip_coef is a float, or a cohort's (P, 1) tensor: torch.clamp takes either, but its
+    # stubs' overloads take numbers or tensors and pyright does not split the union.
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)  # pyright: ignore[reportCallIssue, reportArgumentType]
     policy_loss = -torch.min(advantages * ratio, advantages * clipped).mean(-1)
-    change = torch.clamp(value - batch.values, -clip_coef, clip_coef)
+    change = torch.clamp(value - batch.values, -clip_coef, clip_coef)  # pyright: ignore[reportCallIssue, reportArgumentType]
     value_clipped = batch.values + change
     value_error = torch.max((value - batch.returns) ** 2, (value_clipped - batch.returns) ** 2)
     value_loss = 0.5 * value_error.mean(-1)
@@ -977,6 +986,12 @@ def joined_minibatches(
 def _flat(coef: float | torch.Tensor) -> float | torch.Tensor:
     """A per-row coefficient ``(P, 1)`` as ``(P,)``, to scale per-row reductions."""
     return coef.reshape(-1) if isinstance(coef, torch.Tensor) else coef
+
+
+def _lstm(net: EvolvableNetwork) -> EvolvableLSTM:
+    """The LSTM encoder of a recurrent agent's network (``PPO.__init__`` refuses a
+    recurrent agent with any other encoder); typed as such for its state methods."""
+    return cast(EvolvableLSTM, net.encoder)
 
 
 def _batch_of(x: Any) -> int:
