@@ -30,6 +30,7 @@ from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.optim import polyak_update
 from agilerl.components.observations import leading_size
 from agilerl.models.networks import QNetworkSpec
+from agilerl.networks.base import Observation
 from agilerl.networks.networks import QNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -180,7 +181,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         return self._mode_cache[1]
 
     def _greedy_index(
-        self, obs: Any, mask: np.ndarray | None, q_values: torch.Tensor | None = None
+        self, obs: Observation, mask: np.ndarray | None, q_values: torch.Tensor | None = None
     ) -> np.ndarray:
         """The greedy choices for ``obs`` (from ``q_values`` when already computed: a
         population's one forward)."""
@@ -222,7 +223,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
 
     def get_action(
         self,
-        obs: Any,
+        obs: Observation,
         epsilon: float = 0.0,
         action_mask: Any = None,
         q_values: torch.Tensor | None = None,
@@ -245,12 +246,12 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         random = self._random_index(batch, mask)
         return self._to_actions(np.where(explore[:, None], random, greedy))
 
-    def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def uniform_actions(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         batch = leading_size(obs)
         return self._to_actions(self._random_index(batch, self._mask(action_mask, batch)))
 
     def explore(
-        self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None
+        self, obs: Observation, action_mask: Any = None, q_values: torch.Tensor | None = None
     ) -> np.ndarray:
         """Epsilon-greedy actions at the schedule's epsilon for this agent's ``steps``
         (decayed once per vector step of ``batch`` envs); ``q_values``: those of ``obs``,
@@ -259,7 +260,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         return self.get_action(obs, self.epsilon, action_mask, q_values)
 
     def act(
-        self, view: Population[DQN], obs: Any, action_mask: Any, uniform: np.ndarray
+        self, view: Population[DQN], obs: Observation, action_mask: Any, uniform: np.ndarray
     ) -> np.ndarray:
         """Every agent of ``view`` exploring on its block of ``obs``: one forward of the
         view's networks, then each agent's own :meth:`explore` (its epsilon, its
@@ -276,13 +277,13 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
 
         return view.act(obs, action_mask, uniform, forward, own)
 
-    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """Greedy actions (among the allowed ones); of ``actor`` when given (a network of
         this agent's architecture, e.g. a cohort's stacked one), else of its own."""
         q_values = None if actor is None else _outputs(actor, obs)
         return self.get_action(obs, 0.0, action_mask, q_values)
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Epsilon-greedy actions with :attr:`sample_epsilon`, the exploration rate the
         off-policy loop ends its decay at: how the agent acted at the end of training."""
         return self.get_action(obs, self.sample_epsilon, action_mask)
@@ -386,7 +387,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         polyak_update(self._target_parameters(), self._online_parameters(), self.tau)
 
 
-def _outputs(network: Any, obs: Any) -> torch.Tensor:
+def _outputs(network: Any, obs: Observation) -> torch.Tensor:
     """``network(obs)``, outside autograd."""
     with torch.inference_mode():
         return network(obs)

@@ -43,6 +43,7 @@ from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.files import checkpoints
 from agilerl.models.networks import QNetworkSpec
+from agilerl.networks.base import Observation
 from agilerl.networks.networks import QNetwork
 
 
@@ -166,7 +167,7 @@ class NeuralBandit(RLAlgorithm):
     # A bandit pulls one arm (an int) per set of K contexts, not an array of actions per
     # observation as RLAlgorithm's methods do (AgileRL's NeuralUCB/NeuralTS return it so).
     def explore(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self, obs: Any, action_mask: Any = None
+        self, obs: Observation, action_mask: Any = None
     ) -> int:
         """Pull an arm for the ``(K, K * d)`` contexts ``obs``: the highest
         :meth:`score`; the pulled arm's gradient features update ``Z^-1``."""
@@ -175,14 +176,14 @@ class NeuralBandit(RLAlgorithm):
         self.observe(grads[arm])
         return arm
 
-    def get_action(self, obs: Any, action_mask: Any = None) -> int:
+    def get_action(self, obs: Observation, action_mask: Any = None) -> int:
         """The arm to pull for the ``(K, K * d)`` contexts ``obs``, exploring
         (:meth:`explore`)."""
         return self.explore(obs, action_mask)
 
     # One arm, as explore.
     def eval_action(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self, obs: Any, action_mask: Any = None
+        self, obs: Observation, action_mask: Any = None
     ) -> int:
         """The arm of highest predicted reward (no exploration; ``Z^-1`` unchanged)."""
         with torch.inference_mode():
@@ -192,7 +193,7 @@ class NeuralBandit(RLAlgorithm):
     # Returns the arm alone, not SB3's (action, state) pair of RLAlgorithm.predict (and
     # defaults to deterministic): kept as the bandit trainers and tests call it.
     def predict(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self, obs: Any, deterministic: bool = True, **_: Any
+        self, obs: Observation, deterministic: bool = True, **_: Any
     ) -> int:
         """The arm to pull for one step's ``(K, K * d)`` contexts: greedy, or with
         ``deterministic=False`` by the algorithm's exploration (which updates ``Z^-1``)."""

@@ -57,7 +57,7 @@ from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkS
 from agilerl.modules.base import respec
 from agilerl.modules.lstm import EvolvableLSTM
 from agilerl.modules.multi_input import flat_dim, is_image_space
-from agilerl.networks.base import EvolvableNetwork, preprocess
+from agilerl.networks.base import EvolvableNetwork, Observation, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -301,7 +301,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         self.hidden_state = _reset_rows(state, ended)
 
     # -- acting ---------------------------------------------------------------------------
-    def _preprocess(self, obs: Any, observe: bool = False) -> Any:
+    def _preprocess(self, obs: Observation, observe: bool = False) -> Any:
         """Observations as the networks take them: preprocessed and, with ``normalize``,
         normalised by the frozen running statistics; ``observe`` (a training rollout's
         observations) also keeps them for the statistics' next update."""
@@ -346,7 +346,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
             value = critic.head(latent).squeeze(-1)
         return dist, value, (None if state is None else next_state)
 
-    def _forward(self, obs: Any, mask: Any = None) -> tuple[Any, torch.Tensor]:
+    def _forward(self, obs: Observation, mask: Any = None) -> tuple[Any, torch.Tensor]:
         """Action distribution and value ``(batch,)`` of a batch of observations, each
         acted on from a fresh state (feed-forward: the only way)."""
         x = self._preprocess(obs)
@@ -356,7 +356,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         return dist, value
 
     def _act(
-        self, obs: Any, mask: Any, deterministic: bool, with_value: bool, actor: Any = None
+        self, obs: Observation, mask: Any, deterministic: bool, with_value: bool, actor: Any = None
     ) -> tuple[torch.Tensor, Any, torch.Tensor | None]:
         """Sample (or mode), distribution and value of a batch of observations, acting
         on and advancing :attr:`hidden_state`; the policy of ``actor`` when given."""
@@ -370,7 +370,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         return sample, dist, value
 
     def get_action(
-        self, obs: Any, action_mask: Any = None
+        self, obs: Observation, action_mask: Any = None
     ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions for a batch of observations: ``(action for env.step, log_prob,
         entropy, value)``, the last three of shape ``(batch,)``. ``action_mask`` (Discrete
@@ -383,12 +383,12 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         assert value is not None  # with_value=True: the critic ran
         return self.actor.distribution.env_actions(sample), log_prob, entropy, value
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Actions sampled from the policy (as rollouts sample them), for ``env.step``."""
         sample, _, _ = self._act(obs, action_mask, deterministic=False, with_value=False)
         return self.actor.distribution.env_actions(sample)
 
-    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """The most likely action of each observation (the Gaussian mean for Box): of
         this agent's policy, or of ``actor`` when given (a network of its architecture,
         e.g. a cohort's stacked one)."""
@@ -398,7 +398,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
     def act(
         self,
         view: Population[PPO],
-        obs: Any,
+        obs: Observation,
         action_mask: Any,
         state: HiddenState | None = None,
     ) -> Acted:
@@ -421,7 +421,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         return Acted(actor.distribution.env_actions(sample), sample, log_prob, value, next_state)
 
     def values(
-        self, view: Population[PPO], obs: Any, state: HiddenState | None = None
+        self, view: Population[PPO], obs: Observation, state: HiddenState | None = None
     ) -> torch.Tensor:
         """``V`` of every agent of ``view`` on its block of ``obs``, from ``state``
         (recurrent, an agent alone)."""
@@ -499,7 +499,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         return buffer
 
     def collect_rollouts(
-        self, env: Any, obs: Any, info: dict[str, Any] | None = None
+        self, env: Any, obs: Observation, info: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any], list[float]]:
         """Fill the rollout buffer with ``ceil(learn_step / num_envs)`` steps of ``env`` (a
         vector env with same-step autoreset; ``num_envs`` becomes ``env.num_envs``),
@@ -725,7 +725,7 @@ class _RolloutCollector(on_policy.RolloutCollector):
         self.completed: list[float] = []
         self._acted: tuple[Any, ...] = ()
 
-    def act(self, obs: Any, info: Any) -> np.ndarray:
+    def act(self, obs: Observation, info: Any) -> np.ndarray:
         mask = action_mask_from_info(info)
         acted = self.agent.act(self.view, obs, mask, self.state)
         self._acted = (acted.sample, acted.log_prob, acted.value, mask, acted.state)

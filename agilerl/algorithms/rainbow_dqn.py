@@ -52,6 +52,7 @@ from agilerl.algorithms.hyperparameters import parse_hp_config
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.components.observations import leading_size
 from agilerl.models.networks import RainbowQNetworkSpec
+from agilerl.networks.base import Observation
 from agilerl.networks.rainbow import RainbowQNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -191,7 +192,7 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     # Not DQN's (obs, epsilon, ...): Rainbow explores by its noisy layers, so it takes no
     # epsilon; the signature is AgileRL's RainbowDQN.get_action, which callers rely on.
     def get_action(  # pyright: ignore[reportIncompatibleMethodOverride]
-        self, obs: Any, action_mask: Any = None, training: bool = True, actor: Any = None
+        self, obs: Observation, action_mask: Any = None, training: bool = True, actor: Any = None
     ) -> np.ndarray:
         """Greedy actions (among the allowed ones) of the noisy network (``training``) or
         of its mean weights: this agent's, or ``actor`` (a network of its architecture,
@@ -215,7 +216,7 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
         """Noisy networks explore: the run's epsilon schedule (DQN's) is not used."""
 
     def explore(
-        self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None
+        self, obs: Observation, action_mask: Any = None, q_values: torch.Tensor | None = None
     ) -> np.ndarray:
         """Greedy actions of the noisy network (its current noise sample); ``q_values``:
         those of ``obs``, already computed (by that network, in training mode)."""
@@ -227,11 +228,11 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     def exploration_metrics(self) -> dict[str, float]:
         return {}
 
-    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """Greedy actions of the mean weights (no noise); of ``actor`` when given."""
         return self.get_action(obs, action_mask, training=False, actor=actor)
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Greedy actions of the noisy network: how the agent acts while it trains."""
         return self.get_action(obs, action_mask, training=True)
 
