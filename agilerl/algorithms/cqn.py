@@ -21,6 +21,7 @@ MultiDiscrete actions: the regulariser is taken per sub-action and averaged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
@@ -44,14 +45,14 @@ class CQN(DQN, spec=CQNSpec):
     #: ``cudagraphs`` is DQN's, which CQN's schema does not repeat).
     extra_init_args: ClassVar[tuple[str, ...]] = ("alpha", "cudagraphs")
     #: As the reference's CQN: the regulariser's gradients can be large early on.
-    max_grad_norm: ClassVar[float] = 1.0
-    learn_metrics: ClassVar[dict[str, str]] = {
+    max_grad_norm: ClassVar[float | None] = 1.0
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "alpha * cql_loss + 0.5 * td_loss (the loss minimised)",
         "td_loss": "mean squared TD error of the batch",
         "cql_loss": "mean of logsumexp_a Q(s, a) - Q(s, a_data) over the batch",
         "q_mean": "mean Q-value of the dataset's actions in the batch",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
     #: Not ``learn_step``: offline, every step is an update (no environment is stepped
     #: between them), so a mutated learn_step would change nothing.
     default_mutable: ClassVar[tuple[str, ...]] = ("lr", "batch_size")

@@ -30,7 +30,7 @@ critic's values rest on (the scheme of SAC-AE / DrQ).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -51,7 +51,7 @@ from agilerl.components.observations import leading_size
 from agilerl.files import checkpoints
 from agilerl.models.networks import ContinuousQNetworkSpec, DeterministicActorSpec
 from agilerl.modules.base import respec
-from agilerl.networks.base import preprocess
+from agilerl.networks.base import Observation, preprocess
 from agilerl.networks.networks import ContinuousQNetwork, DeterministicActor
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -73,20 +73,20 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
     #: The critics, each with its target ``<name>_target``: TD3 declares two.
     critics: ClassVar[tuple[str, ...]] = ("critic",)
     eval_networks: ClassVar[tuple[str, ...]] = ("actor", "critic")
-    target_networks: ClassVar[dict[str, str]] = {
+    target_networks: ClassVar[Mapping[str, str]] = {
         "actor_target": "actor",
         "critic_target": "critic",
     }
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "actor_optimizer": (("actor",), "lr_actor"),
         "critic_optimizer": (("critic",), "lr_critic"),
     }
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "critic_loss": "mean squared TD error of the batch (summed over the critics)",
         "actor_loss": "-mean Q of the actor's actions (reported on the calls that update it)",
         "q_mean": "mean Q-value of the first critic for the actions taken in the batch",
     }
-    main_loss: ClassVar[str] = "critic_loss"
+    main_loss: ClassVar[str | None] = "critic_loss"
     #: Target policy smoothing (TD3's, which AgileRL's DDPG applies too): the standard
     #: deviation and clip of the noise on the target actor's action, in normalised units.
     policy_noise: ClassVar[float] = 0.2
@@ -97,6 +97,9 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
     #: Learns in cohorts (TD3 inherits it).
     learns_in_cohorts: ClassVar[bool] = True
     noise_clip: ClassVar[float] = 0.5
+
+    #: Checked in ``__init__``: the actor's output is scaled to a Box.
+    action_space: spaces.Box
 
     # Set from the bound spec (``DDPGSpec``, ``TD3Spec``) before the body runs.
     batch_size: int
@@ -194,7 +197,7 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
                 getattr(self, name).encoder = self.actor.encoder.clone()
 
     # -- actions --------------------------------------------------------------------------
-    def _preprocess(self, obs: Any) -> Any:
+    def _preprocess(self, obs: Observation) -> Any:
         return preprocess(obs, self.observation_space, self.device)
 
     def _normalise(self, action: Any) -> torch.Tensor:
@@ -206,7 +209,7 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
         env = self._mid + np.clip(normalised, -1.0, 1.0) * self._half
         return env.astype(self.action_space.dtype, copy=False).reshape(-1, *self.action_space.shape)
 
-    def _policy(self, obs: Any, actor: Any = None) -> np.ndarray:
+    def _policy(self, obs: Observation, actor: Any = None) -> np.ndarray:
         """The normalised actions ``(batch, action_dim)`` of ``actor`` (None: this agent's),
         as numpy."""
         actor = self.actor if actor is None else actor
@@ -214,7 +217,7 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
             return actor.head(actor.encoder(self._preprocess(obs))).cpu().numpy()
 
     def get_action(
-        self, obs: Any, training: bool = True, policy: np.ndarray | None = None
+        self, obs: Observation, training: bool = True, policy: np.ndarray | None = None
     ) -> np.ndarray:
         """Actions for a batch of observations, in the bounds: the actor's (``policy``
         when already computed), plus the exploration noise (one state row per observation
@@ -225,14 +228,14 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
         return self._to_env(action)
 
     def explore(
-        self, obs: Any, action_mask: Any = None, policy: np.ndarray | None = None
+        self, obs: Observation, action_mask: Any = None, policy: np.ndarray | None = None
     ) -> np.ndarray:
         """The actor's actions (``policy`` when already computed) plus the exploration
         noise (``action_mask`` is for discrete actions; a Box has none)."""
         return self.get_action(obs, training=True, policy=policy)
 
     def act(
-        self, view: Population[DDPG], obs: Any, action_mask: Any, uniform: np.ndarray
+        self, view: Population[DDPG], obs: Observation, action_mask: Any, uniform: np.ndarray
     ) -> np.ndarray:
         """Every agent of ``view`` exploring on its block of ``obs``: one forward of the
         view's actor, then each agent's own :meth:`explore` (its noise state, its
@@ -246,7 +249,7 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
             obs, action_mask, uniform, lambda rows: self._policy(rows, view.net("actor")), own
         )
 
-    def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def uniform_actions(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Uniform in the bounds (uniform in the normalised [-1, 1] per dimension)."""
         normalised = self.rng.uniform(-1.0, 1.0, (leading_size(obs), self._mid.size))
         return self._to_env(normalised)
@@ -255,13 +258,13 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
         """Restart the noise of the sub-environments whose episode ended."""
         self.noise.reset(ended)
 
-    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """The deterministic actor's actions: this agent's, or ``actor``'s when given (a
         network of its architecture, e.g. a cohort's stacked one)."""
         policy = None if actor is None else self._policy(obs, actor)
         return self.get_action(obs, training=False, policy=policy)
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """The actor's actions plus independent Gaussian noise ``N(mean_noise,
         expl_noise)`` (normalised units), clipped to the bounds. The exploration state
         (an Ornstein-Uhlenbeck process per training environment) is left as it was."""
@@ -269,7 +272,7 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
         noise = self.mean_noise + self.expl_noise * self.rng.standard_normal(action.shape)
         return self._to_env(action + noise)
 
-    def q_values(self, obs: Any, action: Any) -> torch.Tensor:
+    def q_values(self, obs: Observation, action: Any) -> torch.Tensor:
         """``Q(s, a)`` of every critic for env actions ``a``: ``(n_critics, batch)``."""
         x = self._preprocess(obs)
         action = self._normalise(action)
@@ -392,7 +395,11 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
 
     def _critic_loss(self, qs: list[torch.Tensor], target: torch.Tensor) -> torch.Tensor:
         """The critics' loss: the sum of their mean squared TD errors."""
-        return sum(functional.mse_loss(q, target) for q in qs)
+        losses = [functional.mse_loss(q, target) for q in qs]
+        total = losses[0]  # what sum() gives (0 + a == a exactly), typed as a tensor
+        for loss in losses[1:]:
+            total = total + loss
+        return total
 
     def _policy_values(self, view: Population[DDPG], x: Any) -> torch.Tensor:
         """The networks' part of the actor update: the first critic's ``Q`` of the actor's

@@ -15,7 +15,7 @@ the TD target maximises over every action, as AgileRL's DQN does.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -30,6 +30,7 @@ from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.algorithms.optim import polyak_update
 from agilerl.components.observations import leading_size
 from agilerl.models.networks import QNetworkSpec
+from agilerl.networks.base import Observation
 from agilerl.networks.networks import QNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -47,18 +48,18 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
     """
 
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
-    target_networks: ClassVar[dict[str, str]] = {"actor_target": "actor"}
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    target_networks: ClassVar[Mapping[str, str]] = {"actor_target": "actor"}
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
     #: Gradient-norm clip of every update; None: unclipped, as AgileRL's DQN (Adam bounds
     #: each step by about lr anyway). Rainbow (10) and CQN (1) clip as AgileRL's do.
     max_grad_norm: ClassVar[float | None] = None
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "td_loss": "mean squared TD error of the batch (the loss minimised)",
         "q_mean": "mean Q-value of the actions taken in the batch",
     }
-    main_loss: ClassVar[str] = "td_loss"
+    main_loss: ClassVar[str | None] = "td_loss"
     #: Attributes the update reads from the view's first agent for every agent (the code
     #: path): agents of one cohort must be equal in them.
     cohort_same: ClassVar[tuple[str, ...]] = ("double",)
@@ -67,6 +68,12 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
     #: Exploration rate of ``predict(..., deterministic=False)``: the default schedule's
     #: final epsilon (``agilerl.components.exploration.EPS_END``; a test keeps them equal).
     sample_epsilon: ClassVar[float] = 0.01
+
+    #: Checked in ``__init__``: one Q-value head per discrete choice.
+    action_space: spaces.Discrete | spaces.MultiDiscrete
+    # Built by the base class from ``optimizer_specs`` and ``target_networks``.
+    optimizer: torch.optim.Optimizer
+    actor_target: nn.Module
 
     # Set from the bound spec (``DQNSpec``) before the body runs.
     batch_size: int
@@ -174,7 +181,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         return self._mode_cache[1]
 
     def _greedy_index(
-        self, obs: Any, mask: np.ndarray | None, q_values: torch.Tensor | None = None
+        self, obs: Observation, mask: np.ndarray | None, q_values: torch.Tensor | None = None
     ) -> np.ndarray:
         """The greedy choices for ``obs`` (from ``q_values`` when already computed: a
         population's one forward)."""
@@ -216,7 +223,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
 
     def get_action(
         self,
-        obs: Any,
+        obs: Observation,
         epsilon: float = 0.0,
         action_mask: Any = None,
         q_values: torch.Tensor | None = None,
@@ -239,12 +246,12 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         random = self._random_index(batch, mask)
         return self._to_actions(np.where(explore[:, None], random, greedy))
 
-    def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def uniform_actions(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         batch = leading_size(obs)
         return self._to_actions(self._random_index(batch, self._mask(action_mask, batch)))
 
     def explore(
-        self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None
+        self, obs: Observation, action_mask: Any = None, q_values: torch.Tensor | None = None
     ) -> np.ndarray:
         """Epsilon-greedy actions at the schedule's epsilon for this agent's ``steps``
         (decayed once per vector step of ``batch`` envs); ``q_values``: those of ``obs``,
@@ -253,7 +260,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         return self.get_action(obs, self.epsilon, action_mask, q_values)
 
     def act(
-        self, view: Population[DQN], obs: Any, action_mask: Any, uniform: np.ndarray
+        self, view: Population[DQN], obs: Observation, action_mask: Any, uniform: np.ndarray
     ) -> np.ndarray:
         """Every agent of ``view`` exploring on its block of ``obs``: one forward of the
         view's networks, then each agent's own :meth:`explore` (its epsilon, its
@@ -270,13 +277,13 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
 
         return view.act(obs, action_mask, uniform, forward, own)
 
-    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """Greedy actions (among the allowed ones); of ``actor`` when given (a network of
         this agent's architecture, e.g. a cohort's stacked one), else of its own."""
         q_values = None if actor is None else _outputs(actor, obs)
         return self.get_action(obs, 0.0, action_mask, q_values)
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Epsilon-greedy actions with :attr:`sample_epsilon`, the exploration rate the
         off-policy loop ends its decay at: how the agent acted at the end of training."""
         return self.get_action(obs, self.sample_epsilon, action_mask)
@@ -380,7 +387,7 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
         polyak_update(self._target_parameters(), self._online_parameters(), self.tau)
 
 
-def _outputs(network: Any, obs: Any) -> torch.Tensor:
+def _outputs(network: Any, obs: Observation) -> torch.Tensor:
     """``network(obs)``, outside autograd."""
     with torch.inference_mode():
         return network(obs)

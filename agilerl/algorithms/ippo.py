@@ -57,6 +57,7 @@ from agilerl.algorithms.ppo import (
 from agilerl.components import on_policy
 from agilerl.components.observations import map_tree
 from agilerl.models.networks import StochasticActorSpec, ValueNetworkSpec
+from agilerl.networks.base import Observation
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -70,7 +71,7 @@ class GroupSamples:
     """A group's learning samples (active rows of every member, pooled), as
     :func:`clipped_ppo_loss` reads them."""
 
-    obs: Any
+    obs: Observation
     actions: torch.Tensor
     log_probs: torch.Tensor
     values: torch.Tensor
@@ -138,7 +139,7 @@ class IPPO(MultiAgentActorCritic, spec=IPPOSpec):
         "updates": "optimiser steps taken, all groups together",
         "early_stop": "share of the groups whose epochs target_kl ended early",
     }
-    main_loss: ClassVar[str] = "value_loss"
+    main_loss: ClassVar[str | None] = "value_loss"
     #: What teams of a cohort share: the rollout's length and the minibatches' size (a
     #: team with an ``action_batch_size`` trains alone:
     #: :data:`~agilerl.cohorts.learners.ALONE_IF`).

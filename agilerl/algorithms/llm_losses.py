@@ -587,10 +587,14 @@ def ppo_policy_loss(
         return reinforce_loss(
             logprobs, old_logprobs, advantages, mask, clip_coef=clip_coef, level=pooled
         )
-    split = [per_turn_rows(v, turn_ids, max_turns) for v in (logprobs, old_logprobs, advantages)]
+    turn_logprobs, turn_old, turn_advantages = (
+        per_turn_rows(v, turn_ids, max_turns) for v in (logprobs, old_logprobs, advantages)
+    )
     turn_mask = per_turn_rows(mask, turn_ids, max_turns)
     pooled = {"sum": "product", "mean": "sequence"}[pooling]
-    parts = reinforce_loss(*split, turn_mask, clip_coef=clip_coef, level=pooled)
+    parts = reinforce_loss(
+        turn_logprobs, turn_old, turn_advantages, turn_mask, clip_coef=clip_coef, level=pooled
+    )
     rows = logprobs.shape[0]
     terms, units, clipped = (part.reshape(rows, max_turns).sum(1) for part in parts)
     return terms, units, clipped

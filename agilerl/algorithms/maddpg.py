@@ -82,13 +82,13 @@ class ActionCodec:
     action; Box actions normalised, categorical ones one-hot per sub-action."""
 
     def __init__(self, space: spaces.Space) -> None:
-        self.space = space
         if isinstance(space, spaces.Box):
             low = np.asarray(space.low, np.float32).reshape(-1)
             high = np.asarray(space.high, np.float32).reshape(-1)
             if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
                 raise ValueError(f"a Box action space needs finite bounds, got {space}")
             self.mid, self.half = (high + low) / 2, (high - low) / 2
+            self.box_shape: tuple[int, ...] = space.shape
             self.nvec: list[int] = []
             self.dim = int(low.size)
         elif isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
@@ -100,6 +100,7 @@ class ActionCodec:
             raise TypeError(
                 f"MADDPG and MATD3 act in Box, Discrete or MultiDiscrete spaces, got {space!r}"
             )
+        self.space = space  # narrowed by the checks above: its shape is known
 
     @property
     def continuous(self) -> bool:
@@ -121,7 +122,7 @@ class ActionCodec:
         """Critic features (normalised Box values or one-hot choices) -> env actions."""
         if self.continuous:
             values = features.detach().cpu().numpy().clip(-1.0, 1.0) * self.half + self.mid
-            return values.astype(self.space.dtype).reshape(-1, *self.space.shape)
+            return values.astype(self.space.dtype).reshape(-1, *self.box_shape)
         blocks = features.split(self.nvec, dim=-1)
         index = torch.stack([b.argmax(dim=-1) for b in blocks], dim=-1).cpu().numpy()
         index = index + self.start
@@ -195,13 +196,13 @@ class MADDPG(MultiAgentActorCritic, spec=MADDPGSpec):
         "actor_loss": "-mean Q of the actors' actions (on the calls that update them)",
         "q_mean": "mean Q-value of the first critics for the actions taken",
     }
-    main_loss: ClassVar[str] = "critic_loss"
+    main_loss: ClassVar[str | None] = "critic_loss"
     #: Target policy smoothing of Box actions (MATD3's; none for MADDPG): standard
     #: deviation and clip of the noise on target actions, in normalised units.
     policy_noise: ClassVar[float] = 0.0
     noise_clip: ClassVar[float] = 0.5
     #: Gradient-norm clip of every update (DDPG's).
-    max_grad_norm: ClassVar[float] = 10.0
+    max_grad_norm: ClassVar[float | None] = 10.0
     #: What teams of a cohort share beyond the architecture: nothing (batch sizes are
     #: padded; the clip and the smoothing are class attributes, equal within a class).
     cohort_same: ClassVar[tuple[str, ...]] = ()
@@ -443,8 +444,8 @@ class MADDPG(MultiAgentActorCritic, spec=MADDPGSpec):
         out = {}
         for group, members in self.groups.items():
             x = _cat_tree([next_features[a] for a in members])
-            masks = [next_masks.get(a) for a in members]
-            mask = None if any(m is None for m in masks) else torch.cat(masks)
+            masks = [m for m in (next_masks.get(a) for a in members) if m is not None]
+            mask = torch.cat(masks) if len(masks) == len(members) else None
             action = self._policy(view, group, len(members), x, mask, "greedy", target=True)
             if self.policy_noise > 0 and self.codecs[members[0]].continuous:
                 shape = tuple(action.shape)
@@ -622,8 +623,8 @@ class MADDPG(MultiAgentActorCritic, spec=MADDPGSpec):
         its actor (differentiable in the actor), and the rows' activity."""
         features, actions, weight = inputs.features, inputs.actions, inputs.weight
         x = _cat_tree([features[a] for a in members])
-        found = [inputs.masks.get(a) for a in members]
-        mask = None if any(m is None for m in found) else torch.cat(found)
+        found = [m for m in (inputs.masks.get(a) for a in members) if m is not None]
+        mask = torch.cat(found) if len(found) == len(members) else None
         mine = self._policy(view, group, len(members), x, mask, "relaxed")
         n = mine.shape[0] // len(members)
         # Each member's critic input has its own new action; the others' are the batch's.

@@ -36,7 +36,7 @@ from pydantic import BaseModel
 
 from agilerl.algorithms.core.evolvable import ACTIVATION_MUTATION, LAYER_MUTATIONS, perturb_weights
 from agilerl.algorithms.core.multi_agent import MultiAgentRLAlgorithm, PerAgent
-from agilerl.algorithms.core.rl_algorithm import network_spec
+from agilerl.algorithms.core.rl_algorithm import SpecT, network_spec
 from agilerl.components.observations import map_tree, tree_leaves
 from agilerl.modules.multi_input import is_image_space
 from agilerl.networks.base import EvolvableNetwork, preprocess
@@ -134,13 +134,17 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
         self.group_of = {a: g for g, members in self.groups.items() for a in members}
         #: Group -> the observation space its networks read (no action mask).
         self.policy_spaces = {g: policy_space(self.group_space(g)) for g in self.groups}
-        self.eval_networks = tuple(self.net_name(r, g) for g in self.groups for r in self.roles)
-        self.target_networks = {
+        # The network tables are per instance here, named after this team's groups; the base
+        # class declares them ClassVar as every single-agent algorithm fixes them per class.
+        self.eval_networks = tuple(  # pyright: ignore[reportAttributeAccessIssue]
+            self.net_name(r, g) for g in self.groups for r in self.roles
+        )
+        self.target_networks = {  # pyright: ignore[reportAttributeAccessIssue]
             self.net_name(t, g): self.net_name(s, g)
             for g in self.groups
             for t, s in self.target_roles.items()
         }
-        self.optimizer_specs = {
+        self.optimizer_specs = {  # pyright: ignore[reportAttributeAccessIssue]
             self.net_name(o, g): (tuple(self.net_name(r, g) for r in roles), lr)
             for g in self.groups
             for o, (roles, lr) in self.optimizer_roles.items()
@@ -157,8 +161,8 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
         return getattr(self, self.net_name(role, group))
 
     def group_network_spec(
-        self, spec_cls: type[BaseModel], space: spaces.Space, section: Any = None
-    ) -> BaseModel:
+        self, spec_cls: type[SpecT], space: spaces.Space, section: Any = None
+    ) -> SpecT:
         """The spec of a ``spec_cls`` network reading ``space``, from the network section
         (``section`` replaces the agent's ``net_config``)."""
         section = self.net_config if section is None else section
@@ -323,9 +327,10 @@ class MultiAgentActorCritic(MultiAgentRLAlgorithm):
                     steps += 1
                 taken += steps * num_envs
                 cut |= not done.all()
-                team.append(sum(totals.values()))
+                # sum() from an array of zeros, not its int 0: the same values, an array type
+                team.append(sum(totals.values(), np.zeros(num_envs)))
                 for g, members in self.groups.items():
-                    per_group[g].append(sum(totals[a] for a in members))
+                    per_group[g].append(sum((totals[a] for a in members), np.zeros(num_envs)))
         self.eval_steps_taken, self.eval_cut = taken, cut
         self.group_fitness = {g: float(np.mean(np.concatenate(v))) for g, v in per_group.items()}
         fitness = float(np.mean(np.concatenate(team)))

@@ -30,7 +30,7 @@ changed meaning and, with a new width, size).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,6 +43,7 @@ from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm
 from agilerl.files import checkpoints
 from agilerl.models.networks import QNetworkSpec
+from agilerl.networks.base import Observation
 from agilerl.networks.networks import QNetwork
 
 
@@ -51,15 +52,15 @@ class NeuralBandit(RLAlgorithm):
 
     eval_networks: ClassVar[tuple[str, ...]] = ("actor",)
     #: theta_0, the anchor of the regulariser (never trained; see the module docstring).
-    target_networks: ClassVar[dict[str, str]] = {"actor_initial": "actor"}
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    target_networks: ClassVar[Mapping[str, str]] = {"actor_initial": "actor"}
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "optimizer": (("actor",), "lr")
     }
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": "squared reward error plus reg * ||theta - theta_0||^2 (the loss minimised)",
         "reward_mse": "mean squared error of the predicted rewards of the batch",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
 
     # Set from the bound spec (NeuralUCB's, NeuralTS's) before the body runs.
     batch_size: int
@@ -129,9 +130,11 @@ class NeuralBandit(RLAlgorithm):
             head.out_norm, nn.Identity
         )
         seen: dict[str, torch.Tensor] = {}
-        hook = head.out.register_forward_hook(
-            lambda module, args, result: seen.update(phi=args[0], z=result)
-        )
+
+        def keep(module: nn.Module, args: tuple[torch.Tensor, ...], result: torch.Tensor) -> None:
+            seen["phi"], seen["z"] = args[0], result
+
+        hook = head.out.register_forward_hook(keep)
         obs = torch.as_tensor(np.asarray(contexts), dtype=torch.float32, device=self.device)
         try:
             with torch.set_grad_enabled(not linear_output):
@@ -161,7 +164,11 @@ class NeuralBandit(RLAlgorithm):
         """Exploration scores of the arms, the highest pulled (NeuralUCB, NeuralTS)."""
         raise NotImplementedError
 
-    def explore(self, obs: Any, action_mask: Any = None) -> int:
+    # A bandit pulls one arm (an int) per set of K contexts, not an array of actions per
+    # observation as RLAlgorithm's methods do (AgileRL's NeuralUCB/NeuralTS return it so).
+    def explore(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, obs: Observation, action_mask: Any = None
+    ) -> int:
         """Pull an arm for the ``(K, K * d)`` contexts ``obs``: the highest
         :meth:`score`; the pulled arm's gradient features update ``Z^-1``."""
         mean, grads = self.features(obs)
@@ -169,18 +176,25 @@ class NeuralBandit(RLAlgorithm):
         self.observe(grads[arm])
         return arm
 
-    def get_action(self, obs: Any, action_mask: Any = None) -> int:
+    def get_action(self, obs: Observation, action_mask: Any = None) -> int:
         """The arm to pull for the ``(K, K * d)`` contexts ``obs``, exploring
         (:meth:`explore`)."""
         return self.explore(obs, action_mask)
 
-    def eval_action(self, obs: Any, action_mask: Any = None) -> int:
+    # One arm, as explore.
+    def eval_action(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, obs: Observation, action_mask: Any = None
+    ) -> int:
         """The arm of highest predicted reward (no exploration; ``Z^-1`` unchanged)."""
         with torch.inference_mode():
             obs = torch.as_tensor(np.asarray(obs), dtype=torch.float32, device=self.device)
             return int(torch.argmax(self.actor(obs).reshape(-1)))
 
-    def predict(self, obs: Any, deterministic: bool = True, **_: Any) -> int:
+    # Returns the arm alone, not SB3's (action, state) pair of RLAlgorithm.predict (and
+    # defaults to deterministic): kept as the bandit trainers and tests call it.
+    def predict(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, obs: Observation, deterministic: bool = True, **_: Any
+    ) -> int:
         """The arm to pull for one step's ``(K, K * d)`` contexts: greedy, or with
         ``deterministic=False`` by the algorithm's exploration (which updates ``Z^-1``)."""
         return self.eval_action(obs) if deterministic else self.explore(obs)

@@ -39,14 +39,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar, cast
 
 import numpy as np
 import torch
 from gymnasium import spaces
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
 from agilerl.algorithms.core.population import Population, learned
 from agilerl.algorithms.core.rl_algorithm import RLAlgorithm, action_mask_from_info
 from agilerl.components import on_policy
@@ -56,13 +55,15 @@ from agilerl.components.rollout_buffer import SEQUENCE_STRIDES, RolloutBatch, Ro
 from agilerl.files import checkpoints
 from agilerl.models.networks import LstmSpec, StochasticActorSpec, ValueNetworkSpec
 from agilerl.modules.base import respec
+from agilerl.modules.lstm import EvolvableLSTM
 from agilerl.modules.multi_input import flat_dim, is_image_space
-from agilerl.networks.base import EvolvableNetwork, preprocess
+from agilerl.networks.base import EvolvableNetwork, Observation, preprocess
 from agilerl.networks.networks import StochasticActor, ValueNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
-    from generated.ppo_schema import PPOSpec
+    from generated.ppo_schema import NormalizationConfig, PPOSpec, RolloutBufferConfig
 else:
+    from agilerl._generated.ppo_schema import NormalizationConfig, RolloutBufferConfig
     from agilerl.models.algorithms.ppo import PPOSpec
 
 #: What :meth:`PPO.learn` reports (``RLAlgorithm.learn_metrics``); the first six are
@@ -215,7 +216,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
             )
         return flat_dim(space)
 
-    def _network_specs(self) -> tuple[BaseModel, BaseModel]:
+    def _network_specs(self) -> tuple[StochasticActorSpec, ValueNetworkSpec]:
         """The actor's and the critic's specs; a recurrent agent's encoder, where the
         network section names no arch, is an LSTM, and a section written for another
         encoder is refused saying so."""
@@ -278,7 +279,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         nets = self._stateful_networks()
         if not nets:
             return None
-        return {name: net.encoder.initial_state(num_envs) for name, net in nets.items()}
+        return {name: _lstm(net).initial_state(num_envs) for name, net in nets.items()}
 
     def _state_for(self, state: HiddenState | None, num_envs: int) -> HiddenState | None:
         """``state`` if it fits the encoders (a mutation may have resized them) and
@@ -300,14 +301,16 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         self.hidden_state = _reset_rows(state, ended)
 
     # -- acting ---------------------------------------------------------------------------
-    def _preprocess(self, obs: Any, observe: bool = False) -> Any:
+    def _preprocess(self, obs: Observation, observe: bool = False) -> Any:
         """Observations as the networks take them: preprocessed and, with ``normalize``,
         normalised by the frozen running statistics; ``observe`` (a training rollout's
         observations) also keeps them for the statistics' next update."""
         # The module-level function with the agent's device: a network's own preprocess
         # looks its device up by walking its parameters, once per call (per env step here).
         x = preprocess(obs, self.observation_space, self.device)
-        if self.normalization is None:
+        # Only a vector Box's observations (one tensor) have running statistics
+        # (:meth:`_features`); for the others normalisation leaves them as they are.
+        if self.normalization is None or not isinstance(x, torch.Tensor):
             return x
         if observe:
             self.normalization.observe(x)
@@ -331,7 +334,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         def encode(name: str, net: EvolvableNetwork) -> torch.Tensor:
             if state is None:
                 return net.encoder(x)
-            latent, next_state[name] = net.encoder.forward_with_state(x, state[name])
+            latent, next_state[name] = _lstm(net).forward_with_state(x, state[name])
             return latent
 
         latent = encode("actor", actor)
@@ -343,16 +346,17 @@ class PPO(RLAlgorithm, spec=PPOSpec):
             value = critic.head(latent).squeeze(-1)
         return dist, value, (None if state is None else next_state)
 
-    def _forward(self, obs: Any, mask: Any = None) -> tuple[Any, torch.Tensor]:
+    def _forward(self, obs: Observation, mask: Any = None) -> tuple[Any, torch.Tensor]:
         """Action distribution and value ``(batch,)`` of a batch of observations, each
         acted on from a fresh state (feed-forward: the only way)."""
         x = self._preprocess(obs)
         state = self.initial_hidden_state(_batch_of(x))
         dist, value, _ = self._forward_x(self.actor, self.critic, x, mask, state)
+        assert value is not None  # with_value (the default): the critic ran
         return dist, value
 
     def _act(
-        self, obs: Any, mask: Any, deterministic: bool, with_value: bool, actor: Any = None
+        self, obs: Observation, mask: Any, deterministic: bool, with_value: bool, actor: Any = None
     ) -> tuple[torch.Tensor, Any, torch.Tensor | None]:
         """Sample (or mode), distribution and value of a batch of observations, acting
         on and advancing :attr:`hidden_state`; the policy of ``actor`` when given."""
@@ -366,7 +370,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         return sample, dist, value
 
     def get_action(
-        self, obs: Any, action_mask: Any = None
+        self, obs: Observation, action_mask: Any = None
     ) -> tuple[np.ndarray, torch.Tensor, torch.Tensor, torch.Tensor]:
         """Sample actions for a batch of observations: ``(action for env.step, log_prob,
         entropy, value)``, the last three of shape ``(batch,)``. ``action_mask`` (Discrete
@@ -376,14 +380,15 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         sample, dist, value = self._act(obs, action_mask, deterministic=False, with_value=True)
         with torch.no_grad():
             log_prob, entropy = dist.log_prob(sample), dist.entropy()
+        assert value is not None  # with_value=True: the critic ran
         return self.actor.distribution.env_actions(sample), log_prob, entropy, value
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Actions sampled from the policy (as rollouts sample them), for ``env.step``."""
         sample, _, _ = self._act(obs, action_mask, deterministic=False, with_value=False)
         return self.actor.distribution.env_actions(sample)
 
-    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """The most likely action of each observation (the Gaussian mean for Box): of
         this agent's policy, or of ``actor`` when given (a network of its architecture,
         e.g. a cohort's stacked one)."""
@@ -393,7 +398,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
     def act(
         self,
         view: Population[PPO],
-        obs: Any,
+        obs: Observation,
         action_mask: Any,
         state: HiddenState | None = None,
     ) -> Acted:
@@ -416,7 +421,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         return Acted(actor.distribution.env_actions(sample), sample, log_prob, value, next_state)
 
     def values(
-        self, view: Population[PPO], obs: Any, state: HiddenState | None = None
+        self, view: Population[PPO], obs: Observation, state: HiddenState | None = None
     ) -> torch.Tensor:
         """``V`` of every agent of ``view`` on its block of ``obs``, from ``state``
         (recurrent, an agent alone)."""
@@ -469,7 +474,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         buffer = self.rollout_buffer
         capacity = self.rollout_length
         seq_len, seq_stride = self._sequence_layout()
-        if seq_len is not None:
+        if seq_len is not None and seq_stride is not None:  # both or neither (recurrent)
             seq_len, seq_stride = min(seq_len, capacity), min(seq_stride, seq_len, capacity)
         if (
             buffer is None
@@ -494,7 +499,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         return buffer
 
     def collect_rollouts(
-        self, env: Any, obs: Any, info: dict[str, Any] | None = None
+        self, env: Any, obs: Observation, info: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any], list[float]]:
         """Fill the rollout buffer with ``ceil(learn_step / num_envs)`` steps of ``env`` (a
         vector env with same-step autoreset; ``num_envs`` becomes ``env.num_envs``),
@@ -525,16 +530,16 @@ class PPO(RLAlgorithm, spec=PPOSpec):
             and len(self._episode_returns) == n
             and obs is self._rollout_obs
         )
-        if not continued:
+        if not continued or self._episode_returns is None:  # (continued: it is not None)
             self._episode_returns = np.zeros(n)
         state = self._state_for(self._rollout_state if continued else None, n)
         collector = _RolloutCollector(self, buffer, state, self._episode_returns)
-        obs, info = on_policy.collect_rollout(env, collector, obs, info, buffer.capacity)
+        obs, next_info = on_policy.collect_rollout(env, collector, obs, info, buffer.capacity)
         state = collector.state
         buffer.compute_returns_and_advantages(self.values(collector.view, obs, state))
         self._rollout_obs = obs
         self._rollout_state = state
-        return obs, info, collector.completed
+        return obs, next_info, collector.completed
 
     def _final_values(
         self,
@@ -562,6 +567,8 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         ``actor`` and ``critic``: each sequence runs through the LSTMs from its stored
         state, resetting where an episode starts inside it, and the gradient flows back
         through the whole sequence."""
+        if batch.valid is None:  # a sequence minibatch (recurrent) always carries it
+            raise ValueError("a sequence minibatch without its valid-step mask")
         count, length = batch.valid.shape
         flat = map_tree(lambda v: v.reshape(count * length, *v.shape[2:]), batch.obs)
         x = self._preprocess(flat).reshape(count, length, -1)
@@ -569,7 +576,7 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         state = map_tree(lambda h: h.transpose(0, 1).contiguous(), batch.hidden)
 
         def encode(name: str, net: EvolvableNetwork) -> torch.Tensor:
-            latent, _ = net.encoder.forward_sequence(x, state[name], batch.resets)
+            latent, _ = _lstm(net).forward_sequence(x, state[name], batch.resets)
             return latent.reshape(count * length, -1)[valid]
 
         latent = encode("actor", actor)
@@ -718,7 +725,7 @@ class _RolloutCollector(on_policy.RolloutCollector):
         self.completed: list[float] = []
         self._acted: tuple[Any, ...] = ()
 
-    def act(self, obs: Any, info: Any) -> np.ndarray:
+    def act(self, obs: Observation, info: Any) -> np.ndarray:
         mask = action_mask_from_info(info)
         acted = self.agent.act(self.view, obs, mask, self.state)
         self._acted = (acted.sample, acted.log_prob, acted.value, mask, acted.state)
@@ -787,9 +794,11 @@ def clipped_ppo_loss(
         advantages = (advantages - advantages.mean(-1, keepdim=True)) / (
             advantages.std(-1, keepdim=True) + 1e-8
         )
-    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
+    # clip_coef is a float, or a cohort's (P, 1) tensor: torch.clamp takes either, but its
+    # stubs' overloads take numbers or tensors and pyright does not split the union.
+    clipped = torch.clamp(ratio, 1.0 - clip_coef, 1.0 + clip_coef)  # pyright: ignore[reportCallIssue, reportArgumentType]
     policy_loss = -torch.min(advantages * ratio, advantages * clipped).mean(-1)
-    change = torch.clamp(value - batch.values, -clip_coef, clip_coef)
+    change = torch.clamp(value - batch.values, -clip_coef, clip_coef)  # pyright: ignore[reportCallIssue, reportArgumentType]
     value_clipped = batch.values + change
     value_error = torch.max((value - batch.returns) ** 2, (value_clipped - batch.returns) ** 2)
     value_loss = 0.5 * value_error.mean(-1)
@@ -977,6 +986,12 @@ def joined_minibatches(
 def _flat(coef: float | torch.Tensor) -> float | torch.Tensor:
     """A per-row coefficient ``(P, 1)`` as ``(P,)``, to scale per-row reductions."""
     return coef.reshape(-1) if isinstance(coef, torch.Tensor) else coef
+
+
+def _lstm(net: EvolvableNetwork) -> EvolvableLSTM:
+    """The LSTM encoder of a recurrent agent's network (``PPO.__init__`` refuses a
+    recurrent agent with any other encoder); typed as such for its state methods."""
+    return cast(EvolvableLSTM, net.encoder)
 
 
 def _batch_of(x: Any) -> int:

@@ -37,7 +37,7 @@ buffer the agent learns from 1-step returns, as AgileRL's does.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -52,6 +52,7 @@ from agilerl.algorithms.hyperparameters import parse_hp_config
 from agilerl.components.exploration import EpsilonSchedule
 from agilerl.components.observations import leading_size
 from agilerl.models.networks import RainbowQNetworkSpec
+from agilerl.networks.base import Observation
 from agilerl.networks.rainbow import RainbowQNetwork
 
 if TYPE_CHECKING:  # type checkers read the generated module from the tree
@@ -101,14 +102,14 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     """Rainbow DQN (see the module docstring). ``batch_size`` and ``learn_step`` are read
     by the training loop; ``beta`` and ``prior_eps`` by prioritised replay."""
 
-    learn_metrics: ClassVar[dict[str, str]] = {
+    learn_metrics: ClassVar[Mapping[str, str]] = {
         "loss": (
             "cross-entropy between the projected target and the predicted return "
             "distribution (importance-weighted with prioritised replay; the loss minimised)"
         ),
         "q_mean": "mean Q-value (expected return) of the actions taken in the batch",
     }
-    main_loss: ClassVar[str] = "loss"
+    main_loss: ClassVar[str | None] = "loss"
     #: As AgileRL's Rainbow: the gradient's global norm is clipped at 10.
     max_grad_norm: ClassVar[float | None] = 10.0
     # Batches may carry the n-step transitions of their slots (an n-step buffer serves
@@ -174,9 +175,12 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
             )
 
     def _build_actor(self) -> nn.Module:
+        space = self.action_space
+        if not isinstance(space, spaces.Discrete):  # refused in __init__; narrows the type
+            raise TypeError(f"RainbowDQN needs a Discrete action space, got {space!r}")
         return RainbowQNetwork(
             self.observation_space,
-            self.action_space,
+            space,
             self.network_spec(RainbowQNetworkSpec),
             num_atoms=self.num_atoms,
             v_min=self.v_min,
@@ -185,8 +189,10 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
         )
 
     # -- acting ---------------------------------------------------------------------------
-    def get_action(
-        self, obs: Any, action_mask: Any = None, training: bool = True, actor: Any = None
+    # Not DQN's (obs, epsilon, ...): Rainbow explores by its noisy layers, so it takes no
+    # epsilon; the signature is AgileRL's RainbowDQN.get_action, which callers rely on.
+    def get_action(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, obs: Observation, action_mask: Any = None, training: bool = True, actor: Any = None
     ) -> np.ndarray:
         """Greedy actions (among the allowed ones) of the noisy network (``training``) or
         of its mean weights: this agent's, or ``actor`` (a network of its architecture,
@@ -210,7 +216,7 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
         """Noisy networks explore: the run's epsilon schedule (DQN's) is not used."""
 
     def explore(
-        self, obs: Any, action_mask: Any = None, q_values: torch.Tensor | None = None
+        self, obs: Observation, action_mask: Any = None, q_values: torch.Tensor | None = None
     ) -> np.ndarray:
         """Greedy actions of the noisy network (its current noise sample); ``q_values``:
         those of ``obs``, already computed (by that network, in training mode)."""
@@ -222,11 +228,11 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     def exploration_metrics(self) -> dict[str, float]:
         return {}
 
-    def eval_action(self, obs: Any, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
         """Greedy actions of the mean weights (no noise); of ``actor`` when given."""
         return self.get_action(obs, action_mask, training=False, actor=actor)
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Greedy actions of the noisy network: how the agent acts while it trains."""
         return self.get_action(obs, action_mask, training=True)
 

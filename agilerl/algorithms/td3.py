@@ -14,6 +14,7 @@ DDPG's here already, as in AgileRL; the actor follows the first critic.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar
 
 import torch
@@ -32,12 +33,12 @@ class TD3(DDPG, spec=TD3Spec):
 
     critics: ClassVar[tuple[str, ...]] = ("critic_1", "critic_2")
     eval_networks: ClassVar[tuple[str, ...]] = ("actor", "critic_1", "critic_2")
-    target_networks: ClassVar[dict[str, str]] = {
+    target_networks: ClassVar[Mapping[str, str]] = {
         "actor_target": "actor",
         "critic_1_target": "critic_1",
         "critic_2_target": "critic_2",
     }
-    optimizer_specs: ClassVar[dict[str, tuple[tuple[str, ...], str]]] = {
+    optimizer_specs: ClassVar[Mapping[str, tuple[tuple[str, ...], str]]] = {
         "actor_optimizer": (("actor",), "lr_actor"),
         "critic_optimizer": (("critic_1", "critic_2"), "lr_critic"),
     }

@@ -88,7 +88,11 @@ def _shape(value: Any) -> tuple[int, ...]:
 
 
 def _leaf_shape(space: spaces.Space) -> tuple[int, ...]:
-    return () if isinstance(space, spaces.Discrete) else tuple(space.shape)
+    if isinstance(space, spaces.Discrete):
+        return ()
+    if space.shape is None:  # Text, Graph, Sequence: no fixed shape to hold a value to
+        raise TypeError(f"{space!r} has no fixed shape to check an observation against")
+    return tuple(space.shape)
 
 
 def _leaves(obs: Any, space: spaces.Space, where: str) -> list[tuple[str, Any, spaces.Space]]:

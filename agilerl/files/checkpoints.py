@@ -654,7 +654,9 @@ def generator_from_state(state: Any, where: str) -> np.random.Generator:
         raise fail(join(where, "bit_generator"), problem)
     bits = BIT_GENERATORS[name]()
     try:
-        bits.state = state
+        # numpy's stubs type each generator's state setter with its own TypedDict (and the
+        # union of them here with one); numpy checks the dict itself, raising what is caught below.
+        bits.state = state  # pyright: ignore[reportAttributeAccessIssue]
     except (TypeError, ValueError, KeyError, IndexError, OverflowError) as err:
         raise fail(where, f"not a valid {name} state ({err})") from None
     return np.random.Generator(bits)

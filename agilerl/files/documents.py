@@ -125,6 +125,7 @@ def _number(text: str) -> int | float | None:
             raise _not_finite(text)
         return None
     kind = match.lastgroup
+    assert kind is not None  # every alternative of _NUMBER is a named group
     digits = match.group(kind).replace("_", "")
     if kind == "float":
         value = float(digits)
@@ -242,23 +243,27 @@ def _is_open(anchor: str, frame: _Collection | None, stack: list[tuple[Any, ...]
     return any(open_ is not None and open_.anchor == anchor for open_ in frames)
 
 
-def _build(text: str | bytes) -> Any:
+def _build(source: str | bytes) -> Any:
     """The one document in ``text``; raises :class:`_Problem` (or a libyaml error).
 
     One pass over libyaml's events. It is most of a manifest's load time, so the open
     collection lives in local variables (``container``, ``is_list``, ``key``) and the
     enclosing ones on ``stack``. ``produced`` counts the nodes built so far, aliases
     expanded: a collection's size is the difference across it."""
-    parser = CParser(text)
+    parser = CParser(source)
     next_event = parser.get_event
     stack: list[tuple[Any, ...]] = []
     container: Any = None
-    is_list, key, key_mark, frame = False, _NO_KEY, None, None
+    is_list, key, key_mark = False, _NO_KEY, None
+    frame: _Collection | None = None
     anchors: dict[str, tuple[Any, int]] = {}
     produced, aliased, documents, result = 0, 0, 0, None
+    text = ""  # the last scalar's text (what an anchored ``<<`` names)
     try:
         while True:
-            event = next_event()
+            # Dispatched on its exact class (``kind is ScalarEvent``: faster than isinstance
+            # in this hottest loop), which type checkers cannot narrow ``event`` by.
+            event: Any = next_event()
             kind = type(event)
             if kind is ScalarEvent:
                 produced += 1
@@ -296,6 +301,7 @@ def _build(text: str | bytes) -> Any:
                 container, key = ([] if is_list else {}), _NO_KEY
                 continue
             elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                assert frame is not None  # libyaml ends only the collections it started
                 value, size = frame.finish(container), produced - frame.start
                 anchor, mark = frame.anchor, frame.mark
                 container, is_list, key, key_mark, frame = stack.pop()
@@ -328,7 +334,9 @@ def _build(text: str | bytes) -> Any:
             if container is None:
                 result = value
             elif is_list:
-                container.append(value)
+                # A list, as is_list says: the checker cannot tie the two locals together
+                # (a flag, not a type test, in the loop that is most of the load time).
+                container.append(value)  # pyright: ignore[reportAttributeAccessIssue]
             elif key is _NO_KEY:
                 if type(value) is dict or type(value) is list:
                     message = "a mapping key must be a scalar (JSON keys are strings)"
@@ -336,6 +344,7 @@ def _build(text: str | bytes) -> Any:
                 key, key_mark = value, mark
             else:
                 if key is _MERGE:
+                    assert frame is not None  # a key is read inside an open mapping
                     frame.merge(value, mark)
                 elif key in container:
                     raise _Problem(f"duplicate key {short_repr(key)}", key_mark)
@@ -391,7 +400,7 @@ def _locator(text: str) -> Callable[[tuple[Any, ...]], tuple[int, int] | None]:
                 parser.dispose()
         node, position = composed[0], (1, 1)
         for part in doc_path:
-            child = None
+            child = mark = None
             if node is not None and node.id == "mapping":
                 for key, value in node.value:
                     if key.id == "scalar" and key.value == part:  # keys are their text
@@ -400,7 +409,7 @@ def _locator(text: str) -> Callable[[tuple[Any, ...]], tuple[int, int] | None]:
                 if 0 <= part < len(node.value):
                     child = node.value[part]
                     mark = child.start_mark
-            if child is None:
+            if child is None or mark is None:  # (set together)
                 break
             node, position = child, (mark.line + 1, mark.column + 1)
         return position

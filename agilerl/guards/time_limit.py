@@ -29,7 +29,9 @@ from :data:`MIN_SECONDS` to :data:`MAX_SECONDS`, or ``off``); worker processes i
 
 from __future__ import annotations
 
-import _signal  # signal's C module: its getsignal is 40x faster than signal's
+# signal's C module: its getsignal is 40x faster than signal's. CPython always ships it,
+# but typeshed has no stub for it.
+import _signal  # pyright: ignore[reportMissingImports]
 import functools
 import math
 import os

@@ -44,6 +44,7 @@ import torch
 
 from agilerl.algorithms.optim import GradientTerm, gradient_step, polyak_update
 from agilerl.components.observations import split_tree
+from agilerl.networks.base import Observation
 
 Agent = TypeVar("Agent")
 
@@ -257,7 +258,7 @@ class Population(Generic[Agent]):
     # -- acting -------------------------------------------------------------------------
     def act(
         self,
-        obs: Any,
+        obs: Observation,
         mask: Any,
         uniform: np.ndarray,
         forward: Callable[[Any], Any],

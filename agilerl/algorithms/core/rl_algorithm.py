@@ -18,7 +18,7 @@ one learning from prioritised replay add the mixins of
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import torch
@@ -26,15 +26,18 @@ from gymnasium import spaces
 from pydantic import BaseModel
 
 from agilerl.algorithms.core.evolvable import EvolvableAlgorithm, space_text
-from agilerl.networks.base import infer_encoder_spec
+from agilerl.networks.base import Observation, infer_encoder_spec
+
+#: The network spec class :func:`network_spec` builds (and returns an instance of).
+SpecT = TypeVar("SpecT", bound=BaseModel)
 
 
 def network_spec(
-    spec_cls: type[BaseModel],
+    spec_cls: type[SpecT],
     observation_space: spaces.Space,
     net_config: Any = None,
     recurrent: bool = False,
-) -> BaseModel:
+) -> SpecT:
     """The network spec of class ``spec_cls`` that ``net_config`` describes.
 
     ``net_config`` is None (defaults: encoder inferred from the observation space), a
@@ -161,14 +164,14 @@ class RLAlgorithm(EvolvableAlgorithm):
         }
 
     # -- to implement ---------------------------------------------------------------------
-    def get_action(self, obs: Any, *args: Any, **kwargs: Any) -> Any:
+    def get_action(self, obs: Observation, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
 
-    def eval_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def eval_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Greedy / deterministic actions for a batch of observations (evaluation)."""
         raise NotImplementedError
 
-    def sample_action(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def sample_action(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Actions drawn from the agent's stochastic policy for a batch of observations,
         as :meth:`eval_action` returns them (``predict(..., deterministic=False)``)."""
         raise NotImplementedError(f"{self.name} has no stochastic policy to sample from")
@@ -176,13 +179,13 @@ class RLAlgorithm(EvolvableAlgorithm):
     # -- exploration (asked for by the off-policy loop) ------------------------------------
     # Epsilon-greedy agents (the run's schedule) and agents learning from prioritised
     # replay add the mixins of :mod:`agilerl.algorithms.core.exploration`.
-    def explore(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def explore(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Exploratory actions for one vector step of training, in the environment's
         action space: the agent applies its own exploration (epsilon-greedy at the
         schedule's epsilon for its :attr:`steps`, action noise, noisy networks)."""
         raise NotImplementedError(f"{self.name} does not explore off-policy")
 
-    def uniform_actions(self, obs: Any, action_mask: Any = None) -> np.ndarray:
+    def uniform_actions(self, obs: Observation, action_mask: Any = None) -> np.ndarray:
         """Actions drawn uniformly from the action space (among the allowed ones), one per
         observation of the batch, by the agent's own generator: how it acts before its
         learning starts when the run's ``warmup_actions`` is ``uniform``. Its exploration
@@ -198,7 +201,7 @@ class RLAlgorithm(EvolvableAlgorithm):
         reported beside :attr:`learn_metrics`."""
         return {}
 
-    def network_spec(self, spec_cls: type[BaseModel], recurrent: bool = False) -> BaseModel:
+    def network_spec(self, spec_cls: type[SpecT], recurrent: bool = False) -> SpecT:
         return network_spec(spec_cls, self.observation_space, self.net_config, recurrent)
 
     # -- inference ------------------------------------------------------------------------
