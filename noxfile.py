@@ -124,8 +124,9 @@ def tests(session: nox.Session) -> None:
 
 @nox.session(venv_backend="none")
 def typecheck(session: nox.Session) -> None:
-    """pyright over agilerl/ but the paths [tool.pyright] in pyproject.toml excludes (it
-    resolves imports in the engine's virtualenv, .nox/engine)."""
+    """pyright, standard mode, over all of agilerl/ (generated/ is its generator's; see
+    [tool.pyright] in pyproject.toml); it resolves imports in the engine's virtualenv,
+    .nox/engine."""
     install_engine(session)
     # Pinned: each pyright release may add checks, which would fail the session with no
     # change here.
