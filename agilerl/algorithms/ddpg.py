@@ -258,7 +258,9 @@ class DDPG(RLAlgorithm, spec=DDPGSpec):
         """Restart the noise of the sub-environments whose episode ended."""
         self.noise.reset(ended)
 
-    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(
+        self, obs: Observation, action_mask: Any = None, actor: Any = None
+    ) -> np.ndarray:
         """The deterministic actor's actions: this agent's, or ``actor``'s when given (a
         network of its architecture, e.g. a cohort's stacked one)."""
         policy = None if actor is None else self._policy(obs, actor)

@@ -277,7 +277,9 @@ class DQN(EpsilonGreedy, RLAlgorithm, spec=DQNSpec):
 
         return view.act(obs, action_mask, uniform, forward, own)
 
-    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(
+        self, obs: Observation, action_mask: Any = None, actor: Any = None
+    ) -> np.ndarray:
         """Greedy actions (among the allowed ones); of ``actor`` when given (a network of
         this agent's architecture, e.g. a cohort's stacked one), else of its own."""
         q_values = None if actor is None else _outputs(actor, obs)

@@ -388,7 +388,9 @@ class PPO(RLAlgorithm, spec=PPOSpec):
         sample, _, _ = self._act(obs, action_mask, deterministic=False, with_value=False)
         return self.actor.distribution.env_actions(sample)
 
-    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(
+        self, obs: Observation, action_mask: Any = None, actor: Any = None
+    ) -> np.ndarray:
         """The most likely action of each observation (the Gaussian mean for Box): of
         this agent's policy, or of ``actor`` when given (a network of its architecture,
         e.g. a cohort's stacked one)."""

@@ -228,7 +228,9 @@ class RainbowDQN(PrioritizedLearning, DQN, spec=RainbowDQNSpec):
     def exploration_metrics(self) -> dict[str, float]:
         return {}
 
-    def eval_action(self, obs: Observation, action_mask: Any = None, actor: Any = None) -> np.ndarray:
+    def eval_action(
+        self, obs: Observation, action_mask: Any = None, actor: Any = None
+    ) -> np.ndarray:
         """Greedy actions of the mean weights (no noise); of ``actor`` when given."""
         return self.get_action(obs, action_mask, training=False, actor=actor)
 
