@@ -8,10 +8,8 @@ models must reach the same verdict on every document (tests hold them to it).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError, validators
@@ -20,7 +18,7 @@ from referencing.jsonschema import DRAFT202012
 
 from agilerl.models.legacy import RENAMED_KEYWORD, read_old_keys, renamed_conflicts
 from agilerl.models.rules import RULES_KEYWORD, check_rules, schema_defaults
-from agilerl.models.standard_rules import is_rule_statement, stated_rule
+from agilerl.models.standard_rules import is_rule_statement, schema_documents, stated_rule
 
 SCHEMA_BASE_URI = "https://agilerl.dev/schemas/"
 
@@ -72,17 +70,6 @@ SpecValidator = validators.extend(
     Draft202012Validator,
     {RULES_KEYWORD: _rules_keyword, RENAMED_KEYWORD: _renamed_keyword, "if": _if_keyword},
 )
-
-
-@cache
-def schema_documents() -> dict[str, dict]:
-    """Every packaged schema, keyed by file name (``mlp.schema.json``)."""
-    folder = resources.files("agilerl") / "schemas"
-    return {
-        entry.name: json.loads(entry.read_text(encoding="utf-8"))
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name)
-        if entry.name.endswith(".schema.json")
-    }
 
 
 def _without_dialect(doc: dict) -> dict:
